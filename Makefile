@@ -1,0 +1,41 @@
+# Two commands do all the set-up on a fresh machine:
+#   make book   builds the whole book (PROFILE=ci|default|full, EDITION=instructor|student)
+#   make test   runs every test
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PROFILE ?= default
+EDITION ?= instructor
+# torch's OpenMP threads spin when another process is busy; never let them.
+export OMP_WAIT_POLICY ?= PASSIVE
+export MPLBACKEND ?= Agg
+
+BOOK_STAMP := $(VENV)/.book-installed
+TEST_STAMP := $(VENV)/.test-installed
+
+.PHONY: book test bench clean venv
+
+$(BOOK_STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . \
+	  || $(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@touch $@
+
+$(TEST_STAMP): $(BOOK_STAMP) requirements-test.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-test.txt -c requirements.txt
+	@touch $@
+
+venv: $(BOOK_STAMP)
+
+book: $(BOOK_STAMP)
+	$(PY) -m calibcourse.build --profile $(PROFILE) --edition $(EDITION)
+
+test: $(TEST_STAMP)
+	$(PY) -m pytest
+
+bench: $(TEST_STAMP)
+	$(PY) bench/bench_metrics.py
+
+clean:
+	rm -rf _build book/generated

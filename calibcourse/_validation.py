@@ -1,0 +1,133 @@
+"""Input checks shared by metrics, calibrators and plots.
+
+Every public function validates up front and raises a ``ValueError`` that names
+the argument and says what is wrong, in the style of scikit-learn.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+#: Rows of a probability matrix must sum to 1 within this absolute tolerance.
+SUM_TOL = 1e-4
+
+
+def to_numpy(x, name: str) -> np.ndarray:
+    """Return ``x`` (numpy array, torch tensor, list) as a numpy array without copying when possible."""
+    if x is None:
+        raise ValueError(f"{name} is None; expected an array")
+    if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch tensor, no torch import needed
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":
+            x = x.float()
+        x = x.numpy()
+    arr = np.asarray(x)
+    if arr.dtype == object:
+        raise ValueError(f"{name} must be numeric; got an array of Python objects")
+    return arr
+
+
+def check_finite(arr: np.ndarray, name: str) -> None:
+    if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+        bad = ~np.isfinite(arr)
+        kind = "NaN" if np.isnan(arr[bad]).any() else "inf"
+        raise ValueError(f"{name} contains {kind} values ({int(bad.sum())} of {arr.size}); "
+                         "calibration measures need finite numbers")
+
+
+def check_probs(probs, name: str = "probs", allow_1d: bool = True) -> np.ndarray:
+    """Validate probabilities; return a float array of shape (n, K) or (n,).
+
+    Shape (n,) is read as the probability of class 1 of a binary problem.
+    Rows of an (n, K) array must sum to 1 within ``SUM_TOL``.
+    """
+    p = to_numpy(probs, name)
+    if p.dtype.kind not in "fiub":
+        raise ValueError(f"{name} must be a numeric array; got dtype {p.dtype}")
+    if p.dtype.kind != "f":
+        p = p.astype(np.float64)
+    if p.ndim == 1 and not allow_1d:
+        raise ValueError(f"{name} must have shape (n, K); got shape {p.shape}")
+    if p.ndim not in (1, 2):
+        raise ValueError(f"{name} must have shape (n,) for binary or (n, K); got shape {p.shape}")
+    if p.shape[0] == 0:
+        raise ValueError(f"{name} is empty: at least one sample is needed")
+    if p.ndim == 2 and p.shape[1] < 2:
+        raise ValueError(f"{name} must have at least 2 columns (classes); got shape {p.shape}")
+    check_finite(p, name)
+    lo, hi = p.min(), p.max()
+    if lo < 0 or hi > 1:
+        raise ValueError(f"{name} must lie in [0, 1]; got values from {lo:g} to {hi:g} "
+                         "(pass logits through calibcourse.metrics.softmax first)")
+    if p.ndim == 2:
+        s = p.sum(axis=1, dtype=np.float64)
+        dev = np.abs(s - 1.0)
+        worst = int(dev.argmax())
+        if dev[worst] > SUM_TOL:
+            raise ValueError(f"rows of {name} must sum to 1 (tolerance {SUM_TOL:g}); "
+                             f"row {worst} sums to {s[worst]:.6g}")
+    return p
+
+
+def check_labels(labels, n: int, n_classes: int | None, name: str = "labels") -> np.ndarray:
+    """Validate integer class labels of length ``n`` in ``[0, n_classes)``; return int64 array."""
+    y = to_numpy(labels, name)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"{name} must have shape (n,); got shape {y.shape}")
+    if y.shape[0] != n:
+        raise ValueError(f"{name} has {y.shape[0]} entries but the predictions have {n}; "
+                         "they must have the same length")
+    if y.dtype.kind == "b":
+        y = y.astype(np.int64)
+    elif y.dtype.kind == "f":
+        check_finite(y, name)
+        if not np.all(np.equal(np.mod(y, 1), 0)):
+            raise ValueError(f"{name} must be integer class indices; got non-integer values "
+                             f"such as {y[np.mod(y, 1) != 0][0]!r}")
+        y = y.astype(np.int64)
+    elif y.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be integer class indices; got dtype {y.dtype}")
+    y = y.astype(np.int64, copy=False)
+    if y.size and y.min() < 0:
+        raise ValueError(f"{name} must be >= 0; got {y.min()}")
+    if n_classes is not None and y.size and y.max() >= n_classes:
+        raise ValueError(f"{name} must be < the number of classes ({n_classes}); got {y.max()}")
+    return y
+
+
+def check_n_bins(n_bins, name: str = "n_bins") -> int:
+    if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral):
+        raise ValueError(f"{name} must be an integer >= 1; got {n_bins!r}")
+    if n_bins < 1:
+        raise ValueError(f"{name} must be >= 1; got {n_bins}")
+    return int(n_bins)
+
+
+def check_choice(value, choices, name: str):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value
+
+
+def check_logits(logits, name: str = "logits", ndim: int | None = 2) -> np.ndarray:
+    """Validate real-valued scores (logits); return float64. ``ndim=None`` accepts any rank >= 1."""
+    z = to_numpy(logits, name)
+    if z.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must be a numeric array; got dtype {z.dtype}")
+    z = z.astype(np.float64, copy=False)
+    if ndim is None and z.ndim == 0:
+        raise ValueError(f"{name} must be an array; got a scalar")
+    if ndim is not None and z.ndim != ndim:
+        shape = "(n, K)" if ndim == 2 else "(n,)"
+        raise ValueError(f"{name} must have shape {shape}; got shape {z.shape}")
+    if z.shape[0] == 0:
+        raise ValueError(f"{name} is empty: at least one sample is needed")
+    check_finite(z, name)
+    return z
+
+
+def is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch")

@@ -1,0 +1,286 @@
+"""The book build: jupytext -> papermill -> jupyter-book (``make book`` calls this).
+
+    python -m calibcourse.build [--profile ci|default|full] [--edition instructor|student]
+                                [--no-html] [--force] [--root DIR]
+
+1. Reads ``_toc.yml``. A page ``book/generated/<name>`` has its source in
+   ``notebooks/<name>.md`` (a jupytext MyST notebook). Each source is converted
+   to .ipynb and executed by papermill with the parameters ``profile`` and
+   ``edition`` injected; the executed notebook is written, atomically, to
+   ``book/generated/<name>.ipynb`` (git-ignored).
+2. A notebook is skipped when its fingerprint -- the sha256 of its source, of
+   every file of the ``calibcourse`` package, of ``requirements.txt``, of the
+   committed result cache ``data/`` and of its parameters -- equals the one
+   stored after its last successful execution.
+3. ``jupyter-book build --all -W --keep-going`` renders the HTML with notebook
+   execution off; every page is re-read each time, so the warnings of pages
+   that did not change are never hidden, and any ``WARNING``/``ERROR`` line
+   fails the build even if Jupyter Book exits 0.
+4. A failing cell stops the build with a message naming the notebook, the cell
+   (its number and the line of the source where it starts) and the exception;
+   the executed copy of that notebook is removed, the failed one is kept under
+   ``_build/failed/`` for inspection, and the stale HTML is deleted so that no
+   half-built book is left looking done.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PROFILES = ("ci", "default", "full")
+EDITIONS = ("instructor", "student")
+GENERATED = Path("book") / "generated"
+SOURCES = Path("notebooks")
+FINGERPRINT_SUFFIX = ".fingerprint"
+
+
+class BuildError(RuntimeError):
+    """A notebook failed or the HTML build reported a warning/error."""
+
+
+@dataclass
+class Page:
+    toc_entry: str   # e.g. book/generated/01_theory
+    source: Path     # notebooks/01_theory.md
+    output: Path     # book/generated/01_theory.ipynb
+
+
+# --------------------------------------------------------------------------- table of contents
+def toc_entries(toc: dict) -> list[str]:
+    """Every ``file`` (and ``root``) of a Jupyter Book 1.x ``_toc.yml``, in reading order."""
+    found = [toc["root"]] if "root" in toc else []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                found.append(node["file"])
+            for key in ("parts", "chapters", "sections"):
+                for child in node.get(key, []) or []:
+                    walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return found
+
+
+def notebook_pages(root: Path) -> list[Page]:
+    """The pages of ``_toc.yml`` that are generated from jupytext sources in ``notebooks/``."""
+    import yaml
+
+    toc_path = root / "_toc.yml"
+    if not toc_path.exists():
+        raise BuildError(f"{toc_path} not found: the build reads the table of contents from it")
+    toc = yaml.safe_load(toc_path.read_text())
+    pages = []
+    for entry in toc_entries(toc):
+        entry = entry.removesuffix(".ipynb").removesuffix(".md")
+        rel = Path(entry)
+        try:
+            name = rel.relative_to(GENERATED)
+        except ValueError:
+            continue  # a hand-written page of book/ (intro, ...)
+        source = root / SOURCES / name.with_suffix(".md")
+        if not source.exists():
+            raise BuildError(f"_toc.yml lists {entry} but its source {source.relative_to(root)} "
+                             "does not exist")
+        pages.append(Page(entry, source, root / rel.with_suffix(".ipynb")))
+    return pages
+
+
+# --------------------------------------------------------------------------- fingerprints
+def _hash_tree(h, base: Path, patterns=("**/*",)) -> None:
+    if not base.exists():
+        return
+    files = sorted({p for pat in patterns for p in base.glob(pat) if p.is_file()
+                    and "__pycache__" not in p.parts and p.suffix != ".pyc"})
+    for p in files:
+        h.update(str(p.relative_to(base)).encode())
+        h.update(hashlib.sha256(p.read_bytes()).digest())
+
+
+def fingerprint(page: Page, params: dict, root: Path, package_dir: Path | None = None) -> str:
+    """sha256 of the page source, the package, requirements.txt, data/ and the parameters."""
+    h = hashlib.sha256()
+    h.update(page.source.read_bytes())
+    h.update(json.dumps(params, sort_keys=True).encode())
+    _hash_tree(h, package_dir or root / "calibcourse", ("**/*.py",))
+    req = root / "requirements.txt"
+    if req.exists():
+        h.update(req.read_bytes())
+    _hash_tree(h, root / "data")
+    return h.hexdigest()
+
+
+def _fp_path(page: Page) -> Path:
+    return page.output.with_name(page.output.name + FINGERPRINT_SUFFIX)
+
+
+def is_up_to_date(page: Page, fp: str) -> bool:
+    f = _fp_path(page)
+    return page.output.exists() and f.exists() and f.read_text().strip() == fp
+
+
+# --------------------------------------------------------------------------- execution
+def _source_line_of_cell(source_text: str, cell_source: str) -> int | None:
+    """1-based line of ``source_text`` where the code of a cell starts (None if not found)."""
+    first = next((ln for ln in cell_source.splitlines() if ln.strip()), None)
+    if first is None:
+        return None
+    for i, line in enumerate(source_text.splitlines(), start=1):
+        if line.rstrip() == first.rstrip():
+            return i
+    return None
+
+
+def _hide_parameter_cells(nb) -> None:
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "parameters" in tags or "injected-parameters" in tags:
+            if "remove-cell" not in tags:
+                cell.metadata.setdefault("tags", []).append("remove-cell")
+
+
+def execute_page(page: Page, params: dict, root: Path, failed_dir: Path) -> None:
+    """Convert ``page.source`` with jupytext and execute it with papermill into ``page.output``."""
+    import jupytext
+    import nbformat
+    import papermill as pm
+
+    nb = jupytext.read(page.source)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    page.output.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="calibcourse-build-") as tmp:
+        src_nb = Path(tmp) / "input.ipynb"
+        out_nb = Path(tmp) / "output.ipynb"
+        nbformat.write(nb, src_nb)
+        try:
+            pm.execute_notebook(str(src_nb), str(out_nb), parameters=params, kernel_name="python3",
+                                cwd=str(root), progress_bar=False, log_output=False,
+                                report_mode=False)
+        except pm.PapermillExecutionError as exc:
+            executed = nbformat.read(out_nb, as_version=4) if out_nb.exists() else None
+            cell_src = executed.cells[exc.cell_index].source if executed is not None else exc.source
+            injected = executed is not None and any(
+                "injected-parameters" in c.metadata.get("tags", []) for c in executed.cells[: exc.cell_index])
+            cell_no = exc.cell_index + 1 - (1 if injected else 0)  # 1-based, as in the source notebook
+            line = _source_line_of_cell(page.source.read_text(), cell_src)
+            kept = failed_dir / page.output.relative_to(root / GENERATED)
+            if out_nb.exists():
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(out_nb, kept)
+            where = f"cell {cell_no}" + (f" (line {line} of {page.source.relative_to(root)})" if line else "")
+            snippet = "\n".join("    | " + ln for ln in cell_src.splitlines()[:6])
+            raise BuildError(f"{page.source.relative_to(root)}: {where} raised {exc.ename}: {exc.evalue}\n"
+                             f"{snippet}\n    executed notebook kept at {kept.relative_to(root)}") from None
+        except Exception as exc:  # kernel died, bad notebook, ...
+            raise BuildError(f"{page.source.relative_to(root)}: execution failed: "
+                             f"{type(exc).__name__}: {exc}") from None
+        executed = nbformat.read(out_nb, as_version=4)
+        _hide_parameter_cells(executed)
+        tmp_out = page.output.with_name(page.output.name + ".tmp")
+        nbformat.write(executed, tmp_out)
+        os.replace(tmp_out, page.output)
+
+
+def execute_book(root: Path, profile: str = "default", edition: str = "instructor",
+                 force: bool = False, package_dir: Path | None = None, log=print) -> dict:
+    """Execute every notebook page whose fingerprint changed; return {source: 'executed'|'skipped'}."""
+    root = Path(root).resolve()
+    failed_dir = root / "_build" / "failed"
+    params = {"profile": profile, "edition": edition}
+    status = {}
+    pages = notebook_pages(root)
+    for i, page in enumerate(pages, start=1):
+        rel = page.source.relative_to(root)
+        fp = fingerprint(page, params, root, package_dir)
+        if not force and is_up_to_date(page, fp):
+            log(f"[{i}/{len(pages)}] {rel}: skipped (unchanged)")
+            status[str(rel)] = "skipped"
+            continue
+        start = time.perf_counter()
+        _fp_path(page).unlink(missing_ok=True)
+        try:
+            execute_page(page, params, root, failed_dir)
+        except BuildError:
+            page.output.unlink(missing_ok=True)
+            log(f"[{i}/{len(pages)}] {rel}: FAILED after {time.perf_counter() - start:.1f} s")
+            raise
+        _fp_path(page).write_text(fp + "\n")
+        log(f"[{i}/{len(pages)}] {rel}: executed in {time.perf_counter() - start:.1f} s")
+        status[str(rel)] = "executed"
+    return status
+
+
+# --------------------------------------------------------------------------- html
+def build_html(root: Path, edition: str = "instructor", log=print) -> Path:
+    """Render the book with jupyter-book (execution off), failing on any warning."""
+    root = Path(root).resolve()
+    config = root / "_config.yml"
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(root), "--all", "-W", "--keep-going"]
+    extra_config = None
+    if edition == "student":
+        import yaml
+
+        cfg = yaml.safe_load(config.read_text())
+        cfg.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
+        extra_config = root / "_build" / "_config.student.yml"
+        extra_config.parent.mkdir(parents=True, exist_ok=True)
+        extra_config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        cmd += ["--config", str(extra_config)]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    out = proc.stdout + proc.stderr
+    problems = [ln for ln in out.splitlines() if "WARNING" in ln or "ERROR" in ln
+                or "Traceback" in ln]
+    html = root / "_build" / "html"
+    if proc.returncode != 0 or problems:
+        (root / "_build").mkdir(exist_ok=True)
+        (root / "_build" / "jupyter-book.log").write_text(out)
+        shutil.rmtree(html, ignore_errors=True)
+        shown = "\n".join("    " + ln for ln in (problems or out.splitlines()[-25:])[:40])
+        raise BuildError(f"jupyter-book build failed (exit {proc.returncode}, {len(problems)} "
+                         f"warning/error lines); full log in _build/jupyter-book.log:\n{shown}")
+    log(f"html: built in {time.perf_counter() - start:.1f} s -> {html / 'index.html'}")
+    return html
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m calibcourse.build", description=__doc__.split("\n")[0])
+    ap.add_argument("--profile", default="default", choices=PROFILES,
+                    help="ci: seconds-long smoke runs; default: the real book on embedded data; "
+                         "full: MNIST/CIFAR with the papers' architectures (needs the data sets, a GPU)")
+    ap.add_argument("--edition", default="instructor", choices=EDITIONS)
+    ap.add_argument("--root", default=".", help="the book's root (holds _config.yml and _toc.yml)")
+    ap.add_argument("--force", action="store_true", help="re-execute every notebook")
+    ap.add_argument("--no-html", action="store_true", help="execute the notebooks only")
+    args = ap.parse_args(argv)
+    root = Path(args.root).resolve()
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    start = time.perf_counter()
+    try:
+        execute_book(root, args.profile, args.edition, force=args.force)
+        if not args.no_html:
+            build_html(root, args.edition)
+    except BuildError as exc:
+        print(f"\nBUILD FAILED: {exc}", file=sys.stderr)
+        if not args.no_html:
+            shutil.rmtree(root / "_build" / "html", ignore_errors=True)
+        return 1
+    print(f"done in {time.perf_counter() - start:.1f} s (profile {args.profile}, edition {args.edition})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

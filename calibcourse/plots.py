@@ -1,0 +1,233 @@
+"""Figures of calibration (chapter 1 introduces the reliability diagram; chapters 2-5 reuse all).
+
+Every function returns the matplotlib ``Figure`` it drew on, and takes an
+``ax`` (or a pair of axes) so that it can be placed in a grid.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import metrics as M
+from ._validation import check_labels, check_probs
+
+__all__ = ["reliability_diagram", "reliability_grid", "smooth_reliability_diagram",
+           "ece_vs_bins", "training_curves"]
+
+ACC_COLOR = "#1f77b4"
+GAP_COLOR = "#d62728"
+
+
+def _plt():
+    import matplotlib
+
+    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
+        try:
+            import IPython  # noqa: F401  (inside a notebook the inline backend is active)
+        except ImportError:  # pragma: no cover
+            matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _checked(probs, labels):
+    """Validated (probs, labels, top-label confidence, predicted class)."""
+    p = check_probs(probs)
+    y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
+    conf, pred = M.top_label(p)
+    return p, y, conf, pred
+
+
+def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | None = None,
+                        show_histogram: bool = True, strategy: str = "uniform"):
+    """Guo-style reliability diagram.
+
+    Top: bars of acc(B_m) per bin, the gap to conf(B_m) shaded red, the
+    diagonal of perfect calibration, ECE and MCE in the corner. Bottom (when
+    ``show_histogram``): the histogram of confidences with the mean confidence
+    and the accuracy marked.
+
+    ``ax``: ``None`` (a new figure), one Axes (diagram only) or a pair
+    ``(ax_diagram, ax_histogram)``.
+    """
+    plt = _plt()
+    probs, y, conf, pred = _checked(probs, labels)
+    rb = M.reliability_bins(probs, y, n_bins=n_bins, strategy=strategy)
+    if ax is None:
+        if show_histogram:
+            fig, (ax_rel, ax_hist) = plt.subplots(2, 1, figsize=(4.2, 5.6), sharex=True,
+                                                  gridspec_kw={"height_ratios": [3, 1.2]})
+        else:
+            fig, ax_rel = plt.subplots(figsize=(4.2, 4.2))
+            ax_hist = None
+    elif isinstance(ax, (tuple, list, np.ndarray)):
+        ax_rel, ax_hist = ax
+        fig = ax_rel.figure
+    else:
+        ax_rel, ax_hist = ax, None
+        fig = ax.figure
+    left = rb.edges[:-1]
+    width = np.diff(rb.edges)
+    nonempty = rb.count > 0
+    acc = np.where(nonempty, rb.accuracy, 0.0)
+    ax_rel.bar(left, acc, width=width, align="edge", color=ACC_COLOR, edgecolor="black",
+               linewidth=0.6, label="accuracy")
+    gap_lo = np.where(nonempty, np.minimum(rb.accuracy, rb.confidence), 0.0)
+    gap_h = np.where(nonempty, np.abs(rb.gap), 0.0)
+    ax_rel.bar(left, gap_h, bottom=gap_lo, width=width, align="edge", color=GAP_COLOR,
+               alpha=0.35, edgecolor=GAP_COLOR, hatch="//", linewidth=0.6, label="gap")
+    ax_rel.plot([0, 1], [0, 1], "--", color="gray", label="perfect calibration")
+    e = M.ece(probs, y, n_bins=n_bins, strategy=strategy)
+    m = M.mce(probs, y, n_bins=n_bins, strategy=strategy)
+    ax_rel.text(0.04, 0.96, f"ECE = {100 * e:.2f}%\nMCE = {100 * m:.2f}%", transform=ax_rel.transAxes,
+                va="top", ha="left", fontsize=9,
+                bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85})
+    ax_rel.set_xlim(0, 1)
+    ax_rel.set_ylim(0, 1)
+    ax_rel.set_ylabel("accuracy")
+    ax_rel.legend(loc="lower right", fontsize=8)
+    if title:
+        ax_rel.set_title(title)
+    if ax_hist is not None:
+        frac = rb.count / rb.count.sum()
+        ax_hist.bar(left, frac, width=width, align="edge", color="gray", edgecolor="black",
+                    linewidth=0.6)
+        mean_conf, acc_all = conf.mean(), np.mean(pred == y)
+        ax_hist.axvline(mean_conf, color=GAP_COLOR, ls="--", label=f"avg. confidence {mean_conf:.3f}")
+        ax_hist.axvline(acc_all, color=ACC_COLOR, ls="-", label=f"accuracy {acc_all:.3f}")
+        ax_hist.set_xlim(0, 1)
+        ax_hist.set_ylabel("% of samples")
+        ax_hist.set_xlabel("confidence")
+        ax_hist.legend(fontsize=7, loc="upper left")
+    else:
+        ax_rel.set_xlabel("confidence")
+    return fig
+
+
+def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
+                     show_histogram: bool = True, highlight: str | None = None,
+                     panel_size: float = 3.3):
+    """Side-by-side reliability diagrams, one per entry of ``panels = {title: (probs, labels)}``.
+
+    ``highlight`` names a panel to frame in red (e.g. the best temperature).
+    """
+    plt = _plt()
+    if not panels:
+        raise ValueError("panels is empty: give at least one {title: (probs, labels)}")
+    n = len(panels)
+    ncols = ncols or min(n, 4)
+    nrows = int(np.ceil(n / ncols))
+    rows_per = 2 if show_histogram else 1
+    fig = plt.figure(figsize=(panel_size * ncols, panel_size * nrows * (1.35 if show_histogram else 1)))
+    ratios = ([3, 1.2] if show_histogram else [1]) * nrows
+    gs = fig.add_gridspec(nrows * rows_per, ncols, height_ratios=ratios, hspace=0.45)
+    for i, (name, (p, y)) in enumerate(panels.items()):
+        r, c = divmod(i, ncols)
+        ax_rel = fig.add_subplot(gs[r * rows_per, c])
+        axes = (ax_rel, fig.add_subplot(gs[r * rows_per + 1, c], sharex=ax_rel)) if show_histogram else ax_rel
+        reliability_diagram(p, y, n_bins=n_bins, ax=axes, title=str(name))
+        if highlight is not None and str(name) == str(highlight):
+            for spine in ax_rel.spines.values():
+                spine.set_edgecolor(GAP_COLOR)
+                spine.set_linewidth(2.5)
+    return fig
+
+
+def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: int = 100,
+                               level: float = 0.95, seed: int = 0, ax=None, title: str | None = None,
+                               grid: int = 200):
+    """Kernel-smoothed reliability curve with a bootstrap band.
+
+    The curve is the Nadaraya-Watson estimate of P(correct | confidence = t)
+    with a Gaussian kernel of bandwidth ``bandwidth`` (the SACC of
+    :func:`calibcourse.metrics.sece`); the band is the pointwise ``level``
+    percentile interval over ``n_boot`` resamples.
+    """
+    plt = _plt()
+    p, y, conf, pred = _checked(probs, labels)
+    correct = (pred == y).astype(float)
+    t = np.linspace(0, 1, grid)
+
+    def curve(c, a):
+        k = np.exp(-0.5 * ((t[:, None] - c[None, :]) / bandwidth) ** 2)
+        den = k.sum(1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(den > 1e-8, (k @ a) / den, np.nan), den
+
+    est, den = curve(conf, correct)
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(n_boot):
+        i = rng.integers(0, conf.shape[0], conf.shape[0])
+        boots.append(curve(conf[i], correct[i])[0])
+    lo, hi = np.nanquantile(np.array(boots), [(1 - level) / 2, (1 + level) / 2], axis=0)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(4.2, 4.2))
+    else:
+        fig = ax.figure
+    support = den / den.max() > 1e-3
+    ax.fill_between(t[support], lo[support], hi[support], color=ACC_COLOR, alpha=0.25,
+                    label=f"{int(level * 100)}% bootstrap band")
+    ax.plot(t[support], est[support], color=ACC_COLOR, lw=2, label="smoothed accuracy")
+    ax.plot([0, 1], [0, 1], "--", color="gray", label="perfect calibration")
+    s = M.sece(p, y, bandwidth=bandwidth)
+    ax.text(0.04, 0.96, f"SECE = {100 * s:.2f}%", transform=ax.transAxes, va="top", fontsize=9,
+            bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85})
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("confidence")
+    ax.set_ylabel("accuracy")
+    ax.legend(loc="lower right", fontsize=8)
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strategy: str = "uniform",
+                axes=None):
+    """ECE (left) and MCE (right) against the number of bins, one line per entry of
+    ``models = {name: (probs, labels)}`` (the robustness figure of Wang et al. 2023)."""
+    plt = _plt()
+    if axes is None:
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig = axes[0].figure
+    for name, (p, y) in models.items():
+        e = [M.ece(p, y, n_bins=b, strategy=strategy) for b in bins]
+        m = [M.mce(p, y, n_bins=b, strategy=strategy) for b in bins]
+        axes[0].plot(bins, e, marker="o", label=str(name))
+        axes[1].plot(bins, m, marker="o", label=str(name))
+    for a, what in zip(axes, ("ECE", "MCE")):
+        a.set_xscale("log")
+        a.set_xlabel("number of bins")
+        a.set_ylabel(what)
+        a.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    return fig
+
+
+def training_curves(history, x: str = "epoch", error: str = "test_error", nll: str = "test_nll",
+                    ax=None, mark_nll_minimum: bool = True, title: str | None = None):
+    """Test error (left axis) and test NLL (right axis) per epoch, Guo et al. Fig. 3.
+
+    ``history``: a DataFrame or a dict of equal-length sequences. The epoch of
+    minimal NLL is marked when ``mark_nll_minimum``.
+    """
+    plt = _plt()
+    h = {k: np.asarray(history[k]) for k in (x, error, nll)}
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+    else:
+        fig = ax.figure
+    ax.plot(h[x], h[error], color=ACC_COLOR, label="test error")
+    ax.set_xlabel(x)
+    ax.set_ylabel("test error", color=ACC_COLOR)
+    ax2 = ax.twinx()
+    ax2.plot(h[x], h[nll], color=GAP_COLOR, label="test NLL")
+    ax2.set_ylabel("test NLL", color=GAP_COLOR)
+    if mark_nll_minimum:
+        i = int(np.argmin(h[nll]))
+        ax2.axvline(h[x][i], color="gray", ls=":", label=f"NLL minimum ({x} {h[x][i]})")
+        ax2.legend(loc="upper center", fontsize=8)
+    if title:
+        ax.set_title(title)
+    return fig

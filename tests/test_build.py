@@ -1,0 +1,130 @@
+"""The book build: execution, fingerprints, failure messages, the HTML step."""
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from calibcourse import build
+
+HEADER = textwrap.dedent("""\
+    ---
+    jupytext:
+      text_representation:
+        extension: .md
+        format_name: myst
+    kernelspec:
+      display_name: Python 3
+      language: python
+      name: python3
+    ---
+    """)
+
+
+def code(src, tags=None):
+    t = f":tags: [{', '.join(tags)}]\n\n" if tags else ""
+    return f"```{{code-cell}} ipython3\n{t}{src}\n```\n\n"
+
+
+def write_book(root: Path, pages: dict, extra_config: str = ""):
+    (root / "notebooks").mkdir(parents=True, exist_ok=True)
+    (root / "book").mkdir(exist_ok=True)
+    (root / "book" / "intro.md").write_text("# Intro\n\nHello.\n")
+    (root / "_config.yml").write_text(textwrap.dedent("""\
+        title: test book
+        only_build_toc_files: true
+        execute:
+          execute_notebooks: "off"
+        exclude_patterns: ["notebooks/*", "pkg/*"]
+        """) + extra_config)
+    chapters = "\n".join(f"  - file: book/generated/{name}" for name in pages)
+    (root / "_toc.yml").write_text(f"format: jb-book\nroot: book/intro\nchapters:\n{chapters}\n")
+    for name, body in pages.items():
+        (root / "notebooks" / f"{name}.md").write_text(HEADER + body)
+    pkg = root / "pkg"
+    pkg.mkdir(exist_ok=True)
+    (pkg / "mod.py").write_text("X = 1\n")
+    return pkg
+
+
+GOOD = "# Good\n\n" + code('profile = "default"', ["parameters"]) + code("print('profile', profile)")
+BAD = ("# Bad\n\n" + code('profile = "default"', ["parameters"]) + code("x = 1")
+       + code("y = 2\nraise ValueError('deliberate failure in the test book')") + code("z = 3"))
+
+
+def test_toc_entries_walks_parts_chapters_sections():
+    toc = {"root": "intro", "parts": [{"caption": "A", "chapters": [
+        {"file": "a", "sections": [{"file": "a1"}]}, {"file": "b"}]}]}
+    assert build.toc_entries(toc) == ["intro", "a", "a1", "b"]
+
+
+def test_toc_entry_without_source_is_an_error(tmp_path):
+    write_book(tmp_path, {"good": GOOD})
+    (tmp_path / "notebooks" / "good.md").unlink()
+    with pytest.raises(build.BuildError, match="notebooks/good.md does not exist"):
+        build.notebook_pages(tmp_path)
+
+
+def test_execute_injects_profile_then_skips_unchanged_then_reruns_on_package_change(tmp_path):
+    pkg = write_book(tmp_path, {"good": GOOD})
+    lines = []
+    status = build.execute_book(tmp_path, profile="ci", package_dir=pkg, log=lines.append)
+    assert status == {"notebooks/good.md": "executed"}
+    out = (tmp_path / "book" / "generated" / "good.ipynb").read_text()
+    assert "profile ci" in out, "the injected parameter must reach the notebook"
+    assert lines and "executed in" in lines[0]
+    # nothing changed: skipped
+    lines.clear()
+    assert build.execute_book(tmp_path, profile="ci", package_dir=pkg, log=lines.append) == {
+        "notebooks/good.md": "skipped"}
+    assert "skipped (unchanged)" in lines[0]
+    # a package file changed: executed again
+    (pkg / "mod.py").write_text("X = 2\n")
+    assert build.execute_book(tmp_path, profile="ci", package_dir=pkg, log=print) == {
+        "notebooks/good.md": "executed"}
+    # another profile is another fingerprint
+    assert build.execute_book(tmp_path, profile="default", package_dir=pkg, log=print) == {
+        "notebooks/good.md": "executed"}
+    assert "profile default" in (tmp_path / "book" / "generated" / "good.ipynb").read_text()
+
+
+def test_failing_cell_names_notebook_cell_and_exception(tmp_path):
+    write_book(tmp_path, {"good": GOOD, "bad": BAD})
+    proc = subprocess.run([sys.executable, "-m", "calibcourse.build", "--root", str(tmp_path),
+                           "--profile", "ci", "--no-html"], capture_output=True, text=True)
+    assert proc.returncode != 0
+    err = proc.stderr
+    assert "notebooks/bad.md" in err
+    assert "cell 3" in err, err  # parameters, x = 1, then the failing cell
+    assert "ValueError" in err and "deliberate failure in the test book" in err
+    src_lines = (tmp_path / "notebooks" / "bad.md").read_text().splitlines()
+    line_no = next(i for i, ln in enumerate(src_lines, 1) if ln.startswith("y = 2"))
+    assert f"line {line_no} of notebooks/bad.md" in err
+    # no executed copy of the failed notebook looks done; the failed one is kept for inspection
+    assert not (tmp_path / "book" / "generated" / "bad.ipynb").exists()
+    assert (tmp_path / "_build" / "failed" / "bad.ipynb").exists()
+    assert (tmp_path / "book" / "generated" / "good.ipynb").exists()
+
+
+def test_failed_notebook_is_not_skipped_next_time(tmp_path):
+    pkg = write_book(tmp_path, {"bad": BAD})
+    with pytest.raises(build.BuildError):
+        build.execute_book(tmp_path, profile="ci", package_dir=pkg, log=print)
+    with pytest.raises(build.BuildError, match="deliberate failure"):
+        build.execute_book(tmp_path, profile="ci", package_dir=pkg, log=print)
+
+
+def test_html_build_passes_then_fails_on_a_broken_reference(tmp_path):
+    pkg = write_book(tmp_path, {"good": GOOD})
+    build.execute_book(tmp_path, profile="ci", package_dir=pkg, log=print)
+    html = build.build_html(tmp_path, log=print)
+    assert (html / "generated" / "good.html").exists() or (html / "book" / "generated" / "good.html").exists()
+    # a broken cross-reference on an unchanged-notebook page must still fail the build
+    (tmp_path / "book" / "intro.md").write_text("# Intro\n\nSee {ref}`no-such-label`.\n")
+    with pytest.raises(build.BuildError, match="no-such-label|undefined label"):
+        build.build_html(tmp_path, log=print)
+    assert not html.exists(), "a failed build must not leave the old HTML looking done"
+    # and again: Jupyter Book must not hide the warning of a page it already read
+    with pytest.raises(build.BuildError):
+        build.build_html(tmp_path, log=print)

@@ -1,0 +1,346 @@
+"""calibcourse.metrics against independent references, closed forms and bad input."""
+import numpy as np
+import pytest
+import torch
+from conftest import make_predictions
+
+from calibcourse import metrics as M
+
+CASES = [(200, 2, 0), (1000, 3, 1), (5000, 10, 2), (3000, 100, 3)]
+
+
+# ------------------------------------------------------------------ peers
+@pytest.mark.parametrize("n,k,seed", CASES)
+@pytest.mark.parametrize("norm", ["l1", "l2", "max"])
+@pytest.mark.parametrize("n_bins", [5, 15, 40])
+def test_ece_matches_torchmetrics(n, k, seed, norm, n_bins):
+    from torchmetrics.functional.classification import multiclass_calibration_error
+
+    p, y = make_predictions(n, k, seed)
+    ref = multiclass_calibration_error(torch.tensor(p), torch.tensor(y), num_classes=k,
+                                       n_bins=n_bins, norm=norm).item()
+    assert M.ece(p, y, n_bins=n_bins, norm=norm) == pytest.approx(ref, abs=1e-6)
+
+
+@pytest.mark.parametrize("n,k,seed", CASES)
+def test_ece_and_mce_match_netcal(n, k, seed):
+    from netcal.metrics import ECE, MCE
+
+    p, y = make_predictions(n, k, seed)
+    # netcal reads a two-column input as binary and measures P(y = 1), not the top label
+    mode = "positive_class" if k == 2 else "top_label"
+    assert M.ece(p, y, n_bins=15, reliability=mode) == pytest.approx(ECE(bins=15).measure(p, y), abs=1e-9)
+    assert M.mce(p, y, n_bins=15, reliability=mode) == pytest.approx(MCE(bins=15).measure(p, y), abs=1e-9)
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_positive_class_reliability_matches_sklearn_calibration_curve(strategy):
+    from sklearn.calibration import calibration_curve
+
+    rng = np.random.default_rng(4)
+    p1 = rng.beta(2, 3, 4000)
+    y = (rng.random(4000) < p1 ** 1.3).astype(int)
+    prob_true, prob_pred = calibration_curve(y, p1, n_bins=10, strategy=strategy)
+    rb = M.reliability_bins(p1, y, n_bins=10, strategy=strategy, reliability="positive_class")
+    keep = rb.count > 0
+    np.testing.assert_allclose(rb.accuracy[keep], prob_true, atol=1e-12)
+    np.testing.assert_allclose(rb.confidence[keep], prob_pred, atol=1e-12)
+
+
+@pytest.mark.parametrize("n,k,seed", CASES[:3])
+def test_smooth_ece_matches_relplot(n, k, seed):
+    import relplot
+
+    p, y = make_predictions(n, k, seed)
+    conf, pred = M.top_label(p)
+    ref = relplot.smECE(conf, (pred == y).astype(float))
+    assert M.smooth_ece(p, y) == pytest.approx(ref, abs=1e-4)
+
+
+def test_smooth_ece_positive_class_matches_relplot():
+    import relplot
+
+    rng = np.random.default_rng(7)
+    p1 = rng.uniform(size=3000)
+    y = (rng.random(3000) < np.sqrt(p1)).astype(int)
+    assert M.smooth_ece(p1, y, reliability="positive_class") == pytest.approx(
+        relplot.smECE(p1, y.astype(float)), abs=1e-4)
+
+
+@pytest.mark.parametrize("n,k,seed", CASES[:3])
+def test_debiased_ece_matches_kumar_reference(n, k, seed):
+    import calibration as kumar  # uncertainty-calibration, the authors' package
+
+    p, y = make_predictions(n, k, seed)
+    ref = kumar.lower_bound_scaling_ce(p, y, p=2, debias=True, num_bins=15, mode="top-label")
+    assert M.debiased_ece(p, y, n_bins=15) == pytest.approx(ref, abs=1e-9)
+    plug_in = kumar.lower_bound_scaling_ce(p, y, p=2, debias=False, num_bins=15, mode="top-label")
+    assert M.ece(p, y, n_bins=15, strategy="quantile", norm="l2") == pytest.approx(plug_in, abs=1e-9)
+
+
+def test_ace_is_equal_mass_top_label_ece():
+    import calibration as kumar
+
+    p, y = make_predictions(2000, 10, 5)
+    ref = kumar.lower_bound_scaling_ce(p, y, p=1, debias=False, num_bins=15, mode="top-label")
+    assert M.ace(p, y, n_bins=15) == pytest.approx(ref, abs=1e-9)
+
+
+def naive_classwise_ece(p, y, n_bins):
+    total = 0.0
+    n, k = p.shape
+    edges = np.linspace(0, 1, n_bins + 1)
+    for c in range(k):
+        for m in range(n_bins):
+            lo, hi = edges[m], edges[m + 1]
+            inb = (p[:, c] > lo) & (p[:, c] <= hi) if m > 0 else (p[:, c] >= lo) & (p[:, c] <= hi)
+            if inb.any():
+                total += inb.sum() / n * abs(np.mean(y[inb] == c) - p[inb, c].mean())
+    return total / k
+
+
+@pytest.mark.parametrize("n,k,seed", CASES[:3])
+def test_classwise_ece_matches_a_naive_loop(n, k, seed):
+    p, y = make_predictions(n, k, seed)
+    assert M.classwise_ece(p, y, n_bins=15) == pytest.approx(naive_classwise_ece(p, y, 15), abs=1e-12)
+
+
+def test_classwise_ece_of_binary_is_positive_class_ece():
+    rng = np.random.default_rng(3)
+    p1 = rng.uniform(0.001, 0.999, 3000)
+    y = (rng.random(3000) < p1 ** 2).astype(int)
+    assert M.classwise_ece(p1, y, n_bins=10) == pytest.approx(
+        M.ece(p1, y, n_bins=10, reliability="positive_class"), abs=1e-12)
+
+
+def test_nll_brier_error_match_sklearn():
+    from sklearn.metrics import accuracy_score, brier_score_loss, log_loss
+
+    p, y = make_predictions(2000, 10, 0)
+    assert M.nll(p, y) == pytest.approx(log_loss(y, p, labels=range(10)), rel=1e-10)
+    assert M.error(p, y) == pytest.approx(1 - accuracy_score(y, p.argmax(1)))
+    onehot = np.eye(10)[y]
+    assert M.brier(p, y) == pytest.approx(np.mean(np.sum((p - onehot) ** 2, 1)), rel=1e-12)
+    p1 = p[:, 0] / (p[:, 0] + p[:, 1])
+    yb = (y % 2).astype(int)
+    assert M.brier(p1, yb) == pytest.approx(brier_score_loss(yb, p1), rel=1e-12)
+    assert M.nll(p1, yb) == pytest.approx(log_loss(yb, p1), rel=1e-10)
+
+
+def test_softmax_is_stable_and_matches_scipy():
+    from scipy.special import softmax as sp_softmax
+
+    z = np.array([[1000.0, 1001.0, 999.0], [-5.0, 0.0, 5.0]])
+    np.testing.assert_allclose(M.softmax(z), sp_softmax(z, axis=1), rtol=1e-12)
+    assert np.all(np.isfinite(M.softmax(z)))
+    t = torch.tensor(z, requires_grad=True)
+    out = M.softmax(t)
+    assert isinstance(out, torch.Tensor) and out.requires_grad
+    np.testing.assert_allclose(M.log_softmax(z), np.log(sp_softmax(z, axis=1)), rtol=1e-10)
+
+
+# ------------------------------------------------------------------ conventions and closed forms
+def test_bin_edges_are_closed_on_the_right_with_0_and_1_included():
+    # 5 bins: (0,.2] (.2,.4] (.4,.6] (.6,.8] (.8,1]; binary positive-class view
+    p1 = np.array([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    y = np.array([0, 1, 0, 1, 0, 1])
+    rb = M.reliability_bins(p1, y, n_bins=5, reliability="positive_class")
+    np.testing.assert_array_equal(rb.count, [2, 1, 1, 1, 1])
+    np.testing.assert_allclose(rb.confidence, [0.1, 0.4, 0.6, 0.8, 1.0])
+    np.testing.assert_allclose(rb.accuracy, [0.5, 0.0, 1.0, 0.0, 1.0])
+    # ECE by hand: (2*.4 + .4 + .4 + .8 + 0)/6
+    assert M.ece(p1, y, n_bins=5, reliability="positive_class") == pytest.approx(2.4 / 6)
+    assert M.mce(p1, y, n_bins=5, reliability="positive_class") == pytest.approx(0.8)
+
+
+def test_edge_values_differ_from_torchmetrics_convention_as_documented():
+    from torchmetrics.functional.classification import binary_calibration_error
+
+    p1 = np.array([0.2, 0.3])
+    y = np.array([1, 0])
+    ours = M.ece(p1, y, n_bins=5, reliability="positive_class")
+    # ours: 0.2 in (0, .2] (gap .8), 0.3 in (.2, .4] (gap .3)
+    assert ours == pytest.approx((0.8 + 0.3) / 2)
+    # torchmetrics: both in [.2, .4): acc .5, conf .25
+    theirs = binary_calibration_error(torch.tensor(p1), torch.tensor(y), n_bins=5).item()
+    assert theirs == pytest.approx(0.25)
+
+
+def test_binary_top_label_equals_two_column_matrix():
+    rng = np.random.default_rng(2)
+    p1 = rng.uniform(size=500)
+    y = rng.integers(0, 2, 500)
+    two = np.stack([1 - p1, p1], 1)
+    for fn in (M.ece, M.mce, M.ace, M.sece, M.smooth_ece, M.debiased_ece, M.nll, M.error):
+        assert fn(p1, y) == pytest.approx(fn(two, y), abs=1e-12), fn.__name__
+
+
+def test_constant_predictor_ece_is_gap_to_accuracy():
+    n = 1000
+    y = np.r_[np.ones(700, int), np.zeros(300, int)]
+    p1 = np.full(n, 0.83)
+    for bins in (1, 10, 15, 100):
+        assert M.ece(p1, y, n_bins=bins, reliability="positive_class") == pytest.approx(0.13)
+        assert M.mce(p1, y, n_bins=bins, reliability="positive_class") == pytest.approx(0.13)
+    probs = np.tile([0.83, 0.1, 0.07], (n, 1))
+    labels = np.where(np.arange(n) < 700, 0, 1)
+    assert M.ece(probs, labels) == pytest.approx(0.13)
+
+
+def test_perfectly_calibrated_predictor_ece_tends_to_zero():
+    rng = np.random.default_rng(0)
+    values = []
+    for n in (1000, 10000, 100000):
+        c = rng.uniform(size=n)
+        a = (rng.uniform(size=n) < c).astype(int)
+        values.append(M.ece(c, a, n_bins=15, reliability="positive_class"))
+    assert values[0] > values[1] > values[2]
+    assert values[2] < 0.01
+    # debiased l2 stays near zero already at small n
+    c = rng.uniform(size=1000)
+    a = (rng.uniform(size=1000) < c).astype(int)
+    assert M.debiased_ece(c, a, reliability="positive_class") < M.ece(
+        c, a, norm="l2", strategy="quantile", reliability="positive_class")
+
+
+def test_torch_and_numpy_inputs_agree():
+    p, y = make_predictions(800, 5, 1)
+    for fn in (M.ece, M.mce, M.ace, M.classwise_ece, M.sece, M.smooth_ece, M.debiased_ece,
+               M.nll, M.brier, M.error):
+        assert fn(torch.tensor(p), torch.tensor(y)) == pytest.approx(fn(p, y), abs=1e-12), fn.__name__
+    pf = torch.tensor(p, dtype=torch.float32)
+    assert M.ece(pf, torch.tensor(y)) == pytest.approx(M.ece(p, y), abs=1e-6)
+
+
+def test_quantile_bins_have_equal_mass():
+    p, y = make_predictions(1003, 10, 9)
+    rb = M.reliability_bins(p, y, n_bins=10, strategy="quantile")
+    assert sorted(set(rb.count.tolist())) == [100.0, 101.0]
+    assert np.all(np.diff(rb.edges) >= 0)
+
+
+# ------------------------------------------------------------------ SECE
+def naive_sece(conf, correct, h):
+    k = np.exp(-((conf[:, None] - conf[None, :]) ** 2) / (2 * h * h))
+    return np.mean(np.abs(k @ correct / k.sum(1) - conf))
+
+
+def test_sece_exact_matches_naive_formula():
+    p, y = make_predictions(700, 4, 0)
+    conf, pred = M.top_label(p)
+    for h in (0.02, 0.05, 0.2):
+        assert M.sece(p, y, bandwidth=h, method="exact") == pytest.approx(
+            naive_sece(conf, (pred == y).astype(float), h), abs=1e-12)
+
+
+def test_sece_fast_path_within_1e4_of_exact_on_20000():
+    p, y = make_predictions(20000, 10, 11)
+    for h in (0.02, 0.05):
+        exact = M.sece(p, y, bandwidth=h, method="exact")
+        fast = M.sece(p, y, bandwidth=h, method="fast")
+        assert abs(exact - fast) < 1e-4
+
+
+def test_sece_exact_torch_is_differentiable():
+    conf = torch.rand(300, dtype=torch.float64, requires_grad=True)
+    correct = (torch.rand(300, dtype=torch.float64) < conf.detach()).double()
+    val = M.sece_exact_torch(conf, correct, bandwidth=0.1)
+    val.backward()
+    assert conf.grad is not None and torch.isfinite(conf.grad).all() and conf.grad.abs().sum() > 0
+
+
+def test_sece_rejects_bad_bandwidth():
+    p, y = make_predictions(50, 3, 0)
+    for h in (0, -0.1, float("nan")):
+        with pytest.raises(ValueError, match="bandwidth"):
+            M.sece(p, y, bandwidth=h)
+
+
+# ------------------------------------------------------------------ intervals and report
+def test_bootstrap_ci_brackets_estimate_and_narrows_with_n():
+    p, y = make_predictions(400, 5, 0)
+    r = M.bootstrap_ci(M.ece, p, y, n_boot=200, seed=1)
+    assert r.low <= r.estimate <= r.high and r.level == 0.95
+    assert r == M.bootstrap_ci(M.ece, p, y, n_boot=200, seed=1)
+    p2, y2 = make_predictions(6400, 5, 0)
+    r2 = M.bootstrap_ci(M.ece, p2, y2, n_boot=200, seed=1)
+    assert (r2.high - r2.low) < (r.high - r.low) / 2
+    r3 = M.bootstrap_ci(M.ece, p, y, n_boot=200, seed=1, n_bins=5)
+    assert r3.estimate == pytest.approx(M.ece(p, y, n_bins=5))
+
+
+def test_bootstrap_ci_bad_arguments():
+    p, y = make_predictions(50, 3, 0)
+    with pytest.raises(ValueError, match="metric"):
+        M.bootstrap_ci("ece", p, y)
+    with pytest.raises(ValueError, match="n_boot"):
+        M.bootstrap_ci(M.ece, p, y, n_boot=1)
+    with pytest.raises(ValueError, match="level"):
+        M.bootstrap_ci(M.ece, p, y, level=95)
+
+
+def test_calibration_report_has_every_measure():
+    p, y = make_predictions(500, 4, 0)
+    df = M.calibration_report(p, y, name="m", ci=True, n_boot=20)
+    for col in ("error", "nll", "brier", "ece", "mce", "ace", "classwise_ece", "debiased_ece",
+                "sece", "smooth_ece", "ece_low", "ece_high"):
+        assert col in df.columns
+    assert df.loc["m", "ece"] == pytest.approx(M.ece(p, y))
+    assert df.loc["m", "ece_low"] <= df.loc["m", "ece"] <= df.loc["m", "ece_high"]
+
+
+# ------------------------------------------------------------------ bad input
+GOOD_P = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1]])
+GOOD_Y = np.array([0, 1])
+
+
+@pytest.mark.parametrize("probs,labels,match", [
+    (np.array([[np.nan, 0.5, 0.5], [0.1, 0.8, 0.1]]), GOOD_Y, "probs contains NaN"),
+    (np.array([[np.inf, 0.5, 0.5], [0.1, 0.8, 0.1]]), GOOD_Y, "probs contains inf"),
+    (np.array([[1.2, -0.1, -0.1], [0.1, 0.8, 0.1]]), GOOD_Y, r"probs must lie in \[0, 1\]"),
+    (np.array([[0.7, 0.2, 0.2], [0.1, 0.8, 0.1]]), GOOD_Y, "rows of probs must sum to 1.*row 0"),
+    (GOOD_P, np.array([0, 3]), "labels must be < the number of classes"),
+    (GOOD_P, np.array([0, -1]), "labels must be >= 0"),
+    (GOOD_P, np.array([0.0, 0.5]), "labels must be integer"),
+    (GOOD_P, np.array(["a", "b"]), "labels must be integer"),
+    (GOOD_P, np.array([0, 1, 1]), "labels has 3 entries but the predictions have 2"),
+    (np.zeros((0, 3)), np.zeros(0, int), "probs is empty"),
+    (np.zeros((2, 2, 2)), GOOD_Y, "probs must have shape"),
+    (np.ones((2, 1)), GOOD_Y, "at least 2 columns"),
+    (np.array([0.2, 0.7]), np.array([0, 2]), "labels must be < the number of classes \\(2\\)"),
+    (GOOD_P, np.array([[0, 1], [1, 0]]), "labels must have shape"),
+])
+@pytest.mark.parametrize("fn", [M.ece, M.mce, M.classwise_ece, M.sece, M.smooth_ece, M.nll,
+                                M.brier, M.error, M.debiased_ece])
+def test_bad_input_raises_clear_error(fn, probs, labels, match):
+    with pytest.raises(ValueError, match=match):
+        fn(probs, labels)
+
+
+@pytest.mark.parametrize("n_bins", [0, -3, 2.5, "10", True])
+def test_bad_n_bins(n_bins):
+    with pytest.raises(ValueError, match="n_bins"):
+        M.ece(GOOD_P, GOOD_Y, n_bins=n_bins)
+
+
+def test_bad_choices_name_the_argument():
+    with pytest.raises(ValueError, match="strategy"):
+        M.ece(GOOD_P, GOOD_Y, strategy="equal")
+    with pytest.raises(ValueError, match="norm"):
+        M.ece(GOOD_P, GOOD_Y, norm="l3")
+    with pytest.raises(ValueError, match="reliability"):
+        M.ece(GOOD_P, GOOD_Y, reliability="class1")
+    with pytest.raises(ValueError, match="positive_class.*binary"):
+        M.ece(GOOD_P, GOOD_Y, reliability="positive_class")
+
+
+def test_sum_tolerance_accepts_float32_softmax():
+    z = torch.randn(5000, 100) * 5
+    p = torch.softmax(z, 1)  # float32 rows sum to 1 within ~1e-6
+    y = torch.randint(0, 100, (5000,))
+    assert 0 <= M.ece(p, y) <= 1
+
+
+def test_logits_with_nan_are_rejected_by_softmax():
+    with pytest.raises(ValueError, match="logits contains NaN"):
+        M.softmax(np.array([[0.0, np.nan]]))
