@@ -167,20 +167,22 @@ def execute_page(page: Page, params: dict, root: Path, failed_dir: Path) -> None
         try:
             pm.execute_notebook(str(src_nb), str(out_nb), parameters=params, kernel_name="python3",
                                 cwd=str(root), progress_bar=False, log_output=False,
-                                report_mode=False)
+                                report_mode=False,
+                                extra_arguments=["--IPKernelApp.log_level=ERROR"])
         except pm.PapermillExecutionError as exc:
-            executed = nbformat.read(out_nb, as_version=4) if out_nb.exists() else None
-            cell_src = executed.cells[exc.cell_index].source if executed is not None else exc.source
-            injected = executed is not None and any(
-                "injected-parameters" in c.metadata.get("tags", []) for c in executed.cells[: exc.cell_index])
-            cell_no = exc.cell_index + 1 - (1 if injected else 0)  # 1-based, as in the source notebook
-            line = _source_line_of_cell(page.source.read_text(), cell_src)
+            # papermill numbers cells of its output, which has an injected-parameters cell and an
+            # error banner; find the failing cell in the source notebook by its code instead.
+            code_cells = [c.source for c in nb.cells if c.cell_type == "code"]
+            code_no = next((i for i, src in enumerate(code_cells, 1) if src == exc.source), None)
+            line = _source_line_of_cell(page.source.read_text(), exc.source)
             kept = failed_dir / page.output.relative_to(root / GENERATED)
             if out_nb.exists():
                 kept.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(out_nb, kept)
-            where = f"cell {cell_no}" + (f" (line {line} of {page.source.relative_to(root)})" if line else "")
-            snippet = "\n".join("    | " + ln for ln in cell_src.splitlines()[:6])
+            where = f"code cell {code_no}" if code_no else f"cell {exc.cell_index}"
+            if line:
+                where += f" (line {line} of {page.source.relative_to(root)})"
+            snippet = "\n".join("    | " + ln for ln in exc.source.splitlines()[:8])
             raise BuildError(f"{page.source.relative_to(root)}: {where} raised {exc.ename}: {exc.evalue}\n"
                              f"{snippet}\n    executed notebook kept at {kept.relative_to(root)}") from None
         except Exception as exc:  # kernel died, bad notebook, ...

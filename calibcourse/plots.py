@@ -79,13 +79,13 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
     ax_rel.plot([0, 1], [0, 1], "--", color="gray", label="perfect calibration")
     e = M.ece(probs, y, n_bins=n_bins, strategy=strategy)
     m = M.mce(probs, y, n_bins=n_bins, strategy=strategy)
-    ax_rel.text(0.04, 0.96, f"ECE = {100 * e:.2f}%\nMCE = {100 * m:.2f}%", transform=ax_rel.transAxes,
-                va="top", ha="left", fontsize=9,
+    ax_rel.text(0.96, 0.04, f"ECE = {100 * e:.2f}%\nMCE = {100 * m:.2f}%", transform=ax_rel.transAxes,
+                va="bottom", ha="right", fontsize=9,
                 bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85})
     ax_rel.set_xlim(0, 1)
     ax_rel.set_ylim(0, 1)
     ax_rel.set_ylabel("accuracy")
-    ax_rel.legend(loc="lower right", fontsize=8)
+    ax_rel.legend(loc="upper left", fontsize=7, framealpha=0.85)
     if title:
         ax_rel.set_title(title)
     if ax_hist is not None:
@@ -96,7 +96,7 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
         ax_hist.axvline(mean_conf, color=GAP_COLOR, ls="--", label=f"avg. confidence {mean_conf:.3f}")
         ax_hist.axvline(acc_all, color=ACC_COLOR, ls="-", label=f"accuracy {acc_all:.3f}")
         ax_hist.set_xlim(0, 1)
-        ax_hist.set_ylabel("% of samples")
+        ax_hist.set_ylabel("fraction")
         ax_hist.set_xlabel("confidence")
         ax_hist.legend(fontsize=7, loc="upper left")
     else:

@@ -96,7 +96,7 @@ def test_failing_cell_names_notebook_cell_and_exception(tmp_path):
     assert proc.returncode != 0
     err = proc.stderr
     assert "notebooks/bad.md" in err
-    assert "cell 3" in err, err  # parameters, x = 1, then the failing cell
+    assert "code cell 3" in err, err  # parameters, x = 1, then the failing cell
     assert "ValueError" in err and "deliberate failure in the test book" in err
     src_lines = (tmp_path / "notebooks" / "bad.md").read_text().splitlines()
     line_no = next(i for i, ln in enumerate(src_lines, 1) if ln.startswith("y = 2"))
