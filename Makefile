@@ -34,8 +34,16 @@ book: $(BOOK_STAMP)
 test: $(TEST_STAMP)
 	$(PY) -m pytest
 
-bench: $(TEST_STAMP)
-	$(PY) bench/bench_metrics.py
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(TEST_STAMP) requirements-bench.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-bench.txt -c requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps torch-uncertainty==0.13.0
+	@touch $@
+
+# benchmarks are never run as tests; one thread-policy for every run
+bench: $(BENCH_STAMP)
+	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_metrics.py
+	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_calibrators.py
 
 clean:
 	rm -rf _build book/generated

@@ -345,11 +345,6 @@ def _multiclass_data(logits, labels, name="logits"):
     return z, y, binary
 
 
-def _nll_at_beta(z, y, beta):
-    u = beta * z
-    return float(np.mean(logsumexp(u, axis=1) - u[np.arange(len(y)), y]))
-
-
 class TemperatureScaling(_Calibrator):
     r"""Temperature scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(z / T)`.
 
@@ -373,42 +368,55 @@ class TemperatureScaling(_Calibrator):
         self.max_iter = max_iter
 
     def fit(self, logits, labels):
+        import torch
+
         z, y, _ = _multiclass_data(logits, labels)
-        zy = z[np.arange(len(y)), y]
+        # shift each row by its max: beta * (z - max z) <= 0 never overflows, and the shift
+        # cancels in E_q[z] - z_y; torch runs the passes over the (n, K) array on every core
+        zt = torch.from_numpy(z)
+        zc = zt - zt.max(1, keepdim=True).values
+        zc_y = zc[torch.arange(len(y)), torch.from_numpy(y)]
+        data = {torch.float64: (zc, zc * zc, zc_y)}
+        data[torch.float32] = tuple(t.float() for t in data[torch.float64])
 
-        def grad_hess(beta):
-            u = beta * z
-            q = np.exp(u - logsumexp(u, axis=1, keepdims=True))
-            ez = np.sum(q * z, 1)
-            return float(np.mean(ez - zy)), float(np.mean(np.sum(q * z * z, 1) - ez**2))
+        def grad_hess(beta, dtype):
+            """dNLL/dbeta, d2NLL/dbeta2 and NLL at beta; float32 is 6x faster (vectorized exp)."""
+            a, a2, a_y = data[dtype]
+            q = torch.exp(a * beta)
+            s = q.sum(1)
+            m1 = (q * a).sum(1) / s
+            m2 = (q * a2).sum(1) / s
+            nll = float((s.log() - beta * a_y).double().mean())
+            return float((m1 - a_y).double().mean()), float((m2 - m1 * m1).double().mean()), nll
 
-        g0, _ = grad_hess(0.0)
-        if g0 >= 0:
+        if float((zc.mean(1) - zc_y).mean()) >= 0:  # dNLL/dbeta at beta = 0
             raise ValueError("the logits carry no signal about the labels (the NLL does not decrease "
                              "for any T > 0): temperature scaling is undefined here")
-        lo, hi = 0.0, 1.0
-        while grad_hess(hi)[0] < 0:  # bracket the root of the derivative
-            lo, hi = hi, hi * 2
-            if hi > 1e12:
-                raise ValueError("the optimal temperature is 0: the calibration set is perfectly "
-                                 "separated by the logits (every label is the argmax)")
-        beta = (lo + hi) / 2
+        # safeguarded Newton on the convex NLL(beta): g < 0 left of the optimum, g > 0 right of it;
+        # float32 steps until the step is below 1e-6, then float64 steps to `tol`
+        lo, hi, beta, dtype = 0.0, np.inf, 1.0, torch.float32
         for _ in range(self.max_iter):
-            g, h = grad_hess(beta)
+            g, h, nll = grad_hess(beta, dtype)
             if g < 0:
                 lo = beta
             else:
                 hi = beta
-            new = beta - g / h if h > 0 else (lo + hi) / 2
+            new = beta - g / h if h > 0 else np.inf
             if not (lo < new < hi):
-                new = (lo + hi) / 2  # Newton left the bracket: bisect
-            if abs(new - beta) < self.tol or hi - lo < self.tol:
-                beta = new
-                break
+                new = beta * 4 if hi == np.inf else (lo + hi) / 2
+            if new > 1e12:
+                raise ValueError("the optimal temperature is 0: the calibration set is perfectly "
+                                 "separated by the logits (every label is the argmax)")
+            step = abs(new - beta)
             beta = new
+            if dtype == torch.float32 and step < 1e-6 * max(1.0, beta):
+                dtype, lo, hi = torch.float64, 0.0, np.inf  # float32 brackets may be off by rounding
+                continue
+            if dtype == torch.float64 and (step < self.tol * max(1.0, beta) or hi - lo < self.tol):
+                break
+        self.nll_ = nll
         self.beta_ = beta
         self.temperature_ = 1.0 / beta
-        self.nll_ = _nll_at_beta(z, y, beta)
         return self
 
     def predict_proba(self, logits):
