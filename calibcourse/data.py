@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["load_mnist5k", "load_digits", "stratified_split"]
+__all__ = ["load_mnist5k", "load_digits", "load_mnist1d", "SyntheticCalibration", "load_full",
+           "load_mnist", "load_cifar10", "load_cifar100", "DatasetNotFoundError", "one_vs_rest",
+           "two_class_subset", "stratified_split", "normalize", "CIFAR10_CLASSES"]
 
 
 def load_mnist5k(flatten: bool = True, seed: int = 0):
@@ -54,3 +56,217 @@ def stratified_split(y, fractions=(0.6, 0.2, 0.2), seed: int = 0):
         for part, chunk in zip(parts, np.split(idx, cuts)):
             part.append(chunk)
     return tuple(np.sort(np.concatenate(p)) for p in parts)
+
+
+# --------------------------------------------------------------------------- more embedded data
+def load_mnist1d(n_train: int = 4000, n_test: int = 1000, seed: int = 42):
+    """See :func:`_load_mnist1d`; generated once per process and arguments (about 7 s for 5000)."""
+    return tuple(a.copy() for a in _load_mnist1d(n_train, n_test, seed))
+
+
+@__import__("functools").lru_cache(maxsize=4)
+def _load_mnist1d(n_train: int, n_test: int, seed: int):
+    """MNIST-1D (Greydanus 2020): procedurally generated 1-D digits of length 40, 10 classes.
+
+    Generated on the fly by the ``mnist1d`` package (no download), ``n_train +
+    n_test`` samples with the package's default transformation arguments and
+    ``seed``. Returns ``X_train, y_train, X_test, y_test`` (float32 (n, 40),
+    int64). The generator standardizes all samples with one global mean and
+    std; no statistics are taken per split. The global numpy/random state is
+    left as it was.
+    """
+    import random
+
+    from mnist1d.data import get_dataset_args, make_dataset
+
+    if n_train < 10 or n_test < 10:
+        raise ValueError(f"n_train and n_test must be >= 10; got {n_train}, {n_test}")
+    args = get_dataset_args()
+    args.num_samples = n_train + n_test
+    args.train_split = n_train / (n_train + n_test)
+    args.seed = seed
+    np_state, py_state = np.random.get_state(), random.getstate()
+    try:
+        try:
+            import torch
+
+            torch_state = torch.random.get_rng_state()
+        except ImportError:  # pragma: no cover
+            torch_state = None
+        d = make_dataset(args)
+    finally:
+        np.random.set_state(np_state)
+        random.setstate(py_state)
+        if torch_state is not None:
+            torch.random.set_rng_state(torch_state)
+    # make_dataset draws num_samples // 10 per class: pad nothing, just cut to the sizes asked
+    X, y = d["x"].astype(np.float32), d["y"].astype(np.int64)
+    Xt, yt = d["x_test"].astype(np.float32), d["y_test"].astype(np.int64)
+    return X[:n_train], y[:n_train], Xt[:n_test], yt[:n_test]
+
+
+# --------------------------------------------------------------------------- synthetic, known truth
+class SyntheticCalibration:
+    r"""Predictions whose true calibration curve is known (chapter 4: the bias of binned ECE).
+
+    The top-label confidence is :math:`c = 1/K + (1 - 1/K) B`, :math:`B \sim
+    \mathrm{Beta}(a, b)`, and the prediction is correct with probability
+    :math:`P(\text{correct} \mid c) = c^{\,\text{power}}` (``power = 1``:
+    perfectly calibrated; ``> 1``: overconfident; ``< 1``: underconfident).
+    The true ECE is :math:`\mathbb E_c |c^{\,\text{power}} - c|`, computed by
+    quadrature in :meth:`true_ece`.
+    """
+
+    def __init__(self, n_classes: int = 10, a: float = 5.0, b: float = 1.0, power: float = 1.0):
+        if n_classes < 2:
+            raise ValueError(f"n_classes must be >= 2; got {n_classes}")
+        if not (a > 0 and b > 0 and power > 0):
+            raise ValueError(f"a, b and power must be > 0; got {a}, {b}, {power}")
+        self.n_classes, self.a, self.b, self.power = n_classes, a, b, power
+
+    def true_accuracy_given_confidence(self, c):
+        return np.asarray(c, dtype=float) ** self.power
+
+    def sample(self, n: int, seed: int = 0):
+        """``probs`` (n, K) whose max is c, and ``labels``: correct with probability c**power."""
+        if n < 1:
+            raise ValueError(f"n must be >= 1; got {n}")
+        rng = np.random.default_rng(seed)
+        k = self.n_classes
+        c = 1.0 / k + (1.0 - 1.0 / k) * rng.beta(self.a, self.b, n)
+        pred = rng.integers(0, k, n)
+        probs = np.repeat(((1.0 - c) / (k - 1))[:, None], k, axis=1)
+        probs[np.arange(n), pred] = c
+        correct = rng.random(n) < self.true_accuracy_given_confidence(c)
+        other = (pred + rng.integers(1, k, n)) % k  # a uniformly chosen wrong class
+        labels = np.where(correct, pred, other)
+        return probs, labels
+
+    def true_ece(self) -> float:
+        """The population top-label ECE :math:`\\int |c^p - c|\\, dF(c)`."""
+        from scipy import integrate, stats
+
+        k = self.n_classes
+        lo = 1.0 / k
+
+        def integrand(u):
+            c = lo + (1 - lo) * u
+            return abs(c**self.power - c) * stats.beta.pdf(u, self.a, self.b)
+
+        val, _ = integrate.quad(integrand, 0.0, 1.0, limit=200)
+        return float(val)
+
+
+# --------------------------------------------------------------------------- full data sets
+_HOW_TO_GET = {
+    "mnist": "the four files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, "
+             "t10k-labels-idx1-ubyte (optionally .gz) in {root}/MNIST/raw/, as torchvision.datasets.MNIST "
+             "stores them; or call with download=True on a machine with internet",
+    "cifar10": "the extracted python version cifar-10-batches-py/ (data_batch_1..5, test_batch, "
+               "batches.meta) in {root}/; or call with download=True on a machine with internet",
+    "cifar100": "the extracted python version cifar-100-python/ (train, test, meta) in {root}/; or call "
+                "with download=True on a machine with internet",
+}
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """A full data set is not on disk where it was looked for."""
+
+
+def _torchvision_dataset(name: str, root, train: bool, download: bool, verify: bool):
+    import os
+
+    from torchvision import datasets
+
+    root = os.path.abspath(os.path.expanduser(str(root)))
+    cls = {"mnist": datasets.MNIST, "cifar10": datasets.CIFAR10, "cifar100": datasets.CIFAR100}[name]
+    if not verify and name != "mnist":
+        # torchvision checks the md5 of every CIFAR batch; small files in the real format
+        # (the tests' fixtures) only need to exist
+        class _Unverified(cls):
+            def _check_integrity(self):
+                return all(os.path.exists(os.path.join(self.root, self.base_folder, f))
+                           for f, _ in self.train_list + self.test_list)
+
+        cls = _Unverified
+    try:
+        return cls(root=root, train=train, download=download)
+    except RuntimeError as exc:
+        if "not found" in str(exc).lower() or "corrupted" in str(exc).lower():
+            raise DatasetNotFoundError(
+                f"{name} not found under {root}: expected {_HOW_TO_GET[name].format(root=root)}") from None
+        raise
+
+
+def load_full(name: str, root="~/data", download: bool = False, verify: bool = True):
+    """MNIST, CIFAR-10 or CIFAR-100 from a local ``root`` through torchvision.
+
+    Returns ``X_train, y_train, X_test, y_test`` as float32 arrays in [0, 1] of
+    shape (n, C, H, W) and int64 labels. ``download=True`` fetches the data set
+    (needs internet); otherwise a missing data set raises
+    :class:`DatasetNotFoundError` saying where it was looked for and what is
+    expected there. ``verify=False`` skips torchvision's md5 check of CIFAR files.
+    """
+    if name not in _HOW_TO_GET:
+        raise ValueError(f"name must be one of {', '.join(map(repr, _HOW_TO_GET))}; got {name!r}")
+    out = []
+    for train in (True, False):
+        ds = _torchvision_dataset(name, root, train, download, verify)
+        data = ds.data.numpy() if hasattr(ds.data, "numpy") else np.asarray(ds.data)
+        X = data[:, None] if data.ndim == 3 else data.transpose(0, 3, 1, 2)  # (n, C, H, W)
+        y = ds.targets.numpy() if hasattr(ds.targets, "numpy") else np.asarray(ds.targets)
+        out += [(X / 255.0).astype(np.float32), y.astype(np.int64)]
+    return tuple(out)
+
+
+def load_mnist(root="~/data", download: bool = False):
+    """Full MNIST (60,000 / 10,000) from ``root``; see :func:`load_full`."""
+    return load_full("mnist", root, download)
+
+
+def load_cifar10(root="~/data", download: bool = False, verify: bool = True):
+    """CIFAR-10 (50,000 / 10,000) from ``root``; see :func:`load_full`."""
+    return load_full("cifar10", root, download, verify)
+
+
+def load_cifar100(root="~/data", download: bool = False, verify: bool = True):
+    """CIFAR-100 (50,000 / 10,000) from ``root``; see :func:`load_full`."""
+    return load_full("cifar100", root, download, verify)
+
+
+# --------------------------------------------------------------------------- views
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+
+
+def one_vs_rest(y, positive: int = 9):
+    """Binary labels ``1[y == positive]`` (chapter 3's "9 vs not-9")."""
+    y = np.asarray(y)
+    if positive not in set(np.unique(y).tolist()):
+        raise ValueError(f"positive class {positive} does not occur in the labels")
+    return (y == positive).astype(np.int64)
+
+
+def two_class_subset(X, y, classes=(3, 2)):
+    """Keep the samples of two classes and relabel them 0 and 1, in the order given.
+
+    CIFAR-10 cat vs bird (reference 003) is ``classes=(3, 2)``: cat -> 0, bird -> 1.
+    """
+    y = np.asarray(y)
+    if len(classes) != 2 or classes[0] == classes[1]:
+        raise ValueError(f"classes must be two distinct labels; got {classes!r}")
+    keep = np.isin(y, classes)
+    if not keep.any():
+        raise ValueError(f"none of the classes {classes} occur in the labels")
+    return np.asarray(X)[keep], (y[keep] == classes[1]).astype(np.int64)
+
+
+def normalize(X_train, *others, axis=None):
+    """Standardize with the mean and std of ``X_train`` only; return the arrays and ``(mean, std)``.
+
+    ``axis=None``: one scalar mean/std; for images ``axis=(0, 2, 3)`` gives one per channel.
+    """
+    X_train = np.asarray(X_train, dtype=np.float32)
+    mean = X_train.mean(axis=axis if axis is not None else None, keepdims=axis is not None)
+    std = X_train.std(axis=axis if axis is not None else None, keepdims=axis is not None) + 1e-8
+    out = [(X_train - mean) / std] + [(np.asarray(o, dtype=np.float32) - mean) / std for o in others]
+    return (*out, (mean, std))

@@ -1,12 +1,47 @@
-"""Training loops (chapter 1 uses ``fit_classifier``; the later chapters build on it).
+"""Training (chapter 1 uses ``fit_classifier``; chapters 2-5 run everything through ``train``).
 
-Runs on CUDA when present and on the CPU otherwise.
+One declarative run config -> one :class:`RunResult`::
+
+    from calibcourse.train import train
+    result = train({"data": {"name": "mnist1d"}, "model": {"name": "mlp", "depth": 4},
+                    "epochs": 30, "seed": 0})
+    result.history            # per epoch: train loss, test error, NLL and ECE, val NLL
+    result.outputs            # val/test logits and labels of the final epoch
+
+Runs on CUDA when present and on the CPU otherwise (``device="auto"``). The same
+config and seed on the same machine give the same numbers. Results are cached
+by :mod:`calibcourse.cache`.
 """
 from __future__ import annotations
 
+import copy
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
 import numpy as np
 
-__all__ = ["default_device", "fit_classifier", "predict_logits"]
+__all__ = ["default_device", "fit_classifier", "predict_logits", "train", "RunResult",
+           "DEFAULT_CONFIG", "normalize_config", "load_data_splits", "LOSSES", "register_loss"]
+
+DEFAULT_CONFIG = {
+    "data": {"name": "mnist1d", "view": None, "split": [0.6, 0.2, 0.2], "val_fraction": 0.2,
+             "n_train": None, "seed": 0},
+    "model": {"name": "mlp"},
+    "loss": "ce",
+    "loss_kwargs": {},
+    "optimizer": "adam",
+    "lr": 1e-3,
+    "momentum": 0.9,
+    "weight_decay": 0.0,
+    "schedule": "none",
+    "epochs": 20,
+    "batch_size": 128,
+    "seed": 0,
+    "device": "auto",
+    "keep_epoch_logits": False,
+}
 
 
 def default_device(device: str = "auto"):
@@ -17,6 +52,288 @@ def default_device(device: str = "auto"):
     return torch.device(device)
 
 
+# --------------------------------------------------------------------------- config
+def _merge(base: dict, over: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in (over or {}).items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def normalize_config(config: dict) -> dict:
+    """Fill defaults and validate; the result is the canonical form that the cache hashes."""
+    if not isinstance(config, dict):
+        raise ValueError(f"config must be a dict; got {type(config).__name__}")
+    unknown = set(config) - set(DEFAULT_CONFIG) - {"name"}
+    if unknown:
+        raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
+    cfg = _merge(DEFAULT_CONFIG, config)
+    cfg.pop("name", None)  # a label for humans, not part of the run
+    if cfg["data"]["name"] not in DATASETS:
+        raise ValueError(f"data.name must be one of {', '.join(sorted(DATASETS))}; got {cfg['data']['name']!r}")
+    if cfg["loss"] not in LOSSES:
+        raise ValueError(f"loss must be one of {', '.join(sorted(LOSSES))}; got {cfg['loss']!r}")
+    if cfg["optimizer"] not in ("adam", "sgd"):
+        raise ValueError(f"optimizer must be 'adam' or 'sgd'; got {cfg['optimizer']!r}")
+    if cfg["schedule"] not in ("none", "cosine", "step"):
+        raise ValueError(f"schedule must be 'none', 'cosine' or 'step'; got {cfg['schedule']!r}")
+    for key in ("epochs", "batch_size"):
+        if not isinstance(cfg[key], int) or cfg[key] < 1:
+            raise ValueError(f"{key} must be an integer >= 1; got {cfg[key]!r}")
+    json.dumps(cfg)  # must be JSON-serialisable to be hashed
+    return cfg
+
+
+# --------------------------------------------------------------------------- data
+def _pool_split(X, y, fractions, seed):
+    from .data import stratified_split
+
+    tr, va, te = stratified_split(y, fractions, seed=seed)
+    return X[tr], y[tr], X[va], y[va], X[te], y[te]
+
+
+def _own_test_split(X, y, Xt, yt, val_fraction, seed):
+    from .data import stratified_split
+
+    tr, va = stratified_split(y, (1 - val_fraction, val_fraction), seed=seed)
+    return X[tr], y[tr], X[va], y[va], Xt, yt
+
+
+def _load_mnist5k(d):
+    from .data import load_mnist5k
+
+    X, y = load_mnist5k(flatten=False)
+    return _pool_split(X, y, d["split"], d["seed"])
+
+
+def _load_digits(d):
+    from .data import load_digits
+
+    X, y = load_digits(flatten=False)
+    return _pool_split(X, y, d["split"], d["seed"])
+
+
+def _load_mnist1d(d):
+    from .data import load_mnist1d
+
+    X, y, Xt, yt = load_mnist1d(d.get("mnist1d_train", 4000), d.get("mnist1d_test", 1000))
+    return _own_test_split(X, y, Xt, yt, d["val_fraction"], d["seed"])
+
+
+def _load_full(name):
+    def load(d):
+        from .data import load_full
+
+        X, y, Xt, yt = load_full(name, d.get("root", "~/data"), download=bool(d.get("download", False)))
+        return _own_test_split(X, y, Xt, yt, d["val_fraction"], d["seed"])
+    return load
+
+
+DATASETS = {"mnist5k": _load_mnist5k, "digits": _load_digits, "mnist1d": _load_mnist1d,
+            "mnist": _load_full("mnist"), "cifar10": _load_full("cifar10"),
+            "cifar100": _load_full("cifar100")}
+
+
+def load_data_splits(data_cfg: dict):
+    """Train / validation (calibration) / test arrays for a config's ``data`` section.
+
+    Applies the view (``{"one_vs_rest": 9}`` or ``{"two_class": [3, 2]}``), an
+    optional stratified subsample of the training split (``n_train``) and
+    normalisation with statistics of the training split only.
+    """
+    from .data import normalize, one_vs_rest, stratified_split, two_class_subset
+
+    d = _merge(DEFAULT_CONFIG["data"], data_cfg)
+    Xtr, ytr, Xva, yva, Xte, yte = DATASETS[d["name"]](d)
+    view = d.get("view")
+    if view:
+        if "one_vs_rest" in view:
+            pos = view["one_vs_rest"]
+            ytr, yva, yte = one_vs_rest(ytr, pos), one_vs_rest(yva, pos), one_vs_rest(yte, pos)
+        elif "two_class" in view:
+            Xtr, ytr = two_class_subset(Xtr, ytr, view["two_class"])
+            Xva, yva = two_class_subset(Xva, yva, view["two_class"])
+            Xte, yte = two_class_subset(Xte, yte, view["two_class"])
+        else:
+            raise ValueError(f"data.view must be {{'one_vs_rest': k}} or {{'two_class': [a, b]}}; got {view!r}")
+    if d.get("n_train"):
+        frac = min(1.0, d["n_train"] / len(ytr))
+        if frac < 1.0:
+            keep, _ = stratified_split(ytr, (frac, 1 - frac), seed=d["seed"])
+            Xtr, ytr = Xtr[keep], ytr[keep]
+    axis = (0, 2, 3) if Xtr.ndim == 4 else None
+    Xtr, Xva, Xte, _ = normalize(Xtr, Xva, Xte, axis=axis)
+    return Xtr, ytr, Xva, yva, Xte, yte
+
+
+# --------------------------------------------------------------------------- losses
+def _ce(logits, y, **kw):
+    import torch.nn.functional as F
+
+    return F.cross_entropy(logits, y, **kw)
+
+
+def _bce(logits, y, **kw):
+    import torch.nn.functional as F
+
+    return F.binary_cross_entropy_with_logits(logits.reshape(-1), y.float(), **kw)
+
+
+def _nll(log_probs, y, **kw):
+    import torch.nn.functional as F
+
+    return F.nll_loss(log_probs, y, **kw)
+
+
+#: name -> fn(logits, labels, **loss_kwargs) -> scalar loss; chapter 5 registers more
+LOSSES = {"ce": _ce, "bce": _bce, "nll": _nll}
+
+
+def register_loss(name: str, fn) -> None:
+    """Make ``fn(logits, labels, **kwargs)`` available to run configs as ``loss=name``."""
+    LOSSES[name] = fn
+
+
+# --------------------------------------------------------------------------- results
+@dataclass
+class RunResult:
+    """What a run produces: the history per epoch, the outputs, and facts about the run."""
+
+    config: dict
+    history: "object"  # pandas DataFrame
+    outputs: dict = field(default_factory=dict)  # name -> numpy array
+    info: dict = field(default_factory=dict)
+
+    def probs(self, split: str = "test"):
+        """Probabilities of a split: softmax of the logits, or sigmoid for a single logit."""
+        from scipy.special import expit
+
+        from .metrics import softmax
+
+        z = self.outputs[f"{split}_logits"]
+        return expit(z) if z.ndim == 1 else softmax(z)
+
+    def labels(self, split: str = "test"):
+        return self.outputs[f"{split}_labels"]
+
+
+def _predict(model, X, batch_size=2048):
+    import torch
+
+    dev = next(model.parameters()).device
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(X), batch_size):
+            out.append(model(X[i: i + batch_size].to(dev)).double().cpu())
+    z = torch.cat(out).numpy()
+    return z[:, 0] if z.ndim == 2 and z.shape[1] == 1 else z
+
+
+def _scores(z, y):
+    from scipy.special import expit
+
+    from . import metrics as M
+
+    p = expit(z) if z.ndim == 1 else M.softmax(z)  # log-probabilities pass through softmax unchanged
+    return {"error": M.error(p, y), "nll": M.nll(p, y), "ece": M.ece(p, y)}
+
+
+def train(config: dict, progress: bool | None = None, epoch_callback=None) -> RunResult:
+    """Train one run config from scratch; return its :class:`RunResult`.
+
+    ``progress``: a tqdm bar over epochs (default on unless the environment
+    variable ``CALIBCOURSE_QUIET`` is set). ``epoch_callback(epoch, model)``
+    is called after every epoch (e.g. to log gammas in chapter 5).
+    """
+    import pandas as pd
+    import torch
+    from tqdm.auto import tqdm
+
+    from .models import build_model
+
+    cfg = normalize_config(config)
+    if progress is None:
+        progress = not os.environ.get("CALIBCOURSE_QUIET")
+    start = time.perf_counter()
+    torch.manual_seed(cfg["seed"])
+    np.random.seed(cfg["seed"])
+    dev = default_device(cfg["device"])
+    Xtr, ytr, Xva, yva, Xte, yte = load_data_splits(cfg["data"])
+    model_kwargs = {k: v for k, v in cfg["model"].items() if k != "name"}
+    if cfg["model"]["name"] in ("mlp",):
+        model_kwargs.setdefault("in_features", int(np.prod(Xtr.shape[1:])))
+    if cfg["model"]["name"] in ("lenet5",):
+        model_kwargs.setdefault("in_channels", Xtr.shape[1])
+        model_kwargs.setdefault("input_size", Xtr.shape[-1])
+    if cfg["model"]["name"] in ("cifar_resnet", "resnet18", "densenet121"):
+        model_kwargs.setdefault("in_channels", Xtr.shape[1])
+    if "num_classes" not in model_kwargs:
+        model_kwargs["num_classes"] = 1 if cfg["loss"] == "bce" else int(max(ytr.max(), yte.max()) + 1)
+    model = build_model(cfg["model"]["name"], **model_kwargs).to(dev)
+    loss_fn = LOSSES[cfg["loss"]]
+    params = [p for p in model.parameters() if p.requires_grad]
+    if cfg["optimizer"] == "adam":
+        opt = torch.optim.Adam(params, lr=cfg["lr"], weight_decay=cfg["weight_decay"])
+    else:
+        opt = torch.optim.SGD(params, lr=cfg["lr"], momentum=cfg["momentum"],
+                              weight_decay=cfg["weight_decay"], nesterov=cfg["momentum"] > 0)
+    epochs = cfg["epochs"]
+    sched = None
+    if cfg["schedule"] == "cosine":
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
+    elif cfg["schedule"] == "step":  # Guo et al.: divide by 10 at 50 % and 75 % of training
+        sched = torch.optim.lr_scheduler.MultiStepLR(opt, [epochs // 2, (3 * epochs) // 4], 0.1)
+    Xtr_t, ytr_t = torch.from_numpy(Xtr), torch.from_numpy(ytr)
+    Xva_t, Xte_t = torch.from_numpy(Xva), torch.from_numpy(Xte)
+    gen = torch.Generator().manual_seed(cfg["seed"])
+    rows, epoch_logits = [], {"val": [], "test": []}
+    bar = tqdm(range(1, epochs + 1), disable=not progress, leave=False,
+               desc=f"{cfg['model']['name']} on {cfg['data']['name']}")
+    for epoch in bar:
+        model.train()
+        perm = torch.randperm(len(ytr_t), generator=gen)
+        total, seen = 0.0, 0
+        for i in range(0, len(perm), cfg["batch_size"]):
+            b = perm[i: i + cfg["batch_size"]]
+            if len(b) < 2 and any(isinstance(m, torch.nn.BatchNorm1d | torch.nn.BatchNorm2d)
+                                  for m in model.modules()):
+                continue  # a batch of one breaks batch norm
+            xb, yb = Xtr_t[b].to(dev), ytr_t[b].to(dev)
+            loss = loss_fn(model(xb), yb, **cfg["loss_kwargs"])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(b)
+            seen += len(b)
+        if sched is not None:
+            sched.step()
+        zva, zte = _predict(model, Xva_t), _predict(model, Xte_t)
+        s_te, s_va = _scores(zte, yte), _scores(zva, yva)
+        rows.append({"epoch": epoch, "train_loss": total / max(seen, 1), "val_error": s_va["error"],
+                     "val_nll": s_va["nll"], "test_error": s_te["error"], "test_nll": s_te["nll"],
+                     "test_ece": s_te["ece"]})
+        if cfg["keep_epoch_logits"]:
+            epoch_logits["val"].append(zva.astype(np.float32))
+            epoch_logits["test"].append(zte.astype(np.float32))
+        if epoch_callback is not None:
+            extra = epoch_callback(epoch, model)
+            if isinstance(extra, dict):
+                rows[-1].update(extra)
+        bar.set_postfix(err=f"{s_te['error']:.3f}", ece=f"{s_te['ece']:.3f}")
+    outputs = {"val_logits": zva, "val_labels": yva, "test_logits": zte, "test_labels": yte}
+    if cfg["keep_epoch_logits"]:
+        outputs["epoch_val_logits"] = np.stack(epoch_logits["val"])
+        outputs["epoch_test_logits"] = np.stack(epoch_logits["test"])
+    info = {"device": str(dev), "wall_time_s": round(time.perf_counter() - start, 3),
+            "n_parameters": int(sum(p.numel() for p in model.parameters())),
+            "n_train": int(len(ytr)), "n_val": int(len(yva)), "n_test": int(len(yte))}
+    result = RunResult(cfg, pd.DataFrame(rows), outputs, info)
+    result.model = model
+    return result
+
+
+# --------------------------------------------------------------------------- chapter 1's small loop
 def fit_classifier(model, X, y, epochs: int = 30, lr: float = 1e-3, batch_size: int = 128,
                    weight_decay: float = 0.0, seed: int = 0, device: str = "auto",
                    history_fn=None):

@@ -1,0 +1,258 @@
+"""A result cache that a build can trust (every chapter that trains reads through it).
+
+A run is stored once under ``data/cache/<key>/``, where ``key`` is the sha256
+of its canonical config (:func:`calibcourse.train.normalize_config`) and
+:data:`CODE_VERSION`. An entry holds
+
+* ``manifest.json``: config, key, code version, package versions, device, wall
+  time, and the sha256 of every other file;
+* ``outputs.npz``: logits and labels (loaded with ``allow_pickle=False``);
+* ``history.csv``: the per-epoch history.
+
+Writes are atomic (a temporary folder, then a rename), so an interrupted run
+leaves no entry. An entry whose checksum or format is wrong is reported and
+recomputed, never used.
+
+    python -m calibcourse.cache list | verify | train PROFILE | clear [--root DIR]
+
+Bump :data:`CODE_VERSION` whenever a change to the training code changes its
+numbers; a test re-trains ``ci`` runs and compares them with their committed entries.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+import uuid
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+#: Version of the training code; part of every key. Bump it when results change.
+CODE_VERSION = 1
+FORMAT = 1
+DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "data" / "cache"
+FILES = ("outputs.npz", "history.csv")
+
+
+class CacheError(RuntimeError):
+    """An entry is corrupt, incomplete or of a different format."""
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def config_key(config: dict) -> str:
+    """sha256 (first 20 hex digits) of the canonical config and the training-code version."""
+    from .train import normalize_config
+
+    canon = json.dumps({"config": normalize_config(config), "code_version": CODE_VERSION},
+                       sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canon.encode()).hexdigest()[:20]
+
+
+def _package_versions() -> dict:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for name in ("torch", "numpy", "scipy", "scikit-learn", "mnist1d", "mlxtend"):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:  # pragma: no cover
+            pass
+    return out
+
+
+class Cache:
+    """The result cache rooted at ``root`` (default ``data/cache`` of the repository, or
+    the environment variable ``CALIBCOURSE_CACHE``)."""
+
+    def __init__(self, root=None):
+        self.root = Path(root or os.environ.get("CALIBCOURSE_CACHE") or DEFAULT_ROOT)
+
+    # ------------------------------------------------------------------ paths
+    def path(self, key: str) -> Path:
+        return self.root / key
+
+    def keys(self) -> list[str]:
+        if not self.root.exists():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    # ------------------------------------------------------------------ read
+    def check(self, key: str) -> dict:
+        """Verify an entry against its manifest; return the manifest or raise CacheError."""
+        d = self.path(key)
+        mf = d / "manifest.json"
+        if not mf.is_file():
+            raise CacheError(f"{key}: manifest.json missing")
+        try:
+            manifest = json.loads(mf.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise CacheError(f"{key}: manifest.json is not valid JSON ({exc})") from None
+        if manifest.get("format") != FORMAT:
+            raise CacheError(f"{key}: format {manifest.get('format')!r}, expected {FORMAT}")
+        if manifest.get("key") != key:
+            raise CacheError(f"{key}: manifest names key {manifest.get('key')!r}")
+        for name in FILES:
+            f = d / name
+            if not f.is_file():
+                raise CacheError(f"{key}: {name} missing")
+            expected = manifest.get("files", {}).get(name)
+            if expected != _sha256(f):
+                raise CacheError(f"{key}: {name} checksum mismatch (file changed or corrupt)")
+        return manifest
+
+    def load(self, config: dict):
+        """The cached :class:`~calibcourse.train.RunResult` of ``config``, or None.
+
+        A corrupt entry is reported (a warning naming it and the problem) and
+        treated as missing, so the caller recomputes it.
+        """
+        import pandas as pd
+
+        from .train import RunResult, normalize_config
+
+        key = config_key(config)
+        if not self.path(key).exists():
+            return None
+        try:
+            manifest = self.check(key)
+            with np.load(self.path(key) / "outputs.npz", allow_pickle=False) as z:
+                outputs = {k: z[k] for k in z.files}
+            history = pd.read_csv(self.path(key) / "history.csv")
+        except (CacheError, ValueError, OSError) as exc:
+            warnings.warn(f"cache entry {key} is unusable and will be recomputed: {exc}", stacklevel=2)
+            return None
+        return RunResult(normalize_config(config), history, outputs, manifest.get("info", {}))
+
+    # ------------------------------------------------------------------ write
+    def store(self, result) -> Path:
+        """Write ``result`` atomically; replaces an existing (e.g. corrupt) entry of the same key."""
+        key = config_key(result.config)
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        try:
+            buf = io.BytesIO()
+            np.savez_compressed(buf, **{k: np.asarray(v) for k, v in result.outputs.items()})
+            (tmp / "outputs.npz").write_bytes(buf.getvalue())
+            result.history.to_csv(tmp / "history.csv", index=False, float_format="%.10g")
+            manifest = {
+                "format": FORMAT, "key": key, "code_version": CODE_VERSION,
+                "config": result.config, "info": result.info, "packages": _package_versions(),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "files": {name: _sha256(tmp / name) for name in FILES},
+            }
+            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+            final = self.path(key)
+            if final.exists():
+                trash = self.root / f".trash-{key}-{uuid.uuid4().hex[:8]}"
+                os.replace(final, trash)
+                os.replace(tmp, final)
+                shutil.rmtree(trash, ignore_errors=True)
+            else:
+                os.replace(tmp, final)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        return self.path(key)
+
+    def get_or_train(self, config: dict, progress: bool | None = None):
+        """The cached result of ``config``, training (and storing) it first if needed."""
+        from .train import train
+
+        cached = self.load(config)
+        if cached is not None:
+            return cached
+        result = train(config, progress=progress)
+        self.store(result)
+        return result
+
+    # ------------------------------------------------------------------ maintenance
+    def verify(self) -> list[tuple[str, str]]:
+        """``[(key, problem)]`` for every bad entry (empty when all are good)."""
+        bad = []
+        for key in self.keys():
+            try:
+                self.check(key)
+            except CacheError as exc:
+                bad.append((key, str(exc)))
+        return bad
+
+    def clear(self) -> int:
+        n = len(self.keys())
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        return n
+
+    def size_bytes(self) -> int:
+        return sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file()) if self.root.exists() else 0
+
+
+def get_or_train(config: dict, progress: bool | None = None, root=None):
+    """Module-level shortcut: ``Cache(root).get_or_train(config)``."""
+    return Cache(root).get_or_train(config, progress=progress)
+
+
+def main(argv=None) -> int:
+    from .experiments import PROFILES, experiments
+
+    ap = argparse.ArgumentParser(prog="python -m calibcourse.cache", description=__doc__.split("\n")[0])
+    ap.add_argument("command", choices=("list", "verify", "train", "clear"))
+    ap.add_argument("profile", nargs="?", choices=PROFILES, help="for train: ci, default or full")
+    ap.add_argument("--root", default=None, help=f"cache folder (default {DEFAULT_ROOT})")
+    args = ap.parse_args(argv)
+    cache = Cache(args.root)
+    if args.command == "list":
+        names = {}
+        for prof in PROFILES:
+            try:
+                for name, cfg in experiments(prof).items():
+                    names.setdefault(config_key(cfg), f"{prof}:{name}")
+            except Exception:  # pragma: no cover - a profile whose data is absent
+                pass
+        for key in cache.keys():
+            try:
+                m = cache.check(key)
+                status = f"{m['info'].get('wall_time_s', 0):7.1f} s  {m['info'].get('device', '?')}"
+            except CacheError as exc:
+                status = f"BAD: {exc}"
+            print(f"{key}  {names.get(key, '(no experiment)'):45s} {status}")
+        print(f"{len(cache.keys())} entries, {cache.size_bytes() / 1e6:.1f} MB in {cache.root}")
+        return 0
+    if args.command == "verify":
+        bad = cache.verify()
+        for key, problem in bad:
+            print(f"BAD {problem}", file=sys.stderr)
+        print(f"{len(cache.keys()) - len(bad)} good, {len(bad)} bad entries in {cache.root}")
+        return 1 if bad else 0
+    if args.command == "clear":
+        print(f"removed {cache.clear()} entries from {cache.root}")
+        return 0
+    if not args.profile:
+        ap.error("train needs a PROFILE: ci, default or full")
+    todo = experiments(args.profile)
+    start = time.perf_counter()
+    for i, (name, cfg) in enumerate(todo.items(), start=1):
+        t = time.perf_counter()
+        hit = cache.load(cfg) is not None
+        if not hit:
+            cache.get_or_train(cfg)
+        print(f"[{i}/{len(todo)}] {name}: {'cached' if hit else f'trained in {time.perf_counter() - t:.1f} s'}",
+              flush=True)
+    print(f"profile {args.profile}: {len(todo)} runs in {time.perf_counter() - start:.1f} s; "
+          f"cache {cache.size_bytes() / 1e6:.1f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

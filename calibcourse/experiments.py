@@ -1,0 +1,85 @@
+"""Every training run of the book, by profile: ``experiments(profile) -> {name: config}``.
+
+``python -m calibcourse.cache train PROFILE`` fills the cache with them; the
+chapters read them through :func:`calibcourse.cache.get_or_train` by name with
+:func:`run`. ``ci`` holds seconds-long runs (the cache test re-trains them),
+``default`` the book's runs on embedded data, ``full`` the papers' scale.
+"""
+from __future__ import annotations
+
+PROFILES = ("ci", "default", "full")
+SEEDS = (0, 1, 2)
+
+
+def _mnist1d_mlp(depth=4, width=256, epochs=60, seed=0, **extra):
+    cfg = {"data": {"name": "mnist1d"},
+           "model": {"name": "mlp", "depth": depth, "width": width, "batch_norm": False},
+           "epochs": epochs, "lr": 1e-3, "batch_size": 128, "seed": seed}
+    for k, v in extra.items():
+        if k == "batch_norm":
+            cfg["model"]["batch_norm"] = v
+        else:
+            cfg[k] = v
+    return cfg
+
+
+def _chapter2(epochs, seeds, depths, widths, wds, long_epochs, image_epochs, n_train=None):
+    runs = {}
+    for s in seeds:
+        for d in depths:
+            runs[f"ch2/depth/d{d}/s{s}"] = _mnist1d_mlp(depth=d, epochs=epochs, seed=s)
+        for w in widths:
+            runs[f"ch2/width/w{w}/s{s}"] = _mnist1d_mlp(depth=2, width=w, epochs=epochs, seed=s)
+        for bn in (False, True):
+            runs[f"ch2/batchnorm/{'bn' if bn else 'plain'}/s{s}"] = _mnist1d_mlp(depth=4, epochs=epochs, seed=s,
+                                                                                  batch_norm=bn)
+        for wd in wds:
+            runs[f"ch2/weight_decay/{wd:g}/s{s}"] = _mnist1d_mlp(depth=4, epochs=epochs, seed=s, weight_decay=wd)
+    runs["ch2/nll_overfit"] = _mnist1d_mlp(depth=4, epochs=long_epochs, seed=0)
+    img = {"name": "mnist5k", "n_train": n_train}
+    runs["ch2/lenet5"] = {"data": img, "model": {"name": "lenet5"}, "epochs": image_epochs, "seed": 0}
+    runs["ch2/resnet20"] = {"data": img, "model": {"name": "cifar_resnet", "depth": 20},
+                            "epochs": image_epochs, "seed": 0}
+    return runs
+
+
+def _chapter3(epochs, overfit_epochs, n_train=None):
+    nine = {"name": "mnist5k", "view": {"one_vs_rest": 9}, "n_train": n_train}
+    return {
+        "ch3/nine/lenet5": {"data": nine, "model": {"name": "lenet5"}, "epochs": epochs, "seed": 0},
+        "ch3/nine/resnet20": {"data": nine, "model": {"name": "cifar_resnet", "depth": 20},
+                              "epochs": epochs, "seed": 0},
+        "ch3/nine/lenet5_sigmoid_overfit": {"data": nine, "model": {"name": "lenet5"}, "loss": "bce",
+                                            "epochs": overfit_epochs, "seed": 0},
+    }
+
+
+def experiments(profile: str) -> dict:
+    """The run configs of ``profile``, by name."""
+    if profile == "ci":
+        runs = _chapter2(epochs=3, seeds=(0,), depths=(1, 2), widths=(32,), wds=(0.0,), long_epochs=4,
+                         image_epochs=1, n_train=300)
+        runs.update(_chapter3(epochs=1, overfit_epochs=2, n_train=300))
+        return runs
+    if profile == "default":
+        runs = _chapter2(epochs=60, seeds=SEEDS, depths=(1, 2, 4, 8), widths=(32, 128, 512, 2048),
+                         wds=(0.0, 1e-4, 1e-3, 1e-2), long_epochs=150, image_epochs=20)
+        runs.update(_chapter3(epochs=20, overfit_epochs=40))
+        return runs
+    if profile == "full":
+        runs = experiments("default")
+        full_nine = {"name": "mnist", "view": {"one_vs_rest": 9}}
+        runs["ch3/nine/resnet20"] = {"data": full_nine, "model": {"name": "resnet18"}, "epochs": 20, "seed": 0}
+        runs["ch3/nine/lenet5"] = {"data": full_nine, "model": {"name": "lenet5"}, "epochs": 20, "seed": 0}
+        return runs
+    raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {profile!r}")
+
+
+def run(name: str, profile: str, progress: bool | None = None):
+    """The cached result of experiment ``name`` of ``profile`` (trained first if missing)."""
+    from .cache import get_or_train
+
+    runs = experiments(profile)
+    if name not in runs:
+        raise KeyError(f"no experiment {name!r} in profile {profile!r}; known: {', '.join(sorted(runs))}")
+    return get_or_train(runs[name], progress=progress)
