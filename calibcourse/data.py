@@ -183,10 +183,12 @@ def _torchvision_dataset(name: str, root, train: bool, download: bool, verify: b
     if not verify and name != "mnist":
         # torchvision checks the md5 of every CIFAR batch; small files in the real format
         # (the tests' fixtures) only need to exist
-        class _Unverified(cls):
-            def _check_integrity(self):
-                return all(os.path.exists(os.path.join(self.root, self.base_folder, f))
-                           for f, _ in self.train_list + self.test_list)
+        base = cls
+
+        class _Unverified(base):  # md5 None: torchvision then only checks that the file exists
+            train_list = [[f, None] for f, _ in base.train_list]
+            test_list = [[f, None] for f, _ in base.test_list]
+            meta = {**base.meta, "md5": None}
 
         cls = _Unverified
     try:

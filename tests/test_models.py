@@ -1,0 +1,60 @@
+"""calibcourse.models: shapes, features, capacity knobs, local-only weights."""
+import pytest
+import torch
+from torch import nn
+
+from calibcourse import models as Mo
+
+
+@pytest.mark.parametrize("model,x,feat", [
+    (Mo.LeNet5(), torch.zeros(3, 1, 28, 28), 84),
+    (Mo.LeNet5(in_channels=3, input_size=32), torch.zeros(3, 3, 32, 32), 84),
+    (Mo.CifarResNet(depth=8, width=0.5, in_channels=1), torch.zeros(3, 1, 28, 28), 32),
+    (Mo.MLP(40, width=64, depth=3), torch.zeros(3, 40), 64),
+    (Mo.CNN1D(), torch.zeros(3, 40), 128),
+    (Mo.resnet18_small(10, in_channels=1), torch.zeros(3, 1, 28, 28), 512),
+    (Mo.resnet18_small(10, stem="imagenet"), torch.zeros(3, 3, 32, 32), 512),
+])
+def test_forward_is_head_of_features(model, x, feat):
+    model.eval()
+    out = model(x)
+    f = model.features(x)
+    assert out.shape == (3, 10) and f.shape == (3, feat)
+    torch.testing.assert_close(out, model.head(f))
+
+
+def test_binary_head_has_one_logit():
+    assert Mo.LeNet5(num_classes=1)(torch.zeros(2, 1, 28, 28)).shape == (2, 1)
+
+
+def test_capacity_knobs():
+    plain = Mo.CifarResNet(depth=14, batch_norm=False)
+    assert not any(isinstance(m, nn.BatchNorm2d) for m in plain.modules())
+    assert any(isinstance(m, nn.BatchNorm2d) for m in Mo.CifarResNet(depth=14).modules())
+    assert Mo.count_parameters(Mo.CifarResNet(depth=20, width=2)) > 3 * Mo.count_parameters(Mo.CifarResNet(depth=20))
+    assert Mo.count_parameters(Mo.MLP(40, depth=4)) > Mo.count_parameters(Mo.MLP(40, depth=1))
+    with pytest.raises(ValueError, match="6n \\+ 2"):
+        Mo.CifarResNet(depth=21)
+    with pytest.raises(ValueError, match="stem"):
+        Mo.resnet18_small(stem="huge")
+    with pytest.raises(ValueError, match="model must be one of"):
+        Mo.build_model("vgg")
+
+
+def test_weights_load_from_local_file_only(tmp_path):
+    a, b = Mo.LeNet5(), Mo.LeNet5()
+    torch.save(a.state_dict(), tmp_path / "w.pt")
+    Mo.load_weights(b, tmp_path / "w.pt")
+    for pa, pb in zip(a.parameters(), b.parameters()):
+        torch.testing.assert_close(pa, pb)
+    with pytest.raises(FileNotFoundError, match="never downloaded"):
+        Mo.load_weights(b, tmp_path / "missing.pt")
+
+
+def test_frozen_feature_classifier_trains_only_its_head():
+    backbone = Mo.LeNet5()
+    clf = Mo.FrozenFeatureClassifier(backbone, feature_dim=84, num_classes=2, hidden=16)
+    out = clf(torch.randn(4, 1, 28, 28))
+    torch.testing.assert_close(out.exp().sum(1), torch.ones(4))  # LogSoftmax output
+    trainable = [n for n, p in clf.named_parameters() if p.requires_grad]
+    assert trainable and all(not n.startswith("backbone") for n in trainable)

@@ -1,0 +1,64 @@
+"""calibcourse.train: one config -> a reproducible run with its history and outputs."""
+import numpy as np
+import pytest
+
+from calibcourse import train as T
+
+SMALL = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 32}, "epochs": 3, "seed": 0}
+
+
+def test_train_records_history_and_outputs():
+    r = T.train(SMALL, progress=False)
+    assert list(r.history.columns[:7]) == ["epoch", "train_loss", "val_error", "val_nll", "test_error",
+                                           "test_nll", "test_ece"]
+    assert r.history["epoch"].tolist() == [1, 2, 3]
+    n_test = r.info["n_test"]
+    assert r.outputs["test_logits"].shape == (n_test, 10) and r.outputs["test_labels"].shape == (n_test,)
+    assert r.history["test_error"].iloc[-1] < 0.5, "a 3-epoch MLP on sklearn digits learns something"
+    from calibcourse import metrics as M
+    assert r.history["test_ece"].iloc[-1] == pytest.approx(M.ece(r.probs(), r.labels()))
+
+
+def test_same_config_and_seed_give_the_same_numbers_and_seeds_differ():
+    a = T.train(SMALL, progress=False)
+    b = T.train(SMALL, progress=False)
+    np.testing.assert_array_equal(a.outputs["test_logits"], b.outputs["test_logits"])
+    c = T.train({**SMALL, "seed": 1}, progress=False)
+    assert not np.array_equal(a.outputs["test_logits"], c.outputs["test_logits"])
+
+
+def test_binary_sigmoid_run_and_epoch_logits():
+    cfg = {"data": {"name": "digits", "view": {"one_vs_rest": 9}}, "model": {"name": "mlp", "depth": 1},
+           "loss": "bce", "epochs": 2, "keep_epoch_logits": True}
+    r = T.train(cfg, progress=False)
+    z = r.outputs["test_logits"]
+    assert z.ndim == 1 and set(np.unique(r.labels())) == {0, 1}
+    assert r.outputs["epoch_test_logits"].shape == (2, len(z))
+    assert np.all((r.probs() > 0) & (r.probs() < 1))
+
+
+def test_weight_decay_sgd_and_schedules_run():
+    for extra in ({"optimizer": "sgd", "lr": 0.05, "schedule": "step", "weight_decay": 1e-3},
+                  {"schedule": "cosine"}):
+        r = T.train({**SMALL, **extra, "epochs": 2}, progress=False)
+        assert np.isfinite(r.history["train_loss"]).all()
+
+
+@pytest.mark.parametrize("bad,match", [
+    ({"epochs": 0}, "epochs must be an integer >= 1"),
+    ({"loss": "hinge"}, "loss must be one of"),
+    ({"optimizer": "rmsprop"}, "optimizer must be"),
+    ({"data": {"name": "imagenet"}}, "data.name must be one of"),
+    ({"learning_rate": 0.1}, "unknown config keys"),
+])
+def test_bad_configs_are_rejected(bad, match):
+    with pytest.raises(ValueError, match=match):
+        T.normalize_config({**SMALL, **bad})
+
+
+def test_register_loss_makes_a_new_loss_available():
+    import torch.nn.functional as F
+
+    T.register_loss("ce_smooth_test", lambda z, y, eps=0.1: F.cross_entropy(z, y, label_smoothing=eps))
+    r = T.train({**SMALL, "loss": "ce_smooth_test", "loss_kwargs": {"eps": 0.2}, "epochs": 1}, progress=False)
+    assert np.isfinite(r.history["train_loss"]).all()
