@@ -13,7 +13,7 @@ export MPLBACKEND ?= Agg
 BOOK_STAMP := $(VENV)/.book-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: book test bench clean venv
+.PHONY: book test bench clean venv train
 
 $(BOOK_STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ venv: $(BOOK_STAMP)
 book: $(BOOK_STAMP)
 	$(PY) -m calibcourse.build --profile $(PROFILE) --edition $(EDITION)
 
+# fill the result cache (data/cache) for a profile: every training run of the book
+train: $(BOOK_STAMP)
+	$(PY) -m calibcourse.cache train $(PROFILE)
+
 test: $(TEST_STAMP)
 	$(PY) -m pytest
 
@@ -44,6 +48,7 @@ $(BENCH_STAMP): $(TEST_STAMP) requirements-bench.txt
 bench: $(BENCH_STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_metrics.py
 	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_calibrators.py
+	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_training.py
 
 clean:
 	rm -rf _build book/generated

@@ -270,6 +270,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     root = Path(args.root).resolve()
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("CALIBCOURSE_QUIET", "1")  # no progress bars inside executed notebooks
     start = time.perf_counter()
     try:
         execute_book(root, args.profile, args.edition, force=args.force)

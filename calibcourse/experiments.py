@@ -43,9 +43,17 @@ def _chapter2(epochs, seeds, depths, widths, wds, long_epochs, image_epochs, n_t
     return runs
 
 
-def _chapter3(epochs, overfit_epochs, n_train=None):
+def _chapter3(epochs, overfit_epochs, n_train=None, backbone_epochs=5, head_epochs=5):
     nine = {"name": "mnist5k", "view": {"one_vs_rest": 9}, "n_train": n_train}
+    backbone = {"data": {"name": "mnist5k", "n_train": n_train}, "model": {"name": "lenet5"},
+                "epochs": backbone_epochs, "seed": 0}
     return {
+        # reference 003's second study: frozen pretrained features, an MLP head with LogSoftmax
+        # trained by NLL; here the backbone is LeNet-5 pre-trained on all ten digits and the head
+        # learns "4 vs 9" briefly at a small learning rate
+        "ch3/frozen_head": {"data": {"name": "mnist5k", "view": {"two_class": [4, 9]}},
+                            "model": {"name": "frozen_features", "backbone": backbone, "hidden": 500},
+                            "loss": "nll", "epochs": head_epochs, "lr": 1e-4, "seed": 0},
         "ch3/nine/lenet5": {"data": nine, "model": {"name": "lenet5"}, "epochs": epochs, "seed": 0},
         "ch3/nine/resnet20": {"data": nine, "model": {"name": "cifar_resnet", "depth": 20},
                               "epochs": epochs, "seed": 0},
@@ -54,17 +62,27 @@ def _chapter3(epochs, overfit_epochs, n_train=None):
     }
 
 
+def _chapter4(epochs):
+    # MNIST-1D with a 2000-sample test set: split into 1000 calibration / 1000 test, as in the
+    # TorchUncertainty tutorial (reference 004)
+    return {"ch4/mlp_test2000": {"data": {"name": "mnist1d", "mnist1d_test": 2000},
+                                 "model": {"name": "mlp", "depth": 4, "width": 256, "batch_norm": False},
+                                 "epochs": epochs, "seed": 0}}
+
+
 def experiments(profile: str) -> dict:
     """The run configs of ``profile``, by name."""
     if profile == "ci":
         runs = _chapter2(epochs=3, seeds=(0,), depths=(1, 2), widths=(32,), wds=(0.0,), long_epochs=4,
                          image_epochs=1, n_train=300)
-        runs.update(_chapter3(epochs=1, overfit_epochs=2, n_train=300))
+        runs.update(_chapter3(epochs=1, overfit_epochs=2, n_train=300, backbone_epochs=1, head_epochs=1))
+        runs.update(_chapter4(epochs=3))
         return runs
     if profile == "default":
-        runs = _chapter2(epochs=60, seeds=SEEDS, depths=(1, 2, 4, 8), widths=(32, 128, 512, 2048),
+        runs = _chapter2(epochs=60, seeds=SEEDS, depths=(1, 2, 4, 8), widths=(32, 128, 512, 1024),
                          wds=(0.0, 1e-4, 1e-3, 1e-2), long_epochs=150, image_epochs=20)
         runs.update(_chapter3(epochs=20, overfit_epochs=40))
+        runs.update(_chapter4(epochs=60))
         return runs
     if profile == "full":
         runs = experiments("default")
@@ -83,3 +101,13 @@ def run(name: str, profile: str, progress: bool | None = None):
     if name not in runs:
         raise KeyError(f"no experiment {name!r} in profile {profile!r}; known: {', '.join(sorted(runs))}")
     return get_or_train(runs[name], progress=progress)
+
+
+def runs(prefix: str, profile: str, progress: bool | None = None) -> dict:
+    """``{name: RunResult}`` of every experiment of ``profile`` whose name starts with ``prefix``."""
+    from .cache import get_or_train
+
+    found = {n: c for n, c in experiments(profile).items() if n.startswith(prefix)}
+    if not found:
+        raise KeyError(f"no experiment of profile {profile!r} starts with {prefix!r}")
+    return {n: get_or_train(c, progress=progress) for n, c in found.items()}

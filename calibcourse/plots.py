@@ -231,3 +231,41 @@ def training_curves(history, x: str = "epoch", error: str = "test_error", nll: s
     if title:
         ax.set_title(title)
     return fig
+
+
+def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx: bool = False,
+               titles=None, axes=None, categorical: bool = False):
+    """One panel per measure against a swept value (Guo et al. Fig. 2), mean +- std over seeds.
+
+    ``table`` is the output of :func:`calibcourse.report.sweep_table` (index =
+    swept value, columns ``m`` and ``m_std``).
+    """
+    plt = _plt()
+    labels = {"error": "test error", "ece": "test ECE", "temperature": "fitted temperature T",
+              "nll": "test NLL", "mce": "test MCE", "ece_ts": "ECE after TS"}
+    if axes is None:
+        fig, axes = plt.subplots(1, len(columns), figsize=(3.4 * len(columns), 3.0))
+    axes = np.atleast_1d(axes)
+    fig = axes[0].figure
+    values = list(table.index)
+    x = np.arange(len(values), dtype=float) if categorical else np.asarray(values, dtype=float)
+    for i, (ax, col) in enumerate(zip(axes, columns)):
+        y = table[col].to_numpy(dtype=float)
+        err = table[f"{col}_std"].to_numpy(dtype=float) if f"{col}_std" in table else None
+        if err is not None and np.all(np.isnan(err)):
+            err = None
+        ax.errorbar(x, y, yerr=err, marker="o", capsize=3)
+        if col == "temperature":
+            ax.axhline(1.0, color="gray", ls=":", lw=1)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(labels.get(col, col))
+        if logx and not categorical:
+            ax.set_xscale("log")
+        if logx or categorical:
+            ax.set_xticks(x)
+            ax.set_xticklabels([f"{v:g}" if isinstance(v, (int, float)) else str(v) for v in values])
+        if titles:
+            ax.set_title(titles[i])
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -71,6 +71,13 @@ def normalize_config(config: dict) -> dict:
     cfg.pop("name", None)  # a label for humans, not part of the run
     if cfg["data"]["name"] not in DATASETS:
         raise ValueError(f"data.name must be one of {', '.join(sorted(DATASETS))}; got {cfg['data']['name']!r}")
+    from .models import MODELS
+
+    if cfg["model"].get("name") not in set(MODELS) | {"frozen_features"}:
+        raise ValueError(f"model.name must be one of {', '.join(sorted(set(MODELS) | {'frozen_features'}))}; "
+                         f"got {cfg['model'].get('name')!r}")
+    if cfg["model"]["name"] == "frozen_features" and not isinstance(cfg["model"].get("backbone"), dict):
+        raise ValueError("model.backbone must be the run config of the backbone for 'frozen_features'")
     if cfg["loss"] not in LOSSES:
         raise ValueError(f"loss must be one of {', '.join(sorted(LOSSES))}; got {cfg['loss']!r}")
     if cfg["optimizer"] not in ("adam", "sgd"):
@@ -270,7 +277,17 @@ def train(config: dict, progress: bool | None = None, epoch_callback=None) -> Ru
         model_kwargs.setdefault("in_channels", Xtr.shape[1])
     if "num_classes" not in model_kwargs:
         model_kwargs["num_classes"] = 1 if cfg["loss"] == "bce" else int(max(ytr.max(), yte.max()) + 1)
-    model = build_model(cfg["model"]["name"], **model_kwargs).to(dev)
+    if cfg["model"]["name"] == "frozen_features":
+        # chapter 3: a backbone trained by its own run config, frozen, under a new MLP head
+        from .models import FrozenFeatureClassifier
+
+        backbone = train(model_kwargs.pop("backbone"), progress=False).model.cpu()
+        model = FrozenFeatureClassifier(backbone, feature_dim=backbone.head.in_features,
+                                        num_classes=model_kwargs["num_classes"],
+                                        hidden=model_kwargs.get("hidden", 500)).to(dev)
+        torch.manual_seed(cfg["seed"])  # the head's initialisation does not depend on the backbone run
+    else:
+        model = build_model(cfg["model"]["name"], **model_kwargs).to(dev)
     loss_fn = LOSSES[cfg["loss"]]
     params = [p for p in model.parameters() if p.requires_grad]
     if cfg["optimizer"] == "adam":

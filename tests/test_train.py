@@ -50,6 +50,8 @@ def test_weight_decay_sgd_and_schedules_run():
     ({"optimizer": "rmsprop"}, "optimizer must be"),
     ({"data": {"name": "imagenet"}}, "data.name must be one of"),
     ({"learning_rate": 0.1}, "unknown config keys"),
+    ({"model": {"name": "vgg"}}, "model.name must be one of"),
+    ({"model": {"name": "frozen_features"}}, "model.backbone must be the run config"),
 ])
 def test_bad_configs_are_rejected(bad, match):
     with pytest.raises(ValueError, match=match):
@@ -62,3 +64,12 @@ def test_register_loss_makes_a_new_loss_available():
     T.register_loss("ce_smooth_test", lambda z, y, eps=0.1: F.cross_entropy(z, y, label_smoothing=eps))
     r = T.train({**SMALL, "loss": "ce_smooth_test", "loss_kwargs": {"eps": 0.2}, "epochs": 1}, progress=False)
     assert np.isfinite(r.history["train_loss"]).all()
+
+
+def test_frozen_feature_head_trains_on_a_trained_backbone():
+    backbone = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 32}, "epochs": 2}
+    cfg = {"data": {"name": "digits", "view": {"two_class": [4, 9]}},
+           "model": {"name": "frozen_features", "backbone": backbone, "hidden": 16}, "loss": "nll", "epochs": 2}
+    r = T.train(cfg, progress=False)
+    assert r.outputs["test_logits"].shape[1] == 2
+    np.testing.assert_allclose(np.exp(r.outputs["test_logits"]).sum(1), 1.0, rtol=1e-6)  # log-probabilities
