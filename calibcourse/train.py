@@ -44,6 +44,10 @@ DEFAULT_CONFIG = {
 }
 
 
+#: keys a config may have that are not filled by default (so older configs keep their cache keys)
+OPTIONAL_KEYS = {"meta", "mixup_alpha"}
+
+
 def default_device(device: str = "auto"):
     import torch
 
@@ -64,7 +68,7 @@ def normalize_config(config: dict) -> dict:
     """Fill defaults and validate; the result is the canonical form that the cache hashes."""
     if not isinstance(config, dict):
         raise ValueError(f"config must be a dict; got {type(config).__name__}")
-    unknown = set(config) - set(DEFAULT_CONFIG) - {"name"}
+    unknown = set(config) - set(DEFAULT_CONFIG) - OPTIONAL_KEYS - {"name"}
     if unknown:
         raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
     cfg = _merge(DEFAULT_CONFIG, config)
@@ -192,8 +196,15 @@ def _nll(log_probs, y, **kw):
     return F.nll_loss(log_probs, y, **kw)
 
 
-#: name -> fn(logits, labels, **loss_kwargs) -> scalar loss; chapter 5 registers more
-LOSSES = {"ce": _ce, "bce": _bce, "nll": _nll}
+def _chapter5_losses():
+    from . import losses as L
+
+    return {"focal": L.focal_loss, "flsd53": L.flsd53_loss, "label_smoothing": L.label_smoothing_loss,
+            "ce_mmce": L.ce_mmce_loss, "ce_dece": L.ce_dece_loss}
+
+
+#: name -> fn(logits, labels, **loss_kwargs) -> scalar loss
+LOSSES = {"ce": _ce, "bce": _bce, "nll": _nll, **_chapter5_losses()}
 
 
 def register_loss(name: str, fn) -> None:
@@ -304,7 +315,13 @@ def train(config: dict, progress: bool | None = None, epoch_callback=None) -> Ru
     Xtr_t, ytr_t = torch.from_numpy(Xtr), torch.from_numpy(ytr)
     Xva_t, Xte_t = torch.from_numpy(Xva), torch.from_numpy(Xte)
     gen = torch.Generator().manual_seed(cfg["seed"])
-    rows, epoch_logits = [], {"val": [], "test": []}
+    meta = None
+    if cfg.get("meta"):
+        from .meta import MetaTrainer
+
+        meta = MetaTrainer(model, torch.from_numpy(Xva), torch.from_numpy(yva), seed=cfg["seed"], **cfg["meta"])
+    rows, epoch_logits, gamma_hist = [], {"val": [], "test": []}, []
+    gamma_bins = np.linspace(0, 10, 41)
     bar = tqdm(range(1, epochs + 1), disable=not progress, leave=False,
                desc=f"{cfg['model']['name']} on {cfg['data']['name']}")
     for epoch in bar:
@@ -317,7 +334,17 @@ def train(config: dict, progress: bool | None = None, epoch_callback=None) -> Ru
                                   for m in model.modules()):
                 continue  # a batch of one breaks batch norm
             xb, yb = Xtr_t[b].to(dev), ytr_t[b].to(dev)
-            loss = loss_fn(model(xb), yb, **cfg["loss_kwargs"])
+            if meta is not None:
+                total += meta.step(xb, yb, opt) * len(b)
+                seen += len(b)
+                continue
+            if cfg.get("mixup_alpha"):
+                from .losses import mixup_batch, mixup_loss
+
+                xm, ya, yb2, lam = mixup_batch(xb, yb, cfg["mixup_alpha"], generator=gen)
+                loss = mixup_loss(model(xm), ya, yb2, lam)
+            else:
+                loss = loss_fn(model(xb), yb, **cfg["loss_kwargs"])
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -330,6 +357,10 @@ def train(config: dict, progress: bool | None = None, epoch_callback=None) -> Ru
         rows.append({"epoch": epoch, "train_loss": total / max(seen, 1), "val_error": s_va["error"],
                      "val_nll": s_va["nll"], "test_error": s_te["error"], "test_nll": s_te["nll"],
                      "test_ece": s_te["ece"]})
+        if meta is not None:  # the gamma distribution on the test split, per epoch
+            g = meta.gammas(Xte_t)
+            rows[-1].update({"gamma_mean": float(g.mean()), "gamma_std": float(g.std())})
+            gamma_hist.append(np.histogram(np.clip(g, 0, 10), bins=gamma_bins)[0])
         if cfg["keep_epoch_logits"]:
             epoch_logits["val"].append(zva.astype(np.float32))
             epoch_logits["test"].append(zte.astype(np.float32))
@@ -339,6 +370,10 @@ def train(config: dict, progress: bool | None = None, epoch_callback=None) -> Ru
                 rows[-1].update(extra)
         bar.set_postfix(err=f"{s_te['error']:.3f}", ece=f"{s_te['ece']:.3f}")
     outputs = {"val_logits": zva, "val_labels": yva, "test_logits": zte, "test_labels": yte}
+    if meta is not None:
+        outputs["gamma_hist"] = np.stack(gamma_hist)
+        outputs["gamma_bins"] = gamma_bins
+        outputs["test_gammas"] = meta.gammas(Xte_t)
     if cfg["keep_epoch_logits"]:
         outputs["epoch_val_logits"] = np.stack(epoch_logits["val"])
         outputs["epoch_test_logits"] = np.stack(epoch_logits["test"])

@@ -1,0 +1,190 @@
+"""calibcourse.losses and calibcourse.meta: closed forms, finite-difference gradients, the bilevel step."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from calibcourse import losses as L
+from calibcourse import metrics as M
+from calibcourse.meta import GammaNet, MetaTrainer, lookahead_outer_loss
+from calibcourse.models import MLP
+
+
+def data(n=64, k=5, seed=0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, k, generator=g, dtype=dtype) * 2, torch.randint(0, k, (n,), generator=g)
+
+
+def test_focal_gamma_zero_is_cross_entropy_exactly():
+    z, y = data()
+    assert torch.equal(L.focal_loss(z, y, 0.0), F.cross_entropy(z, y))
+    assert torch.allclose(L.focal_loss(z, y, torch.zeros(64, dtype=z.dtype)), F.cross_entropy(z, y), atol=1e-15)
+
+
+def test_focal_matches_formula_scalar_and_per_sample():
+    z, y = data()
+    p = torch.softmax(z, 1)[torch.arange(64), y]
+    for gamma in (1.0, 3.0):
+        expected = -((1 - p) ** gamma * torch.log(p)).mean()
+        assert torch.allclose(L.focal_loss(z, y, gamma), expected)
+    gam = torch.linspace(0, 5, 64, dtype=z.dtype)
+    assert torch.allclose(L.focal_loss(z, y, gam), -((1 - p) ** gam * torch.log(p)).mean())
+    with pytest.raises(ValueError, match="gamma must be a number or have shape"):
+        L.focal_loss(z, y, torch.ones(3, dtype=z.dtype))
+    with pytest.raises(ValueError, match="gamma must be >= 0"):
+        L.focal_loss(z, y, -1.0)
+
+
+def test_focal_with_a_certain_correct_sample_is_finite():
+    z = torch.tensor([[100.0, 0.0], [0.0, 1.0]], dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 1])
+    out = L.focal_loss(z, y, 2.0)
+    out.backward()
+    assert torch.isfinite(out) and torch.isfinite(z.grad).all()
+
+
+def test_flsd53_uses_gamma_5_below_0_2_and_3_above():
+    z = torch.tensor([[0.0, 3.0], [3.0, 0.0]], dtype=torch.float64)  # p_t = 0.047 and 0.953 for label 0
+    y = torch.tensor([0, 0])
+    p = torch.softmax(z, 1)[:, 0]
+    expected = -(((1 - p[0]) ** 5) * torch.log(p[0]) + ((1 - p[1]) ** 3) * torch.log(p[1])) / 2
+    assert torch.allclose(L.flsd53_loss(z, y), expected)
+
+
+def test_label_smoothing_matches_manual_targets():
+    z, y = data()
+    eps, k = 0.1, 5
+    target = torch.full((64, k), eps / k, dtype=z.dtype)
+    target[torch.arange(64), y] += 1 - eps
+    expected = -(target * torch.log_softmax(z, 1)).sum(1).mean()
+    assert torch.allclose(L.label_smoothing_loss(z, y, eps), expected)
+    with pytest.raises(ValueError, match="smoothing"):
+        L.label_smoothing_loss(z, y, 1.5)
+
+
+def test_mixup_batch_and_loss():
+    torch.manual_seed(0)
+    x = torch.arange(8, dtype=torch.float32)[:, None]
+    y = torch.arange(8)
+    xm, ya, yb, lam = L.mixup_batch(x, y, 0.4, generator=torch.Generator().manual_seed(1))
+    assert 0 <= lam <= 1
+    torch.testing.assert_close(xm[:, 0], lam * x[:, 0] + (1 - lam) * x[yb, 0])
+    z, _ = data(8, 8)
+    assert torch.allclose(L.mixup_loss(z, ya, ya, 0.3), F.cross_entropy(z, ya))
+    with pytest.raises(ValueError, match="alpha"):
+        L.mixup_batch(x, y, 0.0)
+
+
+def test_mmce_matches_naive_double_sum():
+    z, y = data(40)
+    p = torch.softmax(z, 1)
+    r, pred = p.max(1)
+    c = (pred == y).double()
+    total = sum((c[i] - r[i]) * (c[j] - r[j]) * torch.exp(-abs(r[i] - r[j]) / 0.4)
+                for i in range(40) for j in range(40)) / 40**2
+    assert torch.allclose(L.mmce_penalty(z, y), torch.sqrt(total))
+
+
+def test_dece_approaches_binned_ece_at_low_temperatures():
+    z, y = data(500, 10, seed=3)
+    soft = float(L.dece_loss(z, y, n_bins=15, bin_temperature=1e-4, accuracy_temperature=1e-4))
+    assert soft == pytest.approx(M.ece(torch.softmax(z, 1), y, n_bins=15), abs=1e-6)
+
+
+def test_sece_loss_equals_the_metric():
+    z, y = data(300, 4, seed=4)
+    assert float(L.sece_loss(z, y, bandwidth=0.1)) == pytest.approx(
+        M.sece(torch.softmax(z, 1), y, bandwidth=0.1, method="exact"), abs=1e-12)
+
+
+@pytest.mark.parametrize("loss", [lambda z, y: L.sece_loss(z, y, 0.1), lambda z, y: L.dece_loss(z, y, 10, 0.1, 0.5),
+                                  L.mmce_penalty, lambda z, y: L.focal_loss(z, y, 2.0), L.flsd53_loss])
+def test_gradients_match_finite_differences(loss):
+    z, y = data(30, 4, seed=5)
+    z.requires_grad_(True)
+    (g,) = torch.autograd.grad(loss(z, y), z)
+    eps = 1e-6
+    for i, j in [(0, 0), (3, 2), (17, 1), (29, 3)]:
+        zp, zm = z.detach().clone(), z.detach().clone()
+        zp[i, j] += eps
+        zm[i, j] -= eps
+        fd = (loss(zp, y) - loss(zm, y)) / (2 * eps)
+        assert float(g[i, j]) == pytest.approx(float(fd), rel=1e-4, abs=1e-8)
+
+
+def test_losses_reject_bad_labels():
+    z, y = data(10, 3)
+    with pytest.raises(ValueError, match="labels must be in"):
+        L.focal_loss(z, torch.full((10,), 3), 1.0)
+    with pytest.raises(ValueError, match="logits must have shape"):
+        L.sece_loss(z[0], y)
+
+
+# ------------------------------------------------------------------ gamma-Net and the bilevel step
+def test_gamma_net_shapes_and_formula():
+    torch.manual_seed(0)
+    g = GammaNet(6, heads=3, tau=2.0, init_gamma=1.0).double()
+    x = torch.randn(5, 6, dtype=torch.float64)
+    out = g(x)
+    assert out.shape == (5,) and (out >= 0).all()
+    assert float(out.detach().mean()) == pytest.approx(1.0)  # scaled on the first batch
+    p = torch.softmax(x @ g.A, 1)
+    manual = ((p @ g.A.T) @ g.W).abs()[:, 0] / 2.0 * g._scale
+    torch.testing.assert_close(out, manual)
+    with pytest.raises(ValueError, match="tau"):
+        GammaNet(6, tau=0)
+
+
+def tiny_setup():
+    torch.manual_seed(0)
+    model = MLP(4, num_classes=3, width=5, depth=1).double()
+    gnet = GammaNet(5, heads=2, tau=1.0).double()
+    xt, yt = torch.randn(16, 4, dtype=torch.float64), torch.randint(0, 3, (16,))
+    xv, yv = torch.randn(32, 4, dtype=torch.float64), torch.randint(0, 3, (32,))
+    gnet(model.features(xt))  # fix the first-batch scale
+    return model, gnet, xt, yt, xv, yv
+
+
+def test_outer_gradient_reaches_gamma_net_and_matches_finite_differences():
+    model, gnet, xt, yt, xv, yv = tiny_setup()
+    outer = lambda z, y: L.sece_loss(z, y, bandwidth=0.3)
+    loss = lookahead_outer_loss(model, gnet, xt, yt, xv, yv, inner_lr=0.5, outer=outer)
+    gA, gW = torch.autograd.grad(loss, [gnet.A, gnet.W])
+    assert gW.abs().sum() > 0 and gA.abs().sum() > 0, "the outer gradient must reach the gamma-Net"
+    eps = 1e-6
+    for param, grad, idx in [(gnet.W, gW, (1, 0)), (gnet.W, gW, (3, 0)), (gnet.A, gA, (2, 1))]:
+        with torch.no_grad():
+            param[idx] += eps
+        up = float(lookahead_outer_loss(model, gnet, xt, yt, xv, yv, 0.5, outer))
+        with torch.no_grad():
+            param[idx] -= 2 * eps
+        down = float(lookahead_outer_loss(model, gnet, xt, yt, xv, yv, 0.5, outer))
+        with torch.no_grad():
+            param[idx] += eps
+        assert float(grad[idx]) == pytest.approx((up - down) / (2 * eps), rel=1e-4, abs=1e-10)
+
+
+def test_meta_trainer_step_updates_both_networks():
+    model, _, xt, yt, xv, yv = tiny_setup()
+    trainer = MetaTrainer(model, xv, yv, outer="dece", heads=2, meta_lr=1e-2, val_batch=8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    before_m = [p.detach().clone() for p in model.parameters()]
+    trainer.gamma_net(model.features(xt))
+    before_g = [p.detach().clone() for p in trainer.gamma_net.parameters()]
+    loss = trainer.step(xt, yt, opt)
+    assert np.isfinite(loss)
+    assert any(not torch.equal(a, b) for a, b in zip(before_m, model.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(before_g, trainer.gamma_net.parameters()))
+    assert trainer.gammas(xv).shape == (32,)
+    with pytest.raises(ValueError, match="meta.outer"):
+        MetaTrainer(model, xv, yv, outer="ece")
+
+
+def test_meta_run_through_train_logs_gammas():
+    from calibcourse.train import train
+
+    cfg = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 2,
+           "loss": "focal", "meta": {"outer": "sece", "meta_lr": 1e-3, "val_batch": 64}}
+    r = train(cfg, progress=False)
+    assert {"gamma_mean", "gamma_std"} <= set(r.history.columns)
+    assert r.outputs["gamma_hist"].shape == (2, 40) and r.outputs["test_gammas"].shape == (r.info["n_test"],)
