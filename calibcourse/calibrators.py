@@ -500,7 +500,7 @@ def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagona
         return loss, np.concatenate([gw, gb if bias else []])
 
     res = minimize(f, x0, jac=True, method="L-BFGS-B",
-                   options={"maxiter": 5000, "gtol": 1e-10, "ftol": 1e-15})
+                   options={"maxiter": 2000, "gtol": 1e-8, "ftol": 1e-12})
     W, b = unpack(res.x)
     return W, b, res
 

@@ -481,12 +481,33 @@ def bootstrap_ci(metric, probs, labels, n_boot: int = 1000, level: float = 0.95,
     rng = np.random.default_rng(seed)
     n = p.shape[0]
     stats = np.empty(n_boot)
-    for b in range(n_boot):
-        i = rng.integers(0, n, n)
-        stats[b] = metric(p[i], y[i], **metric_kwargs)
+    fast = _binned_from_conf(metric, metric_kwargs)
+    if fast is not None:  # binned top-label measures depend on (confidence, outcome) only
+        conf, outcome = _prepare(p, y, metric_kwargs.get("reliability", "top_label"))
+        for b in range(n_boot):
+            i = rng.integers(0, n, n)
+            stats[b] = fast(conf[i], outcome[i])
+    else:
+        for b in range(n_boot):
+            i = rng.integers(0, n, n)
+            stats[b] = metric(p[i], y[i], **metric_kwargs)
     alpha = (1 - level) / 2
     low, high = np.quantile(stats, [alpha, 1 - alpha])
     return BootstrapCI(estimate, float(low), float(high), level)
+
+
+def _binned_from_conf(metric, kwargs):
+    """For ece/mce/ace: a function of (confidence, outcome) giving the same value, else None."""
+    if metric not in (ece, mce, ace):
+        return None
+    kw = dict(kwargs)
+    kw.pop("reliability", None)
+    n_bins = kw.pop("n_bins", 15)
+    strategy = kw.pop("strategy", "quantile" if metric is ace else "uniform")
+    norm = kw.pop("norm", "max" if metric is mce else "l1")
+    if kw or (metric is ace and strategy != "quantile") or (metric is mce and norm != "max"):
+        return None
+    return lambda c, o: _ece_from_sums(*_bin_sums(c, o, n_bins, strategy)[:3], norm)
 
 
 def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci: bool = False,

@@ -269,3 +269,40 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
         ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def bilevel_diagram():
+    """The bilevel loop of meta-regularization (chapter 5), drawn with boxes and arrows."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    ax.set_axis_off()
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 4)
+    boxes = {
+        "train": (0.2, 2.6, "training batch\n$(x, y)$"),
+        "backbone": (2.6, 2.6, "backbone $\\theta$\nfeatures, logits"),
+        "gnet": (2.6, 0.4, "$\\gamma$-Net $\\phi$\n$\\gamma_i = |\\tilde x_i W| / \\tau$"),
+        "focal": (5.0, 2.6, "focal loss\n$\\mathrm{FL}_{\\gamma}(\\theta)$"),
+        "step": (7.4, 2.6, "look-ahead\n$\\theta' = \\theta - \\eta\\nabla_\\theta \\mathrm{FL}_\\gamma$"),
+        "sece": (7.4, 0.4, "SECE of $\\theta'$\non a validation batch"),
+    }
+    for key, (x, y, text) in boxes.items():
+        ax.add_patch(plt.Rectangle((x, y), 2.1, 1.0, fc="#eef3fb" if key != "sece" else "#fdecea",
+                                   ec="black", lw=1))
+        ax.text(x + 1.05, y + 0.5, text, ha="center", va="center", fontsize=8.5)
+
+    def arrow(x0, y0, x1, y1, text="", color="black"):
+        ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                    arrowprops={"arrowstyle": "->", "color": color, "lw": 1.3})
+        if text:
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, text, fontsize=7.5, ha="center", color=color)
+
+    arrow(2.3, 3.1, 2.6, 3.1)
+    arrow(4.7, 3.1, 5.0, 3.1, "")
+    arrow(3.65, 2.6, 3.65, 1.4, "features", "gray")
+    arrow(4.7, 0.9, 5.5, 2.6, "$\\gamma_i$")
+    arrow(7.1, 3.1, 7.4, 3.1)
+    arrow(8.45, 2.6, 8.45, 1.4)
+    arrow(7.4, 0.75, 4.7, 0.75, "outer: $\\nabla_\\phi$ SECE (through $\\theta'$)", "#d62728")
+    ax.text(5.0, 3.85, "inner: the backbone learns with per-sample $\\gamma$", ha="center", fontsize=8.5)
+    return fig

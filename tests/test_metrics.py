@@ -344,3 +344,15 @@ def test_sum_tolerance_accepts_float32_softmax():
 def test_logits_with_nan_are_rejected_by_softmax():
     with pytest.raises(ValueError, match="logits contains NaN"):
         M.softmax(np.array([[0.0, np.nan]]))
+
+
+@pytest.mark.parametrize("metric,kw", [(M.ece, {}), (M.mce, {"n_bins": 10}), (M.ace, {}),
+                                        (M.ece, {"strategy": "quantile", "norm": "l2"}),
+                                        (M.ece, {"reliability": "positive_class"})])
+def test_bootstrap_fast_path_equals_the_generic_loop(metric, kw):
+    rng = np.random.default_rng(0)
+    p1 = rng.uniform(size=300)
+    y = (rng.random(300) < p1).astype(int)
+    fast = M.bootstrap_ci(metric, p1, y, n_boot=50, seed=3, **kw)
+    slow = M.bootstrap_ci(lambda a, b, **k: metric(a, b, **k), p1, y, n_boot=50, seed=3, **kw)
+    assert fast == pytest.approx(slow)
