@@ -13,7 +13,7 @@ export MPLBACKEND ?= Agg
 BOOK_STAMP := $(VENV)/.book-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: book test bench clean venv train
+.PHONY: book test bench clean venv train labs
 
 $(BOOK_STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ venv: $(BOOK_STAMP)
 
 book: $(BOOK_STAMP)
 	$(PY) -m calibcourse.build --profile $(PROFILE) --edition $(EDITION)
+
+# downloadable lab notebooks, student and instructor editions: _build/labs/{student,instructor}/
+labs: $(BOOK_STAMP)
+	$(PY) -m calibcourse.build --labs
 
 # fill the result cache (data/cache) for a profile: every training run of the book
 train: $(BOOK_STAMP)

@@ -157,7 +157,9 @@ def execute_page(page: Page, params: dict, root: Path, failed_dir: Path) -> None
     import nbformat
     import papermill as pm
 
-    nb = jupytext.read(page.source)
+    from .editions import to_edition
+
+    nb = to_edition(jupytext.read(page.source), params.get("edition", "instructor"))
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     page.output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="calibcourse-build-") as tmp:
@@ -267,8 +269,16 @@ def main(argv=None) -> int:
     ap.add_argument("--root", default=".", help="the book's root (holds _config.yml and _toc.yml)")
     ap.add_argument("--force", action="store_true", help="re-execute every notebook")
     ap.add_argument("--no-html", action="store_true", help="execute the notebooks only")
+    ap.add_argument("--labs", metavar="DIR", nargs="?", const="_build/labs",
+                    help="only write the lab notebooks of both editions (.ipynb) under DIR and exit")
     args = ap.parse_args(argv)
     root = Path(args.root).resolve()
+    if args.labs:
+        from .editions import write_labs
+
+        for path in write_labs(root, root / args.labs):
+            print(path.relative_to(root) if path.is_relative_to(root) else path)
+        return 0
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("CALIBCOURSE_QUIET", "1")  # no progress bars inside executed notebooks
     start = time.perf_counter()
