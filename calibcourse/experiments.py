@@ -79,8 +79,10 @@ CH5_METHODS = {
     "Mixup (alpha 0.2)": {"mixup_alpha": 0.2},
     "MMCE (weight 2)": {"loss": "ce_mmce", "loss_kwargs": {"weight": 2.0}},
     "CE-DECE (weight 1)": {"loss": "ce_dece", "loss_kwargs": {"weight": 1.0}},
-    "FLgamma-DECE": {"loss": "focal", "meta": {"outer": "dece", "meta_lr": 1e-4}},
-    "FLgamma-SECE": {"loss": "focal", "meta": {"outer": "sece", "meta_lr": 1e-4}},
+    "FLgamma-DECE": {"loss": "focal", "meta": {"outer": "dece", "meta_lr": 1e-4, "gamma_max": 20.0,
+                                                "grad_clip": 1.0}},
+    "FLgamma-SECE": {"loss": "focal", "meta": {"outer": "sece", "meta_lr": 1e-4, "gamma_max": 20.0,
+                                                "grad_clip": 1.0}},
 }
 
 

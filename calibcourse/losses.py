@@ -40,8 +40,11 @@ def focal_loss(logits, labels, gamma=0.0):
     elif gamma.ndim == 1 and gamma.shape[0] != logits.shape[0]:
         raise ValueError(f"gamma must be a number or have shape ({logits.shape[0]},); got {tuple(gamma.shape)}")
     pt = logp.exp()
-    # (1 - p)^gamma computed as exp(gamma * log1p(-p)), with 0^0 = 1 where p_t = 1
-    weight = torch.where(pt < 1, torch.exp(gamma * torch.log1p(-pt.clamp(max=1 - 1e-12))),
+    # (1 - p)^gamma computed as exp(gamma * log1p(-p)), with 0^0 = 1 where p_t = 1. The clamp to
+    # the largest float below 1 keeps log1p finite at p_t = 1, so that the branch torch.where
+    # discards has a finite gradient (inf * 0 would turn the whole gradient into NaN).
+    below_one = 1 - torch.finfo(pt.dtype).eps / 2
+    weight = torch.where(pt < 1, torch.exp(gamma * torch.log1p(-pt.clamp(max=below_one))),
                          (gamma == 0).to(logits.dtype) if torch.is_tensor(gamma) else torch.zeros_like(pt))
     return -(weight * logp).mean()
 

@@ -76,12 +76,17 @@ class MetaTrainer:
     run config has a ``meta`` section::
 
         "meta": {"outer": "sece", "heads": 8, "tau": 1.0, "meta_lr": 1e-3,
-                 "val_batch": 256, "bandwidth": 0.05}
+                 "val_batch": 256, "bandwidth": 0.05, "gamma_max": 20, "grad_clip": 1.0}
+
+    ``gamma_max`` caps the gammas of the inner step and ``grad_clip`` the norm of the
+    gamma-Net's gradient (neither is in the paper; both keep the DECE outer loss, whose
+    soft bins have steep gradients, from diverging).
     """
 
     def __init__(self, model, X_val, y_val, outer: str = "sece", heads: int = 8, tau: float = 1.0,
                  meta_lr: float = 1e-3, val_batch: int = 256, bandwidth: float = 0.05,
-                 init_gamma: float = 1.0, seed: int = 0):
+                 init_gamma: float = 1.0, gamma_max: float | None = None, grad_clip: float | None = None,
+                 seed: int = 0):
         if outer not in OUTER_LOSSES:
             raise ValueError(f"meta.outer must be one of {', '.join(OUTER_LOSSES)}; got {outer!r}")
         first = next(model.parameters())
@@ -91,6 +96,7 @@ class MetaTrainer:
         self.opt = torch.optim.Adam(self.gamma_net.parameters(), lr=meta_lr)
         self.X_val, self.y_val = X_val, y_val
         self.val_batch = val_batch
+        self.gamma_max, self.grad_clip = gamma_max, grad_clip
         self.gen = torch.Generator().manual_seed(seed + 1)
         base = OUTER_LOSSES[outer]
         self.outer = (lambda z, y: base(z, y, bandwidth=bandwidth)) if outer == "sece" else base
@@ -104,11 +110,15 @@ class MetaTrainer:
         outer_loss = lookahead_outer_loss(self.model, self.gamma_net, xb, yb, xv, yv, inner_lr, self.outer)
         self.opt.zero_grad()
         outer_loss.backward(inputs=list(self.gamma_net.parameters()))
+        if self.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(self.gamma_net.parameters(), self.grad_clip)
         self.opt.step()
         # inner: the real backbone step, focal loss at the updated gammas
         feats = self.model.features(xb)
         with torch.no_grad():
             gammas = self.gamma_net(feats.detach())
+            if self.gamma_max is not None:
+                gammas = gammas.clamp(max=self.gamma_max)
         loss = focal_loss(self.model.head(feats), yb, gammas)
         optimizer.zero_grad()
         loss.backward()

@@ -350,6 +350,9 @@ def train(config: dict, progress: bool | None = None, epoch_callback=None) -> Ru
             opt.step()
             total += float(loss.detach()) * len(b)
             seen += len(b)
+        if not np.isfinite(total):
+            raise FloatingPointError(f"training diverged in epoch {epoch}: the training loss is {total}; "
+                                     "lower the learning rate or regularize")
         if sched is not None:
             sched.step()
         zva, zte = _predict(model, Xva_t), _predict(model, Xte_t)

@@ -155,10 +155,10 @@ def test_outer_gradient_reaches_gamma_net_and_matches_finite_differences():
     for param, grad, idx in [(gnet.W, gW, (1, 0)), (gnet.W, gW, (3, 0)), (gnet.A, gA, (2, 1))]:
         with torch.no_grad():
             param[idx] += eps
-        up = float(lookahead_outer_loss(model, gnet, xt, yt, xv, yv, 0.5, outer))
+        up = float(lookahead_outer_loss(model, gnet, xt, yt, xv, yv, 0.5, outer).detach())
         with torch.no_grad():
             param[idx] -= 2 * eps
-        down = float(lookahead_outer_loss(model, gnet, xt, yt, xv, yv, 0.5, outer))
+        down = float(lookahead_outer_loss(model, gnet, xt, yt, xv, yv, 0.5, outer).detach())
         with torch.no_grad():
             param[idx] += eps
         assert float(grad[idx]) == pytest.approx((up - down) / (2 * eps), rel=1e-4, abs=1e-10)
@@ -188,3 +188,14 @@ def test_meta_run_through_train_logs_gammas():
     r = train(cfg, progress=False)
     assert {"gamma_mean", "gamma_std"} <= set(r.history.columns)
     assert r.outputs["gamma_hist"].shape == (2, 40) and r.outputs["test_gammas"].shape == (r.info["n_test"],)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_focal_gradient_is_finite_when_a_probability_is_exactly_one(dtype):
+    z = torch.tensor([[60.0, -60.0, 0.0], [0.0, 1.0, 2.0]], dtype=dtype, requires_grad=True)
+    y = torch.tensor([0, 2])
+    assert torch.softmax(z, 1)[0, 0] == 1.0  # saturated in this dtype
+    for gamma in (2.0, torch.tensor([3.0, 0.5], dtype=dtype)):
+        z.grad = None
+        L.focal_loss(z, y, gamma).backward()
+        assert torch.isfinite(z.grad).all()

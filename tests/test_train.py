@@ -73,3 +73,9 @@ def test_frozen_feature_head_trains_on_a_trained_backbone():
     r = T.train(cfg, progress=False)
     assert r.outputs["test_logits"].shape[1] == 2
     np.testing.assert_allclose(np.exp(r.outputs["test_logits"]).sum(1), 1.0, rtol=1e-6)  # log-probabilities
+
+
+def test_diverged_training_is_a_clear_error():
+    T.register_loss("nan_loss_test", lambda z, y: z.sum() * float("nan"))
+    with pytest.raises(FloatingPointError, match="training diverged in epoch 1"):
+        T.train({**SMALL, "loss": "nan_loss_test", "epochs": 1}, progress=False)
