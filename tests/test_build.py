@@ -128,3 +128,18 @@ def test_html_build_passes_then_fails_on_a_broken_reference(tmp_path):
     # and again: Jupyter Book must not hide the warning of a page it already read
     with pytest.raises(build.BuildError):
         build.build_html(tmp_path, log=print)
+
+
+def test_student_edition_hides_solutions_and_stubs_exercises(tmp_path):
+    page = ("# Ex\n\n" + code('profile = "default"\nedition = "instructor"', ["parameters"])
+            + code("def f(x):\n    # BEGIN SOLUTION\n    return 2 * x\n    # END SOLUTION", ["exercise"])
+            + code("try:\n    print('f gives', f(2))\nexcept NotImplementedError:\n    print('f not written')")
+            + "```{exercise}\n:label: ex-one\n\nDouble it.\n```\n\n"
+            + "```{solution} ex-one\n\nSECRET-ANSWER: multiply by two.\n```\n")
+    pkg = write_book(tmp_path, {"ex": page}, extra_config="sphinx:\n  extra_extensions: [sphinx_exercise]\n")
+    for edition, shown, printed in (("instructor", True, "f gives 4"), ("student", False, "f not written")):
+        build.execute_book(tmp_path, profile="ci", edition=edition, package_dir=pkg, log=print)
+        html = build.build_html(tmp_path, edition=edition, log=print)
+        text = next(html.rglob("ex.html")).read_text()
+        assert ("SECRET-ANSWER" in text) is shown, edition
+        assert printed in text
