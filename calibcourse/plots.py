@@ -262,6 +262,9 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
         if logx and not categorical:
             ax.set_xscale("log")
         if logx or categorical:
+            from matplotlib.ticker import NullFormatter
+
+            ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xticks(x)
             ax.set_xticklabels([f"{v:g}" if isinstance(v, (int, float)) else str(v) for v in values])
         if titles:
