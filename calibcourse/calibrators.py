@@ -505,7 +505,22 @@ def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagona
     return W, b, res
 
 
-class VectorScaling(_Calibrator):
+class _AffineLogitScaling(_Calibrator):
+    """Shared by vector and matrix scaling: ``softmax(transform(z))`` of fitted ``coef_``, ``intercept_``."""
+
+    _fitted_attr = "coef_"
+
+    def predict_proba(self, logits):
+        self._check_fitted()
+        z, _, binary = _multiclass_data(logits, None)
+        if z.shape[1] != self.coef_.shape[0]:
+            raise ValueError(f"logits have {z.shape[1]} classes but the calibrator was fitted on "
+                             f"{self.coef_.shape[0]}")
+        q = M.softmax(self._transform(z))
+        return _like(q[:, 1] if binary else q, logits)
+
+
+class VectorScaling(_AffineLogitScaling):
     r"""Vector scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(w \odot z + b)`.
 
     A weight per class and a bias per class, minimizing NLL (convex; L-BFGS
@@ -515,30 +530,22 @@ class VectorScaling(_Calibrator):
     argmax. Fitted: ``coef_`` (K,), ``intercept_`` (K,).
     """
 
-    _fitted_attr = "coef_"
-
     def __init__(self, bias: bool = True, tie_weights: bool = False):
         self.bias = bias
         self.tie_weights = tie_weights
 
     def fit(self, logits, labels):
-        z, y, self._binary = _multiclass_data(logits, labels)
+        z, y, _ = _multiclass_data(logits, labels)
         W, b, self.result_ = _fit_affine_logits(z, y, "vector", self.bias, tie_weights=self.tie_weights)
         self.coef_ = np.diag(W).copy()
         self.intercept_ = b
         return self
 
-    def predict_proba(self, logits):
-        self._check_fitted()
-        z, _, binary = _multiclass_data(logits, None)
-        if z.shape[1] != self.coef_.shape[0]:
-            raise ValueError(f"logits have {z.shape[1]} classes but the calibrator was fitted on "
-                             f"{self.coef_.shape[0]}")
-        q = M.softmax(z * self.coef_ + self.intercept_)
-        return _like(q[:, 1] if binary else q, logits)
+    def _transform(self, z):
+        return z * self.coef_ + self.intercept_
 
 
-class MatrixScaling(_Calibrator):
+class MatrixScaling(_AffineLogitScaling):
     r"""Matrix scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(W z + b)`.
 
     ``K^2 + K`` parameters fitted by NLL (convex; L-BFGS from ``W = I``),
@@ -548,8 +555,6 @@ class MatrixScaling(_Calibrator):
     calibration sets with many classes (Guo et al., Table 1, CIFAR-100).
     Fitted: ``coef_`` (K, K), ``intercept_`` (K,).
     """
-
-    _fitted_attr = "coef_"
 
     def __init__(self, l2: float = 0.0, off_diagonal: float = 0.0, bias_l2: float = 0.0):
         self.l2 = l2
@@ -567,14 +572,8 @@ class MatrixScaling(_Calibrator):
         self.coef_, self.intercept_ = W, b
         return self
 
-    def predict_proba(self, logits):
-        self._check_fitted()
-        z, _, binary = _multiclass_data(logits, None)
-        if z.shape[1] != self.coef_.shape[0]:
-            raise ValueError(f"logits have {z.shape[1]} classes but the calibrator was fitted on "
-                             f"{self.coef_.shape[0]}")
-        q = M.softmax(z @ self.coef_.T + self.intercept_)
-        return _like(q[:, 1] if binary else q, logits)
+    def _transform(self, z):
+        return z @ self.coef_.T + self.intercept_
 
 
 class OneVsAll(_Calibrator):

@@ -11,27 +11,25 @@ from calibcourse import metrics as M
 
 
 # ------------------------------------------------------------------ what a student might write
-def good_ece(probs, labels, n_bins):
-    conf, pred = probs.max(1), probs.argmax(1)
-    edges = np.linspace(0, 1, n_bins + 1)
-    idx = np.searchsorted(edges[1:-1], conf, side="left")
+def ece_from_bin_index(idx, conf, pred, labels, n_bins):
     total = 0.0
     for m in range(n_bins):
         inb = idx == m
         if inb.any():
             total += inb.mean() * abs((pred[inb] == labels[inb]).mean() - conf[inb].mean())
     return total
+
+
+def good_ece(probs, labels, n_bins):
+    conf, pred = probs.max(1), probs.argmax(1)
+    edges = np.linspace(0, 1, n_bins + 1)
+    return ece_from_bin_index(np.searchsorted(edges[1:-1], conf, side="left"), conf, pred, labels, n_bins)
 
 
 def wrong_side_ece(probs, labels, n_bins):  # bins [lo, hi), the classic off-by-edge bug
     conf, pred = probs.max(1), probs.argmax(1)
     idx = np.minimum((conf * n_bins).astype(int), n_bins - 1)
-    total = 0.0
-    for m in range(n_bins):
-        inb = idx == m
-        if inb.any():
-            total += inb.mean() * abs((pred[inb] == labels[inb]).mean() - conf[inb].mean())
-    return total
+    return ece_from_bin_index(idx, conf, pred, labels, n_bins)
 
 
 def unfilled(*args, **kwargs):
