@@ -94,6 +94,53 @@ def _chapter5(epochs, seeds):
     return runs
 
 
+def _full():
+    """The papers' scale, under the same names (needs the data sets under ~/data and a GPU).
+
+    Chapter 2: CIFAR-style ResNets on CIFAR-100 (Guo et al. Fig. 2: depth, width, batch norm,
+    weight decay; SGD, step schedule); chapter 3: full MNIST "9 vs not-9" with LeNet-5 and
+    ResNet-18; chapter 4: the CIFAR-100 ResNets; chapter 5: ResNet-32 on CIFAR-10.
+    """
+    c100, c10 = {"name": "cifar100", "val_fraction": 0.1}, {"name": "cifar10", "val_fraction": 0.1}
+    sgd = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "schedule": "step",
+           "batch_size": 128}
+
+    def resnet(depth=110, width=1.0, bn=True, data=c100, epochs=160, seed=0, **extra):
+        cfg = {"data": data, "model": {"name": "cifar_resnet", "depth": depth, "width": width, "batch_norm": bn},
+               "epochs": epochs, "seed": seed, **sgd}
+        cfg.update(extra)
+        return cfg
+
+    runs = {}
+    for s in SEEDS:
+        for i, d in enumerate((20, 32, 56, 110)):
+            runs[f"ch2/depth/d{2 ** i}/s{s}"] = resnet(depth=d, seed=s)
+        for w, label in ((0.5, 32), (1, 128), (2, 512), (4, 1024)):
+            runs[f"ch2/width/w{label}/s{s}"] = resnet(depth=32, width=w, seed=s)
+        for bn in (False, True):
+            runs[f"ch2/batchnorm/{'bn' if bn else 'plain'}/s{s}"] = resnet(depth=110, bn=bn, seed=s,
+                                                                          **({} if bn else {"lr": 0.01}))
+        for wd in (0.0, 1e-4, 1e-3, 1e-2):
+            runs[f"ch2/weight_decay/{wd:g}/s{s}"] = resnet(depth=110, seed=s, weight_decay=wd)
+    runs["ch2/nll_overfit"] = resnet(depth=110, epochs=500)
+    runs["ch2/lenet5"] = {"data": c100, "model": {"name": "lenet5"}, "epochs": 160, "seed": 0, **sgd, "lr": 0.01}
+    runs["ch2/resnet20"] = resnet(depth=110)
+    full_nine = {"name": "mnist", "view": {"one_vs_rest": 9}, "val_fraction": 0.1}
+    runs["ch3/nine/lenet5"] = {"data": full_nine, "model": {"name": "lenet5"}, "epochs": 20, "seed": 0}
+    runs["ch3/nine/resnet20"] = {"data": full_nine, "model": {"name": "resnet18"}, "epochs": 20, "seed": 0}
+    runs["ch3/nine/lenet5_sigmoid_overfit"] = {"data": full_nine, "model": {"name": "lenet5"}, "loss": "bce",
+                                               "epochs": 40, "seed": 0}
+    backbone = {"data": {"name": "cifar10"}, "model": {"name": "resnet18"}, "epochs": 30, "seed": 0}
+    runs["ch3/frozen_head"] = {"data": {"name": "cifar10", "view": {"two_class": [3, 2]}},
+                               "model": {"name": "frozen_features", "backbone": backbone, "hidden": 500},
+                               "loss": "nll", "epochs": 5, "lr": 1e-4, "seed": 0}
+    runs["ch4/mlp_test2000"] = resnet(depth=110)
+    for method, extra in CH5_METHODS.items():
+        for s in SEEDS:
+            runs[f"ch5/{method}/s{s}"] = resnet(depth=32, data=c10, epochs=160, seed=s, **extra)
+    return runs
+
+
 def experiments(profile: str) -> dict:
     """The run configs of ``profile``, by name."""
     if profile == "ci":
@@ -111,11 +158,7 @@ def experiments(profile: str) -> dict:
         runs.update(_chapter5(epochs=60, seeds=SEEDS))
         return runs
     if profile == "full":
-        runs = experiments("default")
-        full_nine = {"name": "mnist", "view": {"one_vs_rest": 9}}
-        runs["ch3/nine/resnet20"] = {"data": full_nine, "model": {"name": "resnet18"}, "epochs": 20, "seed": 0}
-        runs["ch3/nine/lenet5"] = {"data": full_nine, "model": {"name": "lenet5"}, "epochs": 20, "seed": 0}
-        return runs
+        return _full()
     raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {profile!r}")
 
 
@@ -164,3 +207,31 @@ def data_summary(prefixes, profile: str) -> str:
         if item not in seen:
             seen.append(item)
     return "; ".join(seen)
+
+
+def model_label(name: str, profile: str) -> str:
+    """A short human name of the model of experiment ``name`` ("LeNet-5", "ResNet-20", "MLP 4x256")."""
+    m = experiments(profile)[name]["model"]
+    kind = m["name"]
+    if kind == "lenet5":
+        return "LeNet-5"
+    if kind == "cifar_resnet":
+        width = m.get("width", 1.0)
+        return f"ResNet-{m.get('depth', 20)}" + (f" (width x{width:g})" if width != 1 else "") + \
+            ("" if m.get("batch_norm", True) else " without BN")
+    if kind == "mlp":
+        return f"MLP {m.get('depth', 2)}x{m.get('width', 256)}"
+    if kind == "resnet18":
+        return "ResNet-18"
+    if kind == "densenet121":
+        return "DenseNet-121"
+    if kind == "frozen_features":
+        return "frozen features + MLP head"
+    return kind
+
+
+def data_label(name: str, profile: str) -> str:
+    """A short human name of the data of experiment ``name`` ("MNIST-1D", "CIFAR-100", ...)."""
+    d = experiments(profile)[name]["data"]["name"]
+    return {"mnist1d": "MNIST-1D", "mnist5k": "MNIST 5k", "digits": "sklearn digits", "mnist": "MNIST",
+            "cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}[d]

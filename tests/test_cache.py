@@ -111,3 +111,12 @@ def test_committed_ci_entries_match_a_fresh_training_run(name):
 
 def test_committed_cache_verifies():
     assert C.Cache().verify() == []
+
+
+@pytest.mark.parametrize("profile", ["ci", "default", "full"])
+def test_every_experiment_config_is_valid_and_profiles_name_the_same_runs(profile):
+    runs = experiments(profile)
+    for name, cfg in runs.items():
+        T.normalize_config(cfg)  # raises on a bad config
+    if profile != "ci":
+        assert set(experiments("default")) <= set(runs), "chapters read the same names in every profile"
