@@ -7,6 +7,9 @@ chapters read them through :func:`calibcourse.cache.get_or_train` by name with
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 PROFILES = ("ci", "default", "full")
 SEEDS = (0, 1, 2)
 
@@ -130,7 +133,13 @@ def _full():
     runs["ch3/nine/resnet20"] = {"data": full_nine, "model": {"name": "resnet18"}, "epochs": 20, "seed": 0}
     runs["ch3/nine/lenet5_sigmoid_overfit"] = {"data": full_nine, "model": {"name": "lenet5"}, "loss": "bce",
                                                "epochs": 40, "seed": 0}
-    backbone = {"data": {"name": "cifar10"}, "model": {"name": "resnet18"}, "epochs": 30, "seed": 0}
+    # reference 003 froze an ImageNet DenseNet-121; used when its weights are on disk, otherwise a
+    # ResNet-18 pre-trained here on CIFAR-10 (weights are never downloaded)
+    weights = Path(os.environ.get("CALIBCOURSE_DENSENET_WEIGHTS", "~/data/weights/densenet121.pth")).expanduser()
+    if weights.is_file():
+        backbone = {"pretrained": {"name": "densenet121", "weights_path": str(weights), "num_classes": 2}}
+    else:
+        backbone = {"data": {"name": "cifar10"}, "model": {"name": "resnet18"}, "epochs": 30, "seed": 0}
     runs["ch3/frozen_head"] = {"data": {"name": "cifar10", "view": {"two_class": [3, 2]}},
                                "model": {"name": "frozen_features", "backbone": backbone, "hidden": 500},
                                "loss": "nll", "epochs": 5, "lr": 1e-4, "seed": 0}

@@ -165,15 +165,27 @@ def resnet18_small(num_classes: int = 10, in_channels: int = 3, stem: str = "cif
     return _TorchvisionWrapper(net, "fc")
 
 
-def densenet121_small(num_classes: int = 10, in_channels: int = 3, weights_path=None):
-    """torchvision's DenseNet-121 with a 3x3 stem for small images; optional local weights."""
+def densenet121_small(num_classes: int = 10, in_channels: int = 3, weights_path=None, stem=None):
+    """torchvision's DenseNet-121; optional ImageNet weights from a local file.
+
+    ``stem="cifar"`` (the default without weights): a 3x3 stride-1 first
+    convolution and no max-pool, for 32x32 inputs. With ``weights_path`` the
+    ImageNet stem is kept by default (``stem="imagenet"``), since a new stem would
+    discard the pretrained first layer.
+    """
     from torchvision.models import densenet121
 
     net = densenet121(weights=None)
     if weights_path is not None:
         load_weights(net, weights_path)
-    net.features.conv0 = nn.Conv2d(in_channels, 64, 3, 1, 1, bias=False)
-    net.features.pool0 = nn.Identity()
+    stem = stem or ("imagenet" if weights_path is not None else "cifar")
+    if stem == "cifar":
+        net.features.conv0 = nn.Conv2d(in_channels, 64, 3, 1, 1, bias=False)
+        net.features.pool0 = nn.Identity()
+    elif stem != "imagenet":
+        raise ValueError(f"stem must be 'cifar' or 'imagenet'; got {stem!r}")
+    elif in_channels != 3:
+        raise ValueError("the ImageNet stem takes 3 input channels")
     net.classifier = nn.Linear(net.classifier.in_features, num_classes)
     return _TorchvisionWrapper(net, "classifier")
 

@@ -81,7 +81,8 @@ def normalize_config(config: dict) -> dict:
         raise ValueError(f"model.name must be one of {', '.join(sorted(set(MODELS) | {'frozen_features'}))}; "
                          f"got {cfg['model'].get('name')!r}")
     if cfg["model"]["name"] == "frozen_features" and not isinstance(cfg["model"].get("backbone"), dict):
-        raise ValueError("model.backbone must be the run config of the backbone for 'frozen_features'")
+        raise ValueError("model.backbone must be the run config of the backbone, or "
+                         "{'pretrained': {'name': ..., 'weights_path': ...}}, for 'frozen_features'")
     if cfg["loss"] not in LOSSES:
         raise ValueError(f"loss must be one of {', '.join(sorted(LOSSES))}; got {cfg['loss']!r}")
     if cfg["optimizer"] not in ("adam", "sgd"):
@@ -292,7 +293,12 @@ def train(config: dict, progress: bool | None = None, epoch_callback=None) -> Ru
         # chapter 3: a backbone trained by its own run config, frozen, under a new MLP head
         from .models import FrozenFeatureClassifier
 
-        backbone = train(model_kwargs.pop("backbone"), progress=False).model.cpu()
+        spec = model_kwargs.pop("backbone")
+        if "pretrained" in spec:  # e.g. {"pretrained": {"name": "densenet121", "weights_path": ...}}
+            pre = dict(spec["pretrained"])
+            backbone = build_model(pre.pop("name"), **pre)
+        else:  # the run config of a backbone trained here first
+            backbone = train(spec, progress=False).model.cpu()
         model = FrozenFeatureClassifier(backbone, feature_dim=backbone.head.in_features,
                                         num_classes=model_kwargs["num_classes"],
                                         hidden=model_kwargs.get("hidden", 500)).to(dev)

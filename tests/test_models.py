@@ -58,3 +58,24 @@ def test_frozen_feature_classifier_trains_only_its_head():
     torch.testing.assert_close(out.exp().sum(1), torch.ones(4))  # LogSoftmax output
     trainable = [n for n, p in clf.named_parameters() if p.requires_grad]
     assert trainable and all(not n.startswith("backbone") for n in trainable)
+
+
+def test_frozen_head_on_local_pretrained_densenet(tmp_path, monkeypatch):
+    """The full profile's frozen-feature run uses ImageNet DenseNet-121 weights when they are on disk."""
+    from torchvision.models import densenet121
+
+    from calibcourse import experiments
+    from calibcourse.train import normalize_config
+
+    weights = tmp_path / "densenet121.pth"
+    torch.manual_seed(0)
+    torch.save(densenet121(weights=None).state_dict(), weights)
+    net = Mo.densenet121_small(num_classes=2, weights_path=weights)
+    assert isinstance(net.net.features.conv0, nn.Conv2d) and net.net.features.conv0.kernel_size == (7, 7)
+    assert net.eval()(torch.zeros(2, 3, 32, 32)).shape == (2, 2)
+    monkeypatch.setenv("CALIBCOURSE_DENSENET_WEIGHTS", str(weights))
+    spec = experiments.experiments("full")["ch3/frozen_head"]["model"]["backbone"]
+    assert spec["pretrained"]["weights_path"] == str(weights)
+    normalize_config(experiments.experiments("full")["ch3/frozen_head"])
+    monkeypatch.setenv("CALIBCOURSE_DENSENET_WEIGHTS", str(tmp_path / "absent.pth"))
+    assert "pretrained" not in experiments.experiments("full")["ch3/frozen_head"]["model"]["backbone"]
