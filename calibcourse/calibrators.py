@@ -76,8 +76,6 @@ class _Calibrator:
 
 # =========================================================================== binary
 class _BinaryCalibrator(_Calibrator):
-    default_input = "probability"
-
     def _scores(self, scores, name="scores", want="probability") -> np.ndarray:
         s = to_numpy(scores, name)
         if s.ndim == 2 and s.shape[1] == 2 and self.input == "probability":
@@ -311,7 +309,6 @@ class PlattScaling(_BinaryCalibrator):
     """
 
     _fitted_attr = "a_"
-    default_input = "logit"
 
     def __init__(self, input: str = "logit"):
         self.input = input
