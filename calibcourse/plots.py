@@ -18,14 +18,7 @@ GAP_COLOR = "#d62728"
 
 
 def _plt():
-    import matplotlib
-
-    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
-        try:
-            import IPython  # noqa: F401  (inside a notebook the inline backend is active)
-        except ImportError:  # pragma: no cover
-            matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # imported late: the metrics need no plotting stack
 
     return plt
 
