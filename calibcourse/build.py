@@ -41,6 +41,9 @@ EDITIONS = ("instructor", "student")
 GENERATED = Path("book") / "generated"
 SOURCES = Path("notebooks")
 FINGERPRINT_SUFFIX = ".fingerprint"
+#: pages the build writes itself (no notebook source): the claims ledger
+LEDGER_PAGE = GENERATED / "what_held"
+CLAIMS_JSON = Path("_build") / "claims.json"
 
 
 class BuildError(RuntimeError):
@@ -86,6 +89,8 @@ def notebook_pages(root: Path) -> list[Page]:
     for entry in toc_entries(toc):
         entry = entry.removesuffix(".ipynb").removesuffix(".md")
         rel = Path(entry)
+        if rel == LEDGER_PAGE:
+            continue  # written by write_ledger from the executed chapters
         try:
             name = rel.relative_to(GENERATED)
         except ValueError:
@@ -226,6 +231,76 @@ def execute_book(root: Path, profile: str = "default", edition: str = "instructo
     return status
 
 
+# --------------------------------------------------------------------------- the claims ledger
+def collect_claims(pages: list) -> list:
+    """The claims every executed chapter published (:meth:`calibcourse.report.Ledger.publish`)."""
+    import ast
+
+    import nbformat
+
+    from .report import CLAIMS_GLUE_NAME
+
+    claims = []
+    for page in pages:
+        if not page.output.exists():
+            continue
+        nb = nbformat.read(page.output, as_version=4)
+        for cell in nb.cells:
+            for out in cell.get("outputs", []):
+                meta = out.get("metadata", {}).get("scrapbook", {})
+                if meta.get("name") != CLAIMS_GLUE_NAME:
+                    continue
+                raw = out["data"].get("application/papermill.record/text/plain")
+                claims.extend(json.loads(ast.literal_eval(raw)))
+    return claims
+
+
+def _bib_titles(bib: Path) -> dict:
+    """``{key: "Guo et al. (2017), On Calibration of Modern Neural Networks"}`` from a .bib file."""
+    import re
+
+    titles = {}
+    for m in re.finditer(r"@\w+\{([^,]+),(.*?)\n\}", bib.read_text(), flags=re.S):
+        key, body = m.group(1).strip(), m.group(2) + "\n"
+        for tex, char in (("\\l", "ł"), ("\\~n", "ñ"), ("\\'o", "ó"), ('\\"u', "ü"), ("\\'e", "é")):
+            body = body.replace(tex, char)
+
+        def field(name):
+            f = re.search(name + r"\s*=\s*\{(.*?)\}\s*,?\s*\n", body, flags=re.S)
+            return re.sub(r"[{}]", "", f.group(1)).strip() if f else ""
+        authors = [a.strip() for a in field("author").split(" and ") if a.strip()]
+        last = authors[0].split(",")[0].strip() if authors else key
+        who = last + (" et al." if len(authors) > 2 else f" and {authors[1].split(',')[0].strip()}"
+                      if len(authors) == 2 else "")
+        titles[key] = f"{who} ({field('year')}), {field('title')}"
+    return titles
+
+
+def write_ledger(root: Path, pages: list, log=print) -> list:
+    """Write ``_build/claims.json`` and the "What held" page from the executed chapters."""
+    from .report import check_claims, ledger_page
+
+    root = Path(root).resolve()
+    claims = sorted(collect_claims(pages), key=lambda c: (c["chapter"], c["id"]))
+    try:
+        check_claims(claims)
+    except ValueError as exc:
+        raise BuildError(f"the claims ledger is inconsistent: {exc}") from None
+    out = root / CLAIMS_JSON
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(claims, indent=1) + "\n")
+    os.replace(tmp, out)
+    bib = root / "book" / "references.bib"
+    page = root / LEDGER_PAGE.with_suffix(".md")
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(ledger_page(claims, _bib_titles(bib) if bib.exists() else {}))
+    counts = {v: sum(c["verdict"] == v for c in claims) for v in ("held", "not held", "inconclusive")}
+    log(f"claims: {len(claims)} -> {CLAIMS_JSON} ({counts['held']} held, {counts['not held']} not held, "
+        f"{counts['inconclusive']} inconclusive)")
+    return claims
+
+
 # --------------------------------------------------------------------------- html
 def build_html(root: Path, edition: str = "instructor", log=print) -> Path:
     """Render the book with jupyter-book (execution off), failing on any warning."""
@@ -284,6 +359,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     try:
         execute_book(root, args.profile, args.edition, force=args.force)
+        write_ledger(root, notebook_pages(root))
         if not args.no_html:
             build_html(root, args.edition)
     except BuildError as exc:

@@ -12,6 +12,24 @@ PROFILE_TEXT = {
 }
 
 
+#: per-profile sizes of the chapters' computations, in one place (``ci`` only checks that the
+#: code runs); ``n_boot``: bootstrap resamples behind every interval
+BUDGETS = {
+    "ci": {"n_boot": 50, "n_reps": 20, "cal_sizes": (100, 1000)},
+    "default": {"n_boot": 1000, "n_reps": 200, "cal_sizes": (50, 100, 200, 500, 1000)},
+    "full": {"n_boot": 2000, "n_reps": 500, "cal_sizes": (50, 100, 200, 500, 1000, 5000)},
+}
+
+
+def budget(profile: str, name: str):
+    """The size ``name`` of :data:`BUDGETS` for ``profile`` (e.g. ``budget(profile, "n_boot")``)."""
+    if profile not in BUDGETS:
+        raise ValueError(f"profile must be one of {', '.join(BUDGETS)}; got {profile!r}")
+    if name not in BUDGETS[profile]:
+        raise KeyError(f"no budget {name!r}; known: {', '.join(BUDGETS[profile])}")
+    return BUDGETS[profile][name]
+
+
 def setup(profile: str, data: str, seed: int = 0, edition: str = "instructor"):
     """Seed numpy/torch/random, set the figure style, and state the profile and data on the page."""
     if profile not in PROFILE_TEXT:

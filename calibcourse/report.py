@@ -3,68 +3,89 @@
 ``run_summary`` turns one :class:`~calibcourse.train.RunResult` into the
 numbers a chapter reports (error, NLL, ECE with a bootstrap interval, MCE, the
 temperature fitted on the validation split); ``sweep_table`` aggregates a sweep
-over seeds; ``claims_table`` renders the table each chapter ends with.
+over seeds; the claims ledger (:class:`Ledger`, :class:`Claim`) holds every claim a chapter tests: its
+effect, interval and verdict, declared where it is tested; the chapter-end table and the
+book's "What held" page (``_build/claims.json``) both read it.
 """
 from __future__ import annotations
+
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from . import metrics as M
 
-__all__ = ["run_summary", "sweep_table", "claims_table", "fmt_ci"]
+__all__ = ["run_summary", "sweep_table", "fmt_ci", "post_hoc_table", "Claim", "Ledger",
+           "CLAIM_KEYS", "CLAIMS_GLUE_NAME", "check_claims", "ledger_page"]
 
 
-def run_summary(result, n_bins: int = 15, n_boot: int = 200, seed: int = 0) -> dict:
+def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> dict:
     """Test-split measures of a run, and the NLL-optimal temperature fitted on its validation split.
 
-    Keys: error, nll, ece, ece_low, ece_high (95 % percentile bootstrap), mce,
+    Keys: error, nll, ece, ece_low, ece_high (95 % interval of :func:`calibcourse.stats.interval`:
+    bias-corrected ECE, bias-aware bootstrap interval), ece_plugin (the plain estimate), mce,
     temperature, ece_ts (test ECE after temperature scaling), mean_conf.
     """
+    from . import stats
     from .calibrators import TemperatureScaling
 
     p, y = result.probs("test"), result.labels("test")
-    ci = M.bootstrap_ci(M.ece, p, y, n_boot=n_boot, seed=seed, n_bins=n_bins)
+    ci = stats.interval(M.ece, p, y, n_boot=n_boot, seed=seed, n_bins=n_bins)
     ts = TemperatureScaling().fit(result.outputs["val_logits"], result.labels("val"))
     p_ts = ts.predict_proba(result.outputs["test_logits"])
     return {"error": M.error(p, y), "nll": M.nll(p, y), "ece": ci.estimate, "ece_low": ci.low,
-            "ece_high": ci.high, "mce": M.mce(p, y, n_bins=n_bins), "temperature": ts.temperature_,
-            "ece_ts": M.ece(p_ts, y, n_bins=n_bins), "mean_conf": float(M.top_label(p)[0].mean())}
+            "ece_high": ci.high, "ece_plugin": ci.plugin, "mce": M.mce(p, y, n_bins=n_bins),
+            "temperature": ts.temperature_, "ece_ts": M.ece(p_ts, y, n_bins=n_bins),
+            "mean_conf": float(M.top_label(p)[0].mean())}
 
 
-def sweep_table(results: dict, key_of, n_boot: int = 200):
+def test_predictions(results: dict):
+    """``([test probs of each run], test labels)`` of runs that share one test set (e.g. the seeds
+    of one configuration), for :func:`calibcourse.stats.seeds_difference`."""
+    found = list(results.values())
+    if not found:
+        raise ValueError("results is empty: no run to take test predictions from")
+    y = found[0].labels("test")
+    for name, r in results.items():
+        if not np.array_equal(r.labels("test"), y):
+            raise ValueError(f"run {name!r} has another test set than {next(iter(results))!r}; seeds of one "
+                             "configuration must share it")
+    return [r.probs("test") for r in found], y
+
+
+def sweep_table(results: dict, key_of, n_boot: int = 1000):
     """Aggregate ``{run name: RunResult}`` over seeds.
 
-    ``key_of(name)`` gives the sweep value of a run (e.g. its depth). Returns a
-    DataFrame indexed by that value with the mean and std over seeds of every
-    measure of :func:`run_summary` (columns ``<measure>`` and ``<measure>_std``)
-    and ``n_seeds``.
+    ``key_of(name)`` gives the sweep value of a run (e.g. its depth). Returns a DataFrame
+    indexed by that value with the mean and std over seeds of every measure of
+    :func:`run_summary` (columns ``<measure>`` and ``<measure>_std``) and ``n_seeds``; ``ece``,
+    ``ece_low`` and ``ece_high`` are the estimate and 95 % interval of the *mean over seeds*
+    (:func:`calibcourse.stats.seeds_interval`), not averages of per-seed intervals.
     """
     import pandas as pd
 
-    rows = []
+    from . import stats
+
+    groups: dict = {}
     for name, r in results.items():
-        rows.append({"value": key_of(name), **run_summary(r, n_boot=n_boot)})
-    df = pd.DataFrame(rows)
-    g = df.groupby("value", sort=True)
-    out = g.mean()
-    std = g.std(ddof=1).add_suffix("_std")
-    out = pd.concat([out, std], axis=1)
-    out["n_seeds"] = g.size()
-    return out
+        groups.setdefault(key_of(name), {})[name] = r
+    rows = []
+    for value, group in groups.items():
+        per_run = pd.DataFrame([run_summary(r, n_boot=10) for r in group.values()])
+        row = {"value": value, "n_seeds": len(group)}
+        for col in per_run.columns:
+            row[col] = per_run[col].mean()
+            row[f"{col}_std"] = per_run[col].std(ddof=1) if len(group) > 1 else np.nan
+        probs, y = test_predictions(group)
+        ci = stats.seeds_interval(M.ece, probs, y, n_boot=n_boot)
+        row.update({"ece": ci.estimate, "ece_low": ci.low, "ece_high": ci.high})
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("value").sort_index()
 
 
 def fmt_ci(value: float, low: float, high: float, scale: float = 100.0, digits: int = 1) -> str:
     """``"4.5 [3.7, 5.6]"``: an estimate and its interval, in percent by default."""
     return f"{scale * value:.{digits}f} [{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
-
-
-def claims_table(rows) -> str:
-    """Markdown table of (claim, source, measured, held) rows, the end of every chapter."""
-    lines = ["| claim | source | what we measured | held at our scale? |", "|---|---|---|---|"]
-    for claim, source, measured, held in rows:
-        verdict = held if isinstance(held, str) else ("yes" if held else "no")
-        lines.append(f"| {claim} | {source} | {measured} | {verdict} |")
-    return "\n".join(lines)
 
 
 def post_hoc_table(models: dict, methods: dict, n_bins: int = 15, n_boot: int = 200, seed: int = 0):
@@ -87,3 +108,239 @@ def post_hoc_table(models: dict, methods: dict, n_bins: int = 15, n_boot: int = 
             rows.append({"model": model_name, "method": method_name, "ece": ci.estimate, "ece_low": ci.low,
                          "ece_high": ci.high, "error": M.error(p, y_test), "nll": M.nll(p, y_test)})
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- the claims ledger
+#: the keys of every claim in ``_build/claims.json``, in order (extra keys follow them)
+CLAIM_KEYS = ("id", "chapter", "claim", "source", "effect", "estimate", "low", "high", "level", "null",
+              "direction", "verdict", "n_test", "n_seeds")
+#: the glue name under which a chapter stores its claims in its executed notebook
+CLAIMS_GLUE_NAME = "calibcourse-claims"
+_VERDICT_MARK = {"held": "held", "not held": "**not held**", "inconclusive": "*inconclusive*",
+                 "not tested": "not tested"}
+
+
+@dataclass
+class Claim:
+    """One claim of a source, tested on one effect (see :meth:`Ledger.claim`).
+
+    Numbers are in the effect's own units (fractions for ECE and error); ``scale`` and
+    ``unit`` say how to print them (100 and "points" print 0.012 as "1.2 points").
+    """
+
+    id: str
+    chapter: int
+    claim: str
+    source: str
+    effect: str
+    estimate: float | None
+    low: float | None
+    high: float | None
+    level: float | None
+    null: float | None
+    direction: str | None
+    verdict: str
+    n_test: int | None
+    n_seeds: int | None
+    section: str | None = None
+    why: str | None = None
+    cost: str | None = None
+    detectable: float | None = None
+    scale: float = 100.0
+    unit: str = "points"
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        return {**{k: d[k] for k in CLAIM_KEYS}, **{k: v for k, v in d.items() if k not in CLAIM_KEYS}}
+
+    def fmt(self, value) -> str:
+        digits = 1 if self.scale == 100 else 2 if self.scale == 1 else 1
+        return "-" if value is None else f"{self.scale * value:+.{digits}f}"
+
+    @property
+    def interval_text(self) -> str:
+        """``"-1.2 [-1.9, -0.5] points"`` (or ``"not tested"``)."""
+        if self.estimate is None:
+            return "not tested"
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{self.fmt(self.estimate)} [{self.fmt(self.low)}, {self.fmt(self.high)}]{unit}"
+
+    @property
+    def null_text(self) -> str:
+        if self.null is None:
+            return "-"
+        side = "<" if self.direction == "below" else ">"
+        return f"{side} {self.fmt(self.null)}"
+
+
+class Ledger:
+    """The claims a chapter tests, declared where they are tested (chapters 1-5).
+
+    Each :meth:`claim` computes its verdict from its interval with
+    :func:`calibcourse.stats.verdict` (no verdict is written by hand), glues
+    ``<id>-verdict``, ``<id>-interval`` and ``<id>-detectable`` for the prose, and is stored;
+    :meth:`table` renders the chapter-end table and :meth:`publish` stores the claims in the
+    executed notebook, from which the book build writes ``_build/claims.json`` and the
+    "What held" page.
+
+    Examples
+    --------
+    >>> from calibcourse import report, stats
+    >>> ledger = report.Ledger(chapter=4, glue=False)
+    >>> c = ledger.claim("ch4-ts", claim="TS lowers the ECE", source="guo2017calibration",
+    ...                  effect="ECE(TS) - ECE(uncalibrated)",
+    ...                  interval=stats.Difference(-0.03, -0.04, -0.02, 0.95, n=5000),
+    ...                  direction="below", n_test=5000, n_seeds=1)
+    >>> c.verdict, c.interval_text
+    ('held', '-3.0 [-4.0, -2.0] points')
+    """
+
+    def __init__(self, chapter: int, glue: bool = True):
+        if chapter not in (1, 2, 3, 4, 5):
+            raise ValueError(f"chapter must be 1-5; got {chapter!r}")
+        self.chapter, self.glue, self.claims = chapter, glue, []
+
+    def claim(self, id: str, claim: str, source: str, effect: str, interval=None, null: float = 0.0,
+              direction: str = "below", n_test: int | None = None, n_seeds: int | None = None,
+              section: str | None = None, why: str | None = None, cost: str | None = None,
+              scale: float = 100.0, unit: str = "points") -> Claim:
+        """Declare and test one claim; return it.
+
+        Parameters
+        ----------
+        id : str
+            Unique in the book, e.g. ``"ch2-depth"``.
+        claim, source, effect : str
+            The claim in words (with its size, if it has one), the bibliography key of the
+            paper or reference document that makes it, and what is estimated, in words.
+        interval : calibcourse.stats.Difference or None
+            The effect's estimate and interval; None for a claim with no numeric test (then
+            ``why`` must say why) -- its verdict is ``"not tested"``.
+        null, direction
+            As in :func:`calibcourse.stats.verdict`: the claim says the effect lies
+            ``direction`` ("below" / "above") ``null`` (0, or the claimed size).
+        n_test, n_seeds : int
+            Test samples and seeds behind the interval (default: the interval's own).
+        section : str
+            The MyST label of the section that tests it (the "What held" page links to it).
+        cost : str
+            What the effect costs, in words with its numbers (e.g. the error change).
+        scale, unit
+            How to print the effect (100, "points": percentage points).
+        """
+        from . import stats
+
+        if any(c.id == id for c in self.claims):
+            raise ValueError(f"claim id {id!r} is declared twice")
+        for name, v in (("id", id), ("claim", claim), ("source", source), ("effect", effect)):
+            if not isinstance(v, str) or not v.strip():
+                raise ValueError(f"{name} must be a non-empty string; got {v!r}")
+        if interval is None:
+            if not why:
+                raise ValueError(f"claim {id!r} has no interval: say in why= why it is not tested")
+            c = Claim(id, self.chapter, claim, source, effect, None, None, None, None, None, None,
+                      "not tested", n_test, n_seeds, section, why, cost, None, scale, unit)
+        else:
+            est, low, high, level = (float(v) for v in interval[:4])
+            v = stats.verdict(low, high, null=null, direction=direction)
+            detect = interval.detectable() if hasattr(interval, "detectable") else None
+            n_test = int(n_test if n_test is not None else getattr(interval, "n", 0))
+            n_seeds = int(n_seeds if n_seeds is not None else getattr(interval, "n_seeds", 1))
+            c = Claim(id, self.chapter, claim, source, effect, est, low, high, level, float(null), direction,
+                      v, n_test, n_seeds, section, why, cost, detect, scale, unit)
+        self.claims.append(c)
+        if self.glue:
+            from .notebook import glue_value
+
+            glue_value(f"{id}-verdict", c.verdict)
+            glue_value(f"{id}-interval", c.interval_text)
+            glue_value(f"{id}-detectable", "-" if c.detectable is None else f"{c.scale * c.detectable:.1f}")
+        return c
+
+    def __getitem__(self, id: str) -> Claim:
+        for c in self.claims:
+            if c.id == id:
+                return c
+        raise KeyError(f"no claim {id!r} in this ledger; declared: {', '.join(c.id for c in self.claims)}")
+
+    def table_markdown(self) -> str:
+        """The chapter-end table: claim, source, effect, estimate [interval], verdict."""
+        lines = ["| claim | source | effect (what is estimated) | estimate [95 % interval] | claimed side | "
+                 "verdict |", "|---|---|---|---|---|---|"]
+        for c in self.claims:
+            effect = c.effect + (f"; cost: {c.cost}" if c.cost else "")
+            verdict = _VERDICT_MARK[c.verdict] + (f" ({c.why})" if c.why else "")
+            lines.append(f"| {c.claim} | {{cite}}`{c.source}` | {effect} | {c.interval_text} | {c.null_text} | "
+                         f"{verdict} |")
+        return "\n".join(lines)
+
+    def table(self):
+        """The chapter-end table, for display (a ``Markdown`` object rendered as MyST); also
+        :meth:`publish`-es the claims."""
+        from IPython.display import Markdown
+
+        self.publish()
+        return Markdown(self.table_markdown())
+
+    def publish(self) -> None:
+        """Store the claims in the executed notebook (glue ``calibcourse-claims``, not displayed)."""
+        import json
+
+        if self.glue:
+            from myst_nb import glue
+
+            glue(CLAIMS_GLUE_NAME, json.dumps([c.as_dict() for c in self.claims]), display=False)
+
+
+def check_claims(claims: list) -> None:
+    """Validate a list of claim dicts (``_build/claims.json``): keys, unique ids, verdicts that
+    follow from their intervals by :func:`calibcourse.stats.verdict`. Raises ValueError."""
+    from . import stats
+
+    seen = set()
+    for c in claims:
+        missing = [k for k in CLAIM_KEYS if k not in c]
+        if missing:
+            raise ValueError(f"claim {c.get('id')!r} lacks the keys {missing}")
+        if c["id"] in seen:
+            raise ValueError(f"claim id {c['id']!r} appears twice")
+        seen.add(c["id"])
+        if c["verdict"] == "not tested":
+            if c["estimate"] is not None or not c.get("why"):
+                raise ValueError(f"claim {c['id']!r} is 'not tested' but has numbers or no why")
+            continue
+        expected = stats.verdict(c["low"], c["high"], null=c["null"], direction=c["direction"])
+        if c["verdict"] != expected:
+            raise ValueError(f"claim {c['id']!r}: verdict {c['verdict']!r} does not follow from its interval "
+                             f"[{c['low']}, {c['high']}] against {c['direction']} {c['null']} ({expected!r})")
+
+
+def ledger_page(claims: list, titles: dict | None = None) -> str:
+    """The "What held" page (MyST): every claim of every chapter, grouped by source."""
+    counts = {v: sum(c["verdict"] == v for c in claims) for v in _VERDICT_MARK}
+    lines = ["# What held", "",
+             "Every claim the book tests, grouped by the paper or document that makes it. Each effect is "
+             "estimated with a 95 % interval (paired on the same test samples, and over seeds where a claim "
+             "is about training); the verdict follows from the interval by one rule "
+             "({func}`calibcourse.stats.verdict`): **held** when the whole interval lies on the side the claim "
+             "states, **not held** when it lies wholly on the other side, *inconclusive* when it contains "
+             "the boundary. A claim with a size is tested on its size. The same list is in "
+             "`_build/claims.json`.", "",
+             f"In this build: {counts['held']} held, {counts['not held']} not held, "
+             f"{counts['inconclusive']} inconclusive, {counts['not tested']} not tested.", ""]
+    by_source: dict = {}
+    for c in claims:
+        by_source.setdefault(c["source"], []).append(c)
+    for source, group in by_source.items():
+        title = (titles or {}).get(source, source)
+        lines += [f"## {title}", "", f"{{cite:p}}`{source}`", "",
+                  "| chapter | claim | effect | estimate [interval] | claimed side | verdict | test samples, seeds |",
+                  "|---|---|---|---|---|---|---|"]
+        for d in sorted(group, key=lambda d: d["chapter"]):
+            c = Claim(**{k: d.get(k) for k in Claim.__dataclass_fields__ if k in d})
+            where = f"{{ref}}`{c.chapter} <{c.section}>`" if c.section else str(c.chapter)
+            verdict = _VERDICT_MARK[c.verdict] + (f" ({c.why})" if c.why else "")
+            lines.append(f"| {where} | {c.claim} | {c.effect} | {c.interval_text} | {c.null_text} | {verdict} | "
+                         f"{c.n_test or '-'}, {c.n_seeds or '-'} |")
+        lines.append("")
+    return "\n".join(lines)

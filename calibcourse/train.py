@@ -45,7 +45,7 @@ DEFAULT_CONFIG = {
 
 
 #: keys a config may have that are not filled by default (so older configs keep their cache keys)
-OPTIONAL_KEYS = {"meta", "mixup_alpha"}
+OPTIONAL_KEYS = {"meta", "mixup_alpha", "keep_best"}
 
 
 def default_device(device: str = "auto"):
@@ -71,6 +71,9 @@ def normalize_config(config: dict) -> dict:
     unknown = set(config) - set(DEFAULT_CONFIG) - OPTIONAL_KEYS - {"name"}
     if unknown:
         raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
+    if config.get("keep_best", "val_nll") != "val_nll":
+        raise ValueError(f"keep_best must be 'val_nll' (keep the outputs of the epoch with the lowest "
+                         f"validation NLL); got {config['keep_best']!r}")
     cfg = _merge(DEFAULT_CONFIG, config)
     cfg.pop("name", None)  # a label for humans, not part of the run
     if cfg["data"]["name"] not in DATASETS:
@@ -326,7 +329,7 @@ def train(config: dict, progress: bool | None = None, epoch_callback=None) -> Ru
         from .meta import MetaTrainer
 
         meta = MetaTrainer(model, torch.from_numpy(Xva), torch.from_numpy(yva), seed=cfg["seed"], **cfg["meta"])
-    rows, epoch_logits, gamma_hist = [], {"val": [], "test": []}, []
+    rows, epoch_logits, gamma_hist, best = [], {"val": [], "test": []}, [], {}
     gamma_bins = np.linspace(0, 10, 41)
     bar = tqdm(range(1, epochs + 1), disable=not progress, leave=False,
                desc=f"{cfg['model']['name']} on {cfg['data']['name']}")
@@ -370,6 +373,9 @@ def train(config: dict, progress: bool | None = None, epoch_callback=None) -> Ru
             g = meta.gammas(Xte_t)
             rows[-1].update({"gamma_mean": float(g.mean()), "gamma_std": float(g.std())})
             gamma_hist.append(np.histogram(np.clip(g, 0, 10), bins=gamma_bins)[0])
+        if cfg.get("keep_best") == "val_nll" and s_va["nll"] < best.get("val_nll", np.inf):
+            # early stopping on the validation NLL, kept beside the final epoch (chapter 2)
+            best = {"val_nll": s_va["nll"], "epoch": epoch, "val_logits": zva, "test_logits": zte}
         if cfg["keep_epoch_logits"]:
             epoch_logits["val"].append(zva.astype(np.float32))
             epoch_logits["test"].append(zte.astype(np.float32))
@@ -383,6 +389,9 @@ def train(config: dict, progress: bool | None = None, epoch_callback=None) -> Ru
         outputs["gamma_hist"] = np.stack(gamma_hist)
         outputs["gamma_bins"] = gamma_bins
         outputs["test_gammas"] = meta.gammas(Xte_t)
+    if best:
+        outputs.update({"best_val_logits": best["val_logits"], "best_test_logits": best["test_logits"],
+                        "best_epoch": np.array(best["epoch"])})
     if cfg["keep_epoch_logits"]:
         outputs["epoch_val_logits"] = np.stack(epoch_logits["val"])
         outputs["epoch_test_logits"] = np.stack(epoch_logits["test"])

@@ -9,11 +9,15 @@ from calibcourse.calibrators import TemperatureScaling
 from calibcourse.train import RunResult
 
 
-def fake_run(seed, factor):
-    rng = np.random.default_rng(seed)
+def fake_run(seed, factor, shared_test=False):
+    """A run of 600 samples; ``shared_test``: the seed only perturbs the logits, so every seed
+    has the same labels (one test set, as the seeds of one configuration)."""
+    rng = np.random.default_rng(0 if shared_test else seed)
     z = rng.normal(size=(600, 5)) * 1.5
     q = M.softmax(z)
     y = np.minimum((q.cumsum(1) < rng.random((600, 1))).sum(1), 4)
+    if shared_test:
+        z = z + 0.3 * np.random.default_rng(seed + 1).normal(size=z.shape)
     return RunResult({}, pd.DataFrame(), {"val_logits": factor * z[:300], "val_labels": y[:300],
                                           "test_logits": factor * z[300:], "test_labels": y[300:]})
 
@@ -22,26 +26,74 @@ def test_run_summary_matches_metrics_and_temperature():
     r = fake_run(0, 3.0)
     s = R.run_summary(r, n_boot=50)
     p = M.softmax(r.outputs["test_logits"])
-    assert s["ece"] == pytest.approx(M.ece(p, r.labels()))
-    assert s["ece_low"] <= s["ece_high"]
+    assert s["ece_plugin"] == pytest.approx(M.ece(p, r.labels()))
+    assert s["ece_low"] <= s["ece"] <= s["ece_high"]
     assert s["temperature"] == pytest.approx(
         TemperatureScaling().fit(r.outputs["val_logits"], r.labels("val")).temperature_)
     assert s["temperature"] > 1.5 and s["ece_ts"] < s["ece"]
 
 
 def test_sweep_table_means_and_stds_over_seeds():
-    runs = {f"x/{f}/s{s}": fake_run(s, f) for f in (1.0, 3.0) for s in (0, 1, 2)}
+    runs = {f"x/{f}/s{s}": fake_run(s, f, shared_test=True) for f in (1.0, 3.0) for s in (0, 1, 2)}
     df = R.sweep_table(runs, key_of=lambda n: float(n.split("/")[1]), n_boot=20)
     assert df.index.tolist() == [1.0, 3.0] and df["n_seeds"].tolist() == [3, 3]
-    eces = [R.run_summary(runs[f"x/3.0/s{s}"], n_boot=20)["ece"] for s in (0, 1, 2)]
-    assert df.loc[3.0, "ece"] == pytest.approx(np.mean(eces))
-    assert df.loc[3.0, "ece_std"] == pytest.approx(np.std(eces, ddof=1))
+    eces = [M.ece(runs[f"x/3.0/s{s}"].probs("test"), runs[f"x/3.0/s{s}"].labels("test")) for s in (0, 1, 2)]
+    assert df.loc[3.0, "ece_plugin"] == pytest.approx(np.mean(eces))
+    assert df.loc[3.0, "ece_plugin_std"] == pytest.approx(np.std(eces, ddof=1))
+    # the interval is that of the mean over seeds, around a bias-corrected mean
+    from calibcourse import stats
+
+    probs, y = R.test_predictions({k: v for k, v in runs.items() if "/3.0/" in k})
+    ci = stats.seeds_interval(M.ece, probs, y, n_boot=20)
+    assert (df.loc[3.0, "ece"], df.loc[3.0, "ece_low"], df.loc[3.0, "ece_high"]) == pytest.approx(ci[:3])
+    assert df.loc[3.0, "ece_low"] <= df.loc[3.0, "ece"] <= df.loc[3.0, "ece_high"]
 
 
-def test_claims_table_and_fmt_ci():
-    t = R.claims_table([("a", "b", "c", True), ("d", "e", "f", "partly")])
-    assert t.splitlines()[2] == "| a | b | c | yes |" and t.splitlines()[3].endswith("| partly |")
+def test_fmt_ci():
     assert R.fmt_ci(0.045, 0.037, 0.056) == "4.5 [3.7, 5.6]"
+
+
+def test_ledger_verdicts_follow_from_intervals_and_round_trip_through_json():
+    import json
+
+    from calibcourse import stats
+
+    led = R.Ledger(chapter=3, glue=False)
+    led.claim("a", claim="lowers", source="guo2017calibration", effect="d ECE",
+              interval=stats.Difference(-0.02, -0.03, -0.01, 0.95, n=100), direction="below")
+    led.claim("b", claim="by at least 23 %", source="sharipov2025lecture", effect="relative d ECE",
+              interval=stats.Difference(-0.2, -0.3, -0.1, 0.95), null=-0.23, direction="below", scale=100,
+              unit="%")
+    led.claim("c", claim="raises", source="guo2017calibration", effect="d MCE",
+              interval=stats.Difference(-0.2, -0.3, -0.1, 0.95), direction="above")
+    led.claim("d", claim="untestable", source="x", effect="e", why="no data")
+    assert [c.verdict for c in led.claims] == ["held", "inconclusive", "not held", "not tested"]
+    claims = json.loads(json.dumps([c.as_dict() for c in led.claims]))
+    assert list(claims[0])[:len(R.CLAIM_KEYS)] == list(R.CLAIM_KEYS)
+    R.check_claims(claims)
+    claims[1]["verdict"] = "held"          # a hand-edited verdict is caught
+    with pytest.raises(ValueError, match="does not follow from its interval"):
+        R.check_claims(claims)
+    md = led.table_markdown()
+    assert md.count("\n") == 5 and "**not held**" in md and "{cite}`guo2017calibration`" in md
+    page = R.ledger_page([c.as_dict() for c in led.claims], {"guo2017calibration": "Guo et al."})
+    assert "## Guo et al." in page and "2 held" not in page and "1 held, 1 not held, 1 inconclusive, 1 not tested" in page
+
+
+def test_ledger_rejects_bad_claims():
+    from calibcourse import stats
+
+    led = R.Ledger(chapter=1, glue=False)
+    d = stats.Difference(0.0, -1.0, 1.0, 0.95)
+    led.claim("x", claim="c", source="s", effect="e", interval=d)
+    with pytest.raises(ValueError, match="declared twice"):
+        led.claim("x", claim="c", source="s", effect="e", interval=d)
+    with pytest.raises(ValueError, match="why"):
+        led.claim("y", claim="c", source="s", effect="e")
+    with pytest.raises(ValueError, match="direction"):
+        led.claim("z", claim="c", source="s", effect="e", interval=d, direction="lower")
+    with pytest.raises(ValueError, match="chapter must be"):
+        R.Ledger(chapter=7)
 
 
 def test_post_hoc_table_fits_on_validation_and_scores_on_test():
