@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from . import metrics as M
+from . import stats
 
-__all__ = ["run_summary", "sweep_table", "fmt_ci", "post_hoc_table", "Claim", "Ledger",
+__all__ = ["run_summary", "sweep_table", "seed_predictions", "fmt_ci", "fmt_difference", "post_hoc_table", "post_hoc_binary", "Claim", "Ledger",
            "CLAIM_KEYS", "CLAIMS_GLUE_NAME", "check_claims", "ledger_page"]
 
 
@@ -26,7 +27,6 @@ def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> 
     bias-corrected ECE, bias-aware bootstrap interval), ece_plugin (the plain estimate), mce,
     temperature, ece_ts (test ECE after temperature scaling), mean_conf.
     """
-    from . import stats
     from .calibrators import TemperatureScaling
 
     p, y = result.probs("test"), result.labels("test")
@@ -39,18 +39,18 @@ def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> 
             "mean_conf": float(M.top_label(p)[0].mean())}
 
 
-def test_predictions(results: dict):
-    """``([test probs of each run], test labels)`` of runs that share one test set (e.g. the seeds
-    of one configuration), for :func:`calibcourse.stats.seeds_difference`."""
+def seed_predictions(results: dict, split: str = "test"):
+    """``([probs of each run], labels)`` on ``split`` of runs that share it (e.g. the seeds of one
+    configuration), for :func:`calibcourse.stats.seeds_difference`."""
     found = list(results.values())
     if not found:
         raise ValueError("results is empty: no run to take test predictions from")
-    y = found[0].labels("test")
+    y = found[0].labels(split)
     for name, r in results.items():
-        if not np.array_equal(r.labels("test"), y):
+        if not np.array_equal(r.labels(split), y):
             raise ValueError(f"run {name!r} has another test set than {next(iter(results))!r}; seeds of one "
                              "configuration must share it")
-    return [r.probs("test") for r in found], y
+    return [r.probs(split) for r in found], y
 
 
 def sweep_table(results: dict, key_of, n_boot: int = 1000):
@@ -64,7 +64,6 @@ def sweep_table(results: dict, key_of, n_boot: int = 1000):
     """
     import pandas as pd
 
-    from . import stats
 
     groups: dict = {}
     for name, r in results.items():
@@ -76,11 +75,19 @@ def sweep_table(results: dict, key_of, n_boot: int = 1000):
         for col in per_run.columns:
             row[col] = per_run[col].mean()
             row[f"{col}_std"] = per_run[col].std(ddof=1) if len(group) > 1 else np.nan
-        probs, y = test_predictions(group)
+        probs, y = seed_predictions(group)
         ci = stats.seeds_interval(M.ece, probs, y, n_boot=n_boot)
         row.update({"ece": ci.estimate, "ece_low": ci.low, "ece_high": ci.high})
         rows.append(row)
     return pd.DataFrame(rows).set_index("value").sort_index()
+
+
+def fmt_difference(d, scale: float = 100.0, unit: str = "points", digits: int = 1) -> str:
+    """``"+1.2 [+0.5, +1.9] points"``: a difference (:class:`calibcourse.stats.Difference`) with its
+    interval, signed, in percentage points by default."""
+    unit = f" {unit}" if unit else ""
+    f = lambda v: f"{scale * v:+.{digits}f}"  # noqa: E731
+    return f"{f(d[0])} [{f(d[1])}, {f(d[2])}]{unit}"
 
 
 def fmt_ci(value: float, low: float, high: float, scale: float = 100.0, digits: int = 1) -> str:
@@ -94,9 +101,11 @@ def post_hoc_table(models: dict, methods: dict, n_bins: int = 15, n_boot: int = 
     ``models = {row name: RunResult}``, ``methods = {column name: calibrator or None}``
     (None: uncalibrated). Each calibrator is cloned and fitted on the run's
     validation logits and labels. Returns a long DataFrame with columns
-    model, method, ece, ece_low, ece_high, error, nll.
+    model, method, ece, ece_low, ece_high (:func:`calibcourse.stats.interval`), ece_plugin, error,
+    nll.
     """
     import pandas as pd
+
 
     rows = []
     for model_name, r in models.items():
@@ -104,10 +113,38 @@ def post_hoc_table(models: dict, methods: dict, n_bins: int = 15, n_boot: int = 
         z_test, y_test = r.outputs["test_logits"], r.labels("test")
         for method_name, method in methods.items():
             p = M.softmax(z_test) if method is None else method.clone().fit(z_val, y_val).predict_proba(z_test)
-            ci = M.bootstrap_ci(M.ece, p, y_test, n_boot=n_boot, seed=seed, n_bins=n_bins)
+            ci = stats.interval(M.ece, p, y_test, n_boot=n_boot, seed=seed, n_bins=n_bins)
             rows.append({"model": model_name, "method": method_name, "ece": ci.estimate, "ece_low": ci.low,
-                         "ece_high": ci.high, "error": M.error(p, y_test), "nll": M.nll(p, y_test)})
+                         "ece_high": ci.high, "ece_plugin": ci.plugin, "error": M.error(p, y_test), "nll": M.nll(p, y_test)})
     return pd.DataFrame(rows)
+
+
+def post_hoc_binary(models: dict, methods: dict, score, n_bins: int = 15, n_boot: int = 1000, seed: int = 0):
+    """Chapter 3's table: every binary calibrator fitted on each run's validation split, scored on test.
+
+    ``models = {row name: RunResult}``; ``methods = {column name: binary calibrator}``;
+    ``score(result, split)`` gives the score a calibrator takes (e.g. P(positive)). Returns
+    ``(table, predictions)``: a DataFrame indexed by (model, method) with ECE and its interval
+    (:func:`calibcourse.stats.interval`), MCE, NLL, error and test errors, and
+    ``{(model, method): (probs, labels)}`` of the test split ("uncalibrated" included).
+    """
+    import pandas as pd
+
+
+    rows, predictions = [], {}
+    for model_name, r in models.items():
+        s_val, y_val, s_test, y_test = score(r, "val"), r.labels("val"), score(r, "test"), r.labels("test")
+        outputs = {"uncalibrated": s_test}
+        for method_name, method in methods.items():
+            outputs[method_name] = method.clone().fit(s_val, y_val).predict_proba(s_test)
+        for method_name, p in outputs.items():
+            ci = stats.interval(M.ece, p, y_test, n_boot=n_boot, seed=seed, n_bins=n_bins)
+            rows.append({"model": model_name, "method": method_name, "ECE": ci.estimate, "ECE_low": ci.low,
+                         "ECE_high": ci.high, "MCE": M.mce(p, y_test, n_bins=n_bins), "NLL": M.nll(p, y_test),
+                         "error": M.error(p, y_test), "test errors": int(round(M.error(p, y_test) * len(y_test))),
+                         "n_test": len(y_test), "n_val": len(y_val)})
+            predictions[(model_name, method_name)] = (p, y_test)
+    return pd.DataFrame(rows).set_index(["model", "method"]), predictions
 
 
 # --------------------------------------------------------------------------- the claims ledger
@@ -153,17 +190,19 @@ class Claim:
         d = asdict(self)
         return {**{k: d[k] for k in CLAIM_KEYS}, **{k: v for k, v in d.items() if k not in CLAIM_KEYS}}
 
+    @property
+    def digits(self) -> int:
+        return 2 if self.scale == 1 else 1
+
     def fmt(self, value) -> str:
-        digits = 1 if self.scale == 100 else 2 if self.scale == 1 else 1
-        return "-" if value is None else f"{self.scale * value:+.{digits}f}"
+        return "-" if value is None else f"{self.scale * value:+.{self.digits}f}"
 
     @property
     def interval_text(self) -> str:
         """``"-1.2 [-1.9, -0.5] points"`` (or ``"not tested"``)."""
         if self.estimate is None:
             return "not tested"
-        unit = f" {self.unit}" if self.unit else ""
-        return f"{self.fmt(self.estimate)} [{self.fmt(self.low)}, {self.fmt(self.high)}]{unit}"
+        return fmt_difference((self.estimate, self.low, self.high), self.scale, self.unit, self.digits)
 
     @property
     def null_text(self) -> str:
@@ -228,7 +267,6 @@ class Ledger:
         scale, unit
             How to print the effect (100, "points": percentage points).
         """
-        from . import stats
 
         if any(c.id == id for c in self.claims):
             raise ValueError(f"claim id {id!r} is declared twice")
@@ -295,7 +333,6 @@ class Ledger:
 def check_claims(claims: list) -> None:
     """Validate a list of claim dicts (``_build/claims.json``): keys, unique ids, verdicts that
     follow from their intervals by :func:`calibcourse.stats.verdict`. Raises ValueError."""
-    from . import stats
 
     seen = set()
     for c in claims:

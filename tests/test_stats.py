@@ -162,43 +162,7 @@ def test_bad_input_names_the_argument(call, match):
 
 
 # --------------------------------------------------------------------------- coverage, measured
-def coverage_single(power, n, reps, method, n_boot=200):
-    sc = SyntheticCalibration(power=power)
-    truth = sc.true_binned_ece(15)
-    hits = 0
-    for r in range(reps):
-        p, y = sc.sample(n, seed=10_000 + r)
-        d = stats.interval(M.ece, p, y, n_boot=n_boot, seed=r, method=method)
-        hits += d.low <= truth <= d.high
-    return hits / reps
-
-
-def equally_calibrated_pair(kind, n, seed):
-    """Two predictors of the same samples with the same true (binned) ECE, and the labels.
-
-    ``"shifted"``: one overconfident and one underconfident by 0.05 (true ECE 0.05 each);
-    ``"calibrated"``: both perfectly calibrated, one continuous, one coarsened to 4 values
-    (the mean of the truth in its coarse bin), so their estimators' biases differ.
-    """
-    rng = np.random.default_rng(seed)
-    q = rng.uniform(0.2, 0.8, n)
-    y = (rng.random(n) < q).astype(int)
-    if kind == "shifted":
-        return q + 0.05, q - 0.05, y
-    coarse = 0.2 + 0.15 * (np.minimum(np.floor((q - 0.2) / 0.15), 3) + 0.5)
-    return q, coarse, y
-
-
-def false_held_rate(kind, n, reps, method, n_boot=200):
-    """How often 'held' comes out, in either direction, for two equally calibrated predictors."""
-    held = 0
-    for r in range(reps):
-        a, b, y = equally_calibrated_pair(kind, n, r)
-        d = stats.paired_difference(M.ece, a, b, y, n_boot=n_boot, seed=r, method=method,
-                                    reliability="positive_class")
-        held += stats.verdict(d.low, d.high, direction="below") == "held"
-        held += stats.verdict(d.low, d.high, direction="above") == "held"
-    return held / reps
+from calibcourse.coverage import coverage_single, false_held_rate  # noqa: E402
 
 
 def test_coverage_of_the_single_ece_interval():
