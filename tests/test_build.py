@@ -143,3 +143,54 @@ def test_student_edition_hides_solutions_and_stubs_exercises(tmp_path):
         text = next(html.rglob("ex.html")).read_text()
         assert ("SECRET-ANSWER" in text) is shown, edition
         assert printed in text
+
+
+LEDGER_PAGE = ("# Claims\n\n" + code('profile = "default"', ["parameters"]) + code(textwrap.dedent("""\
+    from calibcourse import stats
+    from calibcourse.report import Ledger
+    ledger = Ledger(chapter=2)
+    ledger.claim("t-held", claim="lowers", source="guo2017calibration", effect="d",
+                 interval=stats.Difference(-0.03, -0.05, -0.01, 0.95, n=1000), direction="below")
+    ledger.claim("t-open", claim="raises", source="kumar2019verified", effect="d",
+                 interval=stats.Difference(0.01, -0.01, 0.03, 0.95, n=1000), direction="above")
+    ledger.table()""")))
+
+
+def test_write_ledger_collects_claims_into_json_and_a_page(tmp_path):
+    import json
+
+    pkg = write_book(tmp_path, {"claims": LEDGER_PAGE, "good": GOOD})
+    build.execute_book(tmp_path, profile="ci", package_dir=pkg, log=print)
+    claims = build.write_ledger(tmp_path, build.notebook_pages(tmp_path), log=print)
+    on_disk = json.loads((tmp_path / "_build" / "claims.json").read_text())
+    assert on_disk == claims and [c["id"] for c in claims] == ["t-held", "t-open"]
+    assert [c["verdict"] for c in claims] == ["held", "inconclusive"]
+    assert all(c["chapter"] == 2 and c["n_test"] == 1000 for c in claims)
+    page = (tmp_path / "book" / "generated" / "what_held.md").read_text()
+    assert "1 held, 0 not held, 1 inconclusive" in page
+    # a verdict that does not follow from its interval stops the build
+    import nbformat
+
+    from calibcourse.report import CLAIMS_GLUE_NAME
+
+    path = tmp_path / "book" / "generated" / "claims.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    key = "application/papermill.record/text/plain"
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("metadata", {}).get("scrapbook", {}).get("name") == CLAIMS_GLUE_NAME:
+                edited = json.loads(__import__("ast").literal_eval(out["data"][key]))
+                edited[1]["verdict"] = "held"
+                out["data"][key] = repr(json.dumps(edited))
+    nbformat.write(nb, path)
+    with pytest.raises(build.BuildError, match="does not follow from its interval"):
+        build.write_ledger(tmp_path, build.notebook_pages(tmp_path), log=print)
+
+
+def test_the_book_lists_the_ledger_page():
+    import yaml
+
+    toc = yaml.safe_load((Path(__file__).parents[1] / "_toc.yml").read_text())
+    assert "book/generated/what_held" in build.toc_entries(toc)
+    # the ledger page has no notebook source: it is not a notebook page
+    assert all(p.toc_entry != "book/generated/what_held" for p in build.notebook_pages(Path(__file__).parents[1]))
