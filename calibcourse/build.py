@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
 
 PROFILES = ("ci", "default", "full")
@@ -105,11 +106,18 @@ def notebook_pages(root: Path) -> list[Page]:
 
 # --------------------------------------------------------------------------- fingerprints
 def _hash_tree(h, base: Path, patterns=("**/*",)) -> None:
+    """Hash every file under ``base`` (names and contents), skipping caches and the temporary
+    directories of cache writes in progress (``.tmp-*``: a training run may be writing one)."""
     if not base.exists():
         return
-    files = sorted({p for pat in patterns for p in base.glob(pat) if p.is_file()
-                    and "__pycache__" not in p.parts and p.suffix != ".pyc"})
-    for p in files:
+    files = set()
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__" and not d.startswith(".tmp-")]
+        for name in filenames:
+            p = Path(dirpath) / name
+            if p.suffix != ".pyc" and any(fnmatch(name, pat.rsplit("/", 1)[-1]) for pat in patterns):
+                files.add(p)
+    for p in sorted(files):
         h.update(str(p.relative_to(base)).encode())
         h.update(hashlib.sha256(p.read_bytes()).digest())
 

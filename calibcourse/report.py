@@ -361,8 +361,10 @@ def ledger_page(claims: list, titles: dict | None = None) -> str:
              "is about training); the verdict follows from the interval by one rule "
              "({func}`calibcourse.stats.verdict`): **held** when the whole interval lies on the side the claim "
              "states, **not held** when it lies wholly on the other side, *inconclusive* when it contains "
-             "the boundary. A claim with a size is tested on its size. The same list is in "
-             "`_build/claims.json`.", "",
+             "the boundary. A claim with a size is tested on its size. *Detects* is the smallest true "
+             "effect the test finds with 80 % probability: where a verdict is inconclusive, it says how "
+             "large an effect this data could have shown, and a test set (detects / wanted)^2 times larger "
+             "would resolve an effect of the wanted size. The same list is in `_build/claims.json`.", "",
              f"In this build: {counts['held']} held, {counts['not held']} not held, "
              f"{counts['inconclusive']} inconclusive, {counts['not tested']} not tested.", ""]
     by_source: dict = {}
@@ -371,13 +373,14 @@ def ledger_page(claims: list, titles: dict | None = None) -> str:
     for source, group in by_source.items():
         title = (titles or {}).get(source, source)
         lines += [f"## {title}", "", f"{{cite:p}}`{source}`", "",
-                  "| chapter | claim | effect | estimate [interval] | claimed side | verdict | test samples, seeds |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| chapter | claim | effect | estimate [interval] | claimed side | verdict | detects (80 %) | "
+                  "test samples, seeds |", "|---|---|---|---|---|---|---|---|"]
         for d in sorted(group, key=lambda d: d["chapter"]):
             c = Claim(**{k: d.get(k) for k in Claim.__dataclass_fields__ if k in d})
             where = f"{{ref}}`{c.chapter} <{c.section}>`" if c.section else str(c.chapter)
             verdict = _VERDICT_MARK[c.verdict] + (f" ({c.why})" if c.why else "")
+            detects = "-" if c.detectable is None else f"{c.scale * c.detectable:.{c.digits}f} {c.unit}".strip()
             lines.append(f"| {where} | {c.claim} | {c.effect} | {c.interval_text} | {c.null_text} | {verdict} | "
-                         f"{c.n_test or '-'}, {c.n_seeds or '-'} |")
+                         f"{detects} | {c.n_test or '-'}, {c.n_seeds or '-'} |")
         lines.append("")
     return "\n".join(lines)

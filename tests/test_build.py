@@ -194,3 +194,20 @@ def test_the_book_lists_the_ledger_page():
     assert "book/generated/what_held" in build.toc_entries(toc)
     # the ledger page has no notebook source: it is not a notebook page
     assert all(p.toc_entry != "book/generated/what_held" for p in build.notebook_pages(Path(__file__).parents[1]))
+
+
+def test_fingerprint_ignores_cache_writes_in_progress(tmp_path):
+    """A training run writing a cache entry (data/cache/.tmp-*) must not break or change the fingerprint."""
+    pkg = write_book(tmp_path, {"good": GOOD})
+    (tmp_path / "data" / "cache" / "k1").mkdir(parents=True)
+    (tmp_path / "data" / "cache" / "k1" / "outputs.npz").write_bytes(b"1")
+    page = build.notebook_pages(tmp_path)[0]
+    before = build.fingerprint(page, {}, tmp_path, pkg)
+    tmp = tmp_path / "data" / "cache" / ".tmp-k2-123"
+    tmp.mkdir()
+    (tmp / "outputs.npz").write_bytes(b"partial")
+    assert build.fingerprint(page, {}, tmp_path, pkg) == before
+    (tmp_path / "data" / "cache" / "k1" / "outputs.npz").write_bytes(b"2")
+    assert build.fingerprint(page, {}, tmp_path, pkg) != before
+    (tmp_path / "requirements.txt").write_text("numpy==1\n")
+    assert build.fingerprint(page, {}, tmp_path, pkg) != before
