@@ -192,7 +192,7 @@ class Claim:
 
     @property
     def digits(self) -> int:
-        return 2 if self.scale == 1 else 1
+        return 3 if self.scale == 1 else 1
 
     def fmt(self, value) -> str:
         return "-" if value is None else f"{self.scale * value:+.{self.digits}f}"
@@ -209,7 +209,8 @@ class Claim:
         if self.null is None:
             return "-"
         side = "<" if self.direction == "below" else ">"
-        return f"{side} {self.fmt(self.null)}"
+        value = f"{self.scale * self.null:.{self.digits}f}".rstrip("0").rstrip(".")
+        return f"{side} {value}{'' if self.unit in ('', 'points') else ' ' + self.unit}"
 
 
 class Ledger:
@@ -303,13 +304,13 @@ class Ledger:
 
     def table_markdown(self) -> str:
         """The chapter-end table: claim, source, effect, estimate [interval], verdict."""
-        lines = ["| claim | source | effect (what is estimated) | estimate [95 % interval] | claimed side | "
-                 "verdict |", "|---|---|---|---|---|---|"]
+        lines = ["| claim | source | effect (what is estimated) | estimate [95 % interval] | verdict (claimed side) |",
+                 "|---|---|---|---|---|"]
         for c in self.claims:
             effect = c.effect + (f"; cost: {c.cost}" if c.cost else "")
             verdict = _VERDICT_MARK[c.verdict] + (f" ({c.why})" if c.why else "")
-            lines.append(f"| {c.claim} | {{cite}}`{c.source}` | {effect} | {c.interval_text} | {c.null_text} | "
-                         f"{verdict} |")
+            side = f" ({c.null_text})" if c.null is not None else ""
+            lines.append(f"| {c.claim} | {{cite}}`{c.source}` | {effect} | {c.interval_text} | {verdict}{side} |")
         return "\n".join(lines)
 
     def table(self):
@@ -373,14 +374,15 @@ def ledger_page(claims: list, titles: dict | None = None) -> str:
     for source, group in by_source.items():
         title = (titles or {}).get(source, source)
         lines += [f"## {title}", "", f"{{cite:p}}`{source}`", "",
-                  "| chapter | claim | effect | estimate [interval] | claimed side | verdict | detects (80 %) | "
-                  "test samples, seeds |", "|---|---|---|---|---|---|---|---|"]
+                  "| ch. | claim | effect | estimate [interval] | verdict (claimed side) | detects (80 %) | "
+                  "n test, seeds |", "|---|---|---|---|---|---|---|"]
         for d in sorted(group, key=lambda d: d["chapter"]):
             c = Claim(**{k: d.get(k) for k in Claim.__dataclass_fields__ if k in d})
             where = f"{{ref}}`{c.chapter} <{c.section}>`" if c.section else str(c.chapter)
             verdict = _VERDICT_MARK[c.verdict] + (f" ({c.why})" if c.why else "")
             detects = "-" if c.detectable is None else f"{c.scale * c.detectable:.{c.digits}f} {c.unit}".strip()
-            lines.append(f"| {where} | {c.claim} | {c.effect} | {c.interval_text} | {c.null_text} | {verdict} | "
+            side = f" ({c.null_text})" if c.null is not None else ""
+            lines.append(f"| {where} | {c.claim} | {c.effect} | {c.interval_text} | {verdict}{side} | "
                          f"{detects} | {c.n_test or '-'}, {c.n_seeds or '-'} |")
         lines.append("")
     return "\n".join(lines)

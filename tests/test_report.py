@@ -75,7 +75,7 @@ def test_ledger_verdicts_follow_from_intervals_and_round_trip_through_json():
     with pytest.raises(ValueError, match="does not follow from its interval"):
         R.check_claims(claims)
     md = led.table_markdown()
-    assert md.count("\n") == 5 and "**not held**" in md and "{cite}`guo2017calibration`" in md
+    assert md.count("\n") == 5 and "(> 0)" in md and "(< -23 %)" in md and "**not held**" in md and "{cite}`guo2017calibration`" in md
     page = R.ledger_page([c.as_dict() for c in led.claims], {"guo2017calibration": "Guo et al."})
     assert "## Guo et al." in page and "2 held" not in page and "1 held, 1 not held, 1 inconclusive, 1 not tested" in page
 
