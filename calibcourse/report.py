@@ -285,6 +285,8 @@ class Ledger:
             detect = interval.detectable() if hasattr(interval, "detectable") else None
             n_test = int(n_test if n_test is not None else getattr(interval, "n", 0))
             n_seeds = int(n_seeds if n_seeds is not None else getattr(interval, "n_seeds", 1))
+            if v == "inconclusive" and not why:
+                why = _what_would_decide(est, low, high, float(null), n_test, n_seeds)
             c = Claim(id, self.chapter, claim, source, effect, est, low, high, level, float(null), direction,
                       v, n_test, n_seeds, section, why, cost, detect, scale, unit)
         self.claims.append(c)
@@ -329,6 +331,22 @@ class Ledger:
             from myst_nb import glue
 
             glue(CLAIMS_GLUE_NAME, json.dumps([c.as_dict() for c in self.claims]), display=False)
+
+
+def _what_would_decide(est, low, high, null, n_test, n_seeds) -> str:
+    """For an inconclusive claim: how much more data would decide it, if the estimate held.
+
+    An interval's half-width shrinks like 1/sqrt(n); it excludes ``null`` once it is smaller
+    than ``|estimate - null|``, i.e. with (half-width / |estimate - null|)^2 times the data.
+    """
+    gap = abs(est - null)
+    half = (high - low) / 2
+    if gap < 1e-12 or not n_test:
+        return "the estimate sits on the boundary: no test set size decides it; a larger effect would"
+    factor = (half / gap) ** 2
+    if n_seeds and n_seeds > 1:
+        return f"about {factor:.1f}x the test samples and seeds would decide it, if the estimate held"
+    return f"about {int(round(n_test * factor, -2)):,} test samples would decide it, if the estimate held"
 
 
 def check_claims(claims: list) -> None:

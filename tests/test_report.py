@@ -63,11 +63,13 @@ def test_ledger_verdicts_follow_from_intervals_and_round_trip_through_json():
               interval=stats.Difference(-0.02, -0.03, -0.01, 0.95, n=100), direction="below")
     led.claim("b", claim="by at least 23 %", source="sharipov2025lecture", effect="relative d ECE",
               interval=stats.Difference(-0.2, -0.3, -0.1, 0.95), null=-0.23, direction="below", scale=100,
-              unit="%")
+              unit="%", n_test=1000)
     led.claim("c", claim="raises", source="guo2017calibration", effect="d MCE",
               interval=stats.Difference(-0.2, -0.3, -0.1, 0.95), direction="above")
     led.claim("d", claim="untestable", source="x", effect="e", why="no data")
     assert [c.verdict for c in led.claims] == ["held", "inconclusive", "not held", "not tested"]
+    # an inconclusive claim says what would decide it: half-width 0.1 vs gap 0.03 -> (0.1 / 0.03)^2 = 11x
+    assert led["b"].why == "about 11,100 test samples would decide it, if the estimate held"
     claims = json.loads(json.dumps([c.as_dict() for c in led.claims]))
     assert list(claims[0])[:len(R.CLAIM_KEYS)] == list(R.CLAIM_KEYS)
     R.check_claims(claims)
