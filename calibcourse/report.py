@@ -309,7 +309,7 @@ class Ledger:
         lines = ["| claim | source | effect (what is estimated) | estimate [95 % interval] | verdict (claimed side) |",
                  "|---|---|---|---|---|"]
         for c in self.claims:
-            effect = c.effect + (f"; cost: {c.cost}" if c.cost else "")
+            effect = c.effect + (f"; {c.cost}" if c.cost else "")
             verdict = _VERDICT_MARK[c.verdict] + (f" ({c.why})" if c.why else "")
             side = f" ({c.null_text})" if c.null is not None else ""
             lines.append(f"| {c.claim} | {{cite}}`{c.source}` | {effect} | {c.interval_text} | {verdict}{side} |")
@@ -392,15 +392,16 @@ def ledger_page(claims: list, titles: dict | None = None) -> str:
     for source, group in by_source.items():
         title = (titles or {}).get(source, source)
         lines += [f"## {title}", "", f"{{cite:p}}`{source}`", "",
-                  "| ch. | claim | effect | estimate [interval] | verdict (claimed side) | detects (80 %) | "
-                  "n test, seeds |", "|---|---|---|---|---|---|---|"]
+                  "| ch. | claim | effect (test samples, seeds) | estimate [interval] | verdict (claimed side) | "
+                  "detects (80 %) |", "|---|---|---|---|---|---|"]
         for d in sorted(group, key=lambda d: d["chapter"]):
             c = Claim(**{k: d.get(k) for k in Claim.__dataclass_fields__ if k in d})
             where = f"{{ref}}`{c.chapter} <{c.section}>`" if c.section else str(c.chapter)
             verdict = _VERDICT_MARK[c.verdict] + (f" ({c.why})" if c.why else "")
             detects = "-" if c.detectable is None else f"{c.scale * c.detectable:.{c.digits}f} {c.unit}".strip()
             side = f" ({c.null_text})" if c.null is not None else ""
-            lines.append(f"| {where} | {c.claim} | {c.effect} | {c.interval_text} | {verdict}{side} | "
-                         f"{detects} | {c.n_test or '-'}, {c.n_seeds or '-'} |")
+            sizes = f" ({c.n_test:,} test, {c.n_seeds} seed{'s' if c.n_seeds != 1 else ''})" if c.n_test else ""
+            effect = c.effect + sizes + (f"; {c.cost}" if c.cost else "")
+            lines.append(f"| {where} | {c.claim} | {effect} | {c.interval_text} | {verdict}{side} | {detects} |")
         lines.append("")
     return "\n".join(lines)
