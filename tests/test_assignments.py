@@ -29,9 +29,13 @@ def lab_questions(lab):
 
 
 # ------------------------------------------------------------------ submissions a class hands in
+def copy(nb):
+    return nbformat.from_dict(json.loads(json.dumps(nb)))
+
+
 def replace_function(nb, fn, new_source):
     """A copy of ``nb`` whose cell defining ``fn`` is replaced by ``new_source``."""
-    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    nb = copy(nb)
     (cell,) = [c for c in nb.cells if c.cell_type == "code" and f"def {fn}(" in c.source]
     cell.source = new_source
     return nb
@@ -44,7 +48,7 @@ def raising(nb, fn):
 def special_cased(nb, questions):
     """Each function right on the inputs of the visible check and wrong elsewhere: it records
     the inputs the public check (seed 0) passes, and answers only those."""
-    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    nb = copy(nb)
     for q in questions:
         (cell,) = [c for c in nb.cells if c.cell_type == "code" and f"def {q.function}(" in c.source]
         cell.source = cell.source.replace(f"def {q.function}(", f"def _solution_{q.function}(") + f"""
@@ -75,6 +79,15 @@ def {q.function}(*args):
 def write(folder, name, nb):
     folder.mkdir(exist_ok=True)
     nbformat.write(nb, folder / f"{name}.ipynb")
+
+
+def start_submissions(lab, built, folder):
+    """The solution and the untouched student notebook of ``lab`` in ``folder``."""
+    out, paths = built
+    solution = nbformat.read(paths[lab]["solution"], as_version=4)
+    write(folder, "solution", solution)
+    write(folder, "untouched", nbformat.read(paths[lab]["student"], as_version=4))
+    return out, lab_questions(lab), solution
 
 
 def read_csv(path):
@@ -137,12 +150,8 @@ def test_assignments_are_written_with_points_stated_and_solutions_only_in_the_so
 # ------------------------------------------------------------------ grading
 @pytest.mark.parametrize("lab", [lab for lab in LABS if lab != "lab1_ece"])
 def test_grading_a_lab(lab, built, tmp_path):
-    out, paths = built
-    qs = lab_questions(lab)
-    solution = nbformat.read(paths[lab]["solution"], as_version=4)
     subs = tmp_path / "subs"
-    write(subs, "solution", solution)
-    write(subs, "untouched", nbformat.read(paths[lab]["student"], as_version=4))
+    out, qs, solution = start_submissions(lab, built, subs)
     # the first questions special-cased (public point only), the last one raising (zero)
     write(subs, "special_cased_last_raises", raising(special_cased(solution, qs[:-1]), qs[-1].function))
     rows = read_csv(A.grade(lab, subs, tmp_path / "grades", timeout=120, assignments_dir=out, log=lambda *_: None))
@@ -155,18 +164,13 @@ def test_grading_a_lab(lab, built, tmp_path):
 
 
 def test_grading_survives_what_students_hand_in(built, tmp_path):
-    lab = "lab1_ece"
-    out, paths = built
-    qs = lab_questions(lab)
-    solution = nbformat.read(paths[lab]["solution"], as_version=4)
-    subs = tmp_path / "subs"
-    write(subs, "solution", solution)
-    write(subs, "untouched", nbformat.read(paths[lab]["student"], as_version=4))
+    lab, subs = "lab1_ece", tmp_path / "subs"
+    out, qs, solution = start_submissions(lab, built, subs)
     write(subs, "last_raises", raising(solution, qs[-1].function))
     write(subs, "special_cased", special_cased(solution, qs))
     write(subs, "hangs", replace_function(solution, qs[1].function,
                                           f"def {qs[1].function}(*args):\n    while True:\n        pass"))
-    chaos = nbformat.from_dict(json.loads(json.dumps(solution)))
+    chaos = copy(solution)
     chaos.cells[3:3] = [nbformat.v4.new_code_cell(src) for src in (
         "import a_module_that_does_not_exist",
         "import os, shutil\nfor f in os.listdir('.'):\n    shutil.rmtree(f) if os.path.isdir(f) else os.remove(f)",
