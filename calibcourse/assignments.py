@@ -418,16 +418,6 @@ def run_submission(submission, private, workdir) -> dict:
     return result
 
 
-def _set_subreaper():
-    """Orphans of the kernel stay our descendants (so that the parent can kill them)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except Exception:  # pragma: no cover - not Linux
-        pass
-
-
 # =========================================================================== the batch (parent)
 def _children_map() -> dict:
     children = {}
@@ -472,17 +462,27 @@ def _kill_tree(pid: int):
                 pass
 
 
-def _limits(fsize_bytes: int):
-    def apply():
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize_bytes, fsize_bytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    return apply
+FILE_SIZE_LIMIT = 512 * 2**20  # bytes of one file a submission writes
 
 
-def _child_env() -> dict:
+def _limit_self():
+    """In the grading process (inherited by its kernel): no file over FILE_SIZE_LIMIT, no core
+    dumps, and orphans of the kernel stay our descendants (so that they can be killed)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except Exception:  # pragma: no cover - not Linux
+        pass
+
+
+def _child_env(tmp: Path) -> dict:
     env = dict(os.environ)
+    env["CALIBCOURSE_GRADING"] = str(tmp)  # marks every process of this submission
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                 "OMP_WAIT_POLICY": "PASSIVE", "MPLBACKEND": "Agg", "CALIBCOURSE_QUIET": "1",
@@ -514,9 +514,8 @@ def grade_one(submission, tests: dict, timeout: float = DEFAULT_TIMEOUT, memory_
     shutil.copy(submission, copy)
     start, status, tail = time.monotonic(), None, io.BytesIO()
     proc = subprocess.Popen([sys.executable, "-m", "calibcourse.assignments", "_run", str(copy), str(private),
-                             str(workdir)], cwd=workdir, env=_child_env(), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=_limits(512 * 2**20))
+                             str(workdir)], cwd=workdir, env=_child_env(tmp), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
 
     def drain():  # keep the last 8 kB of what the grading process prints
         for chunk in iter(lambda: proc.stdout.read(4096), b""):
@@ -547,7 +546,9 @@ def grade_one(submission, tests: dict, timeout: float = DEFAULT_TIMEOUT, memory_
         progress = _read_json(private / "progress.json")
         result = _read_json(private / "result.json")
     finally:
-        _kill_tree(proc.pid)
+        if proc.poll() is None:  # never signal a reaped pid: it may belong to someone else now
+            _kill_tree(proc.pid)
+            proc.wait()
         _rmtree(tmp)
     details = []
     if result.get("read_error"):
@@ -739,8 +740,15 @@ def main(argv=None) -> int:
         elif args.command == "grade":
             grade(args.lab, args.submissions, args.out, args.timeout, args.jobs, args.memory_mb)
         else:
-            _set_subreaper()
-            run_submission(args.submission, args.private, args.workdir)
+            _limit_self()
+            try:
+                run_submission(args.submission, args.private, args.workdir)
+            finally:  # what the submission started and left running
+                for pid in _tree(os.getpid()):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

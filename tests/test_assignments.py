@@ -174,8 +174,10 @@ def test_grading_survives_what_students_hand_in(built, tmp_path):
     chaos.cells[3:3] = [nbformat.v4.new_code_cell(src) for src in (
         "import a_module_that_does_not_exist",
         "import os, shutil\nfor f in os.listdir('.'):\n    shutil.rmtree(f) if os.path.isdir(f) else os.remove(f)",
-        "for _ in range(30):\n    print('x' * 1_000_000)")]
-    write(subs, "chaos", chaos)  # a missing module, its folder wiped, 30 MB printed: graded all the same
+        "for _ in range(30):\n    print('x' * 1_000_000)",
+        "import subprocess\nsubprocess.Popen(['sleep', '600'], start_new_session=True)")]
+    # a missing module, its folder wiped, 30 MB printed, a process left running: graded all the same
+    write(subs, "chaos", chaos)
     (subs / "not_a_notebook.ipynb").write_text("this is not JSON")
     csv_path = A.grade(lab, subs, tmp_path / "grades", timeout=45, assignments_dir=out, log=lambda *_: None)
     rows = read_csv(csv_path)
@@ -205,6 +207,19 @@ def test_grading_survives_what_students_hand_in(built, tmp_path):
     assert "public check (1 point): passed" in fb and "hidden test (2 points): FAILED" in fb
     assert "not one of the inputs I memorized" in fb
     assert not list(csv_path.parent.glob("*.tmp"))
+    assert not grading_processes()  # the hanging kernel, the detached sleep: all gone
+
+
+def grading_processes():
+    """Processes still marked as started by a grading (the environment variable every one inherits)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and b"CALIBCOURSE_GRADING=" in (d / "environ").read_bytes():
+                found.append((d.name, (d / "cmdline").read_bytes()))
+        except OSError:
+            pass
+    return found
 
 
 def test_grade_rejects_bad_arguments(tmp_path):
