@@ -178,10 +178,14 @@ def test_grading_survives_what_students_hand_in(built, tmp_path):
         "import subprocess\nsubprocess.Popen(['sleep', '600'], start_new_session=True)")]
     # a missing module, its folder wiped, 30 MB printed, a process left running: graded all the same
     write(subs, "chaos", chaos)
+    hog = copy(solution)
+    hog.cells.insert(3, nbformat.v4.new_code_cell("import numpy as np\nblocks = [np.ones(2**27) for _ in range(3)]"))
+    write(subs, "memory_hog", hog)  # 3 GB, above the 1500 MB given below
     (subs / "not_a_notebook.ipynb").write_text("this is not JSON")
-    csv_path = A.grade(lab, subs, tmp_path / "grades", timeout=45, assignments_dir=out, log=lambda *_: None)
+    csv_path = A.grade(lab, subs, tmp_path / "grades", timeout=45, memory_mb=1500, assignments_dir=out,
+                       log=lambda *_: None)
     rows = read_csv(csv_path)
-    assert len(rows) == 7
+    assert len(rows) == 8
     pts = {name: [float(row[q.name]) for q in qs] for name, row in rows.items()}
     full = [q.points for q in qs]
     assert pts["solution.ipynb"] == full and rows["solution.ipynb"]["status"] == "graded"
@@ -195,6 +199,8 @@ def test_grading_survives_what_students_hand_in(built, tmp_path):
     assert pts["chaos.ipynb"] == full and rows["chaos.ipynb"]["status"] == "graded"
     assert "code cell 3 raised ModuleNotFoundError" in rows["chaos.ipynb"]["details"]
     assert "output beyond" in rows["chaos.ipynb"]["details"]
+    assert pts["memory_hog.ipynb"] == [0, 0, 0]
+    assert rows["memory_hog.ipynb"]["status"] == "memory limit: cut above 1500 MB in code cell 3"
     assert pts["not_a_notebook.ipynb"] == [0, 0, 0]
     assert rows["not_a_notebook.ipynb"]["status"].startswith("not a notebook")
     for row in rows.values():
