@@ -13,7 +13,7 @@ export MPLBACKEND ?= Agg
 BOOK_STAMP := $(VENV)/.book-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: book test bench clean venv train labs
+.PHONY: book test bench clean venv train labs assignments grade
 
 $(BOOK_STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,23 @@ bench: $(BENCH_STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_metrics.py
 	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_calibrators.py
 	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_training.py
+
+# homework (otter-grader): _build/assignments/<lab>/{student,solution}/<lab>.ipynb + <lab>-autograder.zip
+GRADE_STAMP := $(VENV)/.grade-installed
+$(GRADE_STAMP): $(BOOK_STAMP) requirements-grade.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-grade.txt -c requirements.txt
+	@touch $@
+# the tests grade submissions too: requirements-test.txt includes requirements-grade.txt
+$(TEST_STAMP): requirements-grade.txt
+
+assignments: $(GRADE_STAMP)
+	$(PY) -m calibcourse.assignments assign
+
+# make grade LAB=lab1_ece SUBMISSIONS=dir [TIMEOUT=seconds] [JOBS=2] -> _build/grades/<lab>.csv + feedback
+grade: $(GRADE_STAMP)
+	@test -n "$(LAB)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade LAB=<lab> SUBMISSIONS=<dir> [TIMEOUT=<seconds>] [JOBS=<n>]"; exit 2; }
+	$(PY) -m calibcourse.assignments grade --lab "$(LAB)" --submissions "$(SUBMISSIONS)" \
+	  $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(JOBS),--jobs $(JOBS))
 
 clean:
 	rm -rf _build book/generated

@@ -37,6 +37,19 @@ def strip_solution(code: str) -> str:
     return "\n".join(out)
 
 
+def _set_edition_parameter(cell, edition: str):
+    if "parameters" in cell.get("metadata", {}).get("tags", []):
+        cell.source = re.sub(r'edition\s*=\s*"[a-z]+"', f'edition = "{edition}"', cell.source)
+
+
+def set_edition(nb, edition: str):
+    """Set ``edition = "<edition>"`` in the notebook's ``parameters`` cell (in place)."""
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            _set_edition_parameter(cell, edition)
+    return nb
+
+
 def to_edition(nb, edition: str):
     """Return the notebook of ``edition`` ("instructor": markers removed; "student": solutions stubbed)."""
     if edition not in ("instructor", "student"):
@@ -51,8 +64,7 @@ def to_edition(nb, edition: str):
                 cell.source = strip_solution(cell.source)
             else:
                 cell.source = "\n".join(ln for ln in cell.source.splitlines() if ln.strip() not in (BEGIN, END))
-            if "parameters" in tags:
-                cell.source = re.sub(r'edition\s*=\s*"[a-z]+"', f'edition = "{edition}"', cell.source)
+            _set_edition_parameter(cell, edition)
         cells.append(cell)
     nb.cells = cells
     return nb

@@ -103,3 +103,133 @@ def test_check_sece_and_focal():
     assert checks.check_sece(unnormalized) is False
     assert checks.check_focal_loss(L.focal_loss) is True
     assert checks.check_focal_loss(lambda z, y, g: torch.nn.functional.cross_entropy(z, y)) is False
+
+
+# ------------------------------------------------------------------ named variants, first differences
+def unweighted_ece(probs, labels, n_bins):  # every non-empty bin counts the same
+    rb = M.reliability_bins(probs, labels, n_bins=n_bins)
+    keep = rb.count > 0
+    return float(np.abs(rb.gap[keep]).mean())
+
+
+def loo_sece(probs, labels, h):  # sample i left out of its own smoothed accuracy
+    c, pred = probs.max(1), probs.argmax(1)
+    k = np.exp(-((c[:, None] - c[None]) ** 2) / (2 * h * h))
+    np.fill_diagonal(k, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(np.mean(np.abs(k @ (pred == labels) / k.sum(1) - c)))
+
+
+def test_check_ece_names_the_unweighted_average_of_bin_gaps(capsys):
+    assert checks.check_ece(unweighted_ece) is False
+    out = capsys.readouterr().out
+    assert "UNWEIGHTED average of |acc - conf|" in out
+    checks.check_ece(wrong_side_ece)  # a different bug is not called unweighted
+    assert "UNWEIGHTED" not in capsys.readouterr().out
+
+
+def test_check_sece_names_the_leave_one_out_variant(capsys):
+    assert checks.check_sece(loo_sece) is False
+    assert "LEAVE-ONE-OUT variant" in capsys.readouterr().out
+    checks.check_sece(lambda p, y, h: M.sece(p, y, bandwidth=h, method="exact") + 0.01)
+    assert "LEAVE-ONE-OUT" not in capsys.readouterr().out
+
+
+def test_array_checks_show_the_first_element_that_differs(capsys):
+    iso = lambda pv, yv, pt: C.IsotonicCalibration().fit(pv, yv).predict_proba(pt)
+
+    def one_off(pv, yv, pt):
+        out = iso(pv, yv, pt).copy()
+        out[7] += 0.01
+        return out
+    assert checks.check_isotonic(one_off) is False
+    out = capsys.readouterr().out
+    pv, yv, pt = checks._binary_scores(0)
+    assert f"1 of {pt.size} values differ; the first at index 7: expected {iso(pv, yv, pt)[7]:.6g}" in out
+    assert f"(test score {pt[7]:.6g})" in out
+    hb = lambda pv, yv, pt, n: C.HistogramBinning(n_bins=n).fit(pv, yv).predict_proba(pt)
+    assert checks.check_histogram_binning(lambda pv, yv, pt, n: hb(pv, yv, pt, n)[::-1]) is False
+    assert "the first at index 0" in capsys.readouterr().out
+
+    def counts_off(p, y, n):
+        rb = M.reliability_bins(p, y, n_bins=n)
+        count = rb.count.copy()
+        count[-1] += 1
+        return rb.accuracy, rb.confidence, count
+    assert checks.check_reliability_bins(counts_off) is False
+    assert "count: 1 of 5 values differ; the first at index 4" in capsys.readouterr().out
+
+
+def test_strict_raises_the_report_and_prints_nothing(capsys):
+    assert checks.check_ece(good_ece, strict=True) is True
+    with pytest.raises(checks.CheckFailure, match="UNWEIGHTED") as err:
+        checks.check_ece(unweighted_ece, strict=True)
+    assert isinstance(err.value, AssertionError) and "check_ece: 1 passed, 5 failed" in str(err.value)
+    assert capsys.readouterr().out == ""
+
+
+def test_seeds_give_other_inputs_and_right_answers_pass_on_all(capsys):
+    seen = []
+
+    def recording(p, y, n):
+        seen.append((p.tobytes(), n))
+        return M.ece(p, y, n_bins=n)
+    for seed in (0, 0, 12345):
+        assert checks.check_ece(recording, seed=seed) is True
+    k = len(seen) // 3
+    assert seen[:k] == seen[k: 2 * k] and not set(seen[:k]) & set(seen[2 * k:])
+    for seed in (1, 987654):  # every reference passes its own check on other inputs too
+        assert checks.check_temperature_scaling(good_ts, seed=seed) is True
+        assert checks.check_isotonic(lambda pv, yv, pt: C.IsotonicCalibration().fit(pv, yv).predict_proba(pt),
+                                     seed=seed) is True
+        assert checks.check_sece(lambda p, y, h: M.sece(p, y, bandwidth=h, method="exact"), seed=seed) is True
+        assert checks.check_reliability_bins(
+            lambda p, y, n: (lambda rb: (rb.accuracy, rb.confidence, rb.count))(M.reliability_bins(p, y, n_bins=n)),
+            seed=seed) is True
+    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+        checks.check_ece(good_ece, seed=-1)
+
+
+def test_not_a_function_and_unfilled_fail_once_with_a_reason(capsys):
+    assert checks.check_mce(None) is False
+    assert "fn must be a function; got None" in capsys.readouterr().out
+    assert checks.check_ece(unfilled) is False
+    out = capsys.readouterr().out
+    assert out.count("NotImplementedError") == 1 and "0 passed, 6 failed" in out
+
+
+# ------------------------------------------------------------------ the checks of the new exercises
+def test_check_softmax_temperature():
+    assert checks.check_softmax_temperature(lambda z, t: M.softmax(z / t)) is True
+    naive = lambda z, t: np.exp(z / t) / np.exp(z / t).sum(1, keepdims=True)  # overflows at 1000
+    with np.errstate(all="ignore"):
+        assert checks.check_softmax_temperature(naive) is False
+    assert checks.check_softmax_temperature(lambda z, t: M.softmax(z * t)) is False
+
+
+def test_check_grid_temperature_names_the_nll_optimum(capsys):
+    from calibcourse.calibrators import TemperatureScaling
+
+    def by(column):
+        return lambda zv, yv, g, n: float(g[getattr(TemperatureScaling.grid(zv, yv, g, n_bins=n), column).idxmin()])
+    assert checks.check_grid_temperature(by("ece")) is True
+    capsys.readouterr()
+    assert checks.check_grid_temperature(by("nll")) is False
+    assert "your T is the grid's NLL optimum" in capsys.readouterr().out
+
+
+def test_check_platt_against_sklearn_unpenalized():
+    from scipy.special import logit
+    from sklearn.linear_model import LogisticRegression
+
+    def sk(pv, yv, pt, C=1e10):
+        m = LogisticRegression(C=C, tol=1e-12, max_iter=10000).fit(logit(pv)[:, None], yv)
+        return m.predict_proba(logit(pt)[:, None])[:, 1]
+    assert checks.check_platt(sk) is True
+    assert checks.check_platt(lambda pv, yv, pt: sk(pv, yv, pt, C=1.0)) is False  # sklearn's default penalty
+
+
+def test_check_flsd53():
+    assert checks.check_flsd53(L.flsd53_loss) is True
+    assert checks.check_flsd53(lambda z, y: L.focal_loss(z, y, 3.0)) is False
+    assert checks.check_flsd53(lambda z, y: L.flsd53_loss(z, y).item()) is False  # not differentiable

@@ -66,3 +66,13 @@ def test_lab_executes_in_both_editions(lab, edition, tmp_path):
     else:
         assert "FAIL" in text and "NotImplementedError" in text
         assert "all passed" not in text
+
+
+def test_lab2_closing_question_is_answered_in_the_instructor_edition_only():
+    src = ROOT / "notebooks" / "labs" / "lab2_temperature.md"
+    answer = [c for c in jupytext.read(src).cells if "solution" in c.metadata.get("tags", [])]
+    assert len(answer) == 1 and answer[0].source.startswith("**Answer.** The NLL's temperature")
+    texts = {ed: "\n".join(c.source for c in editions.to_edition(jupytext.read(src), ed).cells)
+             for ed in ("instructor", "student")}
+    assert "**Answer.**" in texts["instructor"] and "**Answer.**" not in texts["student"]
+    assert "**Question.** Which of the two temperatures" in texts["student"]

@@ -1,0 +1,255 @@
+"""Homework: every lab becomes an otter-grader assignment, and `grade` grades a folder of
+submissions: the solution earns full points, the untouched student notebook zero, a broken
+answer loses only its question, special-casing the visible checks earns no hidden points,
+and a submission that hangs, floods its output, deletes files or imports what does not exist
+never stops the batch."""
+import csv
+import json
+import zipfile
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+from calibcourse import assignments as A
+
+ROOT = Path(__file__).resolve().parent.parent
+LABS = [p.stem for p in A.lab_sources()]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("assignments")
+    return out, {lab: paths for lab, paths in zip(LABS, A.write_assignments(out, log=lambda *_: None))}
+
+
+def lab_questions(lab):
+    return A.questions(jupytext.read(ROOT / "notebooks" / "labs" / f"{lab}.md"))
+
+
+# ------------------------------------------------------------------ submissions a class hands in
+def copy(nb):
+    return nbformat.from_dict(json.loads(json.dumps(nb)))
+
+
+def replace_function(nb, fn, new_source):
+    """A copy of ``nb`` whose cell defining ``fn`` is replaced by ``new_source``."""
+    nb = copy(nb)
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and f"def {fn}(" in c.source]
+    cell.source = new_source
+    return nb
+
+
+def raising(nb, fn):
+    return replace_function(nb, fn, f"def {fn}(*args, **kwargs):\n    raise ZeroDivisionError('my bug')")
+
+
+def special_cased(nb, questions):
+    """Each function right on the inputs of the visible check and wrong elsewhere: it records
+    the inputs the public check (seed 0) passes, and answers only those."""
+    nb = copy(nb)
+    for q in questions:
+        (cell,) = [c for c in nb.cells if c.cell_type == "code" and f"def {q.function}(" in c.source]
+        cell.source = cell.source.replace(f"def {q.function}(", f"def _solution_{q.function}(") + f"""
+
+import hashlib as _h
+import numpy as _np
+
+def _key(args):
+    parts = [_np.asarray(a.detach() if hasattr(a, "detach") else a).tobytes() for a in args]
+    return _h.sha256(b"|".join(parts)).hexdigest()
+
+_seen_{q.function} = set()
+
+def _record_{q.function}(*args):
+    _seen_{q.function}.add(_key(args))
+    return _solution_{q.function}(*args)
+
+checks.{q.check}(_record_{q.function})
+
+def {q.function}(*args):
+    if _key(args) not in _seen_{q.function}:
+        raise ValueError("not one of the inputs I memorized")
+    return _solution_{q.function}(*args)
+"""
+    return nb
+
+
+def write(folder, name, nb):
+    folder.mkdir(exist_ok=True)
+    nbformat.write(nb, folder / f"{name}.ipynb")
+
+
+def start_submissions(lab, built, folder):
+    """The solution and the untouched student notebook of ``lab`` in ``folder``."""
+    out, paths = built
+    solution = nbformat.read(paths[lab]["solution"], as_version=4)
+    write(folder, "solution", solution)
+    write(folder, "untouched", nbformat.read(paths[lab]["student"], as_version=4))
+    return out, lab_questions(lab), solution
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return {row["file"]: row for row in csv.DictReader(f)}
+
+
+# ------------------------------------------------------------------ building
+def test_each_lab_has_three_graded_questions_and_hidden_inputs_differ():
+    for lab in LABS:
+        qs = lab_questions(lab)
+        assert len(qs) >= 3, lab
+        assert all(q.public > 0 and q.hidden > 0 for q in qs), lab
+        seeds = {A.hidden_seed(lab, q.name) for q in qs}
+        assert len(seeds) == len(qs) and 0 not in seeds
+        assert A.hidden_seed(lab, "q1", "another secret") != A.hidden_seed(lab, "q1")
+
+
+def test_bad_points_metadata_is_named(tmp_path):
+    src = tmp_path / "lab9_x.md"
+    src.write_text((ROOT / "notebooks" / "labs" / "lab1_ece.md").read_text().replace(
+        "points: [1, 2]", "points: 3", 1))
+    with pytest.raises(ValueError, match="points must be"):
+        A.questions(jupytext.read(src))
+
+
+def test_assignments_are_written_with_points_stated_and_solutions_only_in_the_solution(built):
+    out, paths = built
+    for lab in LABS:
+        p = paths[lab]
+        assert p["student"] == out / lab / "student" / f"{lab}.ipynb"
+        assert p["solution"] == out / lab / "solution" / f"{lab}.ipynb"
+        assert p["autograder"] == out / lab / f"{lab}-autograder.zip"
+        student, solution = p["student"].read_text(), p["solution"].read_text()
+        qs = lab_questions(lab)
+        for q in qs:
+            assert f"def {q.function}(" in student and f"def {q.function}(" in solution
+            assert "hidden tests that run the same check" in student
+        assert student.count("NotImplementedError(\\\"exercise") == len(qs)
+        assert "NotImplementedError(\\\"exercise" not in solution
+        for text in (student, solution):
+            assert "BEGIN SOLUTION" not in text and "BEGIN PROMPT" not in text
+        assert 'edition = \\"student\\"' in student and 'edition = \\"instructor\\"' in solution
+        with zipfile.ZipFile(p["autograder"]) as z:
+            names = z.namelist()
+            tests = {n: z.read(n).decode() for n in names if n.startswith("tests/")}
+            assert "files/calibcourse/checks.py" in names and "environment.yml" in names
+            assert "jupyter-book" not in z.read("environment.yml").decode()
+        assert len(tests) == len(qs)
+        for q in qs:  # the hidden test: the same check on another seed
+            src = tests[f"tests/{q.name}.py"]
+            assert f"checks.{q.check}({q.function}, strict=True)" in src
+            assert f"checks.{q.check}({q.function}, seed={A.hidden_seed(lab, q.name)}, strict=True)" in src
+    lab2 = paths["lab2_temperature"]
+    assert "**Answer.**" in lab2["solution"].read_text() and "**Answer.**" not in lab2["student"].read_text()
+    entries = [n for n in zipfile.ZipFile(lab2["autograder"]).namelist() if n.startswith("files/data/cache/")]
+    assert any(n.endswith("manifest.json") for n in entries)
+
+
+# ------------------------------------------------------------------ grading
+@pytest.mark.parametrize("lab", [lab for lab in LABS if lab != "lab1_ece"])
+def test_grading_a_lab(lab, built, tmp_path):
+    subs = tmp_path / "subs"
+    out, qs, solution = start_submissions(lab, built, subs)
+    # the first questions special-cased (public point only), the last one raising (zero)
+    write(subs, "special_cased_last_raises", raising(special_cased(solution, qs[:-1]), qs[-1].function))
+    rows = read_csv(A.grade(lab, subs, tmp_path / "grades", timeout=120, assignments_dir=out, log=lambda *_: None))
+    full = {q.name: q.points for q in qs}
+    assert {q: float(rows["solution.ipynb"][q]) for q in full} == full
+    assert all(float(rows["untouched.ipynb"][q]) == 0 for q in full)
+    assert [float(rows["special_cased_last_raises.ipynb"][q.name]) for q in qs] == [q.public for q in qs[:-1]] + [0]
+    for name, row in rows.items():
+        assert float(row["max_total"]) == sum(full.values()) and row["status"] == "graded", (name, row)
+
+
+def test_grading_survives_what_students_hand_in(built, tmp_path):
+    lab, subs = "lab1_ece", tmp_path / "subs"
+    out, qs, solution = start_submissions(lab, built, subs)
+    write(subs, "last_raises", raising(solution, qs[-1].function))
+    write(subs, "special_cased", special_cased(solution, qs))
+    write(subs, "hangs", replace_function(solution, qs[1].function,
+                                          f"def {qs[1].function}(*args):\n    while True:\n        pass"))
+    chaos = copy(solution)
+    chaos.cells[3:3] = [nbformat.v4.new_code_cell(src) for src in (
+        "import a_module_that_does_not_exist",
+        "import os, shutil\nfor f in os.listdir('.'):\n    shutil.rmtree(f) if os.path.isdir(f) else os.remove(f)",
+        "for _ in range(30):\n    print('x' * 1_000_000)",
+        "import subprocess\nsubprocess.Popen(['sleep', '600'], start_new_session=True)")]
+    # a missing module, its folder wiped, 30 MB printed, a process left running: graded all the same
+    write(subs, "chaos", chaos)
+    hog = copy(solution)
+    hog.cells.insert(3, nbformat.v4.new_code_cell("import numpy as np\nblocks = [np.ones(2**27) for _ in range(3)]"))
+    write(subs, "memory_hog", hog)  # 3 GB, above the 1500 MB given below
+    (subs / "not_a_notebook.ipynb").write_text("this is not JSON")
+    csv_path = A.grade(lab, subs, tmp_path / "grades", timeout=45, memory_mb=1500, assignments_dir=out,
+                       log=lambda *_: None)
+    rows = read_csv(csv_path)
+    assert len(rows) == 8
+    pts = {name: [float(row[q.name]) for q in qs] for name, row in rows.items()}
+    full = [q.points for q in qs]
+    assert pts["solution.ipynb"] == full and rows["solution.ipynb"]["status"] == "graded"
+    assert pts["untouched.ipynb"] == [0, 0, 0]
+    assert pts["last_raises.ipynb"] == full[:2] + [0]
+    assert pts["special_cased.ipynb"] == [q.public for q in qs]
+    # cut at the time limit in the hidden test of q2: q1 was graded before and keeps its points
+    assert pts["hangs.ipynb"] == [full[0], 0, 0]
+    assert rows["hangs.ipynb"]["status"].startswith("time limit: cut after 45 s in grading q2")
+    assert "not graded: q2, q3" in rows["hangs.ipynb"]["details"]
+    assert pts["chaos.ipynb"] == full and rows["chaos.ipynb"]["status"] == "graded"
+    assert "code cell 3 raised ModuleNotFoundError" in rows["chaos.ipynb"]["details"]
+    assert "output beyond" in rows["chaos.ipynb"]["details"]
+    assert pts["memory_hog.ipynb"] == [0, 0, 0]
+    assert rows["memory_hog.ipynb"]["status"] == "memory limit: cut above 1500 MB in code cell 3"
+    assert pts["not_a_notebook.ipynb"] == [0, 0, 0]
+    assert rows["not_a_notebook.ipynb"]["status"].startswith("not a notebook")
+    for row in rows.values():
+        assert float(row["total"]) == sum(float(row[q.name]) for q in qs) and float(row["max_total"]) == sum(full)
+    # feedback: which check failed and why, in calibcourse.checks' words; no hidden seed shown
+    fb = (tmp_path / "grades" / lab / "last_raises.txt").read_text()
+    assert "q3 (3. MCE, function my_mce): 0 / 3" in fb and "the function raised ZeroDivisionError: my bug" in fb
+    assert "seed=" not in fb
+    fb = (tmp_path / "grades" / lab / "special_cased.txt").read_text()
+    assert "public check (1 point): passed" in fb and "hidden test (2 points): FAILED" in fb
+    assert "not one of the inputs I memorized" in fb
+    assert not list(csv_path.parent.glob("*.tmp"))
+    assert not grading_processes()  # the hanging kernel, the detached sleep: all gone
+
+
+def grading_processes():
+    """Processes still marked as started by a grading (the environment variable every one inherits)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and b"CALIBCOURSE_GRADING=" in (d / "environ").read_bytes():
+                found.append((d.name, (d / "cmdline").read_bytes()))
+        except OSError:
+            pass
+    return found
+
+
+def test_grade_rejects_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="lab must be one of"):
+        A.grade("lab9", tmp_path)
+    with pytest.raises(ValueError, match="no .ipynb file"):
+        A.grade("lab1_ece", tmp_path)
+    with pytest.raises(ValueError, match="timeout must be"):
+        A.grade("lab1_ece", tmp_path, timeout=0)
+    with pytest.raises(ValueError, match="not a folder"):
+        A.grade("lab1_ece", tmp_path / "nope")
+
+
+def test_otter_grades_the_solution_with_the_autograder_archive(built, tmp_path):
+    """What Gradescope runs: otter's own grading of the solution with the archive, full points."""
+    from otter.run import main as otter_run
+
+    out, paths = built
+    p = paths["lab1_ece"]
+    sub = tmp_path / "lab1_ece.ipynb"
+    nb = nbformat.read(p["solution"], as_version=4)
+    for cell in nb.cells:  # the quick profile, as in `grade`
+        if "parameters" in cell.metadata.get("tags", []):
+            cell.source = cell.source.replace('profile = "default"', 'profile = "ci"')
+    nbformat.write(nb, sub)
+    results = otter_run(str(sub), autograder=str(p["autograder"]), output_dir=None, no_logo=True)
+    assert results.total == results.possible == sum(q.points for q in lab_questions("lab1_ece"))
