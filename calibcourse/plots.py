@@ -9,9 +9,10 @@ import numpy as np
 
 from . import metrics as M
 from ._validation import check_labels, check_probs
+from .kernels import kernel_regression
 
 __all__ = ["reliability_diagram", "reliability_grid", "smooth_reliability_diagram",
-           "ece_vs_bins", "training_curves"]
+           "ece_vs_bins", "training_curves", "sweep_plot", "bilevel_diagram"]
 
 ACC_COLOR = "#1f77b4"
 GAP_COLOR = "#d62728"
@@ -140,19 +141,12 @@ def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: i
     p, y, conf, pred = _checked(probs, labels)
     correct = (pred == y).astype(float)
     t = np.linspace(0, 1, grid)
-
-    def curve(c, a):
-        k = np.exp(-0.5 * ((t[:, None] - c[None, :]) / bandwidth) ** 2)
-        den = k.sum(1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(den > 1e-8, (k @ a) / den, np.nan), den
-
-    est, den = curve(conf, correct)
+    est, den = kernel_regression(t, conf, correct, bandwidth)
     rng = np.random.default_rng(seed)
     boots = []
     for _ in range(n_boot):
         i = rng.integers(0, conf.shape[0], conf.shape[0])
-        boots.append(curve(conf[i], correct[i])[0])
+        boots.append(kernel_regression(t, conf[i], correct[i], bandwidth)[0])
     lo, hi = np.nanquantile(np.array(boots), [(1 - level) / 2, (1 + level) / 2], axis=0)
     if ax is None:
         fig, ax = plt.subplots(figsize=(4.2, 4.2))

@@ -48,13 +48,13 @@ def test_platt_matches_sklearn_logistic_regression_on_the_logit():
 
     p, y = binary_miscalibrated(2000, 2)
     z = np.log(p / (1 - p))
-    ours = C.PlattScaling().fit(z, y)
+    ours = C.PlattScaling(input_type="logits").fit(z, y)
     ref = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10000).fit(z[:, None], y)
     assert ours.a_ == pytest.approx(ref.coef_[0, 0], abs=1e-6)
     assert ours.b_ == pytest.approx(ref.intercept_[0], abs=1e-6)
     np.testing.assert_allclose(ours.predict_proba(z), ref.predict_proba(z[:, None])[:, 1], atol=1e-7)
     # the same model from probabilities
-    np.testing.assert_allclose(C.PlattScaling(input="probability").fit(p, y).predict_proba(p),
+    np.testing.assert_allclose(C.PlattScaling().fit(p, y).predict_proba(p),
                                ours.predict_proba(z), atol=1e-9)
 
 
@@ -195,7 +195,7 @@ def test_bbq_agrees_with_netcal_within_tolerance():
 # ------------------------------------------------------------------ behaviour
 @pytest.mark.parametrize("make", [
     lambda: C.HistogramBinning(), lambda: C.HistogramBinning(strategy="quantile"),
-    lambda: C.IsotonicCalibration(), lambda: C.BBQ(), lambda: C.PlattScaling(input="probability"),
+    lambda: C.IsotonicCalibration(), lambda: C.BBQ(), lambda: C.PlattScaling(),
 ])
 def test_every_binary_method_lowers_heldout_ece(make):
     p, y = binary_miscalibrated(6000, 12)
@@ -207,8 +207,9 @@ def test_every_binary_method_lowers_heldout_ece(make):
 
 @pytest.mark.parametrize("make", [
     lambda: C.TemperatureScaling(), lambda: C.VectorScaling(), lambda: C.MatrixScaling(),
-    lambda: C.OneVsAll(C.HistogramBinning()), lambda: C.OneVsAll(C.IsotonicCalibration()),
-    lambda: C.OneVsAll(C.BBQ()), lambda: C.OneVsAll(C.PlattScaling()),
+    lambda: C.OneVsAll(C.HistogramBinning(), input_type="logits"),
+    lambda: C.OneVsAll(C.IsotonicCalibration(), input_type="logits"),
+    lambda: C.OneVsAll(C.BBQ(), input_type="logits"), lambda: C.OneVsAll(C.PlattScaling(), input_type="logits"),
 ])
 def test_every_multiclass_method_lowers_heldout_ece(make):
     z, y = overconfident(8000, 5, 2.5, seed=13)
@@ -228,9 +229,9 @@ def test_accuracy_unchanged_by_ts_and_monotone_vector_scaling():
 
 def test_one_vs_all_rows_sum_to_one():
     z, y = overconfident(2000, 4, 2.0, seed=15)
-    q = C.OneVsAll(C.IsotonicCalibration()).fit(z, y).predict_proba(z)
+    q = C.OneVsAll(C.IsotonicCalibration(), input_type="logits").fit(z, y).predict_proba(z)
     np.testing.assert_allclose(q.sum(1), 1.0)
-    assert len(C.OneVsAll(C.BBQ()).fit(z, y).calibrators_) == 4
+    assert len(C.OneVsAll(C.BBQ(), input_type="logits").fit(z, y).calibrators_) == 4
 
 
 def test_torch_in_torch_out():
@@ -277,8 +278,8 @@ def test_binary_bad_input(cls):
     if cls is not C.PlattScaling:
         with pytest.raises(ValueError, match=r"probabilities of class 1 in \[0, 1\]"):
             cls().fit(good * 3, yb)
-    with pytest.raises(ValueError, match="input must be one of"):
-        cls(input="score").fit(good, yb)
+    with pytest.raises(ValueError, match="input_type must be one of"):
+        cls(input_type="score").fit(good, yb)
 
 
 def test_too_few_samples_for_the_bins():
