@@ -36,7 +36,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-PROFILES = ("ci", "default", "full")
+from .profiles import PROFILES
+
 EDITIONS = ("instructor", "student")
 GENERATED = Path("book") / "generated"
 SOURCES = Path("notebooks")

@@ -13,21 +13,23 @@ Writes are atomic (a temporary folder, then a rename), so an interrupted run
 leaves no entry. An entry whose checksum or format is wrong is reported and
 recomputed, never used.
 
-    python -m calibcourse.cache list | verify | train PROFILE | clear [--root DIR]
+    python -m calibcourse.cli list | verify | train PROFILE | clear [--root DIR]
+
+(:mod:`calibcourse.cli`; ``python -m calibcourse.cache`` runs the same command). The
+store knows configs only as the dicts it hashes: which runs a profile holds is
+:mod:`calibcourse.experiments`'s business.
 
 Bump :data:`CODE_VERSION` whenever a change to the training code changes its
 numbers; a test re-trains ``ci`` runs and compares them with their committed entries.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import io
 import json
 import os
 import platform
 import shutil
-import sys
 import time
 import uuid
 import warnings
@@ -203,56 +205,7 @@ def get_or_train(config: dict, progress: bool | None = None, root=None):
     return Cache(root).get_or_train(config, progress=progress)
 
 
-def main(argv=None) -> int:
-    from .experiments import PROFILES, experiments
+if __name__ == "__main__":  # `python -m calibcourse.cache ...`: the command line lives in calibcourse.cli
+    import runpy
 
-    ap = argparse.ArgumentParser(prog="python -m calibcourse.cache", description=__doc__.split("\n")[0])
-    ap.add_argument("command", choices=("list", "verify", "train", "clear"))
-    ap.add_argument("profile", nargs="?", choices=PROFILES, help="for train: ci, default or full")
-    ap.add_argument("--root", default=None, help=f"cache folder (default {DEFAULT_ROOT})")
-    args = ap.parse_args(argv)
-    cache = Cache(args.root)
-    if args.command == "list":
-        names = {}
-        for prof in PROFILES:
-            try:
-                for name, cfg in experiments(prof).items():
-                    names.setdefault(config_key(cfg), f"{prof}:{name}")
-            except Exception:  # pragma: no cover - a profile whose data is absent
-                pass
-        for key in cache.keys():
-            try:
-                m = cache.check(key)
-                status = f"{m['info'].get('wall_time_s', 0):7.1f} s  {m['info'].get('device', '?')}"
-            except CacheError as exc:
-                status = f"BAD: {exc}"
-            print(f"{key}  {names.get(key, '(no experiment)'):45s} {status}")
-        print(f"{len(cache.keys())} entries, {cache.size_bytes() / 1e6:.1f} MB in {cache.root}")
-        return 0
-    if args.command == "verify":
-        bad = cache.verify()
-        for key, problem in bad:
-            print(f"BAD {problem}", file=sys.stderr)
-        print(f"{len(cache.keys()) - len(bad)} good, {len(bad)} bad entries in {cache.root}")
-        return 1 if bad else 0
-    if args.command == "clear":
-        print(f"removed {cache.clear()} entries from {cache.root}")
-        return 0
-    if not args.profile:
-        ap.error("train needs a PROFILE: ci, default or full")
-    todo = experiments(args.profile)
-    start = time.perf_counter()
-    for i, (name, cfg) in enumerate(todo.items(), start=1):
-        t = time.perf_counter()
-        hit = cache.load(cfg) is not None
-        if not hit:
-            cache.get_or_train(cfg)
-        print(f"[{i}/{len(todo)}] {name}: {'cached' if hit else f'trained in {time.perf_counter() - t:.1f} s'}",
-              flush=True)
-    print(f"profile {args.profile}: {len(todo)} runs in {time.perf_counter() - start:.1f} s; "
-          f"cache {cache.size_bytes() / 1e6:.1f} MB")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    runpy.run_module("calibcourse.cli", run_name="__main__", alter_sys=True)
