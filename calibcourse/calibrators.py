@@ -517,6 +517,8 @@ def _newton_in_beta(moments, beta: float, tol: float, max_iter: int):
     lo, hi, nll = 0.0, np.inf, np.nan
     for _ in range(max_iter):
         g, h, nll = moments(beta)
+        if h > 0 and abs(g / h) < tol * max(1.0, beta):  # converged: take the last, tiny Newton step
+            return beta - g / h, nll
         if g < 0:
             lo = beta
         else:
@@ -598,12 +600,21 @@ class TemperatureScaling(_Calibrator):
                              "for any T > 0): temperature scaling is undefined here")
 
         def moments(a, a_y):
+            rows = max(1, 2**18 // a.shape[1])  # a block of rows whose temporaries stay in the cache
+            buf = torch.empty(min(rows, a.shape[0]), a.shape[1], dtype=a.dtype)
+            sums = torch.empty(3, a.shape[0], dtype=a.dtype)
+
             def at(beta):
-                """dNLL/dbeta, d2NLL/dbeta2 and NLL at beta, in a's dtype (float32 is ~6x faster)."""
-                q = torch.mul(a, beta).exp_()
-                s = q.sum(1)
-                m1 = q.mul_(a).sum(1) / s
-                m2 = q.mul_(a).sum(1) / s
+                """dNLL/dbeta, d2NLL/dbeta2 and NLL at beta, in a's dtype (float32 is ~2x faster)."""
+                for i in range(0, a.shape[0], rows):  # s_j = sum_k a^j exp(beta a), j = 0, 1, 2, per row
+                    blk = a[i: i + rows]
+                    q = buf[: blk.shape[0]]
+                    torch.mul(blk, beta, out=q).exp_()
+                    torch.sum(q, 1, out=sums[0, i: i + rows])
+                    torch.sum(q.mul_(blk), 1, out=sums[1, i: i + rows])
+                    torch.sum(q.mul_(blk), 1, out=sums[2, i: i + rows])
+                s = sums[0]
+                m1, m2 = sums[1] / s, sums[2] / s
                 nll = float((s.log() - beta * a_y).double().mean())
                 return float((m1 - a_y).double().mean()), float((m2 - m1 * m1).double().mean()), nll
             return at
@@ -616,8 +627,8 @@ class TemperatureScaling(_Calibrator):
                 beta, _ = _newton_in_beta(moments(zc32[::stride], zc_y32[::stride]), beta, 1e-3, self.max_iter)
             except _Separated:
                 beta = 1.0
-        try:  # float32 until the step is below 1e-6, then float64 (float32 brackets may be off by rounding)
-            beta, _ = _newton_in_beta(moments(zc32, zc_y32), beta, 1e-6, self.max_iter)
+        try:  # float32 until the step is below 1e-4, then float64 (float32 brackets may be off by rounding)
+            beta, _ = _newton_in_beta(moments(zc32, zc_y32), beta, 1e-4, self.max_iter)
             beta, nll = _newton_in_beta(moments(zc, zc_y), beta, self.tol, self.max_iter)
         except _Separated as exc:
             raise ValueError(str(exc)) from None
