@@ -198,7 +198,7 @@ def run(name: str, profile: str, progress: bool | None = None):
 
     Examples
     --------
-    >>> run("ch2/lenet5", "ci").logits("test").shape  # doctest: +SKIP
+    >>> run("ch2/lenet5", "ci").logits("test").shape  # read from the committed cache
     (1000, 10)
     >>> run("ch9/none", "ci")
     Traceback (most recent call last):
@@ -232,7 +232,7 @@ def runs(prefix: str, profile: str, progress: bool | None = None) -> dict:
 
     Examples
     --------
-    >>> sorted(runs("ch2/depth/", "ci"))  # doctest: +SKIP
+    >>> sorted(runs("ch2/depth/", "ci"))
     ['ch2/depth/d1/s0', 'ch2/depth/d2/s0']
     """
     from .cache import get_or_train

@@ -201,8 +201,8 @@ def reflected_gaussian_smooth(x, weights, sigma: float, grid: int, at) -> list[n
     --------
     >>> (d,) = reflected_gaussian_smooth(np.array([0.5]), [np.ones(1)], sigma=0.1, grid=1001,
     ...                                  at=np.array([0.5]))
-    >>> float(d[0].round(3))  # the Gaussian density at its mean, 1 / (sqrt(2 pi) 0.1), times the spacing
-    0.004
+    >>> float(d[0].round(3))  # the Gaussian density at its mean, 1 / (sqrt(2 pi) 0.1)
+    3.989
     """
     from scipy.signal import fftconvolve
 
