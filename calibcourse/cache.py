@@ -37,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = ["Cache", "CacheError", "config_key", "get_or_train", "CODE_VERSION", "DEFAULT_ROOT"]
+
 #: Version of the training code; part of every key. Bump it when results change.
 CODE_VERSION = 1
 FORMAT = 1
@@ -53,7 +55,29 @@ def _sha256(path: Path) -> str:
 
 
 def config_key(config: dict) -> str:
-    """sha256 (first 20 hex digits) of the canonical config and the training-code version."""
+    """The cache key of a run config.
+
+    Parameters
+    ----------
+    config : dict
+        A run config; defaults are filled first
+        (:func:`calibcourse.train.normalize_config`), so two spellings of one run
+        share a key.
+
+    Returns
+    -------
+    str
+        The first 20 hex digits of the sha256 of the canonical config and
+        :data:`CODE_VERSION`.
+
+    Examples
+    --------
+    >>> cfg = {"data": {"name": "mnist1d"}, "model": {"name": "mlp"}, "epochs": 2}
+    >>> config_key(cfg) == config_key({**cfg, "lr": 1e-3})  # 1e-3 is the default
+    True
+    >>> len(config_key(cfg))
+    20
+    """
     from .train import normalize_config
 
     canon = json.dumps({"config": normalize_config(config), "code_version": CODE_VERSION},
@@ -74,24 +98,77 @@ def _package_versions() -> dict:
 
 
 class Cache:
-    """The result cache rooted at ``root`` (default ``data/cache`` of the repository, or
-    the environment variable ``CALIBCOURSE_CACHE``)."""
+    """The result cache: one verified entry per run config under ``root``.
+
+    Parameters
+    ----------
+    root : str or pathlib.Path, optional
+        The folder; default the environment variable ``CALIBCOURSE_CACHE``,
+        else ``data/cache`` of the repository (:data:`DEFAULT_ROOT`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from calibcourse.experiments import experiments
+    >>> result = Cache().load(experiments("ci")["ch2/lenet5"])  # from the committed cache
+    >>> cache = Cache(tempfile.mkdtemp())
+    >>> cache.store(result).name == config_key(result.config)
+    True
+    >>> cache.keys() == [config_key(result.config)] and cache.verify() == []
+    True
+    """
 
     def __init__(self, root=None):
         self.root = Path(root or os.environ.get("CALIBCOURSE_CACHE") or DEFAULT_ROOT)
 
     # ------------------------------------------------------------------ paths
     def path(self, key: str) -> Path:
+        """The folder of entry ``key``.
+
+        Parameters
+        ----------
+        key : str
+            A key of :func:`config_key`.
+
+        Returns
+        -------
+        pathlib.Path
+            ``root / key`` (which may not exist).
+        """
         return self.root / key
 
     def keys(self) -> list[str]:
+        """The keys of every entry, sorted.
+
+        Returns
+        -------
+        list of str
+            Folder names under ``root`` (temporary folders of writes in progress excluded).
+        """
         if not self.root.exists():
             return []
         return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
     # ------------------------------------------------------------------ read
     def check(self, key: str) -> dict:
-        """Verify an entry against its manifest; return the manifest or raise CacheError."""
+        """Verify an entry against its manifest.
+
+        Parameters
+        ----------
+        key : str
+            The entry.
+
+        Returns
+        -------
+        dict
+            The manifest.
+
+        Raises
+        ------
+        CacheError
+            The manifest is missing, not JSON, of another format or key, or a
+            file is missing or does not match its checksum.
+        """
         d = self.path(key)
         mf = d / "manifest.json"
         if not mf.is_file():
@@ -114,10 +191,20 @@ class Cache:
         return manifest
 
     def load(self, config: dict):
-        """The cached :class:`~calibcourse.train.RunResult` of ``config``, or None.
+        """The cached result of ``config``, or None.
 
         A corrupt entry is reported (a warning naming it and the problem) and
         treated as missing, so the caller recomputes it.
+
+        Parameters
+        ----------
+        config : dict
+            A run config.
+
+        Returns
+        -------
+        calibcourse.train.RunResult or None
+            The result, or None when there is no usable entry.
         """
         import pandas as pd
 
@@ -138,7 +225,20 @@ class Cache:
 
     # ------------------------------------------------------------------ write
     def store(self, result) -> Path:
-        """Write ``result`` atomically; replaces an existing (e.g. corrupt) entry of the same key."""
+        """Write ``result`` atomically (a temporary folder, then a rename).
+
+        An existing (e.g. corrupt) entry of the same key is replaced.
+
+        Parameters
+        ----------
+        result : calibcourse.train.RunResult
+            A run's result (its ``config``, ``history``, ``outputs`` and ``info``).
+
+        Returns
+        -------
+        pathlib.Path
+            The entry's folder.
+        """
         key = config_key(result.config)
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
@@ -169,7 +269,20 @@ class Cache:
         return self.path(key)
 
     def get_or_train(self, config: dict, progress: bool | None = None):
-        """The cached result of ``config``, training (and storing) it first if needed."""
+        """The cached result of ``config``, training (and storing) it first if needed.
+
+        Parameters
+        ----------
+        config : dict
+            A run config.
+        progress : bool, optional
+            Show a progress bar while training.
+
+        Returns
+        -------
+        calibcourse.train.RunResult
+            The result.
+        """
         from .train import train
 
         cached = self.load(config)
@@ -181,7 +294,13 @@ class Cache:
 
     # ------------------------------------------------------------------ maintenance
     def verify(self) -> list[tuple[str, str]]:
-        """``[(key, problem)]`` for every bad entry (empty when all are good)."""
+        """Check every entry.
+
+        Returns
+        -------
+        list of (str, str)
+            ``(key, problem)`` for every bad entry; empty when all are good.
+        """
         bad = []
         for key in self.keys():
             try:
@@ -191,17 +310,52 @@ class Cache:
         return bad
 
     def clear(self) -> int:
+        """Remove the cache folder.
+
+        Returns
+        -------
+        int
+            The number of entries removed.
+        """
         n = len(self.keys())
         if self.root.exists():
             shutil.rmtree(self.root)
         return n
 
     def size_bytes(self) -> int:
+        """Total size of the files under ``root``.
+
+        Returns
+        -------
+        int
+            Bytes.
+        """
         return sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file()) if self.root.exists() else 0
 
 
 def get_or_train(config: dict, progress: bool | None = None, root=None):
-    """Module-level shortcut: ``Cache(root).get_or_train(config)``."""
+    """The cached result of ``config``, trained first if needed: ``Cache(root).get_or_train(config)``.
+
+    Parameters
+    ----------
+    config : dict
+        A run config.
+    progress : bool, optional
+        Show a progress bar while training.
+    root : str or pathlib.Path, optional
+        The cache folder (see :class:`Cache`).
+
+    Returns
+    -------
+    calibcourse.train.RunResult
+        The result.
+
+    Examples
+    --------
+    >>> from calibcourse.experiments import experiments
+    >>> get_or_train(experiments("ci")["ch2/lenet5"]).info["n_test"]  # a committed entry: nothing trains
+    1000
+    """
     return Cache(root).get_or_train(config, progress=progress)
 
 

@@ -818,7 +818,22 @@ MEASURES = {**SCORES, **CALIBRATION_ERRORS}
 
 # --------------------------------------------------------------------------- intervals, reports
 BootstrapCI = namedtuple("BootstrapCI", ["estimate", "low", "high", "level"])
-BootstrapCI.__doc__ = "A point estimate and its percentile bootstrap interval: ``(estimate, low, high, level)``."
+BootstrapCI.__doc__ = """A point estimate and its percentile bootstrap interval (a named tuple).
+
+Attributes
+----------
+estimate : float
+    The measure on all the data.
+low, high : float
+    The ends of the interval.
+level : float
+    Its coverage, e.g. 0.95.
+
+Examples
+--------
+>>> BootstrapCI(0.05, 0.03, 0.08, 0.95).high
+0.08
+"""
 
 
 def bootstrap_ci(metric, probs, labels, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
