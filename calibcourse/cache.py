@@ -37,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._docs import document
+
 __all__ = ["Cache", "CacheError", "config_key", "get_or_train", "CODE_VERSION", "DEFAULT_ROOT"]
 
 #: Version of the training code; part of every key. Bump it when results change.
@@ -54,21 +56,12 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@document("config",
+          returns=("str",
+                   "The first 20 hex digits of the sha256 of the canonical config and "
+                   ":data:`CODE_VERSION`."))
 def config_key(config: dict) -> str:
     """The cache key of a run config.
-
-    Parameters
-    ----------
-    config : dict
-        A run config; defaults are filled first
-        (:func:`calibcourse.train.normalize_config`), so two spellings of one run
-        share a key.
-
-    Returns
-    -------
-    str
-        The first 20 hex digits of the sha256 of the canonical config and
-        :data:`CODE_VERSION`.
 
     Examples
     --------
@@ -97,14 +90,11 @@ def _package_versions() -> dict:
     return out
 
 
+@document(("root", "str or pathlib.Path, optional",
+           "The folder; default the environment variable ``CALIBCOURSE_CACHE``, else ``data/cache`` of the "
+           "repository (:data:`DEFAULT_ROOT`)."))
 class Cache:
     """The result cache: one verified entry per run config under ``root``.
-
-    Parameters
-    ----------
-    root : str or pathlib.Path, optional
-        The folder; default the environment variable ``CALIBCOURSE_CACHE``,
-        else ``data/cache`` of the repository (:data:`DEFAULT_ROOT`).
 
     Examples
     --------
@@ -122,46 +112,29 @@ class Cache:
         self.root = Path(root or os.environ.get("CALIBCOURSE_CACHE") or DEFAULT_ROOT)
 
     # ------------------------------------------------------------------ paths
+    @document(("key", "str", "A key of :func:`config_key`."),
+              returns=("pathlib.Path", "``root / key`` (which may not exist)."))
     def path(self, key: str) -> Path:
         """The folder of entry ``key``.
 
-        Parameters
-        ----------
-        key : str
-            A key of :func:`config_key`.
-
-        Returns
-        -------
-        pathlib.Path
-            ``root / key`` (which may not exist).
         """
         return self.root / key
 
+    @document(returns=("list of str",
+                       "Folder names under ``root`` (temporary folders of writes in progress excluded)."))
     def keys(self) -> list[str]:
         """The keys of every entry, sorted.
 
-        Returns
-        -------
-        list of str
-            Folder names under ``root`` (temporary folders of writes in progress excluded).
         """
         if not self.root.exists():
             return []
         return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
     # ------------------------------------------------------------------ read
+    @document(("key", "str", "The entry."),
+              returns=("dict", "The manifest."))
     def check(self, key: str) -> dict:
         """Verify an entry against its manifest.
-
-        Parameters
-        ----------
-        key : str
-            The entry.
-
-        Returns
-        -------
-        dict
-            The manifest.
 
         Raises
         ------
@@ -190,21 +163,15 @@ class Cache:
                 raise CacheError(f"{key}: {name} checksum mismatch (file changed or corrupt)")
         return manifest
 
+    @document("config",
+              returns=("calibcourse.train.RunResult or None",
+                       "The result, or None when there is no usable entry."))
     def load(self, config: dict):
         """The cached result of ``config``, or None.
 
         A corrupt entry is reported (a warning naming it and the problem) and
         treated as missing, so the caller recomputes it.
 
-        Parameters
-        ----------
-        config : dict
-            A run config.
-
-        Returns
-        -------
-        calibcourse.train.RunResult or None
-            The result, or None when there is no usable entry.
         """
         import pandas as pd
 
@@ -224,20 +191,14 @@ class Cache:
         return RunResult(normalize_config(config), history, outputs, manifest.get("info", {}))
 
     # ------------------------------------------------------------------ write
+    @document(("result", "calibcourse.train.RunResult",
+               "A run's result (its ``config``, ``history``, ``outputs`` and ``info``)."),
+              returns=("pathlib.Path", "The entry's folder."))
     def store(self, result) -> Path:
         """Write ``result`` atomically (a temporary folder, then a rename).
 
         An existing (e.g. corrupt) entry of the same key is replaced.
 
-        Parameters
-        ----------
-        result : calibcourse.train.RunResult
-            A run's result (its ``config``, ``history``, ``outputs`` and ``info``).
-
-        Returns
-        -------
-        pathlib.Path
-            The entry's folder.
         """
         key = config_key(result.config)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -268,20 +229,11 @@ class Cache:
                 shutil.rmtree(tmp, ignore_errors=True)
         return self.path(key)
 
+    @document("config", "progress",
+              returns=("calibcourse.train.RunResult", "The result."))
     def get_or_train(self, config: dict, progress: bool | None = None):
         """The cached result of ``config``, training (and storing) it first if needed.
 
-        Parameters
-        ----------
-        config : dict
-            A run config.
-        progress : bool, optional
-            Show a progress bar while training.
-
-        Returns
-        -------
-        calibcourse.train.RunResult
-            The result.
         """
         from .train import train
 
@@ -293,13 +245,11 @@ class Cache:
         return result
 
     # ------------------------------------------------------------------ maintenance
+    @document(returns=("list of (str, str)",
+                       "``(key, problem)`` for every bad entry; empty when all are good."))
     def verify(self) -> list[tuple[str, str]]:
         """Check every entry.
 
-        Returns
-        -------
-        list of (str, str)
-            ``(key, problem)`` for every bad entry; empty when all are good.
         """
         bad = []
         for key in self.keys():
@@ -309,46 +259,29 @@ class Cache:
                 bad.append((key, str(exc)))
         return bad
 
+    @document(returns=("int", "The number of entries removed."))
     def clear(self) -> int:
         """Remove the cache folder.
 
-        Returns
-        -------
-        int
-            The number of entries removed.
         """
         n = len(self.keys())
         if self.root.exists():
             shutil.rmtree(self.root)
         return n
 
+    @document(returns=("int", "Bytes."))
     def size_bytes(self) -> int:
         """Total size of the files under ``root``.
 
-        Returns
-        -------
-        int
-            Bytes.
         """
         return sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file()) if self.root.exists() else 0
 
 
+@document("config", "progress",
+          ("root", "str or pathlib.Path, optional", "The cache folder (see :class:`Cache`)."),
+          returns=("calibcourse.train.RunResult", "The result."))
 def get_or_train(config: dict, progress: bool | None = None, root=None):
     """The cached result of ``config``, trained first if needed: ``Cache(root).get_or_train(config)``.
-
-    Parameters
-    ----------
-    config : dict
-        A run config.
-    progress : bool, optional
-        Show a progress bar while training.
-    root : str or pathlib.Path, optional
-        The cache folder (see :class:`Cache`).
-
-    Returns
-    -------
-    calibcourse.train.RunResult
-        The result.
 
     Examples
     --------

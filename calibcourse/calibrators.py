@@ -38,6 +38,7 @@ from scipy.special import logit as _logit
 
 from . import binning
 from . import metrics as M
+from ._docs import document
 from ._validation import (check_choice, check_labels, check_logits, check_n_bins, check_probs, is_torch,
                           to_numpy)
 
@@ -69,40 +70,24 @@ class _Calibrator:
 
     _fitted_attr = ""
 
+    @document(("scores", "array_like or torch.Tensor",
+               "Binary methods: shape ``(n,)``, of the class's ``input_type``. Multiclass methods: logits "
+               "of shape ``(n, K)`` (``OneVsAll``: probabilities or logits, by ``input_type``)."),
+              "labels",
+              returns=("self", "The fitted calibrator."))
     def fit(self, scores, labels):
         """Fit the calibration map on a calibration (validation) set.
 
-        Parameters
-        ----------
-        scores : array_like or torch.Tensor
-            Binary methods: shape ``(n,)``, of the class's ``input_type``.
-            Multiclass methods: logits of shape ``(n, K)`` (``OneVsAll``:
-            probabilities or logits, by ``input_type``).
-        labels : array_like of shape (n,)
-            Integer class labels (0 or 1 for a binary method); every class the
-            method needs must occur.
-
-        Returns
-        -------
-        self
-            The fitted calibrator.
         """
         raise NotImplementedError
 
+    @document(("scores", "array_like or torch.Tensor", "Of the kind and shape given to :meth:`fit`."),
+              returns=("numpy.ndarray or torch.Tensor",
+                       "P(y = 1) of shape ``(n,)`` for a binary method (and for ``TemperatureScaling`` of "
+                       "a single logit), else probabilities of shape ``(n, K)``. Torch in, torch out."))
     def predict_proba(self, scores):
         """Calibrated probabilities of new scores.
 
-        Parameters
-        ----------
-        scores : array_like or torch.Tensor
-            Of the kind and shape given to :meth:`fit`.
-
-        Returns
-        -------
-        numpy.ndarray or torch.Tensor
-            P(y = 1) of shape ``(n,)`` for a binary method (and for
-            ``TemperatureScaling`` of a single logit), else probabilities of
-            shape ``(n, K)``. Torch in, torch out.
         """
         raise NotImplementedError
 
@@ -115,13 +100,10 @@ class _Calibrator:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
 
+    @document(returns=("dict", "``{parameter name: value}``."))
     def get_params(self) -> dict:
         """The constructor's parameters and their values, as scikit-learn's ``get_params``.
 
-        Returns
-        -------
-        dict
-            ``{parameter name: value}``.
         """
         import inspect
 
@@ -170,6 +152,7 @@ class _BinaryCalibrator(_Calibrator):
         return s, y
 
 
+@document("n_bins", "strategy", "input_type")
 class HistogramBinning(_BinaryCalibrator):
     r"""Histogram binning (Zadrozny and Elkan 2001).
 
@@ -179,16 +162,6 @@ class HistogramBinning(_BinaryCalibrator):
 
     .. math:: \theta_m = \arg\min_\theta \sum_i \mathbb 1(\hat p_i \in B_m)(\theta - y_i)^2
               = \frac{1}{|B_m|}\sum_{i \in B_m} y_i
-
-    Parameters
-    ----------
-    n_bins : int, default=15
-        Number of bins.
-    strategy : {"uniform", "quantile"}, default="uniform"
-        Equal-width bins ``((m-1)/M, m/M]`` or equal-mass bins of the
-        calibration scores. An empty bin predicts its midpoint.
-    input_type : {"probabilities", "logits"}, default="probabilities"
-        What the scores are (logits go through the sigmoid).
 
     Attributes
     ----------
@@ -258,6 +231,7 @@ def _pool_adjacent_violators(y: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.repeat(values, sizes)
 
 
+@document("input_type")
 class IsotonicCalibration(_BinaryCalibrator):
     r"""Isotonic regression (Zadrozny and Elkan 2002) by pool-adjacent-violators.
 
@@ -267,11 +241,6 @@ class IsotonicCalibration(_BinaryCalibrator):
     Equal scores are pooled first; between fitted points ``predict_proba``
     interpolates linearly and outside them it clips (as scikit-learn's
     ``IsotonicRegression(out_of_bounds="clip")``, which this matches exactly).
-
-    Parameters
-    ----------
-    input_type : {"probabilities", "logits"}, default="probabilities"
-        What the scores are (logits go through the sigmoid).
 
     Attributes
     ----------
@@ -310,6 +279,12 @@ class IsotonicCalibration(_BinaryCalibrator):
         return _like(np.interp(p, self.x_thresholds_, self.y_thresholds_), scores)
 
 
+@document(("n_bins", "int or sequence of int, optional",
+           "The numbers of bins of the models; by default the paper's range above."),
+          ("C", "float, default=10.0", "The paper's constant of the range of ``B``."),
+          ("prior_strength", "float, default=2.0",
+           "``N'``, the equivalent sample size of the Beta priors (2 in the paper)."),
+          "input_type")
 class BBQ(_BinaryCalibrator):
     r"""Bayesian Binning into Quantiles (Naeini, Cooper and Hauskrecht 2015).
 
@@ -328,17 +303,6 @@ class BBQ(_BinaryCalibrator):
     its midpoint and ``N' = prior_strength``; models have a uniform prior. A
     model predicts the posterior mean :math:`(m_b + \alpha_b) / (N_b + N'/B)`
     of the bin a score falls in.
-
-    Parameters
-    ----------
-    n_bins : int or sequence of int, optional
-        The numbers of bins of the models; by default the paper's range above.
-    C : float, default=10.0
-        The paper's constant of the range of ``B``.
-    prior_strength : float, default=2.0
-        ``N'``, the equivalent sample size of the Beta priors (2 in the paper).
-    input_type : {"probabilities", "logits"}, default="probabilities"
-        What the scores are (logits go through the sigmoid).
 
     Attributes
     ----------
@@ -438,17 +402,13 @@ def _fit_logistic_1d(z: np.ndarray, y: np.ndarray, tol: float = 1e-12, max_iter:
     return float(theta[0]), float(theta[1])
 
 
+@document("input_type")
 class PlattScaling(_BinaryCalibrator):
     r"""Platt scaling (Platt 1999): :math:`\hat q = \sigma(a z + b)`.
 
     ``a`` and ``b`` minimize the NLL of the calibration labels, i.e. an
     unregularized logistic regression on the logit ``z`` (Newton's method, to
     1e-12). Probabilities are turned into logits first.
-
-    Parameters
-    ----------
-    input_type : {"probabilities", "logits"}, default="probabilities"
-        What the scores are.
 
     Attributes
     ----------
@@ -536,6 +496,9 @@ def _newton_in_beta(moments, beta: float, tol: float, max_iter: int):
     return beta, nll
 
 
+@document(("tol", "float, default=1e-10",
+           "Tolerance on :math:`\\beta = 1/T` (relative when :math:`\\beta > 1`)."),
+          ("max_iter", "int, default=200", "Newton steps at most, per stage."))
 class TemperatureScaling(_Calibrator):
     r"""Temperature scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(z / T)`.
 
@@ -551,13 +514,6 @@ class TemperatureScaling(_Calibrator):
 
     Logits of shape ``(n,)`` are the single logit of a sigmoid network:
     :math:`\hat q = \sigma(z / T)`.
-
-    Parameters
-    ----------
-    tol : float, default=1e-10
-        Tolerance on :math:`\beta = 1/T` (relative when :math:`\beta > 1`).
-    max_iter : int, default=200
-        Newton steps at most, per stage.
 
     Attributes
     ----------
@@ -646,27 +602,18 @@ class TemperatureScaling(_Calibrator):
         return _like(q[:, 1] if binary else q, logits)
 
     @staticmethod
+    @document(("logits", "array_like of shape (n, K) or (n,)", "Logits (or one sigmoid logit per sample)."),
+              "labels",
+              ("temperatures", "sequence of float, optional",
+               "Positive temperatures; default 0.25 to 5 in steps of 0.05."),
+              "n_bins",
+              returns=("pandas.DataFrame",
+                       "Columns ``temperature``, ``ece``, ``nll``, one row per temperature."))
     def grid(logits, labels, temperatures=None, n_bins: int = 15):
         """ECE and NLL of ``softmax(z / T)`` for every T of ``temperatures``: the hand search.
 
         Note that the ECE-optimal T of a grid is fitted to a biased, noisy
         objective; the NLL-optimal T is what ``fit`` finds exactly.
-
-        Parameters
-        ----------
-        logits : array_like of shape (n, K) or (n,)
-            Logits (or one sigmoid logit per sample).
-        labels : array_like of shape (n,)
-            Integer class labels.
-        temperatures : sequence of float, optional
-            Positive temperatures; default 0.25 to 5 in steps of 0.05.
-        n_bins : int, default=15
-            Bins of the ECE.
-
-        Returns
-        -------
-        pandas.DataFrame
-            Columns ``temperature``, ``ece``, ``nll``, one row per temperature.
 
         Examples
         --------
@@ -760,20 +707,16 @@ class _AffineLogitScaling(_Calibrator):
         return _like(q[:, 1] if binary else q, logits)
 
 
+@document(("bias", "bool, default=True", "Fit the bias ``b`` (else ``b = 0``)."),
+          ("tie_weights", "bool, default=False",
+           "One weight shared by all classes. ``tie_weights=True, bias=False`` is temperature scaling with "
+           ":math:`w = 1/T`."))
 class VectorScaling(_AffineLogitScaling):
     r"""Vector scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(w \odot z + b)`.
 
     A weight per class and a bias per class, minimizing NLL (convex; L-BFGS
     with an analytic gradient). Positive weights keep the order of each logit
     but, unlike TS, may change the argmax.
-
-    Parameters
-    ----------
-    bias : bool, default=True
-        Fit the bias ``b`` (else ``b = 0``).
-    tie_weights : bool, default=False
-        One weight shared by all classes. ``tie_weights=True, bias=False`` is
-        temperature scaling with :math:`w = 1/T`.
 
     Attributes
     ----------
@@ -808,6 +751,10 @@ class VectorScaling(_AffineLogitScaling):
         return z * self.coef_ + self.intercept_
 
 
+@document(("l2", "float, default=0.0", "Penalty ``l2 * ||W - I||^2 / K^2``."),
+          ("off_diagonal", "float, default=0.0",
+           "The ODIR penalty of Kull et al. (2019), ``off_diagonal * sum_{i != j} W_ij^2 / (K(K-1))``."),
+          ("bias_l2", "float, default=0.0", "Penalty ``bias_l2 * ||b||^2 / K``."))
 class MatrixScaling(_AffineLogitScaling):
     r"""Matrix scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(W z + b)`.
 
@@ -815,15 +762,6 @@ class MatrixScaling(_AffineLogitScaling):
     Unregularized it is a multinomial logistic regression on the logits, and
     overfits small calibration sets with many classes (Guo et al., Table 1,
     CIFAR-100).
-
-    Parameters
-    ----------
-    l2 : float, default=0.0
-        Penalty ``l2 * ||W - I||^2 / K^2``.
-    off_diagonal : float, default=0.0
-        The ODIR penalty of Kull et al. (2019), ``off_diagonal * sum_{i != j} W_ij^2 / (K(K-1))``.
-    bias_l2 : float, default=0.0
-        Penalty ``bias_l2 * ||b||^2 / K``.
 
     Attributes
     ----------
@@ -836,9 +774,8 @@ class MatrixScaling(_AffineLogitScaling):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(3000, 3))
-    >>> y = np.array([rng.choice(3, p=q) for q in M.softmax(z)])
+    >>> z = np.random.default_rng(0).normal(size=(3000, 3))
+    >>> y = (z + np.random.default_rng(1).gumbel(size=z.shape)).argmax(1)  # drawn from softmax(z)
     >>> W = MatrixScaling().fit(2 * z, y).coef_
     >>> (W - W[0]).round(1)  # W is identified up to a row added to every row: about I / 2 - (I / 2)[0]
     array([[ 0. ,  0. ,  0. ],
@@ -866,6 +803,9 @@ class MatrixScaling(_AffineLogitScaling):
         return z @ self.coef_.T + self.intercept_
 
 
+@document(("binary_method", "binary calibrator, default=HistogramBinning()",
+           "One of :data:`BINARY` (its own ``input_type`` is overridden: it gets probabilities)."),
+          "input_type")
 class OneVsAll(_Calibrator):
     r"""Guo et al.'s multiclass extension of a binary method.
 
@@ -874,14 +814,6 @@ class OneVsAll(_Calibrator):
     calibrated vector :math:`[\hat q^{(1)}, \dots, \hat q^{(K)}]` is then
     divided by its sum (a row whose calibrated values are all 0 becomes
     uniform). The predicted class may change.
-
-    Parameters
-    ----------
-    binary_method : binary calibrator, default=HistogramBinning()
-        One of :data:`BINARY` (its own ``input_type`` is overridden: it gets
-        probabilities).
-    input_type : {"probabilities", "logits"}, default="probabilities"
-        What the ``(n, K)`` scores are; logits go through the softmax.
 
     Attributes
     ----------

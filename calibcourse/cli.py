@@ -15,6 +15,7 @@ import argparse
 import sys
 import time
 
+from ._docs import document
 from .cache import DEFAULT_ROOT, Cache, CacheError, config_key
 from .experiments import experiments
 from .profiles import PROFILES
@@ -70,18 +71,10 @@ def _train(cache: Cache, profile: str) -> int:
     return 0
 
 
+@document(("argv", "list of str, optional", "The arguments (default: ``sys.argv[1:]``)."),
+          returns=("int", "The exit status: 0, or 1 when ``verify`` found bad entries."))
 def main(argv=None) -> int:
     """Run the command line.
-
-    Parameters
-    ----------
-    argv : list of str, optional
-        The arguments (default: ``sys.argv[1:]``).
-
-    Returns
-    -------
-    int
-        The exit status: 0, or 1 when ``verify`` found bad entries.
 
     Examples
     --------

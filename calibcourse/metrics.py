@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import binning, kernels
+from ._docs import document
 from ._validation import check_choice, check_labels, check_logits, check_probs, is_torch, to_numpy
 
 __all__ = [
@@ -58,21 +59,12 @@ RELIABILITIES = ("top_label", "positive_class")
 
 
 # --------------------------------------------------------------------------- logits to probabilities
+@document(("logits", "array_like or torch.Tensor", "Real-valued scores."),
+          ("axis", "int, default=-1", "The class axis."),
+          returns=("numpy.ndarray or torch.Tensor",
+                   "A torch tensor for a torch input (differentiable), a float64 numpy array otherwise."))
 def softmax(logits, axis: int = -1):
     """Numerically stable softmax ``exp(z - max z) / sum exp(z - max z)``.
-
-    Parameters
-    ----------
-    logits : array_like or torch.Tensor
-        Real-valued scores.
-    axis : int, default=-1
-        The class axis.
-
-    Returns
-    -------
-    numpy.ndarray or torch.Tensor
-        A torch tensor for a torch input (differentiable), a float64 numpy
-        array otherwise.
 
     Examples
     --------
@@ -87,20 +79,11 @@ def softmax(logits, axis: int = -1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+@document(("logits", "array_like or torch.Tensor", "Real-valued scores."),
+          ("axis", "int, default=-1", "The class axis."),
+          returns=("numpy.ndarray or torch.Tensor", "Log-probabilities; torch in, torch out."))
 def log_softmax(logits, axis: int = -1):
     """Numerically stable ``z - logsumexp(z)``.
-
-    Parameters
-    ----------
-    logits : array_like or torch.Tensor
-        Real-valued scores.
-    axis : int, default=-1
-        The class axis.
-
-    Returns
-    -------
-    numpy.ndarray or torch.Tensor
-        Log-probabilities; torch in, torch out.
 
     Examples
     --------
@@ -114,21 +97,15 @@ def log_softmax(logits, axis: int = -1):
     return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
 
 
+@document(("logits", "array_like or torch.Tensor of shape (n, K) or (n,)",
+           "``(n, K)``: the logits of a softmax output (log-probabilities too: their softmax is "
+           "themselves). ``(n,)``: the single logit of a sigmoid output."),
+          returns=("numpy.ndarray or torch.Tensor",
+                   "``softmax(logits)`` over the classes, of shape ``(n, K)``; or ``sigmoid(logits)``, the "
+                   "probability of class 1, of shape ``(n,)`` (never a softmax across the samples). Torch "
+                   "in, torch out."))
 def logits_to_probs(logits):
     """The probabilities a network's logits stand for: the one conversion every caller uses.
-
-    Parameters
-    ----------
-    logits : array_like or torch.Tensor of shape (n, K) or (n,)
-        ``(n, K)``: the logits of a softmax output (log-probabilities too: their
-        softmax is themselves). ``(n,)``: the single logit of a sigmoid output.
-
-    Returns
-    -------
-    numpy.ndarray or torch.Tensor
-        ``softmax(logits)`` over the classes, of shape ``(n, K)``; or
-        ``sigmoid(logits)``, the probability of class 1, of shape ``(n,)``
-        (never a softmax across the samples). Torch in, torch out.
 
     Examples
     --------
@@ -170,13 +147,9 @@ def _positive_class(p: np.ndarray) -> np.ndarray:
     return p
 
 
+@document("probs")
 def top_label(probs):
     """The top-label confidence and the predicted class of every sample.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities (not validated here; see :func:`ece` for the checks).
 
     Returns
     -------
@@ -248,27 +221,11 @@ class ReliabilityBins:
         return self.count / self.count.sum()
 
 
+@document("probs", "labels", "n_bins", "strategy", "reliability",
+          returns=("ReliabilityBins", "``accuracy``, ``confidence``, ``count`` and ``edges`` of the bins."))
 def reliability_bins(probs, labels, n_bins: int = 15, strategy: str = "uniform",
                      reliability: str = "top_label") -> ReliabilityBins:
     """acc(B_m), conf(B_m) and |B_m| of every bin B_m (Guo et al. 2017, section 2).
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities (see the module docstring).
-    labels : array_like of shape (n,)
-        Integer class labels.
-    n_bins : int, default=15
-        Number of bins.
-    strategy : {"uniform", "quantile"}, default="uniform"
-        Equal-width Guo bins or equal-mass bins (:mod:`calibcourse.binning`).
-    reliability : {"top_label", "positive_class"}, default="top_label"
-        What is measured (see the module docstring).
-
-    Returns
-    -------
-    ReliabilityBins
-        ``accuracy``, ``confidence``, ``count`` and ``edges`` of the bins.
 
     Examples
     --------
@@ -302,35 +259,17 @@ def _binned_error(conf, outcome, n_bins, strategy, norm) -> float:
 
 
 # --------------------------------------------------------------------------- binned measures
+@document("probs", "labels", "n_bins", "strategy", "norm", "reliability",
+          returns=("float", "The calibration error, in [0, 1]."))
 def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = "l1",
         reliability: str = "top_label") -> float:
     r"""Expected calibration error, top-label by default.
 
     .. math:: \mathrm{ECE} = \sum_{m=1}^{M} \frac{|B_m|}{n}\,|\mathrm{acc}(B_m) - \mathrm{conf}(B_m)|
 
-    Empty bins contribute nothing.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities (see the module docstring).
-    labels : array_like of shape (n,)
-        Integer class labels.
-    n_bins : int, default=15
-        Number of bins ``M``.
-    strategy : {"uniform", "quantile"}, default="uniform"
-        ``"uniform"``: equal-width Guo bins ``((m-1)/M, m/M]``; ``"quantile"``:
-        equal-mass bins (the adaptive ECE of Nixon et al. 2019).
-    norm : {"l1", "l2", "max"}, default="l1"
-        ``"l2"`` gives :math:`\sqrt{\sum_m \frac{|B_m|}{n}(\mathrm{acc}-\mathrm{conf})^2}`,
-        ``"max"`` the MCE.
-    reliability : {"top_label", "positive_class"}, default="top_label"
-        What is measured (see the module docstring).
-
-    Returns
-    -------
-    float
-        The calibration error, in [0, 1].
+    Empty bins contribute nothing. ``norm="l2"`` gives
+    :math:`\sqrt{\sum_m \frac{|B_m|}{n}(\mathrm{acc}-\mathrm{conf})^2}`, ``norm="max"`` the MCE;
+    ``strategy="quantile"`` the adaptive ECE of Nixon et al. (2019).
 
     Examples
     --------
@@ -346,27 +285,11 @@ def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = 
     return _binned_error(conf, outcome, n_bins, strategy, norm)
 
 
+@document("probs", "labels", "n_bins", "strategy", "reliability",
+          returns=("float", '``ece(..., norm="max")``.'))
 def mce(probs, labels, n_bins: int = 15, strategy: str = "uniform",
         reliability: str = "top_label") -> float:
     r"""Maximum calibration error :math:`\max_m |\mathrm{acc}(B_m) - \mathrm{conf}(B_m)|` over non-empty bins.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities (see the module docstring).
-    labels : array_like of shape (n,)
-        Integer class labels.
-    n_bins : int, default=15
-        Number of bins.
-    strategy : {"uniform", "quantile"}, default="uniform"
-        Equal-width Guo bins or equal-mass bins.
-    reliability : {"top_label", "positive_class"}, default="top_label"
-        What is measured (see the module docstring).
-
-    Returns
-    -------
-    float
-        ``ece(..., norm="max")``.
 
     Examples
     --------
@@ -377,26 +300,10 @@ def mce(probs, labels, n_bins: int = 15, strategy: str = "uniform",
     return ece(probs, labels, n_bins=n_bins, strategy=strategy, norm="max", reliability=reliability)
 
 
+@document("probs", "labels", "n_bins", "norm", "reliability",
+          returns=("float", '``ece(..., strategy="quantile")``.'))
 def ace(probs, labels, n_bins: int = 15, norm: str = "l1", reliability: str = "top_label") -> float:
     """Adaptive calibration error: the ECE over equal-mass bins (Nixon et al. 2019).
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities (see the module docstring).
-    labels : array_like of shape (n,)
-        Integer class labels.
-    n_bins : int, default=15
-        Number of bins, each holding ``n / n_bins`` samples (up to one).
-    norm : {"l1", "l2", "max"}, default="l1"
-        As in :func:`ece`.
-    reliability : {"top_label", "positive_class"}, default="top_label"
-        What is measured (see the module docstring).
-
-    Returns
-    -------
-    float
-        ``ece(..., strategy="quantile")``.
 
     Examples
     --------
@@ -407,6 +314,8 @@ def ace(probs, labels, n_bins: int = 15, norm: str = "l1", reliability: str = "t
     return ece(probs, labels, n_bins=n_bins, strategy="quantile", norm=norm, reliability=reliability)
 
 
+@document("probs", "labels", "n_bins", "strategy", "norm", "reliability",
+          returns=("float", "The class-wise calibration error."))
 def classwise_ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = "l1",
                   reliability: str = "top_label") -> float:
     r"""Class-wise ECE (Kull et al. 2019): the ECE of every class's probability, averaged.
@@ -416,28 +325,6 @@ def classwise_ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", no
 
     where ``B_mk`` bins the samples by ``p_k`` and ``freq_k`` is the fraction of
     them whose label is ``k``.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities; binary ``(n,)`` input is read as ``[1 - p, p]``.
-    labels : array_like of shape (n,)
-        Integer class labels.
-    n_bins : int, default=15
-        Number of bins per class.
-    strategy : {"uniform", "quantile"}, default="uniform"
-        Equal-width Guo bins or equal-mass bins.
-    norm : {"l1", "l2", "max"}, default="l1"
-        As in :func:`ece`, per class.
-    reliability : {"top_label", "positive_class"}, default="top_label"
-        ``"top_label"``: the average over all ``K`` classes (of both for binary
-        input); ``"positive_class"`` (binary input only): the class-1 term
-        alone, which is ``ece(..., reliability="positive_class")``.
-
-    Returns
-    -------
-    float
-        The class-wise calibration error.
 
     Examples
     --------
@@ -460,6 +347,11 @@ def classwise_ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", no
     return float(np.mean([_ece_from_sums(count[c], sc[c], so[c], norm) for c in range(k)]))
 
 
+@document("probs", "labels", "n_bins",
+          ("strategy", '{"uniform", "quantile"}, default="quantile"',
+           "Equal-mass bins by default, as in the paper."),
+          "reliability",
+          returns=("float", "The debiased l2 error, >= 0."))
 def debiased_ece(probs, labels, n_bins: int = 15, strategy: str = "quantile",
                  reliability: str = "top_label") -> float:
     r"""Debiased l2 calibration error (Kumar, Liang and Ma 2019).
@@ -470,24 +362,6 @@ def debiased_ece(probs, labels, n_bins: int = 15, strategy: str = "quantile",
     returned as :math:`\sqrt{\max(\widehat{\mathrm{CE}}^2, 0)}`; bins with fewer
     than 2 samples contribute 0. Compare with ``ece(..., norm="l2")``, its
     plug-in (upward-biased) version.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities (see the module docstring).
-    labels : array_like of shape (n,)
-        Integer class labels.
-    n_bins : int, default=15
-        Number of bins.
-    strategy : {"uniform", "quantile"}, default="quantile"
-        Equal-mass bins by default, as in the paper.
-    reliability : {"top_label", "positive_class"}, default="top_label"
-        What is measured (see the module docstring).
-
-    Returns
-    -------
-    float
-        The debiased l2 error, >= 0.
 
     Examples
     --------
@@ -508,28 +382,17 @@ def debiased_ece(probs, labels, n_bins: int = 15, strategy: str = "quantile",
 
 
 # --------------------------------------------------------------------------- kernel measures
+@document(("confidence", "torch.Tensor of shape (n,)", "Top-label confidences; gradients flow through them."),
+          ("correct", "torch.Tensor of shape (n,)", "1 where the prediction is correct, else 0."),
+          ("bandwidth", "float, default=0.05", "The kernel bandwidth ``h``."),
+          ("chunk", "int, default=1024", "Rows of the ``n x n`` kernel matrix held in memory at once."),
+          returns=("torch.Tensor", "A scalar (0-dimensional) tensor."))
 def sece_exact_torch(confidence, correct, bandwidth: float = 0.05, chunk: int = 1024):
     r"""Exact, differentiable SECE in torch (the loss of chapter 5), O(n^2) in chunks.
 
     .. math:: \mathrm{SACC}_i = \frac{\sum_j K(c_i, c_j)\,a_j}{\sum_j K(c_i, c_j)},\quad
               K(c_i, c_j) = e^{-(c_i - c_j)^2 / 2h^2},\quad
               \mathrm{SECE} = \frac1n \sum_i |\mathrm{SACC}_i - c_i|
-
-    Parameters
-    ----------
-    confidence : torch.Tensor of shape (n,)
-        Top-label confidences; gradients flow through them.
-    correct : torch.Tensor of shape (n,)
-        1 where the prediction is correct, else 0.
-    bandwidth : float, default=0.05
-        The kernel bandwidth ``h``.
-    chunk : int, default=1024
-        Rows of the ``n x n`` kernel matrix held in memory at once.
-
-    Returns
-    -------
-    torch.Tensor
-        A scalar (0-dimensional) tensor.
 
     Examples
     --------
@@ -556,6 +419,15 @@ def _default_sece_grid(bandwidth: float) -> int:
     return int(max(4096, np.ceil(40.0 / bandwidth)))
 
 
+@document("probs", "labels",
+          ("bandwidth", "float, default=0.05", "The kernel bandwidth ``h`` > 0."),
+          ("method", '{"auto", "exact", "fast"}, default="auto"',
+           '``"exact"`` sums all n^2 pairs (:func:`sece_exact_torch`); ``"fast"`` bins onto a grid of '
+           "spacing at most h/40 and convolves by FFT (:func:`calibcourse.kernels.gaussian_smooth`; error "
+           'below 1e-5 for h >= 0.01, tested against exact on n = 20,000); ``"auto"`` is exact below 2,000 '
+           "samples."),
+          "reliability",
+          returns=("float", "The SECE, in [0, 1]."))
 def sece(probs, labels, bandwidth: float = 0.05, method: str = "auto",
          reliability: str = "top_label") -> float:
     r"""Smooth ECE of the meta-regularization paper (Wang et al. 2023).
@@ -565,28 +437,6 @@ def sece(probs, labels, bandwidth: float = 0.05, method: str = "auto",
 
     with the Gaussian kernel :math:`K(c_i, c_j) = \exp(-(c_i-c_j)^2 / 2h^2)` of
     bandwidth ``h`` over top-label confidences ``c``.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities (see the module docstring).
-    labels : array_like of shape (n,)
-        Integer class labels.
-    bandwidth : float, default=0.05
-        The kernel bandwidth ``h`` > 0.
-    method : {"auto", "exact", "fast"}, default="auto"
-        ``"exact"`` sums all n^2 pairs (:func:`sece_exact_torch`); ``"fast"``
-        bins onto a grid of spacing at most h/40 and convolves by FFT
-        (:func:`calibcourse.kernels.gaussian_smooth`; error below 1e-5 for
-        h >= 0.01, tested against exact on n = 20,000); ``"auto"`` is exact
-        below 2,000 samples.
-    reliability : {"top_label", "positive_class"}, default="top_label"
-        What is measured (see the module docstring).
-
-    Returns
-    -------
-    float
-        The SECE, in [0, 1].
 
     Examples
     --------
@@ -617,27 +467,14 @@ def _smece_at(f: np.ndarray, r: np.ndarray, sigma: float) -> float:
     return float(np.sum(np.abs(num)) / np.sum(den + 1e-4))
 
 
+@document("probs", "labels", "reliability",
+          ("eps", "float, default=1e-3", "Smallest bandwidth considered."),
+          ("refine", "int, default=10",
+           "Bisection steps (``relplot.smECE``'s default; 20 pins sigma* to 1e-6)."),
+          returns=("float", ":math:`\\sigma^*` in (0, 1]."))
 def smooth_ece_bandwidth(probs, labels, reliability: str = "top_label", eps: float = 1e-3,
                          refine: int = 10) -> float:
     r"""The bandwidth :math:`\sigma^*` at which :func:`smooth_ece` evaluates: the fixed point ``sigma = smECE_sigma``.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities (see the module docstring).
-    labels : array_like of shape (n,)
-        Integer class labels.
-    reliability : {"top_label", "positive_class"}, default="top_label"
-        What is measured (see the module docstring).
-    eps : float, default=1e-3
-        Smallest bandwidth considered.
-    refine : int, default=10
-        Bisection steps (``relplot.smECE``'s default; 20 pins sigma* to 1e-6).
-
-    Returns
-    -------
-    float
-        :math:`\sigma^*` in (0, 1].
 
     Examples
     --------
@@ -650,6 +487,11 @@ def smooth_ece_bandwidth(probs, labels, reliability: str = "top_label", eps: flo
     return kernels.fixed_point_bandwidth(lambda s: _smece_at(conf, r, s), eps=eps, refine=refine)
 
 
+@document("probs", "labels", "reliability",
+          ("eps", "float, default=1e-3", "Smallest bandwidth considered."),
+          ("refine", "int, default=10",
+           "Bisection steps for the bandwidth (``refine=20`` pins sigma* to 1e-6)."),
+          returns=("float", "smECE at :math:`\\sigma^*`."))
 def smooth_ece(probs, labels, reliability: str = "top_label", eps: float = 1e-3, refine: int = 10) -> float:
     r"""SmoothECE of Błasiok and Nakkiran (2023) with its fixed-point bandwidth.
 
@@ -660,24 +502,6 @@ def smooth_ece(probs, labels, reliability: str = "top_label", eps: float = 1e-3,
     confidences (:func:`calibcourse.kernels.reflected_gaussian_smooth`); the
     bandwidth is the fixed point ``sigma* = smECE_sigma*``
     (:func:`smooth_ece_bandwidth`). Matches ``relplot.smECE`` to 1e-4.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities (see the module docstring).
-    labels : array_like of shape (n,)
-        Integer class labels.
-    reliability : {"top_label", "positive_class"}, default="top_label"
-        What is measured (see the module docstring).
-    eps : float, default=1e-3
-        Smallest bandwidth considered.
-    refine : int, default=10
-        Bisection steps for the bandwidth (``refine=20`` pins sigma* to 1e-6).
-
-    Returns
-    -------
-    float
-        smECE at :math:`\sigma^*`.
 
     Examples
     --------
@@ -697,23 +521,13 @@ def _probs2d(probs):
     return np.stack([1.0 - p, p], axis=1) if p.ndim == 1 else p
 
 
+@document("probs", "labels",
+          ("eps", "float, default=1e-12",
+           "``p_{i, y_i}`` is clipped below at ``eps`` (a certain mistake costs ``-log(eps)``, not "
+           "infinity)."),
+          returns=("float", "The mean NLL (natural log), as ``sklearn.metrics.log_loss``."))
 def nll(probs, labels, eps: float = 1e-12) -> float:
     r"""Negative log-likelihood :math:`-\frac1n\sum_i \log p_{i, y_i}`.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities; binary ``(n,)`` input is P(y = 1).
-    labels : array_like of shape (n,)
-        Integer class labels.
-    eps : float, default=1e-12
-        ``p_{i, y_i}`` is clipped below at ``eps`` (a certain mistake costs
-        ``-log(eps)``, not infinity).
-
-    Returns
-    -------
-    float
-        The mean NLL (natural log), as ``sklearn.metrics.log_loss``.
 
     Examples
     --------
@@ -726,22 +540,13 @@ def nll(probs, labels, eps: float = 1e-12) -> float:
     return float(-np.mean(np.log(np.maximum(py, eps))))
 
 
+@document("probs", "labels",
+          returns=("float",
+                   "Multiclass ``(n, K)``: :math:`\\frac1n\\sum_i\\sum_k (p_{ik} - [y_i = k])^2` (Brier "
+                   "1950). Binary ``(n,)``: :math:`\\frac1n\\sum_i (p_i - y_i)^2`, as "
+                   "``sklearn.metrics.brier_score_loss`` (half the two-column value)."))
 def brier(probs, labels) -> float:
     r"""Brier score.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities.
-    labels : array_like of shape (n,)
-        Integer class labels.
-
-    Returns
-    -------
-    float
-        Multiclass ``(n, K)``: :math:`\frac1n\sum_i\sum_k (p_{ik} - [y_i = k])^2`
-        (Brier 1950). Binary ``(n,)``: :math:`\frac1n\sum_i (p_i - y_i)^2`, as
-        ``sklearn.metrics.brier_score_loss`` (half the two-column value).
 
     Examples
     --------
@@ -759,20 +564,9 @@ def brier(probs, labels) -> float:
     return float(np.mean(sq))
 
 
+@document("probs", "labels", returns=("float", "The accuracy, in [0, 1]."))
 def accuracy(probs, labels) -> float:
     """Fraction of samples whose predicted (argmax) class equals the label.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities (binary ``(n,)``: predicted 1 when ``p > 0.5``).
-    labels : array_like of shape (n,)
-        Integer class labels.
-
-    Returns
-    -------
-    float
-        The accuracy, in [0, 1].
 
     Examples
     --------
@@ -784,24 +578,13 @@ def accuracy(probs, labels) -> float:
     return float(np.mean(top_label(p)[1] == y))
 
 
+@document("probs", "labels", returns=("float", "The error rate ``1 - accuracy``, in [0, 1]."))
 def error(probs, labels) -> float:
-    """Classification error ``1 - accuracy``.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities.
-    labels : array_like of shape (n,)
-        Integer class labels.
-
-    Returns
-    -------
-    float
-        The error rate, in [0, 1].
+    """Classification error: the fraction of samples whose predicted class is not the label.
 
     Examples
     --------
-    >>> error(np.array([[0.9, 0.1], [0.4, 0.6]]), np.array([0, 0]))
+    >>> error(np.array([0.2, 0.9, 0.7, 0.6]), np.array([1, 1, 0, 1]))  # binary: predicted 1 when p > 0.5
     0.5
     """
     return 1.0 - accuracy(probs, labels)
@@ -914,36 +697,21 @@ def _binned_from_conf(metric, kwargs):
     return lambda c, o: _binned_error(c, o, n_bins, strategy, norm)
 
 
+@document("probs", "labels", "n_bins",
+          ("name", 'str, default="model"', "The row's index."),
+          ("ci", "bool, default=False",
+           "Add ``<measure>_low`` / ``<measure>_high`` (95 % percentile bootstrap) for every calibration "
+           "error."),
+          ("n_boot", "int, default=200", "Resamples of the bootstrap."),
+          "seed",
+          ("sece_bandwidth", "float, default=0.05", "Bandwidth of :func:`sece`."),
+          returns=("pandas.DataFrame",
+                   "One row, one column per measure: error, nll, brier, ece, mce, ace, classwise_ece, "
+                   "debiased_ece, sece, smooth_ece. Concatenate the rows of several models with "
+                   "``pandas.concat``."))
 def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci: bool = False,
                        n_boot: int = 200, seed: int = 0, sece_bandwidth: float = 0.05):
     """Every measure of :data:`MEASURES` for one model, as a one-row pandas DataFrame.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities.
-    labels : array_like of shape (n,)
-        Integer class labels.
-    n_bins : int, default=15
-        Bins of the binned measures.
-    name : str, default="model"
-        The row's index.
-    ci : bool, default=False
-        Add ``<measure>_low`` / ``<measure>_high`` (95 % percentile bootstrap)
-        for every calibration error.
-    n_boot : int, default=200
-        Resamples of the bootstrap.
-    seed : int, default=0
-        Seed of the bootstrap.
-    sece_bandwidth : float, default=0.05
-        Bandwidth of :func:`sece`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row, one column per measure: error, nll, brier, ece, mce, ace,
-        classwise_ece, debiased_ece, sece, smooth_ece. Concatenate the rows of
-        several models with ``pandas.concat``.
 
     Examples
     --------

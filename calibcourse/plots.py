@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from . import metrics as M
+from ._docs import document
 from ._validation import check_labels, check_probs
 from .kernels import kernel_regression
 
@@ -36,6 +37,13 @@ def _checked(probs, labels):
     return p, y, conf, pred
 
 
+@document("probs", "labels", "n_bins",
+          ("ax", "matplotlib Axes or pair of Axes, optional",
+           "``None`` (a new figure), one Axes (the diagram only) or a pair ``(ax_diagram, ax_histogram)``."),
+          "title",
+          ("show_histogram", "bool, default=True", "Draw the histogram below (only when ``ax`` is None)."),
+          "strategy",
+          returns=("matplotlib.figure.Figure", "The figure drawn on."))
 def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | None = None,
                         show_histogram: bool = True, strategy: str = "uniform"):
     """Guo-style reliability diagram of top-label confidences.
@@ -44,29 +52,6 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
     the gap to conf(B_m) shaded red, the diagonal of perfect calibration, ECE
     and MCE in the corner. Bottom (when ``show_histogram``): the histogram of
     confidences with the mean confidence and the accuracy marked.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities.
-    labels : array_like of shape (n,)
-        Integer class labels.
-    n_bins : int, default=15
-        Number of bins.
-    ax : matplotlib Axes or pair of Axes, optional
-        ``None`` (a new figure), one Axes (the diagram only) or a pair
-        ``(ax_diagram, ax_histogram)``.
-    title : str, optional
-        Title of the diagram.
-    show_histogram : bool, default=True
-        Draw the histogram below (only when ``ax`` is None).
-    strategy : {"uniform", "quantile"}, default="uniform"
-        Equal-width or equal-mass bins.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure drawn on.
 
     Examples
     --------
@@ -129,30 +114,17 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
     return fig
 
 
+@document(("panels", "dict", "``{title: (probs, labels)}``, one diagram each, in order."),
+          "n_bins",
+          ("ncols", "int, optional", "Diagrams per row (default: up to 4)."),
+          ("show_histogram", "bool, default=True", "A histogram of confidences under each diagram."),
+          ("highlight", "str, optional", "The title of a panel to frame in red (e.g. the best temperature)."),
+          ("panel_size", "float, default=3.3", "Width of a panel in inches."),
+          returns=("matplotlib.figure.Figure", "The figure."))
 def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
                      show_histogram: bool = True, highlight: str | None = None,
                      panel_size: float = 3.3):
     """Side-by-side reliability diagrams, one per entry of ``panels``.
-
-    Parameters
-    ----------
-    panels : dict
-        ``{title: (probs, labels)}``, one diagram each, in order.
-    n_bins : int, default=15
-        Number of bins.
-    ncols : int, optional
-        Diagrams per row (default: up to 4).
-    show_histogram : bool, default=True
-        A histogram of confidences under each diagram.
-    highlight : str, optional
-        The title of a panel to frame in red (e.g. the best temperature).
-    panel_size : float, default=3.3
-        Width of a panel in inches.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure.
 
     Examples
     --------
@@ -183,6 +155,13 @@ def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
     return fig
 
 
+@document("probs", "labels",
+          ("bandwidth", "float, default=0.05", "The kernel bandwidth."),
+          ("n_boot", "int, default=100", "Bootstrap resamples of the band."),
+          ("level", "float, default=0.95", "Coverage of the band."),
+          "seed", "ax", "title",
+          ("grid", "int, default=200", "Points of [0, 1] where the curve is evaluated."),
+          returns=("matplotlib.figure.Figure", "The figure drawn on."))
 def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: int = 100,
                                level: float = 0.95, seed: int = 0, ax=None, title: str | None = None,
                                grid: int = 200):
@@ -192,32 +171,6 @@ def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: i
     with a Gaussian kernel (:func:`calibcourse.kernels.kernel_regression`, the
     SACC of :func:`calibcourse.metrics.sece`); the band is the pointwise
     ``level`` percentile interval over ``n_boot`` resamples.
-
-    Parameters
-    ----------
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities.
-    labels : array_like of shape (n,)
-        Integer class labels.
-    bandwidth : float, default=0.05
-        The kernel bandwidth.
-    n_boot : int, default=100
-        Bootstrap resamples of the band.
-    level : float, default=0.95
-        Coverage of the band.
-    seed : int, default=0
-        Seed of the resampling.
-    ax : matplotlib Axes, optional
-        Where to draw (default: a new figure).
-    title : str, optional
-        Title.
-    grid : int, default=200
-        Points of [0, 1] where the curve is evaluated.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure drawn on.
 
     Examples
     --------
@@ -262,25 +215,14 @@ def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: i
     return fig
 
 
+@document(("models", "dict", "``{name: (probs, labels)}``, one line each."),
+          ("bins", "sequence of int, default=(10, 15, 20, 50, 100, 200, 500, 1000)", "The numbers of bins."),
+          "strategy",
+          ("axes", "pair of matplotlib Axes, optional", "Where to draw (default: a new figure)."),
+          returns=("matplotlib.figure.Figure", "The figure."))
 def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strategy: str = "uniform",
                 axes=None):
     """ECE (left) and MCE (right) against the number of bins (the robustness figure of Wang et al. 2023).
-
-    Parameters
-    ----------
-    models : dict
-        ``{name: (probs, labels)}``, one line each.
-    bins : sequence of int, default=(10, 15, 20, 50, 100, 200, 500, 1000)
-        The numbers of bins.
-    strategy : {"uniform", "quantile"}, default="uniform"
-        Equal-width or equal-mass bins.
-    axes : pair of matplotlib Axes, optional
-        Where to draw (default: a new figure).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure.
 
     Examples
     --------
@@ -307,31 +249,17 @@ def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strate
     return fig
 
 
+@document(("history", "pandas.DataFrame or dict", "Equal-length sequences, e.g. ``RunResult.history``."),
+          ("x", 'str, default="epoch"', "The column of the horizontal axis."),
+          ("error", 'str, default="test_error"', "The column drawn on the left axis."),
+          ("nll", 'str, default="test_nll"', "The column drawn on the right axis."),
+          "ax",
+          ("mark_nll_minimum", "bool, default=True", "Mark the epoch of minimal NLL."),
+          "title",
+          returns=("matplotlib.figure.Figure", "The figure."))
 def training_curves(history, x: str = "epoch", error: str = "test_error", nll: str = "test_nll",
                     ax=None, mark_nll_minimum: bool = True, title: str | None = None):
     """Test error (left axis) and test NLL (right axis) per epoch, Guo et al. Fig. 3.
-
-    Parameters
-    ----------
-    history : pandas.DataFrame or dict
-        Equal-length sequences, e.g. ``RunResult.history``.
-    x : str, default="epoch"
-        The column of the horizontal axis.
-    error : str, default="test_error"
-        The column drawn on the left axis.
-    nll : str, default="test_nll"
-        The column drawn on the right axis.
-    ax : matplotlib Axes, optional
-        Where to draw (default: a new figure).
-    mark_nll_minimum : bool, default=True
-        Mark the epoch of minimal NLL.
-    title : str, optional
-        Title.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure.
 
     Examples
     --------
@@ -360,32 +288,21 @@ def training_curves(history, x: str = "epoch", error: str = "test_error", nll: s
     return fig
 
 
+@document(("table", "pandas.DataFrame",
+           "The output of :func:`calibcourse.report.sweep_table`: index = swept value, columns ``m`` and "
+           "(optionally) ``m_std`` per measure ``m``."),
+          ("xlabel", "str", "Label of the swept value."),
+          ("columns", 'sequence of str, default=("error", "ece", "temperature")',
+           "The measures, one panel each."),
+          ("logx", "bool, default=False", "Logarithmic horizontal axis."),
+          ("titles", "sequence of str, optional", "One title per panel."),
+          ("axes", "sequence of matplotlib Axes, optional", "Where to draw (default: a new figure)."),
+          ("categorical", "bool, default=False",
+           'Evenly spaced values labelled by the index (e.g. "plain" / "bn").'),
+          returns=("matplotlib.figure.Figure", "The figure."))
 def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx: bool = False,
                titles=None, axes=None, categorical: bool = False):
     """One panel per measure against a swept value (Guo et al. Fig. 2), mean +- std over seeds.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        The output of :func:`calibcourse.report.sweep_table`: index = swept
-        value, columns ``m`` and (optionally) ``m_std`` per measure ``m``.
-    xlabel : str
-        Label of the swept value.
-    columns : sequence of str, default=("error", "ece", "temperature")
-        The measures, one panel each.
-    logx : bool, default=False
-        Logarithmic horizontal axis.
-    titles : sequence of str, optional
-        One title per panel.
-    axes : sequence of matplotlib Axes, optional
-        Where to draw (default: a new figure).
-    categorical : bool, default=False
-        Evenly spaced values labelled by the index (e.g. "plain" / "bn").
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure.
 
     Examples
     --------
@@ -428,13 +345,9 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
     return fig
 
 
+@document(returns=("matplotlib.figure.Figure", "The diagram."))
 def bilevel_diagram():
     """The bilevel loop of meta-regularization (chapter 5), drawn with boxes and arrows.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The diagram.
 
     Examples
     --------

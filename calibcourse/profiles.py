@@ -5,6 +5,8 @@ the notebook banner, the command line) reads the names from :data:`PROFILES`.
 """
 from __future__ import annotations
 
+from ._docs import document
+
 __all__ = ["PROFILES", "DESCRIPTIONS", "check_profile"]
 
 #: What each profile is, as the banner at the top of every page says it.
@@ -17,18 +19,10 @@ DESCRIPTIONS = {
 PROFILES = tuple(DESCRIPTIONS)
 
 
+@document("profile",
+          returns=("str", "``profile``."))
 def check_profile(profile) -> str:
     """Return ``profile`` if it names a profile, else raise a ``ValueError`` listing them.
-
-    Parameters
-    ----------
-    profile : str
-        A profile name.
-
-    Returns
-    -------
-    str
-        ``profile``.
 
     Examples
     --------
