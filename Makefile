@@ -37,7 +37,7 @@ labs: $(BOOK_STAMP)
 
 # fill the result cache (data/cache) for a profile: every training run of the book
 train: $(BOOK_STAMP)
-	$(PY) -m calibcourse.cache train $(PROFILE)
+	$(PY) -m calibcourse.cli train $(PROFILE)
 
 test: $(TEST_STAMP)
 	$(PY) -m pytest

@@ -94,7 +94,9 @@ def _row_sums(a: np.ndarray) -> np.ndarray:
     t = _torch_view(a)
     if t is None:
         return a.sum(axis=1, dtype=np.float64)
-    return t.sum(dim=1).double().numpy()
+    import torch
+
+    return (t @ torch.ones(t.shape[1], dtype=t.dtype)).double().numpy()  # a matrix-vector product: one fast pass
 
 
 def check_labels(labels, n: int, n_classes: int | None, name: str = "labels") -> np.ndarray:
@@ -139,8 +141,14 @@ def check_choice(value, choices, name: str):
     return value
 
 
-def check_logits(logits, name: str = "logits", ndim: int | None = 2) -> np.ndarray:
-    """Validate real-valued scores (logits); return float64. ``ndim=None`` accepts any rank >= 1."""
+def check_logits(logits, name: str = "logits", ndim: int | None = 2,
+                 reject_probabilities: bool = False) -> np.ndarray:
+    """Validate real-valued scores (logits); return float64. ``ndim=None`` accepts any rank >= 1.
+
+    With ``reject_probabilities``, scores that can be told to be probabilities are
+    an error: a vector ``(n,)`` whose values all lie in [0, 1], or a matrix
+    ``(n, K)`` whose rows all lie in [0, 1] and sum to 1 (within ``SUM_TOL``).
+    """
     z = to_numpy(logits, name)
     if z.dtype.kind not in "fiu":
         raise ValueError(f"{name} must be a numeric array; got dtype {z.dtype}")
@@ -152,7 +160,16 @@ def check_logits(logits, name: str = "logits", ndim: int | None = 2) -> np.ndarr
         raise ValueError(f"{name} must have shape {shape}; got shape {z.shape}")
     if z.shape[0] == 0:
         raise ValueError(f"{name} is empty: at least one sample is needed")
-    check_finite(z, name)
+    lo, hi = _min_max(z)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        check_finite(z, name)  # names NaN or inf and counts them
+    if reject_probabilities and lo >= 0 and hi <= 1:
+        if z.ndim == 1:
+            raise ValueError(f"{name} all lie in [0, 1], as probabilities do, but logits were expected; "
+                             "give probabilities of class 1 to a calibrator with input_type='probabilities'")
+        if z.ndim == 2 and np.abs(_row_sums(z) - 1.0).max() <= SUM_TOL:
+            raise ValueError(f"{name} look like probabilities, not logits: every row lies in [0, 1] and "
+                             "sums to 1; pass the network's logits (or numpy.log of the probabilities)")
     return z
 
 

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
-PROFILES = ("ci", "default", "full")
+from .profiles import PROFILES
+
 EDITIONS = ("instructor", "student")
 GENERATED = Path("book") / "generated"
 SOURCES = Path("notebooks")

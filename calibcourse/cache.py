@@ -13,27 +13,33 @@ Writes are atomic (a temporary folder, then a rename), so an interrupted run
 leaves no entry. An entry whose checksum or format is wrong is reported and
 recomputed, never used.
 
-    python -m calibcourse.cache list | verify | train PROFILE | clear [--root DIR]
+    python -m calibcourse.cli list | verify | train PROFILE | clear [--root DIR]
+
+(:mod:`calibcourse.cli`; ``python -m calibcourse.cache`` runs the same command). The
+store knows configs only as the dicts it hashes: which runs a profile holds is
+:mod:`calibcourse.experiments`'s business.
 
 Bump :data:`CODE_VERSION` whenever a change to the training code changes its
 numbers; a test re-trains ``ci`` runs and compares them with their committed entries.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import io
 import json
 import os
 import platform
 import shutil
-import sys
 import time
 import uuid
 import warnings
 from pathlib import Path
 
 import numpy as np
+
+from ._docs import document
+
+__all__ = ["Cache", "CacheError", "config_key", "get_or_train", "CODE_VERSION", "DEFAULT_ROOT"]
 
 #: Version of the training code; part of every key. Bump it when results change.
 CODE_VERSION = 1
@@ -50,8 +56,21 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@document("config",
+          returns=("str",
+                   "The first 20 hex digits of the sha256 of the canonical config and "
+                   ":data:`CODE_VERSION`."))
 def config_key(config: dict) -> str:
-    """sha256 (first 20 hex digits) of the canonical config and the training-code version."""
+    """The cache key of a run config.
+
+    Examples
+    --------
+    >>> cfg = {"data": {"name": "mnist1d"}, "model": {"name": "mlp"}, "epochs": 2}
+    >>> config_key(cfg) == config_key({**cfg, "lr": 1e-3})  # 1e-3 is the default
+    True
+    >>> len(config_key(cfg))
+    20
+    """
     from .train import normalize_config
 
     canon = json.dumps({"config": normalize_config(config), "code_version": CODE_VERSION},
@@ -71,25 +90,58 @@ def _package_versions() -> dict:
     return out
 
 
+@document(("root", "str or pathlib.Path, optional",
+           "The folder; default the environment variable ``CALIBCOURSE_CACHE``, else ``data/cache`` of the "
+           "repository (:data:`DEFAULT_ROOT`)."))
 class Cache:
-    """The result cache rooted at ``root`` (default ``data/cache`` of the repository, or
-    the environment variable ``CALIBCOURSE_CACHE``)."""
+    """The result cache: one verified entry per run config under ``root``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from calibcourse.experiments import experiments
+    >>> result = Cache().load(experiments("ci")["ch2/lenet5"])  # from the committed cache
+    >>> cache = Cache(tempfile.mkdtemp())
+    >>> cache.store(result).name == config_key(result.config)
+    True
+    >>> cache.keys() == [config_key(result.config)] and cache.verify() == []
+    True
+    """
 
     def __init__(self, root=None):
         self.root = Path(root or os.environ.get("CALIBCOURSE_CACHE") or DEFAULT_ROOT)
 
     # ------------------------------------------------------------------ paths
+    @document(("key", "str", "A key of :func:`config_key`."),
+              returns=("pathlib.Path", "``root / key`` (which may not exist)."))
     def path(self, key: str) -> Path:
+        """The folder of entry ``key``.
+
+        """
         return self.root / key
 
+    @document(returns=("list of str",
+                       "Folder names under ``root`` (temporary folders of writes in progress excluded)."))
     def keys(self) -> list[str]:
+        """The keys of every entry, sorted.
+
+        """
         if not self.root.exists():
             return []
         return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
     # ------------------------------------------------------------------ read
+    @document(("key", "str", "The entry."),
+              returns=("dict", "The manifest."))
     def check(self, key: str) -> dict:
-        """Verify an entry against its manifest; return the manifest or raise CacheError."""
+        """Verify an entry against its manifest.
+
+        Raises
+        ------
+        CacheError
+            The manifest is missing, not JSON, of another format or key, or a
+            file is missing or does not match its checksum.
+        """
         d = self.path(key)
         mf = d / "manifest.json"
         if not mf.is_file():
@@ -111,11 +163,15 @@ class Cache:
                 raise CacheError(f"{key}: {name} checksum mismatch (file changed or corrupt)")
         return manifest
 
+    @document("config",
+              returns=("calibcourse.train.RunResult or None",
+                       "The result, or None when there is no usable entry."))
     def load(self, config: dict):
-        """The cached :class:`~calibcourse.train.RunResult` of ``config``, or None.
+        """The cached result of ``config``, or None.
 
         A corrupt entry is reported (a warning naming it and the problem) and
         treated as missing, so the caller recomputes it.
+
         """
         import pandas as pd
 
@@ -135,8 +191,15 @@ class Cache:
         return RunResult(normalize_config(config), history, outputs, manifest.get("info", {}))
 
     # ------------------------------------------------------------------ write
+    @document(("result", "calibcourse.train.RunResult",
+               "A run's result (its ``config``, ``history``, ``outputs`` and ``info``)."),
+              returns=("pathlib.Path", "The entry's folder."))
     def store(self, result) -> Path:
-        """Write ``result`` atomically; replaces an existing (e.g. corrupt) entry of the same key."""
+        """Write ``result`` atomically (a temporary folder, then a rename).
+
+        An existing (e.g. corrupt) entry of the same key is replaced.
+
+        """
         key = config_key(result.config)
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
@@ -166,8 +229,12 @@ class Cache:
                 shutil.rmtree(tmp, ignore_errors=True)
         return self.path(key)
 
+    @document("config", "progress",
+              returns=("calibcourse.train.RunResult", "The result."))
     def get_or_train(self, config: dict, progress: bool | None = None):
-        """The cached result of ``config``, training (and storing) it first if needed."""
+        """The cached result of ``config``, training (and storing) it first if needed.
+
+        """
         from .train import train
 
         cached = self.load(config)
@@ -178,8 +245,12 @@ class Cache:
         return result
 
     # ------------------------------------------------------------------ maintenance
+    @document(returns=("list of (str, str)",
+                       "``(key, problem)`` for every bad entry; empty when all are good."))
     def verify(self) -> list[tuple[str, str]]:
-        """``[(key, problem)]`` for every bad entry (empty when all are good)."""
+        """Check every entry.
+
+        """
         bad = []
         for key in self.keys():
             try:
@@ -188,71 +259,40 @@ class Cache:
                 bad.append((key, str(exc)))
         return bad
 
+    @document(returns=("int", "The number of entries removed."))
     def clear(self) -> int:
+        """Remove the cache folder.
+
+        """
         n = len(self.keys())
         if self.root.exists():
             shutil.rmtree(self.root)
         return n
 
+    @document(returns=("int", "Bytes."))
     def size_bytes(self) -> int:
+        """Total size of the files under ``root``.
+
+        """
         return sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file()) if self.root.exists() else 0
 
 
+@document("config", "progress",
+          ("root", "str or pathlib.Path, optional", "The cache folder (see :class:`Cache`)."),
+          returns=("calibcourse.train.RunResult", "The result."))
 def get_or_train(config: dict, progress: bool | None = None, root=None):
-    """Module-level shortcut: ``Cache(root).get_or_train(config)``."""
+    """The cached result of ``config``, trained first if needed: ``Cache(root).get_or_train(config)``.
+
+    Examples
+    --------
+    >>> from calibcourse.experiments import experiments
+    >>> get_or_train(experiments("ci")["ch2/lenet5"]).info["n_test"]  # a committed entry: nothing trains
+    1000
+    """
     return Cache(root).get_or_train(config, progress=progress)
 
 
-def main(argv=None) -> int:
-    from .experiments import PROFILES, experiments
+if __name__ == "__main__":  # `python -m calibcourse.cache ...`: the command line lives in calibcourse.cli
+    import runpy
 
-    ap = argparse.ArgumentParser(prog="python -m calibcourse.cache", description=__doc__.split("\n")[0])
-    ap.add_argument("command", choices=("list", "verify", "train", "clear"))
-    ap.add_argument("profile", nargs="?", choices=PROFILES, help="for train: ci, default or full")
-    ap.add_argument("--root", default=None, help=f"cache folder (default {DEFAULT_ROOT})")
-    args = ap.parse_args(argv)
-    cache = Cache(args.root)
-    if args.command == "list":
-        names = {}
-        for prof in PROFILES:
-            try:
-                for name, cfg in experiments(prof).items():
-                    names.setdefault(config_key(cfg), f"{prof}:{name}")
-            except Exception:  # pragma: no cover - a profile whose data is absent
-                pass
-        for key in cache.keys():
-            try:
-                m = cache.check(key)
-                status = f"{m['info'].get('wall_time_s', 0):7.1f} s  {m['info'].get('device', '?')}"
-            except CacheError as exc:
-                status = f"BAD: {exc}"
-            print(f"{key}  {names.get(key, '(no experiment)'):45s} {status}")
-        print(f"{len(cache.keys())} entries, {cache.size_bytes() / 1e6:.1f} MB in {cache.root}")
-        return 0
-    if args.command == "verify":
-        bad = cache.verify()
-        for key, problem in bad:
-            print(f"BAD {problem}", file=sys.stderr)
-        print(f"{len(cache.keys()) - len(bad)} good, {len(bad)} bad entries in {cache.root}")
-        return 1 if bad else 0
-    if args.command == "clear":
-        print(f"removed {cache.clear()} entries from {cache.root}")
-        return 0
-    if not args.profile:
-        ap.error("train needs a PROFILE: ci, default or full")
-    todo = experiments(args.profile)
-    start = time.perf_counter()
-    for i, (name, cfg) in enumerate(todo.items(), start=1):
-        t = time.perf_counter()
-        hit = cache.load(cfg) is not None
-        if not hit:
-            cache.get_or_train(cfg)
-        print(f"[{i}/{len(todo)}] {name}: {'cached' if hit else f'trained in {time.perf_counter() - t:.1f} s'}",
-              flush=True)
-    print(f"profile {args.profile}: {len(todo)} runs in {time.perf_counter() - start:.1f} s; "
-          f"cache {cache.size_bytes() / 1e6:.1f} MB")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    runpy.run_module("calibcourse.cli", run_name="__main__", alter_sys=True)

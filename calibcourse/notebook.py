@@ -1,15 +1,14 @@
-"""What every chapter notebook does first: profile banner, seeds, figure style."""
+"""What every chapter notebook does first (profile banner, seeds, figure style), and glue for its prose."""
 from __future__ import annotations
 
 import random
 
 import numpy as np
 
-PROFILE_TEXT = {
-    "ci": "smoke-test profile `ci`: tiny runs that only check the code executes; numbers are not meaningful",
-    "default": "profile `default`: embedded data sets, CPU-sized models",
-    "full": "profile `full`: full MNIST / CIFAR data sets and the papers' architectures",
-}
+from ._docs import document
+from .profiles import DESCRIPTIONS, check_profile
+
+__all__ = ["setup", "glue_value", "budget", "BUDGETS"]
 
 
 #: per-profile sizes of the chapters' computations, in one place (``ci`` only checks that the
@@ -23,17 +22,29 @@ BUDGETS = {
 
 def budget(profile: str, name: str):
     """The size ``name`` of :data:`BUDGETS` for ``profile`` (e.g. ``budget(profile, "n_boot")``)."""
-    if profile not in BUDGETS:
-        raise ValueError(f"profile must be one of {', '.join(BUDGETS)}; got {profile!r}")
+    check_profile(profile)
     if name not in BUDGETS[profile]:
         raise KeyError(f"no budget {name!r}; known: {', '.join(BUDGETS[profile])}")
     return BUDGETS[profile][name]
 
 
+@document("profile",
+          ("data", "str",
+           "The data the page uses, for the banner (e.g. :func:`calibcourse.experiments.data_summary`)."),
+          "seed",
+          ("edition", 'str, default="instructor"', "The edition, for the banner."),
+          returns=("None", "The banner is displayed in the notebook."))
 def setup(profile: str, data: str, seed: int = 0, edition: str = "instructor"):
-    """Seed numpy/torch/random, set the figure style, and state the profile and data on the page."""
-    if profile not in PROFILE_TEXT:
-        raise ValueError(f"profile must be one of {', '.join(PROFILE_TEXT)}; got {profile!r}")
+    """Seed numpy/torch/random, set the figure style, and state the profile and data on the page.
+
+    Examples
+    --------
+    >>> setup("huge", data="none")
+    Traceback (most recent call last):
+    ...
+    ValueError: profile must be one of ci, default, full; got 'huge'
+    """
+    check_profile(profile)
     random.seed(seed)
     np.random.seed(seed)
     try:
@@ -58,15 +69,24 @@ def setup(profile: str, data: str, seed: int = 0, edition: str = "instructor"):
     from IPython.display import HTML, display
 
     display(HTML(f'<div class="admonition note"><p class="admonition-title">Built with '
-                 f'{escape(PROFILE_TEXT[profile]).replace("`", "")}</p>'
+                 f'{escape(DESCRIPTIONS[profile]).replace("`", "")}</p>'
                  f"<p>Data: {escape(data)}. Edition: {escape(edition)}.</p></div>"))
 
 
-def glue_value(name: str, value, fmt: str | None = None):
+@document("name",
+          ("value", "number, str, bool or numpy scalar", "What to glue."),
+          returns=("int, float or str", "The value as glued."))
+def glue_value(name: str, value):
     """``myst_nb.glue`` a number or string for use in prose as ``{glue:text}`name:.2f```.
 
-    numpy scalars are converted to Python numbers first (myst-nb cannot format
-    their ``repr``); nothing is displayed in the cell.
+    The format is chosen in the prose, not here. numpy scalars are converted to
+    Python numbers first (myst-nb cannot format their ``repr``) and booleans to
+    "yes" / "no"; nothing is displayed in the cell.
+
+    Examples
+    --------
+    >>> glue_value("n_test", np.int64(1000))  # outside a notebook nothing is recorded
+    1000
     """
     from myst_nb import glue
 

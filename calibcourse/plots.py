@@ -1,17 +1,23 @@
 """Figures of calibration (chapter 1 introduces the reliability diagram; chapters 2-5 reuse all).
 
-Every function returns the matplotlib ``Figure`` it drew on, and takes an
-``ax`` (or a pair of axes) so that it can be placed in a grid.
+Every function returns the matplotlib ``Figure`` it drew on, and most take an
+``ax`` (or a pair of axes) so that they can be placed in a grid. The numbers
+they draw come from :mod:`calibcourse.metrics` (bins: :mod:`calibcourse.binning`,
+smoothing: :mod:`calibcourse.kernels`).
 """
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
 from . import metrics as M
+from ._docs import document
 from ._validation import check_labels, check_probs
+from .kernels import kernel_regression
 
 __all__ = ["reliability_diagram", "reliability_grid", "smooth_reliability_diagram",
-           "ece_vs_bins", "training_curves"]
+           "ece_vs_bins", "training_curves", "sweep_plot", "bilevel_diagram"]
 
 ACC_COLOR = "#1f77b4"
 GAP_COLOR = "#d62728"
@@ -31,17 +37,28 @@ def _checked(probs, labels):
     return p, y, conf, pred
 
 
+@document("probs", "labels", "n_bins",
+          ("ax", "matplotlib Axes or pair of Axes, optional",
+           "``None`` (a new figure), one Axes (the diagram only) or a pair ``(ax_diagram, ax_histogram)``."),
+          "title",
+          ("show_histogram", "bool, default=True", "Draw the histogram below (only when ``ax`` is None)."),
+          "strategy",
+          returns=("matplotlib.figure.Figure", "The figure drawn on."))
 def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | None = None,
                         show_histogram: bool = True, strategy: str = "uniform"):
-    """Guo-style reliability diagram.
+    """Guo-style reliability diagram of top-label confidences.
 
-    Top: bars of acc(B_m) per bin, the gap to conf(B_m) shaded red, the
-    diagonal of perfect calibration, ECE and MCE in the corner. Bottom (when
-    ``show_histogram``): the histogram of confidences with the mean confidence
-    and the accuracy marked.
+    Top: bars of acc(B_m) per bin (:func:`calibcourse.metrics.reliability_bins`),
+    the gap to conf(B_m) shaded red, the diagonal of perfect calibration, ECE
+    and MCE in the corner. Bottom (when ``show_histogram``): the histogram of
+    confidences with the mean confidence and the accuracy marked.
 
-    ``ax``: ``None`` (a new figure), one Axes (diagram only) or a pair
-    ``(ax_diagram, ax_histogram)``.
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> fig = reliability_diagram(probs, np.array([0, 1, 1, 1]), n_bins=5)
+    >>> fig.axes[0].texts[0].get_text().splitlines()
+    ['ECE = 25.00%', 'MCE = 40.00%']
     """
     plt = _plt()
     probs, y, conf, pred = _checked(probs, labels)
@@ -97,12 +114,24 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
     return fig
 
 
+@document(("panels", "dict", "``{title: (probs, labels)}``, one diagram each, in order."),
+          "n_bins",
+          ("ncols", "int, optional", "Diagrams per row (default: up to 4)."),
+          ("show_histogram", "bool, default=True", "A histogram of confidences under each diagram."),
+          ("highlight", "str, optional", "The title of a panel to frame in red (e.g. the best temperature)."),
+          ("panel_size", "float, default=3.3", "Width of a panel in inches."),
+          returns=("matplotlib.figure.Figure", "The figure."))
 def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
                      show_histogram: bool = True, highlight: str | None = None,
                      panel_size: float = 3.3):
-    """Side-by-side reliability diagrams, one per entry of ``panels = {title: (probs, labels)}``.
+    """Side-by-side reliability diagrams, one per entry of ``panels``.
 
-    ``highlight`` names a panel to frame in red (e.g. the best temperature).
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> fig = reliability_grid({"a": (probs, [0, 1, 1, 1]), "b": (probs, [0, 0, 1, 1])}, highlight="b")
+    >>> [ax.get_title() for ax in fig.axes if ax.get_title()]
+    ['a', 'b']
     """
     plt = _plt()
     if not panels:
@@ -126,34 +155,44 @@ def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
     return fig
 
 
+@document("probs", "labels",
+          ("bandwidth", "float, default=0.05", "The kernel bandwidth."),
+          ("n_boot", "int, default=100", "Bootstrap resamples of the band."),
+          ("level", "float, default=0.95", "Coverage of the band."),
+          "seed", "ax", "title",
+          ("grid", "int, default=200", "Points of [0, 1] where the curve is evaluated."),
+          returns=("matplotlib.figure.Figure", "The figure drawn on."))
 def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: int = 100,
                                level: float = 0.95, seed: int = 0, ax=None, title: str | None = None,
                                grid: int = 200):
     """Kernel-smoothed reliability curve with a bootstrap band.
 
     The curve is the Nadaraya-Watson estimate of P(correct | confidence = t)
-    with a Gaussian kernel of bandwidth ``bandwidth`` (the SACC of
-    :func:`calibcourse.metrics.sece`); the band is the pointwise ``level``
-    percentile interval over ``n_boot`` resamples.
+    with a Gaussian kernel (:func:`calibcourse.kernels.kernel_regression`, the
+    SACC of :func:`calibcourse.metrics.sece`); the band is the pointwise
+    ``level`` percentile interval over ``n_boot`` resamples.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(0.5, 1, 300)
+    >>> fig = smooth_reliability_diagram(p, (rng.random(300) < p).astype(int), n_boot=10)
+    >>> fig.axes[0].get_xlabel()
+    'confidence'
     """
     plt = _plt()
     p, y, conf, pred = _checked(probs, labels)
     correct = (pred == y).astype(float)
     t = np.linspace(0, 1, grid)
-
-    def curve(c, a):
-        k = np.exp(-0.5 * ((t[:, None] - c[None, :]) / bandwidth) ** 2)
-        den = k.sum(1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(den > 1e-8, (k @ a) / den, np.nan), den
-
-    est, den = curve(conf, correct)
+    est, den = kernel_regression(t, conf, correct, bandwidth)
     rng = np.random.default_rng(seed)
     boots = []
     for _ in range(n_boot):
         i = rng.integers(0, conf.shape[0], conf.shape[0])
-        boots.append(curve(conf[i], correct[i])[0])
-    lo, hi = np.nanquantile(np.array(boots), [(1 - level) / 2, (1 + level) / 2], axis=0)
+        boots.append(kernel_regression(t, conf[i], correct[i], bandwidth)[0])
+    with warnings.catch_warnings():  # no data near t in any resample: NaN, outside the support drawn
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo, hi = np.nanquantile(np.array(boots), [(1 - level) / 2, (1 + level) / 2], axis=0)
     if ax is None:
         fig, ax = plt.subplots(figsize=(4.2, 4.2))
     else:
@@ -176,10 +215,22 @@ def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: i
     return fig
 
 
+@document(("models", "dict", "``{name: (probs, labels)}``, one line each."),
+          ("bins", "sequence of int, default=(10, 15, 20, 50, 100, 200, 500, 1000)", "The numbers of bins."),
+          "strategy",
+          ("axes", "pair of matplotlib Axes, optional", "Where to draw (default: a new figure)."),
+          returns=("matplotlib.figure.Figure", "The figure."))
 def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strategy: str = "uniform",
                 axes=None):
-    """ECE (left) and MCE (right) against the number of bins, one line per entry of
-    ``models = {name: (probs, labels)}`` (the robustness figure of Wang et al. 2023)."""
+    """ECE (left) and MCE (right) against the number of bins (the robustness figure of Wang et al. 2023).
+
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> fig = ece_vs_bins({"model": (probs, np.array([0, 1, 1, 1]))}, bins=(1, 5))
+    >>> fig.axes[0].lines[0].get_ydata().round(3)  # one bin: mean confidence = accuracy = 0.75
+    array([0.  , 0.25])
+    """
     plt = _plt()
     if axes is None:
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
@@ -198,12 +249,23 @@ def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strate
     return fig
 
 
+@document(("history", "pandas.DataFrame or dict", "Equal-length sequences, e.g. ``RunResult.history``."),
+          ("x", 'str, default="epoch"', "The column of the horizontal axis."),
+          ("error", 'str, default="test_error"', "The column drawn on the left axis."),
+          ("nll", 'str, default="test_nll"', "The column drawn on the right axis."),
+          "ax",
+          ("mark_nll_minimum", "bool, default=True", "Mark the epoch of minimal NLL."),
+          "title",
+          returns=("matplotlib.figure.Figure", "The figure."))
 def training_curves(history, x: str = "epoch", error: str = "test_error", nll: str = "test_nll",
                     ax=None, mark_nll_minimum: bool = True, title: str | None = None):
     """Test error (left axis) and test NLL (right axis) per epoch, Guo et al. Fig. 3.
 
-    ``history``: a DataFrame or a dict of equal-length sequences. The epoch of
-    minimal NLL is marked when ``mark_nll_minimum``.
+    Examples
+    --------
+    >>> fig = training_curves({"epoch": [1, 2, 3], "test_error": [0.3, 0.2, 0.2], "test_nll": [0.9, 0.7, 0.8]})
+    >>> fig.axes[1].get_legend().get_texts()[-1].get_text()
+    'NLL minimum (epoch 2)'
     """
     plt = _plt()
     h = {k: np.asarray(history[k]) for k in (x, error, nll)}
@@ -226,12 +288,28 @@ def training_curves(history, x: str = "epoch", error: str = "test_error", nll: s
     return fig
 
 
+@document(("table", "pandas.DataFrame",
+           "The output of :func:`calibcourse.report.sweep_table`: index = swept value, columns ``m`` and "
+           "(optionally) ``m_std`` per measure ``m``."),
+          ("xlabel", "str", "Label of the swept value."),
+          ("columns", 'sequence of str, default=("error", "ece", "temperature")',
+           "The measures, one panel each."),
+          ("logx", "bool, default=False", "Logarithmic horizontal axis."),
+          ("titles", "sequence of str, optional", "One title per panel."),
+          ("axes", "sequence of matplotlib Axes, optional", "Where to draw (default: a new figure)."),
+          ("categorical", "bool, default=False",
+           'Evenly spaced values labelled by the index (e.g. "plain" / "bn").'),
+          returns=("matplotlib.figure.Figure", "The figure."))
 def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx: bool = False,
                titles=None, axes=None, categorical: bool = False):
     """One panel per measure against a swept value (Guo et al. Fig. 2), mean +- std over seeds.
 
-    ``table`` is the output of :func:`calibcourse.report.sweep_table` (index =
-    swept value, columns ``m`` and ``m_std``).
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"error": [0.3, 0.2], "error_std": [0.01, 0.02]}, index=[1, 4])
+    >>> len(sweep_plot(table, "depth", columns=["error"]).axes)
+    1
     """
     plt = _plt()
     labels = {"error": "test error", "ece": "test ECE", "temperature": "fitted temperature T",
@@ -267,8 +345,15 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
     return fig
 
 
+@document(returns=("matplotlib.figure.Figure", "The diagram."))
 def bilevel_diagram():
-    """The bilevel loop of meta-regularization (chapter 5), drawn with boxes and arrows."""
+    """The bilevel loop of meta-regularization (chapter 5), drawn with boxes and arrows.
+
+    Examples
+    --------
+    >>> len(bilevel_diagram().axes[0].patches)  # six boxes
+    6
+    """
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 3.4))
     ax.set_axis_off()

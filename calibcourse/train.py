@@ -226,14 +226,15 @@ class RunResult:
     outputs: dict = field(default_factory=dict)  # name -> numpy array
     info: dict = field(default_factory=dict)
 
+    def logits(self, split: str = "test"):
+        """Logits of a split ("val" or "test"): (n, K), or (n,) for a single sigmoid logit."""
+        return self.outputs[f"{split}_logits"]
+
     def probs(self, split: str = "test"):
-        """Probabilities of a split: softmax of the logits, or sigmoid for a single logit."""
-        from scipy.special import expit
+        """Probabilities of a split: :func:`calibcourse.metrics.logits_to_probs` of its logits."""
+        from .metrics import logits_to_probs
 
-        from .metrics import softmax
-
-        z = self.outputs[f"{split}_logits"]
-        return expit(z) if z.ndim == 1 else softmax(z)
+        return logits_to_probs(self.logits(split))
 
     def labels(self, split: str = "test"):
         return self.outputs[f"{split}_labels"]

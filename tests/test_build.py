@@ -89,6 +89,33 @@ def test_execute_injects_profile_then_skips_unchanged_then_reruns_on_package_cha
     assert "profile default" in (tmp_path / "book" / "generated" / "good.ipynb").read_text()
 
 
+def test_fingerprint_changes_with_requirements_and_data(tmp_path):
+    pkg = write_book(tmp_path, {"good": GOOD})
+    (page,) = build.notebook_pages(tmp_path)
+    params = {"profile": "ci", "edition": "instructor"}
+    fp = lambda: build.fingerprint(page, params, tmp_path, package_dir=pkg)
+    (tmp_path / "requirements.txt").write_text("numpy==2.4.6\n")
+    (tmp_path / "data" / "cache" / "abc").mkdir(parents=True)
+    (tmp_path / "data" / "cache" / "abc" / "outputs.npz").write_bytes(b"one")
+    seen = [fp()]
+    assert fp() == seen[0], "a fingerprint is a function of the files"
+    (tmp_path / "requirements.txt").write_text("numpy==2.4.7\n")       # a pin changed
+    seen.append(fp())
+    (tmp_path / "data" / "cache" / "abc" / "outputs.npz").write_bytes(b"two")  # a cached result changed
+    seen.append(fp())
+    (tmp_path / "data" / "cache" / "new").mkdir()
+    (tmp_path / "data" / "cache" / "new" / "manifest.json").write_text("{}")   # an entry was added
+    seen.append(fp())
+    (tmp_path / "data" / "cache" / "new" / "manifest.json").rename(tmp_path / "data" / "cache" / "new" / "m.json")
+    seen.append(fp())                                                    # a file was renamed
+    assert len(set(seen)) == len(seen), "every change to requirements.txt or data/ changes the fingerprint"
+    # and the build re-executes for it
+    assert build.execute_book(tmp_path, profile="ci", package_dir=pkg, log=print) == {"notebooks/good.md": "executed"}
+    assert build.execute_book(tmp_path, profile="ci", package_dir=pkg, log=print) == {"notebooks/good.md": "skipped"}
+    (tmp_path / "requirements.txt").write_text("numpy==2.4.8\n")
+    assert build.execute_book(tmp_path, profile="ci", package_dir=pkg, log=print) == {"notebooks/good.md": "executed"}
+
+
 def test_failing_cell_names_notebook_cell_and_exception(tmp_path):
     write_book(tmp_path, {"good": GOOD, "bad": BAD})
     proc = subprocess.run([sys.executable, "-m", "calibcourse.build", "--root", str(tmp_path),

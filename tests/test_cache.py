@@ -35,7 +35,7 @@ def test_store_then_load_roundtrip(tmp_path, result):
     manifest = json.loads((path / "manifest.json").read_text())
     assert manifest["config"] == T.normalize_config(CFG) and "torch" in manifest["packages"]
     loaded = cache.load(CFG)
-    np.testing.assert_array_equal(loaded.outputs["test_logits"], result.outputs["test_logits"])
+    np.testing.assert_array_equal(loaded.logits("test"), result.logits("test"))
     np.testing.assert_allclose(loaded.history["test_nll"], result.history["test_nll"], rtol=1e-9)
     assert cache.verify() == []
 
@@ -76,7 +76,7 @@ def test_corrupt_entry_is_reported_and_recomputed_never_used(tmp_path, result, d
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         again = cache.get_or_train(CFG, progress=False)
-    np.testing.assert_array_equal(again.outputs["test_logits"], result.outputs["test_logits"])
+    np.testing.assert_array_equal(again.logits("test"), result.logits("test"))
     assert cache.verify() == []
 
 
@@ -103,7 +103,7 @@ def test_committed_ci_entries_match_a_fresh_training_run(name):
     assert committed is not None, (f"no committed cache entry for ci run {name!r} (key {C.config_key(cfg)}): "
                                    "run `python -m calibcourse.cache train ci` and commit data/cache")
     fresh = T.train(cfg, progress=False)
-    np.testing.assert_allclose(fresh.outputs["test_logits"], committed.outputs["test_logits"],
+    np.testing.assert_allclose(fresh.logits("test"), committed.logits("test"),
                                rtol=1e-5, atol=1e-6,
                                err_msg="training code changed its results: bump calibcourse.cache.CODE_VERSION "
                                        "and re-train the cache")

@@ -1,4 +1,8 @@
-"""calibcourse.calibrators against independent references, known truths and bad input."""
+"""calibcourse.calibrators against independent references, known truths and bad input.
+
+The behaviour and bad-input tests run over the registries ``C.BINARY`` and ``C.MULTICLASS``:
+a calibrator is tested by being registered.
+"""
 import math
 
 import numpy as np
@@ -30,7 +34,59 @@ def binary_miscalibrated(n, seed=0):
     return p, y
 
 
+def multiclass_input(cls, z):
+    """What a registered multiclass calibrator takes by default: logits, or probabilities (input_type)."""
+    return M.softmax(z) if getattr(cls(), "input_type", "logits") == "probabilities" else z
+
+
 # ------------------------------------------------------------------ references
+def test_histogram_binning_matches_sklearn_calibration_curve():
+    from sklearn.calibration import calibration_curve
+
+    p, y = binary_miscalibrated(3000, 21)
+    p[:40] = np.linspace(0, 1, 11).repeat(4)[:40]  # scores on every bin edge, 0 and 1
+    for n_bins in (5, 10, 40):
+        hb = C.HistogramBinning(n_bins=n_bins).fit(p, y)
+        prob_true, prob_pred = calibration_curve(y, p, n_bins=n_bins, strategy="uniform")
+        nonempty = hb.bin_counts_ > 0
+        np.testing.assert_allclose(hb.bin_values_[nonempty], prob_true, atol=1e-12)
+        # each calibration score is mapped to its bin's fraction of positives
+        np.testing.assert_allclose(np.sort(np.unique(hb.predict_proba(p))), np.sort(np.unique(prob_true)), atol=1e-12)
+
+
+def naive_histogram_binning(p, y, t, edges):
+    """theta_m = mean of y over the calibration scores in (edges[m], edges[m+1]] (first bin: [edges[0], ...]);
+    an empty bin predicts its midpoint; a new score gets the theta of its bin. A plain loop."""
+    out = []
+    for s in t:
+        for m in range(len(edges) - 1):
+            last = m == len(edges) - 2
+            if (s <= edges[m + 1] or last) and (s > edges[m] or m == 0):
+                inside = [(pi > edges[m] or m == 0) and (pi <= edges[m + 1] or last) for pi in p]
+                ys = [yi for yi, ok in zip(y, inside) if ok]
+                out.append(np.mean(ys) if ys else (edges[m] + edges[m + 1]) / 2)
+                break
+    return np.array(out)
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_histogram_binning_matches_a_naive_loop(strategy):
+    rng = np.random.default_rng(22)
+    p = np.round(rng.uniform(size=300), 2)  # ties and scores on the edges
+    y = (rng.random(300) < p).astype(int)
+    t = np.r_[np.linspace(0, 1, 101), p[:50]]
+    hb = C.HistogramBinning(n_bins=12, strategy=strategy).fit(p, y)
+    if strategy == "uniform":
+        np.testing.assert_array_equal(hb.bin_edges_, np.linspace(0, 1, 13))
+    else:  # equal-mass edges: midpoints between the 25-sample runs of the sorted scores
+        s = np.sort(p)
+        np.testing.assert_allclose(hb.bin_edges_[1:-1], (s[24:-1:25] + s[25::25]) / 2)
+    np.testing.assert_allclose(hb.predict_proba(t), naive_histogram_binning(p, y, t, hb.bin_edges_), atol=1e-12)
+    # an empty bin predicts its midpoint
+    sparse = C.HistogramBinning(n_bins=4).fit(np.array([0.05, 0.07, 0.91, 0.95]), np.array([0, 1, 1, 1]))
+    np.testing.assert_allclose(sparse.predict_proba(np.array([0.3, 0.55, 0.1, 0.99])), [0.375, 0.625, 0.5, 1.0])
+
+
 def test_isotonic_matches_sklearn_exactly():
     from sklearn.isotonic import IsotonicRegression
 
@@ -48,14 +104,13 @@ def test_platt_matches_sklearn_logistic_regression_on_the_logit():
 
     p, y = binary_miscalibrated(2000, 2)
     z = np.log(p / (1 - p))
-    ours = C.PlattScaling().fit(z, y)
+    ours = C.PlattScaling(input_type="logits").fit(z, y)
     ref = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10000).fit(z[:, None], y)
     assert ours.a_ == pytest.approx(ref.coef_[0, 0], abs=1e-6)
     assert ours.b_ == pytest.approx(ref.intercept_[0], abs=1e-6)
     np.testing.assert_allclose(ours.predict_proba(z), ref.predict_proba(z[:, None])[:, 1], atol=1e-7)
-    # the same model from probabilities
-    np.testing.assert_allclose(C.PlattScaling(input="probability").fit(p, y).predict_proba(p),
-                               ours.predict_proba(z), atol=1e-9)
+    # the same model from probabilities, the default input_type
+    np.testing.assert_allclose(C.PlattScaling().fit(p, y).predict_proba(p), ours.predict_proba(z), atol=1e-9)
 
 
 def test_temperature_matches_brute_force_nll_grid():
@@ -67,6 +122,28 @@ def test_temperature_matches_brute_force_nll_grid():
     t_best = fine[np.argmin([M.nll(M.softmax(z / t), y) for t in fine])]
     assert ts.temperature_ == pytest.approx(t_best, abs=2e-5)
     assert ts.nll_ == pytest.approx(M.nll(ts.predict_proba(z), y), abs=1e-12)
+
+
+def exact_temperature_by_bisection(z, y):
+    """The root of dNLL/dbeta = mean(E_q[z] - z_y), by bisection in float64 (scipy's logsumexp)."""
+    from scipy.special import softmax as sp_softmax
+
+    zy = z[np.arange(len(y)), y]
+    lo, hi = 1e-4, 10.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        g = np.mean((sp_softmax(mid * z, axis=1) * z).sum(1) - zy)
+        lo, hi = (mid, hi) if g < 0 else (lo, mid)
+    return 2 / (lo + hi)
+
+
+@pytest.mark.parametrize("n,k,factor", [(3000, 10, 2.0), (20_000, 100, 7.0), (12_000, 3, 0.4)])
+def test_temperature_is_the_exact_optimum_on_every_path(n, k, factor):
+    # n > 4 * 2048 takes the subsample start; T* about 7 is the issue's strongly overconfident case;
+    # factor 0.4 an underconfident one (T < 1); float32 input as networks give it
+    z, y = overconfident(n, k, factor, seed=31, spread=2.0)
+    t_ref = exact_temperature_by_bisection(z.astype(np.float32).astype(np.float64), y)
+    assert C.TemperatureScaling().fit(z.astype(np.float32), y).temperature_ == pytest.approx(t_ref, abs=1e-6)
 
 
 def test_temperature_matches_sklearn_calibrated_classifier_cv():
@@ -132,11 +209,51 @@ def test_grid_returns_ece_and_nll_per_temperature():
         C.TemperatureScaling.grid(z, y, temperatures=[1.0, -1.0])
 
 
-def test_tied_vector_scaling_without_bias_is_temperature_scaling():
-    z, y = overconfident(3000, 10, 2.0, seed=8)
-    ts = C.TemperatureScaling().fit(z, y)
-    vs = C.VectorScaling(tie_weights=True, bias=False).fit(z, y)
-    assert 1 / vs.coef_[0] == pytest.approx(ts.temperature_, abs=1e-5)
+def test_matrix_scaling_is_multinomial_logistic_regression_on_the_logits():
+    from sklearn.linear_model import LogisticRegression
+
+    z, y = overconfident(3000, 4, 2.0, seed=23)
+    z = z + np.array([0.4, 0.0, -0.3, 0.0])  # something for the bias to fix
+    ms = C.MatrixScaling().fit(z, y)
+    ref = LogisticRegression(C=np.inf, tol=1e-12, max_iter=100_000).fit(z, y)
+    np.testing.assert_allclose(ms.predict_proba(z), ref.predict_proba(z), atol=5e-5)
+    zt, _ = overconfident(500, 4, 2.0, seed=24)
+    np.testing.assert_allclose(ms.predict_proba(zt), ref.predict_proba(zt), atol=5e-5)
+    # W and b are identified up to a constant added to every class: compare the differences to class 0
+    np.testing.assert_allclose(ms.coef_ - ms.coef_[0], ref.coef_ - ref.coef_[0], atol=5e-4)
+    np.testing.assert_allclose(ms.intercept_ - ms.intercept_[0], ref.intercept_ - ref.intercept_[0], atol=5e-4)
+
+
+def constrained_vector_scaling(z, y, bias=True, tie_weights=False):
+    """Vector scaling fitted independently: torch autograd and L-BFGS over (w, b) in float64."""
+    k = z.shape[1]
+    zt, yt = torch.from_numpy(z), torch.from_numpy(y)
+    w = torch.ones(1 if tie_weights else k, dtype=torch.float64, requires_grad=True)
+    b = torch.zeros(k, dtype=torch.float64, requires_grad=bias)
+    params = [w, b] if bias else [w]
+    opt = torch.optim.LBFGS(params, lr=1, max_iter=1000, tolerance_grad=1e-12, tolerance_change=1e-15,
+                            line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(zt * w + b, yt)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return w.detach().numpy(), b.detach().numpy()
+
+
+@pytest.mark.parametrize("bias,tie_weights", [(True, False), (False, False), (False, True)])
+def test_vector_scaling_matches_a_constrained_fit(bias, tie_weights):
+    z, y = overconfident(3000, 5, 2.0, seed=25)
+    z = z + np.array([0.5, 0, 0, -0.3, 0])
+    vs = C.VectorScaling(bias=bias, tie_weights=tie_weights).fit(z, y)
+    w, b = constrained_vector_scaling(z, y, bias=bias, tie_weights=tie_weights)
+    np.testing.assert_allclose(vs.coef_, np.broadcast_to(w, (5,)), atol=1e-5)
+    np.testing.assert_allclose(vs.intercept_ - vs.intercept_.mean(), b - b.mean(), atol=1e-5)
+    if tie_weights:  # one weight and no bias: temperature scaling with w = 1/T
+        assert 1 / vs.coef_[0] == pytest.approx(C.TemperatureScaling().fit(z, y).temperature_, abs=1e-5)
 
 
 def test_vector_and_matrix_scaling_reduce_calibration_nll_in_nested_order():
@@ -192,30 +309,72 @@ def test_bbq_agrees_with_netcal_within_tolerance():
     assert np.abs(ours - t**3).mean() < 0.05
 
 
-# ------------------------------------------------------------------ behaviour
-@pytest.mark.parametrize("make", [
-    lambda: C.HistogramBinning(), lambda: C.HistogramBinning(strategy="quantile"),
-    lambda: C.IsotonicCalibration(), lambda: C.BBQ(), lambda: C.PlattScaling(input="probability"),
-])
-def test_every_binary_method_lowers_heldout_ece(make):
+def test_one_vs_all_is_per_class_isotonic_then_normalized():
+    from sklearn.isotonic import IsotonicRegression
+
+    z, y = overconfident(2000, 4, 2.0, seed=15)
+    p = M.softmax(z)
+    zt, _ = overconfident(300, 4, 2.0, seed=16)
+    pt = M.softmax(zt)
+    q = np.stack([IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(p[:, k], y == k).predict(pt[:, k])
+                  for k in range(4)], 1)
+    s = q.sum(1, keepdims=True)
+    expected = np.where(s > 0, q / np.where(s > 0, s, 1), 0.25)
+    ova = C.OneVsAll(C.IsotonicCalibration()).fit(p, y)
+    np.testing.assert_allclose(ova.predict_proba(pt), expected, atol=1e-12)
+    # from logits, the same model
+    np.testing.assert_allclose(C.OneVsAll(C.IsotonicCalibration(), input_type="logits").fit(z, y).predict_proba(zt),
+                               expected, atol=1e-12)
+    assert [c.input_type for c in ova.calibrators_] == ["probabilities"] * 4
+
+
+def test_one_vs_all_row_of_zeros_becomes_uniform():
+    p = np.array([[0.9, 0.05, 0.05], [0.05, 0.9, 0.05], [0.05, 0.05, 0.9], [0.6, 0.2, 0.2], [0.2, 0.6, 0.2],
+                  [0.2, 0.2, 0.6]])
+    y = np.array([0, 1, 2, 1, 2, 0])  # the middle scores of every class are wrong: their calibrated value is 0
+    ova = C.OneVsAll(C.HistogramBinning(n_bins=2)).fit(p, y)
+    np.testing.assert_allclose(ova.predict_proba(np.array([[0.4, 0.3, 0.3]])), [[1 / 3, 1 / 3, 1 / 3]])
+
+
+# ------------------------------------------------------------------ every registered calibrator
+def test_registries_name_every_calibrator_once():
+    assert set(C.BINARY) | set(C.MULTICLASS) == set(C.CALIBRATORS)
+    assert not set(C.BINARY) & set(C.MULTICLASS)
+    public = {getattr(C, n) for n in C.__all__ if isinstance(getattr(C, n), type) and n != "NotFittedError"}
+    assert public == set(C.CALIBRATORS.values()), "a public calibrator is missing from the registries"
+
+
+@pytest.mark.parametrize("cls", list(C.BINARY.values()) + [C.OneVsAll])
+def test_one_vocabulary_for_what_the_scores_are(cls):
+    import inspect
+
+    param = inspect.signature(cls).parameters["input_type"]
+    assert param.default == "probabilities" and C.INPUT_TYPES == ("probabilities", "logits")
+    assert "input" not in inspect.signature(cls).parameters
+
+
+@pytest.mark.parametrize("cls", C.BINARY.values())
+def test_every_binary_method_lowers_heldout_ece_from_probabilities_or_logits(cls):
     p, y = binary_miscalibrated(6000, 12)
-    cal = make().fit(p[:3000], y[:3000])
+    cal = cls().fit(p[:3000], y[:3000])
     before = M.ece(p[3000:], y[3000:], reliability="positive_class")
     after = M.ece(cal.predict_proba(p[3000:]), y[3000:], reliability="positive_class")
     assert after < before / 2
+    z = np.log(p / (1 - p))
+    from_logits = cls(input_type="logits").fit(z[:3000], y[:3000]).predict_proba(z[3000:])
+    np.testing.assert_allclose(from_logits, cal.predict_proba(p[3000:]), atol=1e-9)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: C.TemperatureScaling(), lambda: C.VectorScaling(), lambda: C.MatrixScaling(),
-    lambda: C.OneVsAll(C.HistogramBinning()), lambda: C.OneVsAll(C.IsotonicCalibration()),
-    lambda: C.OneVsAll(C.BBQ()), lambda: C.OneVsAll(C.PlattScaling()),
-])
-def test_every_multiclass_method_lowers_heldout_ece(make):
+@pytest.mark.parametrize("cls", C.MULTICLASS.values())
+def test_every_multiclass_method_lowers_heldout_ece(cls):
     z, y = overconfident(8000, 5, 2.5, seed=13)
-    cal = make().fit(z[:4000], y[:4000])
+    s = multiclass_input(cls, z)
+    cal = cls().fit(s[:4000], y[:4000])
     before = M.ece(M.softmax(z[4000:]), y[4000:])
-    after = M.ece(cal.predict_proba(z[4000:]), y[4000:])
-    assert after < before / 2
+    q = cal.predict_proba(s[4000:])
+    assert q.shape == (4000, 5) and np.all(q >= 0)
+    np.testing.assert_allclose(q.sum(1), 1.0, atol=1e-9)
+    assert M.ece(q, y[4000:]) < before / 2
 
 
 def test_accuracy_unchanged_by_ts_and_monotone_vector_scaling():
@@ -226,41 +385,39 @@ def test_accuracy_unchanged_by_ts_and_monotone_vector_scaling():
     assert np.array_equal(vs.predict_proba(z).argmax(1), base)
 
 
-def test_one_vs_all_rows_sum_to_one():
-    z, y = overconfident(2000, 4, 2.0, seed=15)
-    q = C.OneVsAll(C.IsotonicCalibration()).fit(z, y).predict_proba(z)
-    np.testing.assert_allclose(q.sum(1), 1.0)
-    assert len(C.OneVsAll(C.BBQ()).fit(z, y).calibrators_) == 4
+@pytest.mark.parametrize("cls", C.CALIBRATORS.values())
+def test_torch_in_torch_out_and_the_same_numbers(cls):
+    if cls in C.BINARY.values():
+        s, y = binary_miscalibrated(1000, 16)
+    else:
+        z, y = overconfident(1000, 3, 2.0, seed=16)
+        s = multiclass_input(cls, z)
+    ref = cls().fit(s, y).predict_proba(s)
+    st = torch.tensor(s, dtype=torch.float64)
+    out = cls().fit(st, torch.tensor(y)).predict_proba(st)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float64
+    np.testing.assert_allclose(out.numpy(), ref, atol=1e-9)
 
 
-def test_torch_in_torch_out():
-    z, y = overconfident(1000, 3, 2.0, seed=16)
-    zt = torch.tensor(z, dtype=torch.float32)
-    ts = C.TemperatureScaling().fit(zt, torch.tensor(y))
-    out = ts.predict_proba(zt)
-    assert isinstance(out, torch.Tensor) and out.dtype == torch.float32
-    np.testing.assert_allclose(out.numpy(), C.TemperatureScaling().fit(z, y).predict_proba(z), atol=1e-5)
-    p = torch.rand(500, dtype=torch.float64)
-    yb = (torch.rand(500, dtype=torch.float64) < p).long()
-    assert isinstance(C.HistogramBinning().fit(p, yb).predict_proba(p), torch.Tensor)
+@pytest.mark.parametrize("cls", C.CALIBRATORS.values())
+def test_params_clone_and_repr(cls):
+    cal = cls()
+    params = cal.get_params()
+    assert set(params) == set(__import__("inspect").signature(cls).parameters)
+    assert repr(cal).startswith(f"{cls.__name__}(") and cal.clone().get_params() == params
+    if "input_type" in params:
+        assert cal.clone(input_type="logits").input_type == "logits" and cal.input_type == "probabilities"
 
 
 # ------------------------------------------------------------------ bad input
-ALL = [C.HistogramBinning, C.IsotonicCalibration, C.BBQ, C.PlattScaling, C.TemperatureScaling,
-       C.VectorScaling, C.MatrixScaling, C.OneVsAll]
-
-
-@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("cls", C.CALIBRATORS.values())
 def test_predict_before_fit_is_a_clear_error(cls):
+    scores = np.array([0.2, 0.8]) if cls in C.BINARY.values() else np.array([[0.2, 0.8], [0.6, 0.4]])
     with pytest.raises(C.NotFittedError, match=f"This {cls.__name__} is not fitted yet"):
-        cls().predict_proba(np.array([[0.2, 0.8], [0.6, 0.4]]) if cls in ALL[4:] else np.array([0.2, 0.8]))
+        cls().predict_proba(scores)
 
 
-BINARY = [C.HistogramBinning, C.IsotonicCalibration, C.BBQ, C.PlattScaling]
-MULTI = [C.TemperatureScaling, C.VectorScaling, C.MatrixScaling, C.OneVsAll]
-
-
-@pytest.mark.parametrize("cls", BINARY)
+@pytest.mark.parametrize("cls", C.BINARY.values())
 def test_binary_bad_input(cls):
     good = np.array([0.1, 0.4, 0.6, 0.9, 0.3, 0.7] * 5)
     yb = np.array([0, 0, 1, 1, 0, 1] * 5)
@@ -274,11 +431,12 @@ def test_binary_bad_input(cls):
         cls().fit(good, yb[:-1])
     with pytest.raises(ValueError, match="scores must have shape"):
         cls().fit(good.reshape(6, 5), yb)
-    if cls is not C.PlattScaling:
-        with pytest.raises(ValueError, match=r"probabilities of class 1 in \[0, 1\]"):
-            cls().fit(good * 3, yb)
-    with pytest.raises(ValueError, match="input must be one of"):
-        cls(input="score").fit(good, yb)
+    with pytest.raises(ValueError, match=r"probabilities of class 1 in \[0, 1\].*input_type='logits'"):
+        cls().fit(good * 3, yb)   # logits given as probabilities
+    with pytest.raises(ValueError, match=r"scores all lie in \[0, 1\].*input_type='probabilities'"):
+        cls(input_type="logits").fit(good, yb)  # probabilities given as logits
+    with pytest.raises(ValueError, match="input_type must be one of 'probabilities', 'logits'"):
+        cls(input_type="probability").fit(good, yb)
 
 
 def test_too_few_samples_for_the_bins():
@@ -288,28 +446,43 @@ def test_too_few_samples_for_the_bins():
         C.HistogramBinning(n_bins=0).fit(np.linspace(0.1, 0.9, 20), np.arange(20) % 2)
 
 
-@pytest.mark.parametrize("cls", MULTI)
+@pytest.mark.parametrize("cls", C.MULTICLASS.values())
 def test_multiclass_bad_input(cls):
     z, y = overconfident(200, 3, 2.0, seed=17)
-    bad = z.copy()
+    s = multiclass_input(cls, z)
+    name = "probabilities" if s is not z else "logits"
+    bad = s.copy()
     bad[3, 1] = np.inf
-    with pytest.raises(ValueError, match="logits contains inf"):
+    with pytest.raises(ValueError, match=f"{name} contains inf"):
         cls().fit(bad, y)
     with pytest.raises(ValueError, match="labels must be < the number of classes"):
-        cls().fit(z, np.r_[y[:-1], 3])
+        cls().fit(s, np.r_[y[:-1], 3])
     with pytest.raises(ValueError, match="one class only|lack classes"):
-        cls().fit(z, np.zeros_like(y))
+        cls().fit(s, np.zeros_like(y))
     with pytest.raises(ValueError, match="labels has 199 entries"):
-        cls().fit(z, y[:-1])
+        cls().fit(s, y[:-1])
+    fitted = cls().fit(s, y)
+    with pytest.raises(ValueError, match="must have shape|classes but the calibrator"):
+        wrong = {C.TemperatureScaling: np.zeros((5, 2, 2)), C.OneVsAll: np.full((5, 4), 0.25)}.get(cls, np.zeros((5, 4)))
+        fitted.predict_proba(wrong)
+
+
+@pytest.mark.parametrize("cls", [C.TemperatureScaling, C.VectorScaling, C.MatrixScaling,
+                                 lambda: C.OneVsAll(input_type="logits")])
+def test_probabilities_passed_as_logits_are_an_error(cls):
+    z, y = overconfident(300, 4, 2.0, seed=26)
+    with pytest.raises(ValueError, match="look like probabilities, not logits"):
+        cls().fit(M.softmax(z), y)
     fitted = cls().fit(z, y)
-    with pytest.raises(ValueError, match="logits must have shape|classes but the calibrator"):
-        fitted.predict_proba(np.zeros((5, 4)) if cls is not C.TemperatureScaling else np.zeros((5, 2, 2)))
+    with pytest.raises(ValueError, match="look like probabilities, not logits"):
+        fitted.predict_proba(M.softmax(z))
+    fitted.predict_proba(M.log_softmax(z))  # log-probabilities are logits
 
 
 def test_one_vs_all_rejects_a_multiclass_method():
     z, y = overconfident(200, 3, 2.0, seed=18)
     with pytest.raises(ValueError, match="binary_method must be a binary calibrator"):
-        C.OneVsAll(C.TemperatureScaling()).fit(z, y)
+        C.OneVsAll(C.TemperatureScaling()).fit(M.softmax(z), y)
 
 
 def test_temperature_scaling_without_signal_is_an_error():
@@ -318,3 +491,10 @@ def test_temperature_scaling_without_signal_is_an_error():
     y = z.argmin(1)  # anti-correlated: NLL only grows with any T > 0 in the useful direction
     with pytest.raises(ValueError, match="no signal"):
         C.TemperatureScaling().fit(z, y)
+
+
+def test_temperature_scaling_of_separated_logits_is_an_error():
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=(20_000, 3))
+    with pytest.raises(ValueError, match="perfectly separated"):
+        C.TemperatureScaling().fit(z, z.argmax(1))

@@ -166,13 +166,46 @@ def test_edge_values_differ_from_torchmetrics_convention_as_documented():
     assert theirs == pytest.approx(0.25)
 
 
-def test_binary_top_label_equals_two_column_matrix():
+@pytest.mark.parametrize("name", [m for m in M.MEASURES if m != "brier"])
+def test_binary_input_is_the_two_column_matrix(name):
+    # brier is the exception, documented: sklearn's binary Brier score is half the two-column one
+    fn = M.MEASURES[name]
     rng = np.random.default_rng(2)
     p1 = rng.uniform(size=500)
     y = rng.integers(0, 2, 500)
     two = np.stack([1 - p1, p1], 1)
-    for fn in (M.ece, M.mce, M.ace, M.sece, M.smooth_ece, M.debiased_ece, M.nll, M.error):
-        assert fn(p1, y) == pytest.approx(fn(two, y), abs=1e-12), fn.__name__
+    assert fn(p1, y) == pytest.approx(fn(two, y), abs=1e-12)
+
+
+@pytest.mark.parametrize("name", M.CALIBRATION_ERRORS)
+def test_every_calibration_error_takes_reliability(name):
+    fn = M.CALIBRATION_ERRORS[name]
+    rng = np.random.default_rng(8)
+    p1 = rng.uniform(size=600)
+    y = (rng.random(600) < p1**2).astype(int)
+    two = np.stack([1 - p1, p1], 1)
+    pos = fn(p1, y, reliability="positive_class")
+    assert pos == pytest.approx(fn(two, y, reliability="positive_class"), abs=1e-12)
+    if name != "classwise_ece":  # class-wise over [1 - p, p] is the positive-class error already
+        assert pos != pytest.approx(fn(p1, y), abs=1e-4), "P(y = 1) is not the top label"
+    if name in ("sece", "smooth_ece"):  # kernel measures: the mirrored problem (1 - p, 1 - y) has the same error
+        assert pos == pytest.approx(fn(1 - p1, 1 - y, reliability="positive_class"), abs=1e-9)
+    assert fn(p1, y, reliability="top_label") == pytest.approx(fn(p1, y), abs=1e-15)
+    with pytest.raises(ValueError, match="positive_class.*binary"):
+        fn(GOOD_P, GOOD_Y, reliability="positive_class")
+    with pytest.raises(ValueError, match="reliability must be one of"):
+        fn(p1, y, reliability="class1")
+
+
+def test_reliability_of_ace_and_classwise_ece():
+    rng = np.random.default_rng(9)
+    p1 = rng.uniform(size=1000)
+    y = (rng.random(1000) < p1**2).astype(int)
+    assert M.ace(p1, y, reliability="positive_class") == pytest.approx(
+        M.ece(p1, y, strategy="quantile", reliability="positive_class"), abs=1e-15)
+    assert M.ace(p1, y, reliability="positive_class") != pytest.approx(M.ace(p1, y), abs=1e-3)
+    assert M.classwise_ece(p1, y, n_bins=10, reliability="positive_class") == pytest.approx(
+        M.ece(p1, y, n_bins=10, reliability="positive_class"), abs=1e-15)
 
 
 def test_constant_predictor_ece_is_gap_to_accuracy():
@@ -203,13 +236,14 @@ def test_perfectly_calibrated_predictor_ece_tends_to_zero():
         c, a, norm="l2", strategy="quantile", reliability="positive_class")
 
 
-def test_torch_and_numpy_inputs_agree():
+@pytest.mark.parametrize("name", M.MEASURES)
+def test_torch_and_numpy_inputs_agree(name):
+    fn = M.MEASURES[name]
     p, y = make_predictions(800, 5, 1)
-    for fn in (M.ece, M.mce, M.ace, M.classwise_ece, M.sece, M.smooth_ece, M.debiased_ece,
-               M.nll, M.brier, M.error):
-        assert fn(torch.tensor(p), torch.tensor(y)) == pytest.approx(fn(p, y), abs=1e-12), fn.__name__
+    assert fn(torch.tensor(p), torch.tensor(y)) == pytest.approx(fn(p, y), abs=1e-12)
+    assert fn(p.tolist(), y.tolist()) == pytest.approx(fn(p, y), abs=1e-12)
     pf = torch.tensor(p, dtype=torch.float32)
-    assert M.ece(pf, torch.tensor(y)) == pytest.approx(M.ece(p, y), abs=1e-6)
+    assert fn(pf, torch.tensor(y)) == pytest.approx(fn(p, y), abs=1e-5)
 
 
 def test_quantile_bins_have_equal_mass():
@@ -310,11 +344,10 @@ GOOD_Y = np.array([0, 1])
     (np.array([0.2, 0.7]), np.array([0, 2]), "labels must be < the number of classes \\(2\\)"),
     (GOOD_P, np.array([[0, 1], [1, 0]]), "labels must have shape"),
 ])
-@pytest.mark.parametrize("fn", [M.ece, M.mce, M.classwise_ece, M.sece, M.smooth_ece, M.nll,
-                                M.brier, M.error, M.debiased_ece])
-def test_bad_input_raises_clear_error(fn, probs, labels, match):
+@pytest.mark.parametrize("name", M.MEASURES)
+def test_bad_input_raises_clear_error(name, probs, labels, match):
     with pytest.raises(ValueError, match=match):
-        fn(probs, labels)
+        M.MEASURES[name](probs, labels)
 
 
 @pytest.mark.parametrize("n_bins", [0, -3, 2.5, "10", True])
@@ -334,11 +367,54 @@ def test_bad_choices_name_the_argument():
         M.ece(GOOD_P, GOOD_Y, reliability="positive_class")
 
 
-def test_sum_tolerance_accepts_float32_softmax():
-    z = torch.randn(5000, 100) * 5
-    p = torch.softmax(z, 1)  # float32 rows sum to 1 within ~1e-6
-    y = torch.randint(0, 100, (5000,))
-    assert 0 <= M.ece(p, y) <= 1
+def test_float32_softmax_is_accepted_and_measured_as_in_float64():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(5000, 100, generator=g, dtype=torch.float64) * 5
+    y = torch.randint(0, 100, (5000,), generator=g)
+    p64 = torch.softmax(z, 1)
+    p32 = torch.softmax(z.float(), 1)  # float32 rows sum to 1 within ~1e-6, far inside SUM_TOL
+    assert (p32.double().sum(1) - 1).abs().max() > 1e-8, "the test needs rows that are not exactly normalized"
+    for fn in (M.ece, M.mce, M.ace, M.classwise_ece, M.nll, M.brier):
+        assert fn(p32, y) == pytest.approx(fn(p64, y), abs=1e-5), fn.__name__
+    assert M.ece(p32, y) > 0.1  # a sharp, wrong-by-construction model: far from 0
+
+
+def test_logits_to_probs_sigmoid_for_one_logit_softmax_for_a_row():
+    from scipy.special import expit
+    from scipy.special import softmax as sp_softmax
+
+    z1 = np.array([-3.0, 0.0, 0.5, 4.0])  # four samples of a sigmoid network, not one softmax row
+    np.testing.assert_allclose(M.logits_to_probs(z1), expit(z1), rtol=1e-15)
+    assert M.logits_to_probs(z1).sum() != pytest.approx(1.0)
+    z2 = np.random.default_rng(0).normal(size=(6, 3)) * 4
+    np.testing.assert_allclose(M.logits_to_probs(z2), sp_softmax(z2, axis=1), rtol=1e-12)
+    t = torch.tensor(z1, requires_grad=True)
+    out = M.logits_to_probs(t)
+    assert isinstance(out, torch.Tensor) and out.requires_grad
+    np.testing.assert_allclose(out.detach().numpy(), expit(z1), rtol=1e-12)
+    with pytest.raises(ValueError, match="logits contains NaN"):
+        M.logits_to_probs(np.array([0.0, np.nan]))
+    with pytest.raises(ValueError, match="logits must have shape"):
+        M.logits_to_probs(np.zeros((2, 2, 2)))
+
+
+def test_reliability_bins_in_the_order_the_labs_return():
+    import dataclasses
+
+    assert [f.name for f in dataclasses.fields(M.ReliabilityBins)] == ["accuracy", "confidence", "count", "edges"]
+    p, y = make_predictions(300, 4, 3)
+    acc, conf, count, edges = dataclasses.astuple(M.reliability_bins(p, y, n_bins=7))
+    assert count.sum() == 300 and len(acc) == len(conf) == 7 and len(edges) == 8
+
+
+def test_measure_registries_are_the_report_columns():
+    assert set(M.MEASURES) == set(M.SCORES) | set(M.CALIBRATION_ERRORS)
+    p, y = make_predictions(200, 3, 4)
+    df = M.calibration_report(p, y)
+    assert list(df.columns) == list(M.MEASURES)
+    for name, fn in M.MEASURES.items():
+        assert df.loc["model", name] == pytest.approx(fn(p, y, **({"n_bins": 15} if name in (
+            "ece", "mce", "ace", "classwise_ece", "debiased_ece") else {})), abs=1e-15)
 
 
 def test_logits_with_nan_are_rejected_by_softmax():
