@@ -47,7 +47,7 @@ from . import binning, kernels
 from ._docs import document
 from ._validation import check_choice, check_labels, check_logits, check_probs, is_torch, to_numpy
 
-__all__ = [
+__all__ = ["binned_on_confidence", "confidence_outcome", 
     "softmax", "log_softmax", "logits_to_probs", "top_label", "reliability_bins", "ReliabilityBins",
     "ece", "mce", "ace", "classwise_ece", "debiased_ece", "sece", "sece_exact_torch", "smooth_ece",
     "smooth_ece_bandwidth", "nll", "brier", "error", "accuracy", "bootstrap_ci", "BootstrapCI",
@@ -681,6 +681,60 @@ def bootstrap_ci(metric, probs, labels, n_boot: int = 1000, level: float = 0.95,
     alpha = (1 - level) / 2
     low, high = np.quantile(stats, [alpha, 1 - alpha])
     return BootstrapCI(estimate, float(low), float(high), level)
+
+
+def binned_on_confidence(metric, **metric_kwargs):
+    """For ``ece``, ``mce`` and ``ace``: the same measure as a function of (confidence, outcome).
+
+    Binned top-label measures depend on the predictions only through each sample's confidence
+    and outcome; resampling those two arrays is what makes bootstraps fast
+    (:mod:`calibcourse.stats`).
+
+    Parameters
+    ----------
+    metric : callable
+        A measure of this module.
+    **metric_kwargs
+        Its keyword arguments (``n_bins``, ``strategy``, ``norm``, ``reliability``).
+
+    Returns
+    -------
+    callable or None
+        ``f(confidence, outcome) -> float`` equal to ``metric(probs, labels, **metric_kwargs)``
+        on the arrays of :func:`confidence_outcome`, or None where there is no such form.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = np.array([[0.9, 0.1], [0.3, 0.7], [0.6, 0.4]]); y = np.array([0, 0, 0])
+    >>> f = binned_on_confidence(ece, n_bins=5)
+    >>> bool(np.isclose(f(*confidence_outcome(p, y)), ece(p, y, n_bins=5)))
+    True
+    """
+    return _binned_from_conf(metric, metric_kwargs)
+
+
+def confidence_outcome(probs, labels, reliability: str = "top_label"):
+    """Validate; return the float64 arrays (confidence, outcome) that ``reliability`` measures.
+
+    Parameters
+    ----------
+    probs, labels : array-like
+        As every measure of this module takes them.
+    reliability : {"top_label", "positive_class"}
+        Top-label confidence and correctness, or P(y = 1) and y.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(confidence, outcome)``, both of shape (n,).
+
+    Examples
+    --------
+    >>> confidence_outcome(np.array([[0.8, 0.2], [0.4, 0.6]]), np.array([0, 0]))
+    (array([0.8, 0.6]), array([1., 0.]))
+    """
+    return _prepare(probs, labels, reliability)
 
 
 def _binned_from_conf(metric, kwargs):

@@ -21,7 +21,26 @@ BUDGETS = {
 
 
 def budget(profile: str, name: str):
-    """The size ``name`` of :data:`BUDGETS` for ``profile`` (e.g. ``budget(profile, "n_boot")``)."""
+    """The size ``name`` of :data:`BUDGETS` for ``profile``.
+
+    Parameters
+    ----------
+    profile : {"ci", "default", "full"}
+        The build's profile.
+    name : str
+        A key of :data:`BUDGETS`: ``"n_boot"`` (bootstrap resamples behind every interval),
+        ``"n_reps"`` (replications of a simulation), ``"cal_sizes"`` (calibration-set sizes).
+
+    Returns
+    -------
+    int or tuple
+        The size.
+
+    Examples
+    --------
+    >>> budget("default", "n_boot")
+    1000
+    """
     check_profile(profile)
     if name not in BUDGETS[profile]:
         raise KeyError(f"no budget {name!r}; known: {', '.join(BUDGETS[profile])}")

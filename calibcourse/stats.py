@@ -142,10 +142,10 @@ def _per_sample(metric, p, y, kwargs):
 def _resampler(metric, p, y, kwargs):
     """``f(idx)``: the metric on the resample ``idx`` (fast paths checked against the metric)."""
     full = float(metric(p, y, **kwargs))
-    binned = M._binned_from_conf(metric, kwargs)
+    binned = M.binned_on_confidence(metric, **kwargs)
     fast = None
     if binned is not None:
-        conf, outcome = M._prepare(p, y, kwargs.get("reliability", "top_label"))
+        conf, outcome = M.confidence_outcome(p, y, kwargs.get("reliability", "top_label"))
 
         def fast(i):
             return binned(conf[i], outcome[i])
