@@ -47,8 +47,8 @@ from . import binning, kernels
 from ._docs import document
 from ._validation import check_choice, check_labels, check_logits, check_probs, is_torch, to_numpy
 
-__all__ = ["binned_on_confidence", "confidence_outcome", 
-    "softmax", "log_softmax", "logits_to_probs", "top_label", "reliability_bins", "ReliabilityBins",
+__all__ = [
+    "binned_on_confidence", "confidence_outcome", "softmax", "log_softmax", "logits_to_probs", "top_label", "reliability_bins", "ReliabilityBins",
     "ece", "mce", "ace", "classwise_ece", "debiased_ece", "sece", "sece_exact_torch", "smooth_ece",
     "smooth_ece_bandwidth", "nll", "brier", "error", "accuracy", "bootstrap_ci", "BootstrapCI",
     "calibration_report", "SCORES", "CALIBRATION_ERRORS", "MEASURES", "NORMS", "RELIABILITIES",
@@ -619,33 +619,17 @@ Examples
 """
 
 
+@document(("metric", "callable", "``metric(probs, labels, **metric_kwargs) -> float``, e.g. :func:`ece`."),
+          "probs", "labels", ("n_boot", "int, default=1000", "Number of resamples, at least 2."),
+          ("level", "float, default=0.95", "Coverage of the interval, in (0, 1)."), "seed",
+          ("**metric_kwargs", "", "Passed to ``metric``."),
+          returns=("BootstrapCI", "``(estimate, low, high, level)``; ``estimate`` is the metric on the full data."))
 def bootstrap_ci(metric, probs, labels, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
                  **metric_kwargs) -> BootstrapCI:
     """Percentile bootstrap interval of ``metric(probs, labels, **metric_kwargs)``.
 
     Resamples the n (prediction, label) pairs with replacement ``n_boot`` times.
-
-    Parameters
-    ----------
-    metric : callable
-        ``metric(probs, labels, **metric_kwargs) -> float``, e.g. :func:`ece`.
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities.
-    labels : array_like of shape (n,)
-        Integer class labels.
-    n_boot : int, default=1000
-        Number of resamples, at least 2.
-    level : float, default=0.95
-        Coverage of the interval, in (0, 1).
-    seed : int, default=0
-        Seed of the resampling.
-    **metric_kwargs
-        Passed to ``metric``.
-
-    Returns
-    -------
-    BootstrapCI
-        ``(estimate, low, high, level)``; ``estimate`` is the metric on the full data.
+    (:mod:`calibcourse.stats` has the intervals and paired differences the chapters report.)
 
     Examples
     --------
