@@ -156,15 +156,16 @@ def _checked_top_label(probs):
         return (p, *top_label(p))
     n, k = p.shape
     rows = max(1, _BLOCK_ELEMENTS // k)
-    ones = np.ones(k, dtype=p.dtype)
+    ones, starts = np.ones(k, dtype=p.dtype), np.arange(rows) * k  # where each row of a block starts
     sums, conf, pred = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
     lows = []
     for i in range(0, n, rows):
         b = p[i: i + rows]
         lows.append(b.min())
         sums[i: i + rows] = b @ ones  # a matrix-vector product: the fastest row sums
-        pred[i: i + rows] = b.argmax(axis=1)
-        conf[i: i + rows] = np.take_along_axis(b, pred[i: i + rows, None], axis=1)[:, 0]
+        top = b.argmax(axis=1)
+        pred[i: i + rows] = top
+        conf[i: i + rows] = b.ravel().take(starts[: len(top)] + top)
     check_prob_values(p, "probs", np.min(lows), conf.max(), row_sums=sums)  # the largest value is a row's top
     return p, conf, pred
 
