@@ -86,7 +86,7 @@ def document(*params, returns=None):
     *params : str or (str, str, str)
         The parameters in the order of the signature: the name of one of
         :data:`PARAMETERS`, or ``(name, type, description)`` for a parameter
-        of this function alone.
+        of this function alone (type ``""`` for ``**kwargs``).
     returns : (str, str), optional
         Type and description of what the function returns.
 
@@ -122,7 +122,7 @@ def document(*params, returns=None):
     entries = []
     for p in params:
         name, typ, text = (p, *PARAMETERS[p]) if isinstance(p, str) else p
-        entries.append((f"{name} : {typ}", text))
+        entries.append((f"{name} : {typ}" if typ else name, text))  # no type: e.g. **kwargs
 
     def decorate(obj):
         lines = (obj.__doc__ or "").split("\n")

@@ -42,6 +42,14 @@ def check_probs(probs, name: str = "probs", allow_1d: bool = True) -> np.ndarray
     Shape (n,) is read as the probability of class 1 of a binary problem.
     Rows of an (n, K) array must sum to 1 within ``SUM_TOL``.
     """
+    p = probs_array(probs, name, allow_1d)
+    lo, hi = _min_max(p)
+    check_prob_values(p, name, lo, hi, row_sums=_row_sums if p.ndim == 2 else None)
+    return p
+
+
+def probs_array(probs, name: str = "probs", allow_1d: bool = True) -> np.ndarray:
+    """The type and shape checks of :func:`check_probs`: a float array of shape (n, K) or (n,), values unchecked."""
     p = to_numpy(probs, name)
     if p.dtype.kind not in "fiub":
         raise ValueError(f"{name} must be a numeric array; got dtype {p.dtype}")
@@ -55,20 +63,24 @@ def check_probs(probs, name: str = "probs", allow_1d: bool = True) -> np.ndarray
         raise ValueError(f"{name} is empty: at least one sample is needed")
     if p.ndim == 2 and p.shape[1] < 2:
         raise ValueError(f"{name} must have at least 2 columns (classes); got shape {p.shape}")
-    lo, hi = _min_max(p)
+    return p
+
+
+def check_prob_values(p: np.ndarray, name: str, lo: float, hi: float, row_sums=None) -> None:
+    """The value checks of :func:`check_probs`, from the minimum ``lo``, the maximum ``hi`` and
+    the row sums (an array, or a function of ``p`` that computes them; None for shape (n,))."""
     if not (np.isfinite(lo) and np.isfinite(hi)):
         check_finite(p, name)  # names NaN or inf and counts them
     if lo < 0 or hi > 1:
         raise ValueError(f"{name} must lie in [0, 1]; got values from {lo:g} to {hi:g} "
                          "(pass logits through calibcourse.metrics.softmax first)")
-    if p.ndim == 2:
-        s = _row_sums(p)
+    if row_sums is not None:
+        s = row_sums(p) if callable(row_sums) else row_sums
         dev = np.abs(s - 1.0)
         worst = int(dev.argmax())
         if dev[worst] > SUM_TOL:
             raise ValueError(f"rows of {name} must sum to 1 (tolerance {SUM_TOL:g}); "
                              f"row {worst} sums to {s[worst]:.6g}")
-    return p
 
 
 def _torch_view(a: np.ndarray):

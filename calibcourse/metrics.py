@@ -45,10 +45,11 @@ import numpy as np
 
 from . import binning, kernels
 from ._docs import document
-from ._validation import check_choice, check_labels, check_logits, check_probs, is_torch, to_numpy
+from ._validation import (check_choice, check_labels, check_logits, check_prob_values, check_probs, is_torch,
+                          probs_array, to_numpy)
 
-__all__ = ["binned_on_confidence", "confidence_outcome", 
-    "softmax", "log_softmax", "logits_to_probs", "top_label", "reliability_bins", "ReliabilityBins",
+__all__ = [
+    "binned_on_confidence", "confidence_outcome", "softmax", "log_softmax", "logits_to_probs", "top_label", "reliability_bins", "ReliabilityBins",
     "ece", "mce", "ace", "classwise_ece", "debiased_ece", "sece", "sece_exact_torch", "smooth_ece",
     "smooth_ece_bandwidth", "nll", "brier", "error", "accuracy", "bootstrap_ci", "BootstrapCI",
     "calibration_report", "SCORES", "CALIBRATION_ERRORS", "MEASURES", "NORMS", "RELIABILITIES",
@@ -128,13 +129,45 @@ def logits_to_probs(logits):
 def _prepare(probs, labels, reliability: str = "top_label"):
     """Validate; return the float64 (confidence, outcome) pair that ``reliability`` measures."""
     check_choice(reliability, RELIABILITIES, "reliability")
-    p = check_probs(probs)
-    n_classes = 2 if p.ndim == 1 else p.shape[1]
-    y = check_labels(labels, p.shape[0], n_classes)
     if reliability == "positive_class":
+        p = check_probs(probs)
+        y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
         return _positive_class(p).astype(np.float64, copy=False), y.astype(np.float64)
-    conf, pred = top_label(p)
+    p, conf, pred = _checked_top_label(probs)
+    y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
     return conf, (pred == y).astype(np.float64)
+
+
+#: From this many classes on, the checks and the top label are one numpy pass over row blocks
+#: (torch's max over a row is slower than numpy's argmax there; below it, torch is faster)
+_BLOCKED_FROM_CLASSES = 24
+_BLOCK_ELEMENTS = 2**17  # 512 KiB of float32: a block stays in the L2 cache
+
+
+def _checked_top_label(probs):
+    """``p = check_probs(probs)`` and ``top_label(p)``: (p, confidence, predicted class).
+
+    For a wide float matrix the value checks (minimum, maximum, row sums) and the top label
+    are computed block by block, each block of rows read from memory once.
+    """
+    p = probs_array(probs)
+    if not (p.ndim == 2 and p.shape[1] >= _BLOCKED_FROM_CLASSES and p.flags.c_contiguous):
+        p = check_probs(p)
+        return (p, *top_label(p))
+    n, k = p.shape
+    rows = max(1, _BLOCK_ELEMENTS // k)
+    ones, starts = np.ones(k, dtype=p.dtype), np.arange(rows) * k  # where each row of a block starts
+    sums, conf, pred = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
+    lows = []
+    for i in range(0, n, rows):
+        b = p[i: i + rows]
+        lows.append(b.min())
+        sums[i: i + rows] = b @ ones  # a matrix-vector product: the fastest row sums
+        top = b.argmax(axis=1)
+        pred[i: i + rows] = top
+        conf[i: i + rows] = b.ravel().take(starts[: len(top)] + top)
+    check_prob_values(p, "probs", np.min(lows), conf.max(), row_sums=sums)  # the largest value is a row's top
+    return p, conf, pred
 
 
 def _positive_class(p: np.ndarray) -> np.ndarray:
@@ -573,9 +606,9 @@ def accuracy(probs, labels) -> float:
     >>> accuracy(np.array([[0.9, 0.1], [0.4, 0.6]]), np.array([0, 0]))
     0.5
     """
-    p = check_probs(probs)
+    p, _, pred = _checked_top_label(probs)
     y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
-    return float(np.mean(top_label(p)[1] == y))
+    return float(np.mean(pred == y))
 
 
 @document("probs", "labels", returns=("float", "The error rate ``1 - accuracy``, in [0, 1]."))
@@ -619,33 +652,17 @@ Examples
 """
 
 
+@document(("metric", "callable", "``metric(probs, labels, **metric_kwargs) -> float``, e.g. :func:`ece`."),
+          "probs", "labels", ("n_boot", "int, default=1000", "Number of resamples, at least 2."),
+          ("level", "float, default=0.95", "Coverage of the interval, in (0, 1)."), "seed",
+          ("**metric_kwargs", "", "Passed to ``metric``."),
+          returns=("BootstrapCI", "``(estimate, low, high, level)``; ``estimate`` is the metric on the full data."))
 def bootstrap_ci(metric, probs, labels, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
                  **metric_kwargs) -> BootstrapCI:
     """Percentile bootstrap interval of ``metric(probs, labels, **metric_kwargs)``.
 
     Resamples the n (prediction, label) pairs with replacement ``n_boot`` times.
-
-    Parameters
-    ----------
-    metric : callable
-        ``metric(probs, labels, **metric_kwargs) -> float``, e.g. :func:`ece`.
-    probs : array_like of shape (n, K) or (n,)
-        Probabilities.
-    labels : array_like of shape (n,)
-        Integer class labels.
-    n_boot : int, default=1000
-        Number of resamples, at least 2.
-    level : float, default=0.95
-        Coverage of the interval, in (0, 1).
-    seed : int, default=0
-        Seed of the resampling.
-    **metric_kwargs
-        Passed to ``metric``.
-
-    Returns
-    -------
-    BootstrapCI
-        ``(estimate, low, high, level)``; ``estimate`` is the metric on the full data.
+    (:mod:`calibcourse.stats` has the intervals and paired differences the chapters report.)
 
     Examples
     --------

@@ -227,7 +227,11 @@ class RunResult:
     info: dict = field(default_factory=dict)
 
     def logits(self, split: str = "test"):
-        """Logits of a split ("val" or "test"): (n, K), or (n,) for a single sigmoid logit."""
+        """Logits of a split ("val", "test", or another stored set such as "best_test"): (n, K),
+        or (n,) for a single sigmoid logit."""
+        if f"{split}_logits" not in self.outputs:
+            stored = sorted(k[: -len("_logits")] for k in self.outputs if k.endswith("_logits"))
+            raise KeyError(f"split {split!r} has no logits in this run; stored: {', '.join(stored)}")
         return self.outputs[f"{split}_logits"]
 
     def probs(self, split: str = "test"):

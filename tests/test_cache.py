@@ -120,3 +120,17 @@ def test_every_experiment_config_is_valid_and_profiles_name_the_same_runs(profil
         T.normalize_config(cfg)  # raises on a bad config
     if profile != "ci":
         assert set(experiments("default")) <= set(runs), "chapters read the same names in every profile"
+
+
+def test_run_results_give_logits_and_probabilities_by_split():
+    from scipy.special import expit, softmax
+
+    sigmoid_run = C.Cache().load(experiments("ci")["ch3/nine/lenet5_sigmoid_overfit"])  # one logit per sample
+    z = sigmoid_run.logits("test")
+    assert z.ndim == 1 and z is sigmoid_run.outputs["test_logits"]
+    np.testing.assert_allclose(sigmoid_run.probs("test"), expit(z), rtol=1e-15)  # never a softmax across samples
+    softmax_run = C.Cache().load(experiments("ci")["ch2/lenet5"])
+    np.testing.assert_allclose(softmax_run.probs("val"), softmax(softmax_run.logits("val"), axis=1), rtol=1e-12)
+    assert softmax_run.labels("val").shape == softmax_run.logits("val").shape[:1]
+    with pytest.raises(KeyError, match="split 'train' has no logits in this run; stored: test, val"):
+        softmax_run.logits("train")

@@ -432,3 +432,27 @@ def test_bootstrap_fast_path_equals_the_generic_loop(metric, kw):
     fast = M.bootstrap_ci(metric, p1, y, n_boot=50, seed=3, **kw)
     slow = M.bootstrap_ci(lambda a, b, **k: metric(a, b, **k), p1, y, n_boot=50, seed=3, **kw)
     assert fast == pytest.approx(slow)
+
+
+@pytest.mark.parametrize("k", [3, 30, 200])  # below and above the classes where the checks and the top label fuse
+def test_wide_inputs_are_checked_and_measured_like_narrow_ones(k):
+    p, y = make_predictions(3000, k, 12, dtype=np.float32)
+    p[:5] = 1.0 / k  # ties: the first maximum is the prediction, as numpy's argmax
+    conf, correct = M.confidence_outcome(p, y)
+    np.testing.assert_array_equal(conf, p.max(1).astype(np.float64))
+    np.testing.assert_array_equal(correct, (p.argmax(1) == y).astype(float))
+    assert M.accuracy(p, y) == np.mean(p.argmax(1) == y)
+    bad = p.copy()
+    bad[7, 1] = np.nan
+    with pytest.raises(ValueError, match=r"probs contains NaN values \(1 of"):
+        M.ece(bad, y)
+    bad = p.copy()
+    bad[9, 0] -= 0.5  # a negative entry or a row that does not sum to 1
+    with pytest.raises(ValueError, match=r"probs must lie in \[0, 1\]|rows of probs must sum to 1.*row 9"):
+        M.ece(bad, y)
+    bad = p.astype(np.float64)
+    bad[11] *= 1.001
+    with pytest.raises(ValueError, match="rows of probs must sum to 1 .*row 11 sums to 1.001"):
+        M.ece(bad, y)
+    bad = np.asfortranarray(p)  # not C-contiguous: the plain path
+    assert M.ece(bad, y) == M.ece(p, y)
