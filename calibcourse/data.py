@@ -142,6 +142,29 @@ class SyntheticCalibration:
         labels = np.where(correct, pred, other)
         return probs, labels
 
+    def true_binned_ece(self, n_bins: int = 15) -> float:
+        """The population value of the binned top-label ECE with ``n_bins`` equal-width bins.
+
+        :math:`\\sum_m |\\int_{B_m} (c^p - c)\\, dF(c)|`: what :func:`calibcourse.metrics.ece`
+        estimates, at most :meth:`true_ece` (gaps of opposite sign inside a bin cancel).
+        """
+        from scipy import integrate, stats
+
+        if n_bins < 1:
+            raise ValueError(f"n_bins must be >= 1; got {n_bins}")
+        k = self.n_classes
+        lo = 1.0 / k
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+        total = 0.0
+        for a, b in zip(edges[:-1], edges[1:]):
+            ua, ub = max((a - lo) / (1 - lo), 0.0), max((b - lo) / (1 - lo), 0.0)
+            if ub <= ua:
+                continue
+            val, _ = integrate.quad(lambda u: ((lo + (1 - lo) * u) ** self.power - (lo + (1 - lo) * u))
+                                    * stats.beta.pdf(u, self.a, self.b), ua, min(ub, 1.0), limit=200)
+            total += abs(val)
+        return float(total)
+
     def true_ece(self) -> float:
         """The population top-label ECE :math:`\\int |c^p - c|\\, dF(c)`."""
         from scipy import integrate, stats
