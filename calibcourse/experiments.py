@@ -126,6 +126,8 @@ CH5_ABLATIONS = {
     "SGD look-ahead": {"meta": {**CH5_META, "lookahead": "sgd"}},
     "cap 20, clip 1": {"meta": {**CH5_META, "gamma_max": 20.0, "grad_clip": 1.0}},
 }
+#: the seeds of each ablation (seed 0 unless listed): the cap only acts where gamma grows past it
+CH5_ABLATION_SEEDS = {"cap 20, clip 1": (0, 1, 2)}
 
 
 def _chapter5(seeds, base=None, **base_changes):
@@ -138,8 +140,9 @@ def _chapter5(seeds, base=None, **base_changes):
         for v in values:
             runs[f"ch5/grid/{_grid_label(family, v)}/s0"] = {**base, **make(v), "seed": 0}
     for name, change in CH5_ABLATIONS.items():
-        cfg = {**base, **CH5_METHODS["FLgamma-SECE"], **change, "seed": 0}
-        runs[f"ch5/ablation/{name}/s0"] = {k: v for k, v in cfg.items() if v is not None}
+        for s in [s for s in CH5_ABLATION_SEEDS.get(name, (0,)) if s in seeds or s == 0]:
+            cfg = {**base, **CH5_METHODS["FLgamma-SECE"], **change, "seed": s}
+            runs[f"ch5/ablation/{name}/s{s}"] = {k: v for k, v in cfg.items() if v is not None}
     return runs
 
 
