@@ -16,9 +16,13 @@ from torch.func import functional_call
 
 from .losses import dece_loss, focal_loss, sece_loss
 
-__all__ = ["GammaNet", "MetaTrainer", "lookahead_outer_loss", "OUTER_LOSSES"]
+__all__ = ["GammaNet", "MetaTrainer", "lookahead_outer_loss", "lookahead_step", "OUTER_LOSSES", "LOOKAHEADS"]
 
 OUTER_LOSSES = {"sece": sece_loss, "dece": dece_loss}
+
+#: how the look-ahead moves the backbone: "sgd" (a plain gradient step at the optimizer's learning
+#: rate) or "same" (the real step's own update rule and state: Adam, or SGD with momentum)
+LOOKAHEADS = ("sgd", "same")
 
 
 class GammaNet(nn.Module):
@@ -54,20 +58,74 @@ class GammaNet(nn.Module):
         return g * self._scale
 
 
-def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner_lr: float,
-                         outer=sece_loss):
-    """The outer objective: calibration loss on ``(x_val, y_val)`` of the backbone after one
-    SGD step of focal loss at the gamma-Net's gammas on ``(x_train, y_train)``.
+def _safe_sqrt(v):
+    # sqrt with a finite gradient at 0 (torch's is inf, and inf * 0 = NaN where a gradient is 0)
+    return torch.sqrt(v.clamp_min(torch.finfo(v.dtype).tiny))
 
-    Differentiable with respect to the gamma-Net's parameters (second-order, through the
-    inner gradient, via ``torch.func.functional_call``).
+
+def lookahead_step(params: dict, grads, optimizer=None, lr: float | None = None) -> dict:
+    r"""The parameters after one differentiable update ``theta' = theta - step(g)``.
+
+    ``optimizer=None``: plain SGD, :math:`\theta' = \theta - \eta g` at ``lr``. With an
+    optimizer (``torch.optim.Adam`` or ``torch.optim.SGD``): the update it would make next,
+    from its hyperparameters and current state, written in differentiable torch operations,
+    so that :math:`\theta'` keeps the graph of ``grads``. For Adam at step :math:`t`:
+
+    .. math:: m = \beta_1 m_{t-1} + (1-\beta_1) g,\quad v = \beta_2 v_{t-1} + (1-\beta_2) g^2,\quad
+              \theta' = \theta - \eta\, \frac{m / (1-\beta_1^t)}{\sqrt{v / (1-\beta_2^t)} + \epsilon}
+
+    (``weight_decay`` adds :math:`\lambda\theta` to :math:`g` first, as torch does).
+    """
+    if optimizer is None:
+        if lr is None:
+            raise ValueError("lr is needed for the plain SGD look-ahead (optimizer=None)")
+        return {name: p - lr * g for (name, p), g in zip(params.items(), grads)}
+    group = optimizer.param_groups[0]
+    lr, wd = group["lr"], group.get("weight_decay", 0.0)
+    out = {}
+    for (name, p), g in zip(params.items(), grads):
+        state = optimizer.state.get(p, {})
+        if wd:
+            g = g + wd * p
+        if isinstance(optimizer, torch.optim.Adam):
+            if group.get("amsgrad") or group.get("maximize"):
+                raise ValueError("the look-ahead supports plain Adam (no amsgrad, no maximize)")
+            b1, b2 = group["betas"]
+            t = int(state["step"]) + 1 if "step" in state else 1
+            m = (1 - b1) * g + (b1 * state["exp_avg"] if "exp_avg" in state else 0)
+            v = (1 - b2) * g * g + (b2 * state["exp_avg_sq"] if "exp_avg_sq" in state else 0)
+            step = (m / (1 - b1 ** t)) / (_safe_sqrt(v / (1 - b2 ** t)) + group["eps"])
+        elif isinstance(optimizer, torch.optim.SGD):
+            mu, damp = group["momentum"], group["dampening"]
+            step = g
+            if mu:
+                buf = state.get("momentum_buffer")
+                buf = g if buf is None else mu * buf + (1 - damp) * g
+                step = g + mu * buf if group["nesterov"] else buf
+        else:
+            raise ValueError(f"the look-ahead supports Adam and SGD; got {type(optimizer).__name__}")
+        out[name] = p - lr * step
+    return out
+
+
+def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner_lr: float | None = None,
+                         outer=sece_loss, optimizer=None, gamma_max: float | None = None):
+    """The outer objective: calibration loss on ``(x_val, y_val)`` of the backbone after one
+    step of focal loss at the gamma-Net's gammas on ``(x_train, y_train)``.
+
+    The step is plain SGD at ``inner_lr`` (``optimizer=None``) or the update rule of
+    ``optimizer`` with its current state (:func:`lookahead_step`). Differentiable with
+    respect to the gamma-Net's parameters (second-order, through the inner gradient, via
+    ``torch.func.functional_call``). ``gamma_max`` caps the gammas, as in the real step.
     """
     params = dict(model.named_parameters())
     feats = model.features(x_train)
     gammas = gamma_net(feats.detach())
+    if gamma_max is not None:
+        gammas = gammas.clamp(max=gamma_max)
     inner = focal_loss(model.head(feats), y_train, gammas)
     grads = torch.autograd.grad(inner, list(params.values()), create_graph=True)
-    stepped = {name: p - inner_lr * g for (name, p), g in zip(params.items(), grads)}
+    stepped = lookahead_step(params, grads, optimizer, lr=inner_lr)
     return outer(functional_call(model, stepped, (x_val,)), y_val)
 
 
@@ -75,20 +133,27 @@ class MetaTrainer:
     """One bilevel step per training batch; used by :func:`calibcourse.train.train` when a
     run config has a ``meta`` section::
 
-        "meta": {"outer": "sece", "heads": 8, "tau": 1.0, "meta_lr": 1e-3,
-                 "val_batch": 256, "bandwidth": 0.05, "gamma_max": 20, "grad_clip": 1.0}
+        "meta": {"outer": "sece", "heads": 8, "tau": 1.0, "meta_lr": 1e-3, "val_batch": 256,
+                 "bandwidth": 0.05, "lookahead": "same", "gamma_max": None, "grad_clip": None}
 
-    ``gamma_max`` caps the gammas of the inner step and ``grad_clip`` the norm of the
-    gamma-Net's gradient (neither is in the paper; both keep the DECE outer loss, whose
-    soft bins have steep gradients, from diverging).
+    ``lookahead``: ``"same"`` steps the look-ahead with the real step's update rule and state
+    (Adam when the run trains with Adam), ``"sgd"`` with a plain gradient step at the same
+    learning rate (the default, for configs written before the choice existed).
+    ``gamma_max`` caps the gammas (of the look-ahead and of the real step) and ``grad_clip``
+    the norm of the gamma-Net's gradient; neither is in the paper. ``init_gamma`` rescales the
+    gamma-Net's output once, on its first batch, so that the mean gamma starts there.
     """
 
     def __init__(self, model, X_val, y_val, outer: str = "sece", heads: int = 8, tau: float = 1.0,
                  meta_lr: float = 1e-3, val_batch: int = 256, bandwidth: float = 0.05,
                  init_gamma: float = 1.0, gamma_max: float | None = None, grad_clip: float | None = None,
-                 seed: int = 0):
+                 lookahead: str = "sgd", seed: int = 0):
         if outer not in OUTER_LOSSES:
             raise ValueError(f"meta.outer must be one of {', '.join(OUTER_LOSSES)}; got {outer!r}")
+        if lookahead not in LOOKAHEADS:
+            raise ValueError(f"meta.lookahead must be one of {', '.join(LOOKAHEADS)}; got {lookahead!r}")
+        if gamma_max is not None and not gamma_max > 0:
+            raise ValueError(f"meta.gamma_max must be > 0 or None; got {gamma_max!r}")
         first = next(model.parameters())
         self.model = model
         self.gamma_net = GammaNet(model.head.in_features, heads=heads, tau=tau,
@@ -96,18 +161,21 @@ class MetaTrainer:
         self.opt = torch.optim.Adam(self.gamma_net.parameters(), lr=meta_lr)
         self.X_val, self.y_val = X_val, y_val
         self.val_batch = val_batch
-        self.gamma_max, self.grad_clip = gamma_max, grad_clip
+        self.gamma_max, self.grad_clip, self.lookahead = gamma_max, grad_clip, lookahead
         self.gen = torch.Generator().manual_seed(seed + 1)
         base = OUTER_LOSSES[outer]
         self.outer = (lambda z, y: base(z, y, bandwidth=bandwidth)) if outer == "sece" else base
 
     def step(self, xb, yb, optimizer) -> float:
+        """One outer update of the gamma-Net, then one real step of the backbone; the focal loss."""
         dev = xb.device
         idx = torch.randint(0, len(self.y_val), (self.val_batch,), generator=self.gen)
         xv, yv = self.X_val[idx].to(dev), self.y_val[idx].to(dev)
-        inner_lr = optimizer.param_groups[0]["lr"]
         # outer: update the gamma-Net through a one-step look-ahead of the backbone
-        outer_loss = lookahead_outer_loss(self.model, self.gamma_net, xb, yb, xv, yv, inner_lr, self.outer)
+        same = self.lookahead == "same"
+        outer_loss = lookahead_outer_loss(self.model, self.gamma_net, xb, yb, xv, yv,
+                                          inner_lr=optimizer.param_groups[0]["lr"], outer=self.outer,
+                                          optimizer=optimizer if same else None, gamma_max=self.gamma_max)
         self.opt.zero_grad()
         outer_loss.backward(inputs=list(self.gamma_net.parameters()))
         if self.grad_clip is not None:

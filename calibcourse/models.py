@@ -14,7 +14,8 @@ import torch
 from torch import nn
 
 __all__ = ["LeNet5", "CifarResNet", "MLP", "CNN1D", "resnet18_small", "densenet121_small",
-           "FrozenFeatureClassifier", "build_model", "load_weights", "count_parameters"]
+           "FrozenFeatureClassifier", "build_model", "load_weights", "count_parameters", "MODELS",
+           "INPUT_ARGS"]
 
 
 class _WithFeatures(nn.Module):
@@ -234,8 +235,37 @@ MODELS = {"lenet5": LeNet5, "cifar_resnet": CifarResNet, "mlp": MLP, "cnn1d": CN
           "resnet18": resnet18_small, "densenet121": densenet121_small}
 
 
-def build_model(name: str, **kwargs) -> nn.Module:
-    """Build a model of :data:`MODELS` by name (what a run config names)."""
+def _prod(shape):
+    out = 1
+    for n in shape:
+        out *= int(n)
+    return out
+
+
+#: name -> the constructor arguments that follow from the shape of one input sample (C, H, W) or (L,)
+INPUT_ARGS = {
+    "mlp": lambda shape: {"in_features": _prod(shape)},
+    "cnn1d": lambda shape: {"length": int(shape[-1])},
+    "lenet5": lambda shape: {"in_channels": int(shape[0]), "input_size": int(shape[-1])},
+    "cifar_resnet": lambda shape: {"in_channels": int(shape[0])},
+    "resnet18": lambda shape: {"in_channels": int(shape[0])},
+    "densenet121": lambda shape: {"in_channels": int(shape[0])},
+}
+
+
+def build_model(name: str, input_shape=None, **kwargs) -> nn.Module:
+    """Build a model of :data:`MODELS` by name (what a run config names).
+
+    ``input_shape``: the shape of one input sample (e.g. ``(40,)`` or ``(1, 28, 28)``); it
+    fills the arguments that depend on it (:data:`INPUT_ARGS`) unless ``kwargs`` give them.
+
+    Examples
+    --------
+    >>> build_model("mlp", input_shape=(40,), depth=1, width=8).head
+    Linear(in_features=8, out_features=10, bias=True)
+    """
     if name not in MODELS:
         raise ValueError(f"model must be one of {', '.join(sorted(MODELS))}; got {name!r}")
+    if input_shape is not None:
+        kwargs = {**INPUT_ARGS[name](tuple(input_shape)), **kwargs}
     return MODELS[name](**kwargs)

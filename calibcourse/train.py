@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["default_device", "fit_classifier", "predict_logits", "train", "RunResult",
-           "DEFAULT_CONFIG", "normalize_config", "load_data_splits", "LOSSES", "register_loss"]
+__all__ = ["default_device", "fit_classifier", "predict_logits", "train", "RunResult", "make_model",
+           "make_step", "Step", "PlainStep", "MixupStep", "MetaStep", "DEFAULT_CONFIG", "normalize_config",
+           "load_data_splits", "LOSSES", "register_loss"]
 
 DEFAULT_CONFIG = {
     "data": {"name": "mnist1d", "view": None, "split": [0.6, 0.2, 0.2], "val_fraction": 0.2,
@@ -219,12 +220,17 @@ def register_loss(name: str, fn) -> None:
 # --------------------------------------------------------------------------- results
 @dataclass
 class RunResult:
-    """What a run produces: the history per epoch, the outputs, and facts about the run."""
+    """What a run produces: the history per epoch, the outputs, and facts about the run.
+
+    ``model`` is the trained network when the run was just trained, ``None`` when it was
+    read from the cache (which stores outputs, not weights).
+    """
 
     config: dict
     history: "object"  # pandas DataFrame
     outputs: dict = field(default_factory=dict)  # name -> numpy array
     info: dict = field(default_factory=dict)
+    model: "object" = field(default=None, repr=False, compare=False)
 
     def logits(self, split: str = "test"):
         """Logits of a split ("val", "test", or another stored set such as "best_test"): (n, K),
@@ -244,11 +250,14 @@ class RunResult:
         return self.outputs[f"{split}_labels"]
 
 
-def _predict(model, X, batch_size=2048):
+def predict_logits(model, X, batch_size: int = 2048) -> np.ndarray:
+    """Logits of ``model`` on ``X`` (array or tensor) as float64 numpy, in eval mode, without
+    gradients; a single logit per sample comes back as shape (n,)."""
     import torch
 
     dev = next(model.parameters()).device
     model.eval()
+    X = X if torch.is_tensor(X) else torch.as_tensor(np.asarray(X), dtype=torch.float32)
     out = []
     with torch.no_grad():
         for i in range(0, len(X), batch_size):
@@ -266,18 +275,176 @@ def _scores(z, y):
     return {"error": M.error(p, y), "nll": M.nll(p, y), "ece": M.ece(p, y)}
 
 
-def train(config: dict, progress: bool | None = None, epoch_callback=None) -> RunResult:
+# --------------------------------------------------------------------------- the model factory
+def make_model(cfg: dict, input_shape, num_classes: int, device):
+    """The network a normalized run config asks for, on ``device``.
+
+    ``input_shape`` (of one sample) and ``num_classes`` fill the model's arguments that the
+    config leaves out. ``frozen_features`` trains (or loads) its backbone first, freezes it
+    and puts a new MLP head on it (chapter 3).
+    """
+    import torch
+
+    from .models import FrozenFeatureClassifier, build_model
+
+    kwargs = {k: v for k, v in cfg["model"].items() if k != "name"}
+    kwargs.setdefault("num_classes", num_classes)
+    if cfg["model"]["name"] != "frozen_features":
+        return build_model(cfg["model"]["name"], input_shape=input_shape, **kwargs).to(device)
+    spec = kwargs.pop("backbone")
+    if "pretrained" in spec:  # e.g. {"pretrained": {"name": "densenet121", "weights_path": ...}}
+        pre = dict(spec["pretrained"])
+        backbone = build_model(pre.pop("name"), **pre)
+    else:  # the run config of a backbone trained here first
+        backbone = train(spec, progress=False).model.cpu()
+    model = FrozenFeatureClassifier(backbone, feature_dim=backbone.head.in_features,
+                                    num_classes=kwargs["num_classes"], hidden=kwargs.get("hidden", 500)).to(device)
+    torch.manual_seed(cfg["seed"])  # the rest of the run does not depend on how long the backbone trained
+    return model
+
+
+def _optimizer(cfg, model):
+    import torch
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    if cfg["optimizer"] == "adam":
+        opt = torch.optim.Adam(params, lr=cfg["lr"], weight_decay=cfg["weight_decay"])
+    else:
+        opt = torch.optim.SGD(params, lr=cfg["lr"], momentum=cfg["momentum"],
+                              weight_decay=cfg["weight_decay"], nesterov=cfg["momentum"] > 0)
+    sched, epochs = None, cfg["epochs"]
+    if cfg["schedule"] == "cosine":
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
+    elif cfg["schedule"] == "step":  # Guo et al.: divide by 10 at 50 % and 75 % of training
+        sched = torch.optim.lr_scheduler.MultiStepLR(opt, [epochs // 2, (3 * epochs) // 4], 0.1)
+    return opt, sched
+
+
+# --------------------------------------------------------------------------- per-batch step strategies
+class Step:
+    """One training step on a batch, the part of a run that differs between methods.
+
+    ``step(xb, yb)`` updates the network and returns the batch's training loss; after
+    every epoch ``epoch_end(epoch, X_test, test_logits, y_test)`` may return extra history
+    columns, and ``outputs(X_test)`` extra arrays for :attr:`RunResult.outputs`.
+    """
+
+    def __init__(self, model, optimizer):
+        self.model, self.optimizer = model, optimizer
+
+    def loss(self, xb, yb):
+        raise NotImplementedError
+
+    def __call__(self, xb, yb) -> float:
+        loss = self.loss(xb, yb)
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return float(loss.detach())
+
+    def epoch_end(self, epoch, X_test, test_logits, y_test) -> dict:
+        return {}
+
+    def outputs(self, X_test) -> dict:
+        return {}
+
+
+class PlainStep(Step):
+    """Gradient step on ``loss_fn(model(x), y, **loss_kwargs)`` (every loss of :data:`LOSSES`)."""
+
+    def __init__(self, model, optimizer, loss_fn, loss_kwargs=None):
+        super().__init__(model, optimizer)
+        self.loss_fn, self.loss_kwargs = loss_fn, dict(loss_kwargs or {})
+
+    def loss(self, xb, yb):
+        return self.loss_fn(self.model(xb), yb, **self.loss_kwargs)
+
+
+class MixupStep(Step):
+    """Gradient step on the mixup loss of a mixed batch (``mixup_alpha`` in the config)."""
+
+    def __init__(self, model, optimizer, alpha, generator):
+        super().__init__(model, optimizer)
+        self.alpha, self.generator = alpha, generator
+
+    def loss(self, xb, yb):
+        from .losses import mixup_batch, mixup_loss
+
+        xm, ya, yb2, lam = mixup_batch(xb, yb, self.alpha, generator=self.generator)
+        return mixup_loss(self.model(xm), ya, yb2, lam)
+
+
+class MetaStep(Step):
+    """The bilevel step of chapter 5 (:class:`calibcourse.meta.MetaTrainer`, the ``meta``
+    section of the config), logging the gamma-Net's gammas on the test split every epoch."""
+
+    #: histogram bins of the gammas per epoch (values above 10 land in the last bin)
+    GAMMA_BINS = np.linspace(0, 10, 41)
+
+    def __init__(self, model, optimizer, X_val, y_val, seed, epochs, **meta):
+        super().__init__(model, optimizer)
+        from .meta import MetaTrainer
+
+        self.trainer = MetaTrainer(model, X_val, y_val, seed=seed, **meta)
+        self.hist = []
+        # gammas and the true-class probability of every test sample at four epochs
+        self.snapshot_epochs = sorted({1, max(1, epochs // 4), max(1, epochs // 2), epochs})
+        self.snapshots = {"gammas": [], "p_true": []}
+
+    def __call__(self, xb, yb) -> float:
+        return self.trainer.step(xb, yb, self.optimizer)
+
+    def epoch_end(self, epoch, X_test, test_logits, y_test) -> dict:
+        from .metrics import softmax
+
+        g = self.trainer.gammas(X_test)
+        self.hist.append(np.histogram(np.clip(g, 0, 10), bins=self.GAMMA_BINS)[0])
+        q10, q50, q90 = np.quantile(g, [0.1, 0.5, 0.9])
+        row = {"gamma_mean": float(g.mean()), "gamma_std": float(g.std()), "gamma_q10": float(q10),
+               "gamma_median": float(q50), "gamma_q90": float(q90)}
+        if self.trainer.gamma_max is not None:
+            row["gamma_capped"] = float(np.mean(g >= self.trainer.gamma_max))
+        if epoch in self.snapshot_epochs and test_logits.ndim == 2:
+            p_true = softmax(test_logits)[np.arange(len(y_test)), y_test]
+            self.snapshots["gammas"].append(g.astype(np.float32))
+            self.snapshots["p_true"].append(p_true.astype(np.float32))
+        return row
+
+    def outputs(self, X_test) -> dict:
+        out = {"gamma_hist": np.stack(self.hist), "gamma_bins": self.GAMMA_BINS,
+               "test_gammas": self.trainer.gammas(X_test)}
+        if self.snapshots["gammas"]:
+            out.update({"snapshot_epochs": np.array(self.snapshot_epochs),
+                        "snapshot_test_gammas": np.stack(self.snapshots["gammas"]),
+                        "snapshot_test_p_true": np.stack(self.snapshots["p_true"])})
+        return out
+
+
+def make_step(cfg: dict, model, optimizer, X_val, y_val, generator) -> Step:
+    """The per-batch step strategy of a normalized run config: meta-learned (``meta``),
+    mixup (``mixup_alpha``) or a plain gradient step on ``loss``."""
+    import torch
+
+    if cfg.get("meta"):
+        return MetaStep(model, optimizer, torch.from_numpy(X_val), torch.from_numpy(y_val), seed=cfg["seed"],
+                        epochs=cfg["epochs"], **cfg["meta"])
+    if cfg.get("mixup_alpha"):
+        return MixupStep(model, optimizer, cfg["mixup_alpha"], generator)
+    return PlainStep(model, optimizer, LOSSES[cfg["loss"]], cfg["loss_kwargs"])
+
+
+# --------------------------------------------------------------------------- the loop
+def train(config: dict, progress: bool | None = None) -> RunResult:
     """Train one run config from scratch; return its :class:`RunResult`.
 
-    ``progress``: a tqdm bar over epochs (default on unless the environment
-    variable ``CALIBCOURSE_QUIET`` is set). ``epoch_callback(epoch, model)``
-    is called after every epoch (e.g. to log gammas in chapter 5).
+    The config names the data, the model (:func:`make_model`), the optimizer and the
+    per-batch step (:func:`make_step`); the loop is the same for every method.
+    ``progress``: a tqdm bar over epochs (default on unless the environment variable
+    ``CALIBCOURSE_QUIET`` is set).
     """
     import pandas as pd
     import torch
     from tqdm.auto import tqdm
-
-    from .models import build_model
 
     cfg = normalize_config(config)
     if progress is None:
@@ -287,113 +454,48 @@ def train(config: dict, progress: bool | None = None, epoch_callback=None) -> Ru
     np.random.seed(cfg["seed"])
     dev = default_device(cfg["device"])
     Xtr, ytr, Xva, yva, Xte, yte = load_data_splits(cfg["data"])
-    model_kwargs = {k: v for k, v in cfg["model"].items() if k != "name"}
-    if cfg["model"]["name"] in ("mlp",):
-        model_kwargs.setdefault("in_features", int(np.prod(Xtr.shape[1:])))
-    if cfg["model"]["name"] in ("lenet5",):
-        model_kwargs.setdefault("in_channels", Xtr.shape[1])
-        model_kwargs.setdefault("input_size", Xtr.shape[-1])
-    if cfg["model"]["name"] in ("cifar_resnet", "resnet18", "densenet121"):
-        model_kwargs.setdefault("in_channels", Xtr.shape[1])
-    if "num_classes" not in model_kwargs:
-        model_kwargs["num_classes"] = 1 if cfg["loss"] == "bce" else int(max(ytr.max(), yte.max()) + 1)
-    if cfg["model"]["name"] == "frozen_features":
-        # chapter 3: a backbone trained by its own run config, frozen, under a new MLP head
-        from .models import FrozenFeatureClassifier
-
-        spec = model_kwargs.pop("backbone")
-        if "pretrained" in spec:  # e.g. {"pretrained": {"name": "densenet121", "weights_path": ...}}
-            pre = dict(spec["pretrained"])
-            backbone = build_model(pre.pop("name"), **pre)
-        else:  # the run config of a backbone trained here first
-            backbone = train(spec, progress=False).model.cpu()
-        model = FrozenFeatureClassifier(backbone, feature_dim=backbone.head.in_features,
-                                        num_classes=model_kwargs["num_classes"],
-                                        hidden=model_kwargs.get("hidden", 500)).to(dev)
-        torch.manual_seed(cfg["seed"])  # the head's initialisation does not depend on the backbone run
-    else:
-        model = build_model(cfg["model"]["name"], **model_kwargs).to(dev)
-    loss_fn = LOSSES[cfg["loss"]]
-    params = [p for p in model.parameters() if p.requires_grad]
-    if cfg["optimizer"] == "adam":
-        opt = torch.optim.Adam(params, lr=cfg["lr"], weight_decay=cfg["weight_decay"])
-    else:
-        opt = torch.optim.SGD(params, lr=cfg["lr"], momentum=cfg["momentum"],
-                              weight_decay=cfg["weight_decay"], nesterov=cfg["momentum"] > 0)
-    epochs = cfg["epochs"]
-    sched = None
-    if cfg["schedule"] == "cosine":
-        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
-    elif cfg["schedule"] == "step":  # Guo et al.: divide by 10 at 50 % and 75 % of training
-        sched = torch.optim.lr_scheduler.MultiStepLR(opt, [epochs // 2, (3 * epochs) // 4], 0.1)
+    num_classes = 1 if cfg["loss"] == "bce" else int(max(ytr.max(), yte.max()) + 1)
+    model = make_model(cfg, Xtr.shape[1:], num_classes, dev)
+    opt, sched = _optimizer(cfg, model)
     Xtr_t, ytr_t = torch.from_numpy(Xtr), torch.from_numpy(ytr)
     Xva_t, Xte_t = torch.from_numpy(Xva), torch.from_numpy(Xte)
     gen = torch.Generator().manual_seed(cfg["seed"])
-    meta = None
-    if cfg.get("meta"):
-        from .meta import MetaTrainer
-
-        meta = MetaTrainer(model, torch.from_numpy(Xva), torch.from_numpy(yva), seed=cfg["seed"], **cfg["meta"])
-    rows, epoch_logits, gamma_hist, best = [], {"val": [], "test": []}, [], {}
-    gamma_bins = np.linspace(0, 10, 41)
-    bar = tqdm(range(1, epochs + 1), disable=not progress, leave=False,
+    step = make_step(cfg, model, opt, Xva, yva, gen)
+    has_bn = any(isinstance(m, torch.nn.BatchNorm1d | torch.nn.BatchNorm2d) for m in model.modules())
+    rows, epoch_logits, step_time, best = [], {"val": [], "test": []}, 0.0, {}
+    bar = tqdm(range(1, cfg["epochs"] + 1), disable=not progress, leave=False,
                desc=f"{cfg['model']['name']} on {cfg['data']['name']}")
     for epoch in bar:
         model.train()
         perm = torch.randperm(len(ytr_t), generator=gen)
         total, seen = 0.0, 0
+        t0 = time.perf_counter()
         for i in range(0, len(perm), cfg["batch_size"]):
             b = perm[i: i + cfg["batch_size"]]
-            if len(b) < 2 and any(isinstance(m, torch.nn.BatchNorm1d | torch.nn.BatchNorm2d)
-                                  for m in model.modules()):
+            if len(b) < 2 and has_bn:
                 continue  # a batch of one breaks batch norm
-            xb, yb = Xtr_t[b].to(dev), ytr_t[b].to(dev)
-            if meta is not None:
-                total += meta.step(xb, yb, opt) * len(b)
-                seen += len(b)
-                continue
-            if cfg.get("mixup_alpha"):
-                from .losses import mixup_batch, mixup_loss
-
-                xm, ya, yb2, lam = mixup_batch(xb, yb, cfg["mixup_alpha"], generator=gen)
-                loss = mixup_loss(model(xm), ya, yb2, lam)
-            else:
-                loss = loss_fn(model(xb), yb, **cfg["loss_kwargs"])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * len(b)
+            total += step(Xtr_t[b].to(dev), ytr_t[b].to(dev)) * len(b)
             seen += len(b)
+        step_time += time.perf_counter() - t0
         if not np.isfinite(total):
             raise FloatingPointError(f"training diverged in epoch {epoch}: the training loss is {total}; "
                                      "lower the learning rate or regularize")
         if sched is not None:
             sched.step()
-        zva, zte = _predict(model, Xva_t), _predict(model, Xte_t)
+        zva, zte = predict_logits(model, Xva_t), predict_logits(model, Xte_t)
         s_te, s_va = _scores(zte, yte), _scores(zva, yva)
         rows.append({"epoch": epoch, "train_loss": total / max(seen, 1), "val_error": s_va["error"],
                      "val_nll": s_va["nll"], "test_error": s_te["error"], "test_nll": s_te["nll"],
-                     "test_ece": s_te["ece"]})
-        if meta is not None:  # the gamma distribution on the test split, per epoch
-            g = meta.gammas(Xte_t)
-            rows[-1].update({"gamma_mean": float(g.mean()), "gamma_std": float(g.std())})
-            gamma_hist.append(np.histogram(np.clip(g, 0, 10), bins=gamma_bins)[0])
+                     "test_ece": s_te["ece"], **step.epoch_end(epoch, Xte_t, zte, yte)})
         if cfg.get("keep_best") == "val_nll" and s_va["nll"] < best.get("val_nll", np.inf):
             # early stopping on the validation NLL, kept beside the final epoch (chapter 2)
             best = {"val_nll": s_va["nll"], "epoch": epoch, "val_logits": zva, "test_logits": zte}
         if cfg["keep_epoch_logits"]:
             epoch_logits["val"].append(zva.astype(np.float32))
             epoch_logits["test"].append(zte.astype(np.float32))
-        if epoch_callback is not None:
-            extra = epoch_callback(epoch, model)
-            if isinstance(extra, dict):
-                rows[-1].update(extra)
         bar.set_postfix(err=f"{s_te['error']:.3f}", ece=f"{s_te['ece']:.3f}")
-    outputs = {"val_logits": zva, "val_labels": yva, "test_logits": zte, "test_labels": yte}
-    if meta is not None:
-        outputs["gamma_hist"] = np.stack(gamma_hist)
-        outputs["gamma_bins"] = gamma_bins
-        outputs["test_gammas"] = meta.gammas(Xte_t)
+    outputs = {"val_logits": zva, "val_labels": yva, "test_logits": zte, "test_labels": yte,
+               **step.outputs(Xte_t)}
     if best:
         outputs.update({"best_val_logits": best["val_logits"], "best_test_logits": best["test_logits"],
                         "best_epoch": np.array(best["epoch"])})
@@ -401,11 +503,10 @@ def train(config: dict, progress: bool | None = None, epoch_callback=None) -> Ru
         outputs["epoch_val_logits"] = np.stack(epoch_logits["val"])
         outputs["epoch_test_logits"] = np.stack(epoch_logits["test"])
     info = {"device": str(dev), "wall_time_s": round(time.perf_counter() - start, 3),
+            "step_time_s": round(step_time, 3),
             "n_parameters": int(sum(p.numel() for p in model.parameters())),
             "n_train": int(len(ytr)), "n_val": int(len(yva)), "n_test": int(len(yte))}
-    result = RunResult(cfg, pd.DataFrame(rows), outputs, info)
-    result.model = model
-    return result
+    return RunResult(cfg, pd.DataFrame(rows), outputs, info, model=model)
 
 
 # --------------------------------------------------------------------------- chapter 1's small loop
@@ -440,17 +541,3 @@ def fit_classifier(model, X, y, epochs: int = 30, lr: float = 1e-3, batch_size: 
         if history_fn is not None:
             model.history_.append(history_fn(epoch, model))
     return model
-
-
-def predict_logits(model, X, batch_size: int = 1024) -> np.ndarray:
-    """Logits of ``model`` on ``X`` as a float64 numpy array (eval mode, no gradients)."""
-    import torch
-
-    dev = next(model.parameters()).device
-    model.eval()
-    out = []
-    with torch.no_grad():
-        Xt = torch.as_tensor(np.asarray(X), dtype=torch.float32)
-        for i in range(0, len(Xt), batch_size):
-            out.append(model(Xt[i: i + batch_size].to(dev)).double().cpu().numpy())
-    return np.concatenate(out)

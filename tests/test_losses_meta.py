@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from calibcourse import losses as L
 from calibcourse import metrics as M
-from calibcourse.meta import GammaNet, MetaTrainer, lookahead_outer_loss
+from calibcourse.meta import GammaNet, MetaTrainer, lookahead_outer_loss, lookahead_step
 from calibcourse.models import MLP
 
 
@@ -186,8 +186,18 @@ def test_meta_run_through_train_logs_gammas():
     cfg = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 2,
            "loss": "focal", "meta": {"outer": "sece", "meta_lr": 1e-3, "val_batch": 64}}
     r = train(cfg, progress=False)
-    assert {"gamma_mean", "gamma_std"} <= set(r.history.columns)
+    assert {"gamma_mean", "gamma_std", "gamma_q10", "gamma_median", "gamma_q90"} <= set(r.history.columns)
+    assert "gamma_capped" not in r.history.columns  # no cap, nothing to count
     assert r.outputs["gamma_hist"].shape == (2, 40) and r.outputs["test_gammas"].shape == (r.info["n_test"],)
+    g = r.outputs["test_gammas"]
+    assert r.history["gamma_median"].iloc[-1] == pytest.approx(np.median(g), rel=1e-6)
+    # snapshots of gamma and the true-class probability at epochs 1 and 2
+    assert r.outputs["snapshot_epochs"].tolist() == [1, 2]
+    np.testing.assert_allclose(r.outputs["snapshot_test_gammas"][-1], g, rtol=1e-6)
+    np.testing.assert_allclose(r.outputs["snapshot_test_p_true"][-1],
+                               r.probs()[np.arange(r.info["n_test"]), r.labels()], rtol=1e-5)
+    capped = train({**cfg, "epochs": 1, "meta": {**cfg["meta"], "gamma_max": 1e-3}}, progress=False)
+    assert capped.history["gamma_capped"].iloc[-1] == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -199,3 +209,81 @@ def test_focal_gradient_is_finite_when_a_probability_is_exactly_one(dtype):
         z.grad = None
         L.focal_loss(z, y, gamma).backward()
         assert torch.isfinite(z.grad).all()
+
+
+@pytest.mark.parametrize("make_opt", [
+    lambda ps: torch.optim.Adam(ps, lr=0.05),
+    lambda ps: torch.optim.Adam(ps, lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1),
+    lambda ps: torch.optim.SGD(ps, lr=0.1),
+    lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3),
+    lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.5, dampening=0.2),
+])
+def test_lookahead_step_is_the_optimizers_own_next_step(make_opt):
+    """The differentiable look-ahead equals what torch's optimizer does, at its first step and
+    later, with its state (Adam's moments, SGD's momentum buffer)."""
+    torch.manual_seed(0)
+    model = MLP(4, num_classes=3, width=5, depth=1).double()
+    opt = make_opt(model.parameters())
+    x, y = torch.randn(16, 4, dtype=torch.float64), torch.randint(0, 3, (16,))
+    for _ in range(3):
+        params = dict(model.named_parameters())
+        grads = torch.autograd.grad(F.cross_entropy(model(x), y), list(params.values()))
+        predicted = {k: v.detach().clone() for k, v in lookahead_step(params, grads, opt).items()}
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+        for name, p in model.named_parameters():
+            torch.testing.assert_close(predicted[name], p.detach(), rtol=1e-12, atol=1e-14)
+        x = x + 0.1  # another batch for the next step
+
+
+def test_lookahead_step_plain_sgd_and_bad_input():
+    p = {"w": torch.tensor([1.0, 2.0], dtype=torch.float64)}
+    g = [torch.tensor([0.5, -1.0], dtype=torch.float64)]
+    torch.testing.assert_close(lookahead_step(p, g, lr=0.1)["w"], torch.tensor([0.95, 2.1], dtype=torch.float64))
+    with pytest.raises(ValueError, match="lr is needed"):
+        lookahead_step(p, g)
+    with pytest.raises(ValueError, match="supports Adam and SGD"):
+        lookahead_step(p, g, torch.optim.RMSprop([torch.zeros(2, requires_grad=True)]))
+
+
+def test_adam_lookahead_hypergradient_matches_finite_differences():
+    """The chain rule outer SECE -> Adam look-ahead parameters -> gamma-Net, against finite
+    differences of the whole bilevel objective (the evidence chapter 5 shows)."""
+    model, gnet, xt, yt, xv, yv = tiny_setup()
+    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    F.cross_entropy(model(xt), yt).backward()
+    opt.step()  # a non-empty Adam state
+    outer = lambda z, y: L.sece_loss(z, y, bandwidth=0.3)
+    f = lambda: lookahead_outer_loss(model, gnet, xt, yt, xv, yv, outer=outer, optimizer=opt)
+    gA, gW = torch.autograd.grad(f(), [gnet.A, gnet.W])
+    assert gW.abs().sum() > 0
+    eps = 1e-6
+    for param, grad, idx in [(gnet.W, gW, (0, 0)), (gnet.W, gW, (4, 0)), (gnet.A, gA, (1, 1))]:
+        with torch.no_grad():
+            param[idx] += eps
+        up = float(f().detach())
+        with torch.no_grad():
+            param[idx] -= 2 * eps
+        down = float(f().detach())
+        with torch.no_grad():
+            param[idx] += eps
+        assert float(grad[idx]) == pytest.approx((up - down) / (2 * eps), rel=1e-4, abs=1e-10)
+
+
+def test_meta_trainer_rejects_bad_settings():
+    model, _, xt, yt, xv, yv = tiny_setup()
+    with pytest.raises(ValueError, match="meta.lookahead"):
+        MetaTrainer(model, xv, yv, lookahead="newton")
+    with pytest.raises(ValueError, match="meta.gamma_max"):
+        MetaTrainer(model, xv, yv, gamma_max=0.0)
+
+
+def test_capped_gammas_reach_the_lookahead_capped():
+    model, gnet, xt, yt, xv, yv = tiny_setup()
+    with torch.no_grad():
+        gnet.W.mul_(1e3)  # gammas far above the cap
+    outer = lambda z, y: L.sece_loss(z, y, bandwidth=0.3)
+    capped = lookahead_outer_loss(model, gnet, xt, yt, xv, yv, 0.5, outer, gamma_max=2.0)
+    (gW,) = torch.autograd.grad(capped, [gnet.W])
+    assert torch.all(gW == 0), "above the cap the gammas are constant: no meta-gradient"

@@ -79,3 +79,14 @@ def test_frozen_head_on_local_pretrained_densenet(tmp_path, monkeypatch):
     normalize_config(experiments.experiments("full")["ch3/frozen_head"])
     monkeypatch.setenv("CALIBCOURSE_DENSENET_WEIGHTS", str(tmp_path / "absent.pth"))
     assert "pretrained" not in experiments.experiments("full")["ch3/frozen_head"]["model"]["backbone"]
+
+
+def test_build_model_fills_shape_arguments_from_the_input_shape():
+    mlp = Mo.build_model("mlp", input_shape=(1, 8, 8), depth=1, width=4)
+    assert mlp.body[1].in_features == 64
+    cnn = Mo.build_model("cnn1d", input_shape=(60,))
+    assert cnn(torch.zeros(2, 60)).shape == (2, 10)
+    lenet = Mo.build_model("lenet5", input_shape=(3, 32, 32))
+    assert lenet(torch.zeros(2, 3, 32, 32)).shape == (2, 10)
+    assert Mo.build_model("mlp", input_shape=(40,), in_features=7).body[1].in_features == 7  # explicit wins
+    assert set(Mo.INPUT_ARGS) == set(Mo.MODELS)

@@ -79,3 +79,68 @@ def test_diverged_training_is_a_clear_error():
     T.register_loss("nan_loss_test", lambda z, y: z.sum() * float("nan"))
     with pytest.raises(FloatingPointError, match="training diverged in epoch 1"):
         T.train({**SMALL, "loss": "nan_loss_test", "epochs": 1}, progress=False)
+
+
+def test_result_carries_the_trained_model_and_predict_logits_reproduces_the_outputs():
+    r = T.train(SMALL, progress=False)
+    assert r.model is not None and "model" in T.RunResult.__dataclass_fields__
+    _, _, _, _, Xte, _ = T.load_data_splits(T.normalize_config(SMALL)["data"])
+    np.testing.assert_array_equal(T.predict_logits(r.model, Xte), r.outputs["test_logits"])
+    import torch
+    np.testing.assert_allclose(T.predict_logits(r.model, torch.from_numpy(Xte), batch_size=7),
+                               r.outputs["test_logits"], rtol=1e-5, atol=1e-6)
+
+
+def test_predict_logits_gives_one_column_per_class_and_a_vector_for_one_logit():
+    import torch
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 1).double()
+    X = np.random.default_rng(0).normal(size=(5, 3))
+    z = T.predict_logits(lin.float(), X)
+    assert z.shape == (5,) and z.dtype == np.float64
+    np.testing.assert_allclose(z, X @ lin.weight.detach().numpy()[0] + lin.bias.item(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("extra,kind", [({}, T.PlainStep), ({"mixup_alpha": 0.2}, T.MixupStep),
+                                        ({"loss": "focal", "meta": {"outer": "sece"}}, T.MetaStep)])
+def test_make_step_picks_one_strategy_per_config(extra, kind):
+    import torch
+
+    cfg = T.normalize_config({**SMALL, **extra})
+    model = T.make_model(cfg, (64,), 10, torch.device("cpu"))
+    opt = torch.optim.Adam(model.parameters())
+    X, y = np.zeros((8, 64), np.float32), np.arange(8)
+    step = T.make_step(cfg, model, opt, X, y, torch.Generator())
+    assert type(step) is kind
+    before = [p.detach().clone() for p in model.parameters()]
+    loss = step(torch.randn(8, 64), torch.arange(8))
+    assert np.isfinite(loss) and any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_a_plain_step_is_one_optimizer_step_on_the_configured_loss():
+    import torch
+    import torch.nn.functional as F
+
+    cfg = T.normalize_config({**SMALL, "loss": "label_smoothing", "loss_kwargs": {"smoothing": 0.2}})
+    torch.manual_seed(0)
+    model = T.make_model(cfg, (64,), 10, torch.device("cpu"))
+    twin = T.make_model(cfg, (64,), 10, torch.device("cpu"))
+    twin.load_state_dict(model.state_dict())
+    x, y = torch.randn(8, 64), torch.arange(8)
+    step = T.make_step(cfg, model, torch.optim.SGD(model.parameters(), lr=0.1), None, None, None)
+    loss = step(x, y)
+    expected = F.cross_entropy(twin(x), y, label_smoothing=0.2)
+    assert loss == pytest.approx(float(expected))
+    expected.backward()
+    for p, q in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(p.detach(), q.detach() - 0.1 * q.grad)
+
+
+def test_make_model_fills_input_arguments_and_keeps_the_configs():
+    import torch
+
+    cfg = T.normalize_config({"data": {"name": "digits"}, "model": {"name": "lenet5", "input_size": 16}})
+    m = T.make_model(cfg, (1, 8, 8), 3, torch.device("cpu"))
+    assert m.head.out_features == 3 and m.conv[0].in_channels == 1
+    assert m(torch.zeros(2, 1, 16, 16)).shape == (2, 3)  # input_size from the config wins
