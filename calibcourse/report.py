@@ -31,8 +31,8 @@ def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> 
 
     p, y = result.probs("test"), result.labels("test")
     ci = stats.interval(M.ece, p, y, n_boot=n_boot, seed=seed, n_bins=n_bins)
-    ts = TemperatureScaling().fit(result.outputs["val_logits"], result.labels("val"))
-    p_ts = ts.predict_proba(result.outputs["test_logits"])
+    ts = TemperatureScaling().fit(result.logits("val"), result.labels("val"))
+    p_ts = ts.predict_proba(result.logits("test"))
     return {"error": M.error(p, y), "nll": M.nll(p, y), "ece": ci.estimate, "ece_low": ci.low,
             "ece_high": ci.high, "ece_plugin": ci.plugin, "mce": M.mce(p, y, n_bins=n_bins),
             "temperature": ts.temperature_, "ece_ts": M.ece(p_ts, y, n_bins=n_bins),
@@ -109,10 +109,10 @@ def post_hoc_table(models: dict, methods: dict, n_bins: int = 15, n_boot: int = 
 
     rows = []
     for model_name, r in models.items():
-        z_val, y_val = r.outputs["val_logits"], r.labels("val")
-        z_test, y_test = r.outputs["test_logits"], r.labels("test")
+        z_val, y_val = r.logits("val"), r.labels("val")
+        z_test, y_test = r.logits("test"), r.labels("test")
         for method_name, method in methods.items():
-            p = M.softmax(z_test) if method is None else method.clone().fit(z_val, y_val).predict_proba(z_test)
+            p = M.logits_to_probs(z_test) if method is None else method.clone().fit(z_val, y_val).predict_proba(z_test)
             ci = stats.interval(M.ece, p, y_test, n_boot=n_boot, seed=seed, n_bins=n_bins)
             rows.append({"model": model_name, "method": method_name, "ece": ci.estimate, "ece_low": ci.low,
                          "ece_high": ci.high, "ece_plugin": ci.plugin, "error": M.error(p, y_test), "nll": M.nll(p, y_test)})

@@ -109,3 +109,16 @@ def test_post_hoc_table_fits_on_validation_and_scores_on_test():
     assert df.loc[1, "ece_plugin"] == pytest.approx(expected)
     assert df.loc[1, "ece_low"] <= df.loc[1, "ece"] <= df.loc[1, "ece_high"]
     assert df.loc[1, "ece_plugin"] < df.loc[0, "ece_plugin"]
+
+
+def test_post_hoc_table_reads_a_binary_run_through_the_sigmoid():
+    """One logit per sample is P(y = 1) = sigmoid(z), never a softmax across samples."""
+    from scipy.special import expit
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=400) * 2
+    y = (rng.random(400) < expit(z)).astype(int)
+    r = RunResult({}, pd.DataFrame(), {"val_logits": z[:200], "val_labels": y[:200],
+                                       "test_logits": z[200:], "test_labels": y[200:]})
+    df = R.post_hoc_table({"m": r}, {"uncalibrated": None}, n_boot=20)
+    assert df.loc[0, "nll"] == pytest.approx(M.nll(expit(z[200:]), y[200:]))
