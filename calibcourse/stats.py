@@ -160,12 +160,25 @@ def _resampler(metric, p, y, kwargs):
 
 
 # --------------------------------------------------------------------------- the interval
-def _finish(plugin, reps, level, method, n, n_seeds=1, lower=None, upper=None) -> Difference:
+def _resamples(n: int, n_boot: int, seed: int):
+    """``n_boot`` bootstrap resamples (index arrays) of ``n`` samples, from ``seed``."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n_boot):
+        yield rng.integers(0, n, n)
+
+
+def _finite(reps) -> np.ndarray:
+    """The finite bootstrap replicates; an error if fewer than 10 are."""
     reps = np.asarray(reps, dtype=float)
     reps = reps[np.isfinite(reps)]
     if reps.size < 10:
         raise ValueError("fewer than 10 bootstrap replicates were finite; the statistic is undefined "
                          "on most resamples (e.g. a relative change of a measure that is 0)")
+    return reps
+
+
+def _finish(plugin, reps, level, method, n, lower=None) -> Difference:
+    reps = _finite(reps)
     alpha = (1 - level) / 2
     q_lo, q_hi = np.quantile(reps, [alpha, 1 - alpha])
     if method == "percentile":
@@ -180,10 +193,7 @@ def _finish(plugin, reps, level, method, n, n_seeds=1, lower=None, upper=None) -
             low, high = min(low, est), max(high, est)
     if lower is not None:
         est, low, high = max(est, lower), max(low, lower), max(high, lower)
-    if upper is not None:
-        est, low, high = min(est, upper), min(low, upper), min(high, upper)
-    return Difference(float(est), float(low), float(high), float(level), float(plugin), int(n), int(n_seeds),
-                      method)
+    return Difference(float(est), float(low), float(high), float(level), float(plugin), int(n), 1, method)
 
 
 def interval(metric, probs, labels, n_boot: int = 2000, level: float = 0.95, seed: int = 0,
@@ -226,10 +236,8 @@ def interval(metric, probs, labels, n_boot: int = 2000, level: float = 0.95, see
     _check_common(n_boot, level, method)
     p, y = _check_pair(probs, labels)
     plugin, f = _resampler(metric, p, y, metric_kwargs)
-    rng = np.random.default_rng(seed)
-    n = len(y)
-    reps = [f(rng.integers(0, n, n)) for _ in range(n_boot)]
-    return _finish(plugin, reps, level, method, n, lower=0.0)
+    reps = [f(i) for i in _resamples(len(y), n_boot, seed)]
+    return _finish(plugin, reps, level, method, len(y), lower=0.0)
 
 
 def paired_difference(metric, probs_a, probs_b, labels, n_boot: int = 2000, level: float = 0.95,
@@ -281,13 +289,8 @@ def paired_difference(metric, probs_a, probs_b, labels, n_boot: int = 2000, leve
     va, fa = _resampler(metric, pa, y, metric_kwargs)
     vb, fb = _resampler(metric, pb, y, metric_kwargs)
     stat = _relative if relative else np.subtract
-    rng = np.random.default_rng(seed)
-    n = len(y)
-    reps = []
-    for _ in range(n_boot):
-        i = rng.integers(0, n, n)
-        reps.append(stat(fa(i), fb(i)))
-    return _finish(stat(va, vb), reps, level, method, n, lower=-1.0 if relative else None)
+    reps = [stat(fa(i), fb(i)) for i in _resamples(len(y), n_boot, seed)]
+    return _finish(stat(va, vb), reps, level, method, len(y), lower=-1.0 if relative else None)
 
 
 def _relative(a, b):
@@ -367,30 +370,16 @@ def seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: int = 2
         return _relative(ma, mb) if relative else ma - mb
 
     plugin = combine(va.mean(), vb.mean() if fb else None)
-    rng = np.random.default_rng(seed)
     n = len(y)
-    reps = []
-    for _ in range(n_boot):
-        i = rng.integers(0, n, n)
-        ma = np.mean([f(i) for _, f in fa])
-        mb = np.mean([f(i) for _, f in fb]) if fb else None
-        reps.append(combine(ma, mb))
-    reps = np.asarray(reps, dtype=float)
-    reps = reps[np.isfinite(reps)]
-    if reps.size < 10:
-        raise ValueError("fewer than 10 bootstrap replicates were finite (a relative change of a measure "
-                         "that is 0?)")
+    reps = _finite([combine(np.mean([f(i) for _, f in fa]), np.mean([f(i) for _, f in fb]) if fb else None)
+                    for i in _resamples(n, n_boot, seed)])
     est = 2 * plugin - reps.mean()
     v_test = reps.var(ddof=1)
-    # seed variance of each mean; for a relative change, by the delta method around the means
-    parts = []
-    for vals, grad in ((va, 1.0), (vb, -1.0)):
-        if len(vals) == 0:
-            continue
-        if relative and b_list is not None:
-            grad = 1.0 / vb.mean() if grad > 0 else -va.mean() / vb.mean() ** 2
-        if len(vals) > 1:
-            parts.append((grad ** 2 * vals.var(ddof=1) / len(vals), len(vals) - 1))
+    # seed variance of each mean, times the squared derivative of the effect with respect to that
+    # mean (a difference: +1 and -1; a relative change a / b - 1, by the delta method: 1 / b, -a / b^2)
+    grads = (1.0, -1.0) if not (relative and fb) else (1.0 / vb.mean(), -va.mean() / vb.mean() ** 2)
+    parts = [(g ** 2 * vals.var(ddof=1) / len(vals), len(vals) - 1)
+             for vals, g in zip((va, vb), grads) if len(vals) > 1]
     v_seed = sum(v for v, _ in parts)
     if v_seed > 0:
         total = v_test + v_seed
@@ -454,11 +443,7 @@ def bootstrap_statistic(statistic, *arrays, n_boot: int = 2000, level: float = 0
     if any(len(a) != n for a in arrays):
         raise ValueError(f"the arrays must share their first axis; got lengths {[len(a) for a in arrays]}")
     plugin = float(statistic(*arrays))
-    rng = np.random.default_rng(seed)
-    reps = []
-    for _ in range(n_boot):
-        i = rng.integers(0, n, n)
-        reps.append(float(statistic(*(a[i] for a in arrays))))
+    reps = [float(statistic(*(a[i] for a in arrays))) for i in _resamples(n, n_boot, seed)]
     return _finish(plugin, reps, level, method, n)
 
 
