@@ -238,3 +238,12 @@ def test_fingerprint_ignores_cache_writes_in_progress(tmp_path):
     assert build.fingerprint(page, {}, tmp_path, pkg) != before
     (tmp_path / "requirements.txt").write_text("numpy==1\n")
     assert build.fingerprint(page, {}, tmp_path, pkg) != before
+
+
+def test_bib_titles_name_the_first_author_year_and_title(tmp_path):
+    bib = tmp_path / "r.bib"
+    bib.write_text("@inproceedings{a2017,\n  title = {On {C}alibration},\n  author = {Guo, Chuan and Pleiss, Geoff and"
+                   " Sun, Yu},\n  year = {2017}\n}\n\n@misc{b2024,\n  title = {Project},\n  author = {Mu\\~noz, Ana and"
+                   " Lee, Bo},\n  year = {2024}\n}\n")
+    assert build._bib_titles(bib) == {"a2017": "Guo et al. (2017), On Calibration",
+                                      "b2024": "Muñoz and Lee (2024), Project"}

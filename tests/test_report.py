@@ -122,3 +122,24 @@ def test_post_hoc_table_reads_a_binary_run_through_the_sigmoid():
                                        "test_logits": z[200:], "test_labels": y[200:]})
     df = R.post_hoc_table({"m": r}, {"uncalibrated": None}, n_boot=20)
     assert df.loc[0, "nll"] == pytest.approx(M.nll(expit(z[200:]), y[200:]))
+
+
+def test_post_hoc_binary_fits_on_validation_and_scores_on_test():
+    from scipy.special import expit
+    from sklearn.isotonic import IsotonicRegression
+
+    from calibcourse import calibrators as C
+
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=600) * 3
+    y = (rng.random(600) < expit(z / 2)).astype(int)
+    r = RunResult({}, pd.DataFrame(), {"val_logits": z[:300], "val_labels": y[:300],
+                                       "test_logits": z[300:], "test_labels": y[300:]})
+    table, preds = R.post_hoc_binary({"m": r}, {"isotonic": C.IsotonicCalibration()},
+                                     score=lambda res, split: res.probs(split), n_boot=20)
+    iso = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(expit(z[:300]), y[:300])
+    np.testing.assert_allclose(preds[("m", "isotonic")][0], iso.predict(expit(z[300:])), atol=1e-9)
+    row = table.loc[("m", "uncalibrated")]
+    assert row["MCE"] == pytest.approx(M.mce(expit(z[300:]), y[300:]))
+    assert row["test errors"] == int(round(M.error(expit(z[300:]), y[300:]) * 300))
+    assert row["ECE_low"] <= row["ECE"] <= row["ECE_high"]
