@@ -4,6 +4,9 @@ Introduced in chapter 1 (``load_mnist5k``); chapters 2-5 add the other views.
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 
 __all__ = ["load_mnist5k", "load_digits", "load_mnist1d", "SyntheticCalibration", "load_full",
@@ -75,12 +78,45 @@ def _load_mnist1d(n_train: int, n_test: int, seed: int):
     std; no statistics are taken per split. The global numpy/random state is
     left as it was.
     """
+    if n_train < 10 or n_test < 10:
+        raise ValueError(f"n_train and n_test must be >= 10; got {n_train}, {n_test}")
+    path = _mnist1d_file(n_train, n_test, seed)
+    if path is not None and path.exists():
+        try:
+            with np.load(path) as f:
+                return tuple(f[k] for k in ("X", "y", "Xt", "yt"))
+        except Exception:  # a damaged file: generate again and replace it
+            pass
+    out = _generate_mnist1d(n_train, n_test, seed)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+            with open(tmp, "wb") as f:
+                np.savez(f, **dict(zip(("X", "y", "Xt", "yt"), out)))
+            os.replace(tmp, path)  # atomic: parallel jobs never read half a file
+        except OSError:  # a read-only home: generate every time
+            pass
+    return out
+
+
+def _mnist1d_file(n_train: int, n_test: int, seed: int):
+    """Where a generated MNIST-1D is kept between processes (parallel training jobs would each
+    spend seconds generating it again): ``$CALIBCOURSE_DATA_CACHE`` (``off`` disables), else
+    ``~/.cache/calibcourse``; the name holds the arguments and the ``mnist1d`` version."""
+    from importlib.metadata import version
+
+    root = os.environ.get("CALIBCOURSE_DATA_CACHE", str(Path.home() / ".cache" / "calibcourse"))
+    if root == "off":
+        return None
+    return Path(root) / f"mnist1d-{version('mnist1d')}-{n_train}-{n_test}-{seed}.npz"
+
+
+def _generate_mnist1d(n_train: int, n_test: int, seed: int):
     import random
 
     from mnist1d.data import get_dataset_args, make_dataset
 
-    if n_train < 10 or n_test < 10:
-        raise ValueError(f"n_train and n_test must be >= 10; got {n_train}, {n_test}")
     args = get_dataset_args()
     args.num_samples = n_train + n_test
     args.train_split = n_train / (n_train + n_test)
