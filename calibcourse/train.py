@@ -432,14 +432,34 @@ def make_step(cfg: dict, model, optimizer, X_val, y_val, generator) -> Step:
 
 
 # --------------------------------------------------------------------------- the loop
+#: intra-op threads of every run on the CPU. How a sum is split over threads changes its last
+#: bits, and training amplifies them: the same config trained with 1 and with 2 threads ends with
+#: logits that differ by whole units. Every CPU run uses this one number, whatever the machine or
+#: the number of parallel jobs (which is how the cores are used), so a run's entry is the same
+#: wherever and however it is trained.
+CPU_THREADS = 1
+
+
 def train(config: dict, progress: bool | None = None) -> RunResult:
     """Train one run config from scratch; return its :class:`RunResult`.
 
     The config names the data, the model (:func:`make_model`), the optimizer and the
     per-batch step (:func:`make_step`); the loop is the same for every method.
     ``progress``: a tqdm bar over epochs (default on unless the environment variable
-    ``CALIBCOURSE_QUIET`` is set).
+    ``CALIBCOURSE_QUIET`` is set). On the CPU the run uses :data:`CPU_THREADS` threads
+    (the caller's setting is restored afterwards).
     """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(CPU_THREADS)
+    try:
+        return _train(config, progress)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _train(config: dict, progress: bool | None) -> RunResult:
     import pandas as pd
     import torch
     from tqdm.auto import tqdm
@@ -500,7 +520,8 @@ def train(config: dict, progress: bool | None = None) -> RunResult:
     if cfg["keep_epoch_logits"]:
         outputs["epoch_val_logits"] = np.stack(epoch_logits["val"])
         outputs["epoch_test_logits"] = np.stack(epoch_logits["test"])
-    info = {"device": str(dev), "wall_time_s": round(time.perf_counter() - start, 3),
+    info = {"device": str(dev), "cpu_threads": torch.get_num_threads(),
+            "wall_time_s": round(time.perf_counter() - start, 3),
             "step_time_s": round(step_time, 3),
             "n_parameters": int(sum(p.numel() for p in model.parameters())),
             "n_train": int(len(ytr)), "n_val": int(len(yva)), "n_test": int(len(yte))}
