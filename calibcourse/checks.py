@@ -251,13 +251,12 @@ def check_mce(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False)
 
     Examples
     --------
+    With ``strict=True``, as an autograder's test calls it, a check prints nothing and returns
+    True, or raises with the report:
+
     >>> from calibcourse import checks, metrics
-    >>> checks.check_mce(lambda p, y, n: metrics.mce(p, y, n_bins=n))
-    check_mce: 6 passed, 0 failed -> all passed
+    >>> checks.check_mce(lambda p, y, n: metrics.mce(p, y, n_bins=n), strict=True)
     True
-
-    ``strict=True``, as an autograder's test calls it: the report in the exception.
-
     >>> checks.check_mce(lambda p, y, n: metrics.ece(p, y, n_bins=n), strict=True)
     Traceback (most recent call last):
         ...
@@ -649,8 +648,20 @@ def check_focal_loss(fn, verbose: bool = False, *, seed: int = 0, strict: bool =
 
     Examples
     --------
+    Cross-entropy is the focal loss at ``gamma = 0`` only:
+
+    >>> import torch.nn.functional as F
     >>> from calibcourse import checks, losses
-    >>> checks.check_focal_loss(losses.focal_loss)
+    >>> checks.check_focal_loss(lambda z, y, gamma: F.cross_entropy(z, y))
+      FAIL  gamma = 1.0
+            expected 2.65295854, got 2.8367412651821624
+            hint: -(1 - p_t) ** gamma * log(p_t), averaged over the batch, with p_t = softmax(z)[y]
+      FAIL  gamma = 3.0
+            expected 2.40859456, got 2.8367412651821624
+            hint: -(1 - p_t) ** gamma * log(p_t), averaged over the batch, with p_t = softmax(z)[y]
+    check_focal_loss: 1 passed, 2 failed -> 2 failed
+    False
+    >>> checks.check_focal_loss(losses.focal_loss, seed=1)     # other inputs, as the hidden tests
     check_focal_loss: 3 passed, 0 failed -> all passed
     True
     """
