@@ -300,6 +300,8 @@ def paired_difference(metric, probs_a, probs_b, labels, n_boot: int = 2000, leve
     relative : bool
         If True, the relative change ``metric(a) / metric(b) - 1`` (e.g. -0.23 for "lowers
         the ECE by 23 %").
+    **metric_kwargs
+        Passed to ``metric``.
 
     Returns
     -------
@@ -369,6 +371,8 @@ def seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: int = 2
     n_boot, level, seed : as in :func:`interval`.
     relative : bool
         The relative change ``mean_a / mean_b - 1`` instead of the difference.
+    **metric_kwargs
+        Passed to ``metric``.
 
     Returns
     -------
