@@ -18,7 +18,11 @@ five rules, one line each:
     ``site-packages``, ...) anywhere in the page's text or in an attribute of its HTML;
 ``warning``
     a Python warning or traceback in the text (``UserWarning``, ``TqdmWarning: ...``,
-    ``Traceback (most recent call last)``), or a cell's stderr output block.
+    ``Traceback (most recent call last)``), or a cell's stderr output block;
+``output``
+    a cell's bare ``repr`` output (myst-nb's ``output text_plain`` block): the value of a
+    cell's last expression that printed by accident, such as ``2000``, ``True`` or
+    ``<Figure size ...>`` (printed text, figures, tables and Markdown are other blocks).
 
 The text is the page's ``textContent`` without scripts and styles, so folded solutions and
 collapsed outputs are checked too. It exits 1 when a page breaks a rule.
@@ -43,7 +47,7 @@ from pathlib import Path
 __all__ = ["Problem", "RULES", "text_problems", "book_pages", "check_pages", "main"]
 
 #: The rules a page is checked against.
-RULES = ("math", "image", "console", "path", "warning")
+RULES = ("math", "image", "console", "path", "warning", "output")
 
 #: Raw TeX that MathJax leaves only when it did not typeset the page.
 RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\\begin\{|\$\\[A-Za-z]")
@@ -150,7 +154,8 @@ const badImages = Array.from(document.images)
   .filter(i => !i.complete || i.naturalWidth === 0)
   .map(i => i.getAttribute("src") || "(no src)");
 const stderr = document.querySelectorAll(".output.stderr, .cell_output .stderr, .output.traceback").length;
-return {text: text, prose: prose, attrs: attrs.join("\\n"), badImages: badImages, stderr: stderr};
+const reprs = Array.from(document.querySelectorAll(".output.text_plain")).map(e => e.textContent.trim().slice(0, 80));
+return {text: text, prose: prose, attrs: attrs.join("\\n"), badImages: badImages, stderr: stderr, reprs: reprs};
 """
 
 
@@ -189,6 +194,8 @@ def _check_one(drv, path: Path, name: str, timeout: float) -> list[Problem]:
     problems += text_problems(name, page["text"], page["prose"], page["attrs"])
     for src in page["badImages"]:
         problems.append(Problem(name, "image", f"image not loaded: {src}"))
+    for text in page["reprs"]:
+        problems.append(Problem(name, "output", f"a cell's bare value printed: {text!r}"))
     if page["stderr"]:
         problems.append(Problem(name, "warning", f"{page['stderr']} stderr/traceback output block(s) of a cell"))
     for entry in drv.get_log("browser"):

@@ -62,6 +62,9 @@ def book(tmp_path_factory):
         "py_warning.html": page("<pre>/opt/x.py:3: TqdmWarning: IProgress not found</pre>"),
         "traceback.html": page("<div class='output'>Traceback (most recent call last):\n  File x</div>"),
         "stderr_block.html": page("<div class='cell_output'><div class='output stderr'><pre>oops</pre></div></div>"),
+        "bare_value.html": page("<div class='cell_output docutils container'><div class='output text_plain "
+                                "highlight-myst-ansi notranslate'><div class='highlight'><pre>2000</pre></div></div>"
+                                "<div class='output stream highlight-myst-ansi'><pre>printed on purpose</pre></div></div>"),
     }
     for name, html in pages.items():
         (root / name).write_text(html)
@@ -85,6 +88,7 @@ def test_clean_page_passes(book):
     ("raw_math.html", "math"), ("broken_image.html", "image"), ("console_error.html", "console"),
     ("js_exception.html", "console"), ("machine_path.html", "path"), ("path_in_attribute.html", "path"),
     ("py_warning.html", "warning"), ("traceback.html", "warning"), ("stderr_block.html", "warning"),
+    ("bare_value.html", "output"),
 ])
 def test_each_broken_page_is_caught(book, name, rule):
     _, by_page, _ = book
@@ -97,6 +101,7 @@ def test_only_the_broken_rule_is_reported(book):
     assert by_page["raw_math.html"] == {"math"}
     assert by_page["broken_image.html"] <= {"image", "console"}  # Chromium logs the failed load too
     assert by_page["machine_path.html"] == {"path"}
+    assert by_page["bare_value.html"] == {"output"}
 
 
 @browser
@@ -104,7 +109,7 @@ def test_main_exit_status_and_summary(book, capsys):
     root, _, _ = book
     assert pagecheck.main([str(root)]) == 1
     out = capsys.readouterr().out
-    assert "raw_math.html: math" in out and "10 pages checked" in out and "1 passed, 9 failed" in out
+    assert "raw_math.html: math" in out and "11 pages checked" in out and "1 passed, 10 failed" in out
 
 
 def test_book_pages_skips_static_and_needs_index(tmp_path):
