@@ -142,3 +142,19 @@ def test_text_rules(text, prose, rules):
 
 def test_attribute_paths():
     assert [p.rule for p in pagecheck.text_problems("p.html", "", "", "src=/root/x.png")] == ["path"]
+
+
+def test_sphinxext_keeps_one_of_each_script():
+    # sphinx_thebe registers its inline config twice (at two priorities): a SyntaxError in every page
+    from sphinx.builders.html._assets import _JavaScript
+
+    from calibcourse.sphinxext import dedupe_assets
+
+    thebe = "const THEBE_JS_URL = 'x'"
+    ctx = {"script_files": [_JavaScript(None, body=thebe, priority=500), _JavaScript("a.js"),
+                            _JavaScript("", body=thebe, priority=500), _JavaScript(None, body=thebe, priority=501),
+                            _JavaScript("a.js", **{"async": "async"})]}
+    dedupe_assets(None, "page", "page.html", ctx, None)
+    assert [str(e) for e in ctx["script_files"]] == [str(_JavaScript(None, body=thebe, priority=500)),
+                                                     str(_JavaScript("a.js")),
+                                                     str(_JavaScript("a.js", **{"async": "async"}))]
