@@ -103,8 +103,8 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
         ax_hist.bar(left, frac, width=width, align="edge", color="gray", edgecolor="black",
                     linewidth=0.6)
         mean_conf, acc_all = conf.mean(), np.mean(pred == y)
-        ax_hist.axvline(mean_conf, color=GAP_COLOR, ls="--", label=f"avg. confidence {mean_conf:.3f}")
-        ax_hist.axvline(acc_all, color=ACC_COLOR, ls="-", label=f"accuracy {acc_all:.3f}")
+        ax_hist.axvline(mean_conf, color=GAP_COLOR, ls="--", label=f"avg. confidence {100 * mean_conf:.1f} %")
+        ax_hist.axvline(acc_all, color=ACC_COLOR, ls="-", label=f"accuracy {100 * acc_all:.1f} %")
         ax_hist.set_xlim(0, 1)
         ax_hist.set_ylabel("fraction")
         ax_hist.set_xlabel("confidence")
