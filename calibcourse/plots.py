@@ -318,7 +318,7 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
               "nll": "test NLL (nats)", "mce": "test MCE (%)", "ece_ts": "ECE after TS (%)"}
     percent = {"error", "ece", "mce", "ece_ts"}  # fractions in the table, percent on the axis
     if axes is None:
-        fig, axes = plt.subplots(1, len(columns), figsize=(3.4 * len(columns), 3.0))
+        fig, axes = plt.subplots(1, len(columns), figsize=(2.7 * len(columns), 2.7))
     axes = np.atleast_1d(axes)
     fig = axes[0].figure
     values = list(table.index)
