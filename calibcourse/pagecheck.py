@@ -10,6 +10,9 @@ five rules, one line each:
     ``$`` followed by a backslash, outside code (``pre``/``code``), where TeX is meant literally;
 ``image``
     an ``<img>`` that did not load (``naturalWidth`` 0);
+``figure``
+    an image of the page's content without alt text (none, or its own file name, which is
+    what myst-nb writes when a cell gives none) or outside a ``<figure>`` with a caption;
 ``console``
     an error in the browser's console (``console.error``, an uncaught exception, a resource
     that failed to load);
@@ -47,7 +50,7 @@ from pathlib import Path
 __all__ = ["Problem", "RULES", "text_problems", "book_pages", "check_pages", "main"]
 
 #: The rules a page is checked against.
-RULES = ("math", "image", "console", "path", "warning", "output")
+RULES = ("math", "image", "figure", "console", "path", "warning", "output")
 
 #: Raw TeX that MathJax leaves only when it did not typeset the page.
 RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\\begin\{|\$\\[A-Za-z]")
@@ -154,8 +157,17 @@ const badImages = Array.from(document.images)
   .filter(i => !i.complete || i.naturalWidth === 0)
   .map(i => i.getAttribute("src") || "(no src)");
 const stderr = document.querySelectorAll(".output.stderr, .cell_output .stderr, .output.traceback").length;
+const figures = Array.from(document.querySelectorAll("article img, main img")).map(i => {
+  const src = i.getAttribute("src") || "";
+  const alt = (i.getAttribute("alt") || "").trim();
+  const name = src.split("/").pop();
+  const noAlt = !alt || alt === src || /\.(png|jpe?g|svg|gif|webp)$/i.test(alt) || (name && alt.endsWith(name));
+  const fig = i.closest("figure");
+  const noCaption = !fig || !fig.querySelector("figcaption") || !fig.querySelector("figcaption").textContent.trim();
+  return {src: name, noAlt: noAlt, noCaption: noCaption};
+}).filter(f => f.noAlt || f.noCaption);
 const reprs = Array.from(document.querySelectorAll(".output.text_plain")).map(e => e.textContent.trim().slice(0, 80));
-return {text: text, prose: prose, attrs: attrs.join("\\n"), badImages: badImages, stderr: stderr, reprs: reprs};
+return {text: text, prose: prose, attrs: attrs.join("\\n"), badImages: badImages, stderr: stderr, reprs: reprs, figures: figures};
 """
 
 
@@ -194,6 +206,9 @@ def _check_one(drv, path: Path, name: str, timeout: float) -> list[Problem]:
     problems += text_problems(name, page["text"], page["prose"], page["attrs"])
     for src in page["badImages"]:
         problems.append(Problem(name, "image", f"image not loaded: {src}"))
+    for f in page["figures"]:
+        what = " and ".join(w for w, bad in (("alt text", f["noAlt"]), ("a caption", f["noCaption"])) if bad)
+        problems.append(Problem(name, "figure", f"image {f['src']} without {what}"))
     for text in page["reprs"]:
         problems.append(Problem(name, "output", f"a cell's bare value printed: {text!r}"))
     if page["stderr"]:

@@ -50,11 +50,15 @@ def book(tmp_path_factory):
     head = mathjax_head("_static/mathjax/tex-chtml.js")
     pages = {
         "index.html": page("<h1>Calibration</h1><p>The ECE is <span class='math'>\\(\\sum_m w_m |g_m|\\)</span>, "
-                           "and <span class='math'>\\[x^2\\]</span>.</p><img src='_static/img.png' alt='a pixel'>"
+                           "and <span class='math'>\\[x^2\\]</span>.</p><main><figure><img src='_static/img.png' "
+                           "alt='a green pixel'><figcaption>Look at the pixel.</figcaption></figure></main>"
                            "<pre>print('\\\\(not math\\\\)')</pre><p>warnings are off; see tmp/ and work/</p>",
                            head),
         "raw_math.html": page("<p>The ECE is \\(\\sum_m w_m |g_m|\\) and $$x^2$$.</p>"),
         "broken_image.html": page("<p>A figure:</p><img src='_static/missing.png' alt='missing'>"),
+        "alt_is_path.html": page("<main><figure><img src='_static/img.png' alt='../_static/img.png'>"
+                                 "<figcaption>Look.</figcaption></figure></main>"),
+        "no_caption.html": page("<main><img src='_static/img.png' alt='a green pixel'></main>"),
         "console_error.html": page("<p>fine</p><script>console.error('boom in the console')</script>"),
         "js_exception.html": page("<p>fine</p><script>const A = 1;</script><script>const A = 2;</script>"),
         "machine_path.html": page("<p>saved to /work/main/_build/x.npz</p>"),
@@ -88,7 +92,7 @@ def test_clean_page_passes(book):
     ("raw_math.html", "math"), ("broken_image.html", "image"), ("console_error.html", "console"),
     ("js_exception.html", "console"), ("machine_path.html", "path"), ("path_in_attribute.html", "path"),
     ("py_warning.html", "warning"), ("traceback.html", "warning"), ("stderr_block.html", "warning"),
-    ("bare_value.html", "output"),
+    ("bare_value.html", "output"), ("alt_is_path.html", "figure"), ("no_caption.html", "figure"),
 ])
 def test_each_broken_page_is_caught(book, name, rule):
     _, by_page, _ = book
@@ -102,6 +106,7 @@ def test_only_the_broken_rule_is_reported(book):
     assert by_page["broken_image.html"] <= {"image", "console"}  # Chromium logs the failed load too
     assert by_page["machine_path.html"] == {"path"}
     assert by_page["bare_value.html"] == {"output"}
+    assert by_page["alt_is_path.html"] == by_page["no_caption.html"] == {"figure"}
 
 
 @browser
@@ -109,7 +114,7 @@ def test_main_exit_status_and_summary(book, capsys):
     root, _, _ = book
     assert pagecheck.main([str(root)]) == 1
     out = capsys.readouterr().out
-    assert "raw_math.html: math" in out and "11 pages checked" in out and "1 passed, 10 failed" in out
+    assert "raw_math.html: math" in out and "13 pages checked" in out and "1 passed, 12 failed" in out
 
 
 def test_book_pages_skips_static_and_needs_index(tmp_path):
