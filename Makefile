@@ -13,7 +13,7 @@ export MPLBACKEND ?= Agg
 BOOK_STAMP := $(VENV)/.book-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: book test bench clean venv train labs assignments grade
+.PHONY: book test bench clean venv train labs assignments grade check-pages chromium
 
 $(BOOK_STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,8 +39,18 @@ labs: $(BOOK_STAMP)
 train: $(BOOK_STAMP)
 	$(PY) -m calibcourse.cli train $(PROFILE)
 
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) chromium
 	$(PY) -m pytest
+
+# Debian's chromium and its matching driver, for the rendered-page check (apt, where missing)
+chromium:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
+
+# every page of the built book in headless Chromium: typeset math, loaded images, no console
+# errors, no machine paths or warnings in the text (run `make book` first)
+check-pages: $(TEST_STAMP) chromium
+	$(PY) -m calibcourse.pagecheck _build/html
 
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(TEST_STAMP) requirements-bench.txt

@@ -1,4 +1,9 @@
-"""How far to trust an interval: coverage and false-"held" rates, measured (chapter 1).
+"""How far to trust an estimate: the bias of binned ECE both ways, coverage and false-"held" rates (chapter 1).
+
+:class:`SineMiscalibration` is a binary predictor whose calibration error is known in closed
+form, before and after binning: binning *under*-estimates a continuous miscalibration (Kumar
+et al. 2019), and :func:`expected_ece` measures the finite-sample ECE, which *over*-estimates
+(chapter 1 shows both).
 
 Synthetic predictions with a known population calibration error
 (:class:`calibcourse.data.SyntheticCalibration` and a binary pair with a known equal error)
@@ -15,7 +20,8 @@ from . import stats
 from ._docs import document
 from .data import SyntheticCalibration
 
-__all__ = ["coverage_single", "equally_calibrated_pair", "false_held_rate", "PAIR_KINDS"]
+__all__ = ["SineMiscalibration", "expected_ece", "coverage_single", "equally_calibrated_pair",
+           "false_held_rate", "PAIR_KINDS"]
 
 PAIR_KINDS = ("shifted", "calibrated")
 
@@ -26,6 +32,138 @@ _METHOD = ("method", '{"hull", "bc", "basic", "percentile"}, default="hull"',
            "The interval's method (:data:`calibcourse.stats.METHODS`).")
 _N_BOOT = ("n_boot", "int, default=200", "Bootstrap resamples per interval.")
 
+
+def _int_abs_sin(x: float) -> float:
+    """:math:`\\int_0^x |\\sin t|\\,dt` for ``x >= 0``: 2 per half period, plus the partial one."""
+    k = np.floor(x / np.pi)
+    return float(2.0 * k + 1.0 - np.cos(x - k * np.pi))
+
+
+class SineMiscalibration:
+    r"""Binary predictions with a known, continuous miscalibration.
+
+    The score is :math:`s \sim U(\text{low}, \text{high})` and
+    :math:`P(y = 1 \mid s) = s + a \sin(2\pi (s - \text{low}) / \text{period})`: the gap
+    between the frequency and the score changes sign every half period. Its calibration
+    error (of :math:`P(y = 1)`, ``reliability="positive_class"``) is known in closed form:
+
+    .. math:: \mathrm{CE}_1 = \mathbb E_s |g(s)|, \qquad
+              \mathrm{CE}_2 = \sqrt{\mathbb E_s\, g(s)^2}, \qquad g(s) = a \sin(2\pi (s - \text{low})/\text{period}),
+
+    (:math:`2a/\pi` and :math:`a/\sqrt 2` over whole periods), and so is the population value of
+    the binned ECE, :math:`\sum_m P(B_m)\,|\mathbb E[g \mid B_m]|`, which is smaller wherever
+    the gap changes sign inside a bin: binning averages gaps of both signs before taking the
+    absolute value (Kumar et al. 2019). ``amplitude=0`` is a perfectly calibrated predictor.
+
+    Parameters
+    ----------
+    amplitude : float, default=0.1
+        :math:`a \ge 0`; ``low - a >= 0`` and ``high + a <= 1`` keep the frequency in [0, 1].
+    period : float, default=0.1
+        Length of one oscillation of the gap on the score axis, > 0.
+    low, high : float, default=0.2, 0.8
+        The range of the scores, ``0 <= low < high <= 1``.
+
+    Examples
+    --------
+    >>> sm = SineMiscalibration(amplitude=0.1, period=0.1)
+    >>> round(sm.true_ece(), 4)  # 2a / pi over six whole periods
+    0.0637
+    >>> round(sm.true_binned_ece(n_bins=5), 12)  # each bin of width 0.2 holds two whole periods
+    0.0
+    """
+
+    def __init__(self, amplitude: float = 0.1, period: float = 0.1, low: float = 0.2, high: float = 0.8):
+        if not 0.0 <= low < high <= 1.0:
+            raise ValueError(f"low and high must satisfy 0 <= low < high <= 1; got low={low}, high={high}")
+        if not period > 0:
+            raise ValueError(f"period must be > 0; got {period}")
+        if not (amplitude >= 0 and low - amplitude >= 0 and high + amplitude <= 1):
+            raise ValueError(f"amplitude must be >= 0 and keep low - amplitude >= 0 and high + amplitude <= 1 "
+                             f"(a frequency in [0, 1]); got amplitude={amplitude} with low={low}, high={high}")
+        self.amplitude, self.period, self.low, self.high = float(amplitude), float(period), float(low), float(high)
+
+    def _phase(self, s):
+        return 2.0 * np.pi * (np.asarray(s, dtype=float) - self.low) / self.period
+
+    def frequency(self, s):
+        """:math:`P(y = 1 \mid s)`, the true calibration curve."""
+        return np.asarray(s, dtype=float) + self.amplitude * np.sin(self._phase(s))
+
+    def sample(self, n: int, rng=None):
+        """``(scores, labels)``: ``n`` scores and labels drawn with :meth:`frequency`."""
+        if n < 1:
+            raise ValueError(f"n must be >= 1; got {n}")
+        rng = np.random.default_rng(rng)
+        s = rng.uniform(self.low, self.high, n)
+        return s, (rng.random(n) < self.frequency(s)).astype(int)
+
+    def true_ece(self, norm: str = "l1") -> float:
+        """The calibration error of the scores, :math:`\mathrm{CE}_1` or :math:`\mathrm{CE}_2`, in closed form."""
+        if norm not in ("l1", "l2"):
+            raise ValueError(f"norm must be 'l1' or 'l2'; got {norm!r}")
+        a, w, scale = self.amplitude, self.high - self.low, self.period / (2.0 * np.pi)
+        x = self._phase(self.high)
+        if norm == "l1":
+            return float(a / w * scale * _int_abs_sin(x))
+        return float(np.sqrt(a**2 / w * scale * (x / 2.0 - np.sin(2.0 * x) / 4.0)))
+
+    def true_binned_ece(self, n_bins: int = 15, norm: str = "l1") -> float:
+        """The population value of the binned ECE with ``n_bins`` equal-width bins, in closed form.
+
+        What ``metrics.ece(scores, labels, n_bins, norm=norm, reliability="positive_class")``
+        tends to as the sample grows; at most :meth:`true_ece`.
+        """
+        if norm not in ("l1", "l2"):
+            raise ValueError(f"norm must be 'l1' or 'l2'; got {norm!r}")
+        if int(n_bins) != n_bins or n_bins < 1:
+            raise ValueError(f"n_bins must be a positive integer; got {n_bins}")
+        edges = np.linspace(0.0, 1.0, int(n_bins) + 1)
+        s0 = np.clip(edges[:-1], self.low, self.high)
+        s1 = np.clip(edges[1:], self.low, self.high)
+        keep = s1 > s0
+        s0, s1 = s0[keep], s1[keep]
+        mass = (s1 - s0) / (self.high - self.low)
+        mean_gap = (self.amplitude * self.period / (2.0 * np.pi) * (np.cos(self._phase(s0)) - np.cos(self._phase(s1)))
+                    / (s1 - s0))
+        if norm == "l1":
+            return float(np.sum(mass * np.abs(mean_gap)))
+        return float(np.sqrt(np.sum(mass * mean_gap**2)))
+
+
+def expected_ece(sample, n: int, n_bins: int = 15, reps: int = 200, seed: int = 0, norm: str = "l1") -> float:
+    """The mean binned ECE of ``n`` samples over ``reps`` draws: what one test set reports on average.
+
+    Parameters
+    ----------
+    sample : callable
+        ``sample(n, rng) -> (scores, labels)``, binary scores :math:`P(y = 1)`, e.g.
+        :meth:`SineMiscalibration.sample`.
+    n : int
+        Samples per draw.
+    n_bins : int, default=15
+    reps : int, default=200
+        Number of draws, >= 1.
+    seed : int, default=0
+    norm : {"l1", "l2"}, default="l1"
+
+    Returns
+    -------
+    float
+        The mean of ``metrics.ece(scores, labels, n_bins, norm=norm,
+        reliability="positive_class")`` over the draws.
+
+    Examples
+    --------
+    >>> calibrated = SineMiscalibration(amplitude=0.0)      # true ECE 0
+    >>> expected_ece(calibrated.sample, n=100, reps=50) > 0.05  # the estimate is biased upwards
+    True
+    """
+    if reps < 1:
+        raise ValueError(f"reps must be >= 1; got {reps}")
+    rng = np.random.default_rng(seed)
+    return float(np.mean([M.ece(*sample(n, rng), n_bins=n_bins, norm=norm, reliability="positive_class")
+                          for _ in range(reps)]))
 
 @document(("power", "float", "Of :class:`~calibcourse.data.SyntheticCalibration`: 1 is perfectly "
                             "calibrated, 2 overconfident (true ECE 11 %)."),

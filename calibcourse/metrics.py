@@ -37,7 +37,7 @@ of ``P(y = 1)``: confidence ``p`` against the outcome ``y`` (the curve of
 """
 from __future__ import annotations
 
-import inspect
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +50,7 @@ from ._validation import (check_choice, check_labels, check_logits, check_prob_v
 __all__ = [
     "binned_on_confidence", "confidence_outcome", "softmax", "log_softmax", "logits_to_probs", "top_label", "reliability_bins", "ReliabilityBins",
     "ece", "mce", "ace", "classwise_ece", "debiased_ece", "sece", "sece_exact_torch", "smooth_ece",
-    "smooth_ece_bandwidth", "nll", "brier", "error", "accuracy", 
+    "smooth_ece_bandwidth", "nll", "brier", "brier_decomposition", "BrierDecomposition", "error", "accuracy",
     "SCORES", "CALIBRATION_ERRORS", "MEASURES", "NORMS", "RELIABILITIES",
 ]
 
@@ -301,7 +301,7 @@ def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = 
 
     Empty bins contribute nothing. ``norm="l2"`` gives
     :math:`\sqrt{\sum_m \frac{|B_m|}{n}(\mathrm{acc}-\mathrm{conf})^2}`, ``norm="max"`` the MCE;
-    ``strategy="quantile"`` the adaptive ECE of Nixon et al. (2019).
+    ``strategy="quantile"`` the top-label ECE over equal-mass bins (:func:`ace`, Mukhoti et al.'s AdaECE).
 
     Examples
     --------
@@ -335,7 +335,15 @@ def mce(probs, labels, n_bins: int = 15, strategy: str = "uniform",
 @document("probs", "labels", "n_bins", "norm", "reliability",
           returns=("float", '``ece(..., strategy="quantile")``.'))
 def ace(probs, labels, n_bins: int = 15, norm: str = "l1", reliability: str = "top_label") -> float:
-    """Adaptive calibration error: the ECE over equal-mass bins (Nixon et al. 2019).
+    """Top-label ECE over equal-mass bins: Mukhoti et al.'s (2020) AdaECE.
+
+    Each of the ``n_bins`` bins holds the same number of samples (``strategy="quantile"``),
+    so the bins are narrow where the confidences crowd and no bin is nearly empty. This is
+    the *top-label* measure that Mukhoti et al. call AdaECE. Nixon et al.'s (2019) "adaptive
+    calibration error" (ACE) uses the same equal-mass bins but over *every* class's
+    probability, averaged over the classes: a classwise measure, which
+    ``classwise_ece(probs, labels, strategy="quantile")`` computes (their thresholding of
+    small probabilities aside). The book's tables label this function's value "ACE".
 
     Examples
     --------
@@ -594,6 +602,74 @@ def brier(probs, labels) -> float:
     y = check_labels(labels, p.shape[0], p.shape[1])
     sq = np.sum(p.astype(np.float64) ** 2, axis=1) - 2 * p[np.arange(p.shape[0]), y] + 1.0
     return float(np.mean(sq))
+
+
+BrierDecomposition = namedtuple("BrierDecomposition", ["reliability", "resolution", "uncertainty"])
+BrierDecomposition.__doc__ = """Murphy's terms of the Brier score (a named tuple).
+
+Attributes
+----------
+reliability : float
+    The squared calibration error term (0 is best).
+resolution : float
+    How far the forecasts separate the samples from the base rate (higher is better).
+uncertainty : float
+    The Brier score of always forecasting the base rate; the labels' alone.
+
+Examples
+--------
+>>> d = BrierDecomposition(0.01, 0.2, 0.9)
+>>> round(d.reliability - d.resolution + d.uncertainty, 6)  # about the Brier score
+0.71
+"""
+
+
+@document("probs", "labels", "n_bins",
+          returns=("BrierDecomposition", "``(reliability, resolution, uncertainty)``, each >= 0."))
+def brier_decomposition(probs, labels, n_bins: int = 15):
+    r"""Murphy's (1973) decomposition of the Brier score, from equal-width bins of each class's probability.
+
+    For each class :math:`k` (the single column of a binary ``(n,)`` input), bin the samples by
+    :math:`p_k` into :math:`B_{mk}`, with mean forecast :math:`\bar p_{mk}`, frequency
+    :math:`\bar o_{mk}` of class :math:`k` in the bin and base rate :math:`\bar o_k`:
+
+    .. math:: \mathrm{REL} = \sum_k \sum_m \tfrac{|B_{mk}|}{n}(\bar p_{mk} - \bar o_{mk})^2, \quad
+              \mathrm{RES} = \sum_k \sum_m \tfrac{|B_{mk}|}{n}(\bar o_{mk} - \bar o_k)^2, \quad
+              \mathrm{UNC} = \sum_k \bar o_k (1 - \bar o_k).
+
+    Reliability is a squared, classwise calibration error (0 is best); resolution, how far the
+    forecasts sort the samples away from the base rate (higher is better); uncertainty depends
+    on the labels only. :func:`brier` equals REL - RES + UNC exactly when every bin holds a
+    single forecast value; otherwise the spread of the forecasts within the bins makes up the
+    (small) difference.
+
+    Examples
+    --------
+    >>> p, y = np.array([0.1, 0.1, 0.9, 0.9]), np.array([0, 1, 1, 1])
+    >>> d = brier_decomposition(p, y, n_bins=10)   # bins {.1, .1} and {.9, .9}
+    >>> [round(v, 6) for v in d]                     # (.4^2 + .1^2) / 2, (.25^2 + .25^2) / 2, .75 * .25
+    [0.085, 0.0625, 0.1875]
+    >>> round(d.reliability - d.resolution + d.uncertainty, 6) == round(brier(p, y), 6)
+    True
+    """
+    p = check_probs(probs)
+    if p.ndim == 1:
+        y = check_labels(labels, p.shape[0], 2)
+        p2, onehot = p[:, None].astype(np.float64), y[:, None].astype(np.float64)
+    else:
+        y = check_labels(labels, p.shape[0], p.shape[1])
+        p2 = p.astype(np.float64)
+        onehot = np.zeros_like(p2)
+        onehot[np.arange(p2.shape[0]), y] = 1.0
+    n = p2.shape[0]
+    count, (sp, so), _ = binning.bin_sums(p2, p2, onehot, n_bins=n_bins, strategy="uniform")
+    base = onehot.mean(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pbar, obar = sp / count, so / count
+    ok = count > 0
+    rel = float(np.sum((count * (pbar - obar) ** 2)[ok]) / n)
+    res = float(np.sum((count * (obar - base[:, None]) ** 2)[ok]) / n)
+    return BrierDecomposition(rel, res, float(np.sum(base * (1 - base))))
 
 
 @document("probs", "labels", returns=("float", "The accuracy, in [0, 1]."))

@@ -103,8 +103,8 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
         ax_hist.bar(left, frac, width=width, align="edge", color="gray", edgecolor="black",
                     linewidth=0.6)
         mean_conf, acc_all = conf.mean(), np.mean(pred == y)
-        ax_hist.axvline(mean_conf, color=GAP_COLOR, ls="--", label=f"avg. confidence {mean_conf:.3f}")
-        ax_hist.axvline(acc_all, color=ACC_COLOR, ls="-", label=f"accuracy {acc_all:.3f}")
+        ax_hist.axvline(mean_conf, color=GAP_COLOR, ls="--", label=f"avg. confidence {100 * mean_conf:.1f} %")
+        ax_hist.axvline(acc_all, color=ACC_COLOR, ls="-", label=f"accuracy {100 * acc_all:.1f} %")
         ax_hist.set_xlim(0, 1)
         ax_hist.set_ylabel("fraction")
         ax_hist.set_xlabel("confidence")
@@ -259,7 +259,7 @@ def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strate
           returns=("matplotlib.figure.Figure", "The figure."))
 def training_curves(history, x: str = "epoch", error: str = "test_error", nll: str = "test_nll",
                     ax=None, mark_nll_minimum: bool = True, title: str | None = None):
-    """Test error (left axis) and test NLL (right axis) per epoch, Guo et al. Fig. 3.
+    """Test error in percent (left axis) and test NLL in nats (right axis) per epoch, Guo et al. Fig. 3.
 
     Examples
     --------
@@ -273,12 +273,12 @@ def training_curves(history, x: str = "epoch", error: str = "test_error", nll: s
         fig, ax = plt.subplots(figsize=(6, 3.6))
     else:
         fig = ax.figure
-    ax.plot(h[x], h[error], color=ACC_COLOR, label="test error")
+    ax.plot(h[x], 100 * h[error], color=ACC_COLOR, label="test error")
     ax.set_xlabel(x)
-    ax.set_ylabel("test error", color=ACC_COLOR)
+    ax.set_ylabel("test error (%)", color=ACC_COLOR)
     ax2 = ax.twinx()
     ax2.plot(h[x], h[nll], color=GAP_COLOR, label="test NLL")
-    ax2.set_ylabel("test NLL", color=GAP_COLOR)
+    ax2.set_ylabel("test NLL (nats)", color=GAP_COLOR)
     if mark_nll_minimum:
         i = int(np.argmin(h[nll]))
         ax2.axvline(h[x][i], color="gray", ls=":", label=f"NLL minimum ({x} {h[x][i]})")
@@ -304,6 +304,8 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
                titles=None, axes=None, categorical: bool = False):
     """One panel per measure against a swept value (Guo et al. Fig. 2), mean +- std over seeds.
 
+    Error, ECE and MCE are drawn in percent, NLL in nats.
+
     Examples
     --------
     >>> import pandas as pd
@@ -312,17 +314,19 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
     1
     """
     plt = _plt()
-    labels = {"error": "test error", "ece": "test ECE", "temperature": "fitted temperature T",
-              "nll": "test NLL", "mce": "test MCE", "ece_ts": "ECE after TS"}
+    labels = {"error": "test error (%)", "ece": "test ECE (%)", "temperature": "fitted temperature T",
+              "nll": "test NLL (nats)", "mce": "test MCE (%)", "ece_ts": "ECE after TS (%)"}
+    percent = {"error", "ece", "mce", "ece_ts"}  # fractions in the table, percent on the axis
     if axes is None:
-        fig, axes = plt.subplots(1, len(columns), figsize=(3.4 * len(columns), 3.0))
+        fig, axes = plt.subplots(1, len(columns), figsize=(2.7 * len(columns), 2.7))
     axes = np.atleast_1d(axes)
     fig = axes[0].figure
     values = list(table.index)
     x = np.arange(len(values), dtype=float) if categorical else np.asarray(values, dtype=float)
     for i, (ax, col) in enumerate(zip(axes, columns)):
-        y = table[col].to_numpy(dtype=float)
-        err = table[f"{col}_std"].to_numpy(dtype=float) if f"{col}_std" in table else None
+        scale = 100.0 if col in percent else 1.0
+        y = scale * table[col].to_numpy(dtype=float)
+        err = scale * table[f"{col}_std"].to_numpy(dtype=float) if f"{col}_std" in table else None
         if err is not None and np.all(np.isnan(err)):
             err = None
         ax.errorbar(x, y, yerr=err, marker="o", capsize=3)
