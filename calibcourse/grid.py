@@ -366,8 +366,10 @@ def submit_slurm(configs: dict, cache: Cache | None = None, slurm: dict | None =
     return submitted
 
 
-def print_status(rows: list, out=sys.stdout) -> int:
-    """Print :func:`status` rows and a count per state; return the number of runs not done."""
+def print_status(rows: list, out=None) -> int:
+    """Print :func:`status` rows and a count per state (to ``out``, default stdout); return the number
+    of runs not done."""
+    out = out or sys.stdout
     width = max((len(r["name"]) for r in rows), default=10)
     for r in rows:
         print(f"{r['name']:{width}s}  {r['state']:8s} {r['detail']}", file=out)

@@ -13,7 +13,8 @@ config and seed on the same machine give the same numbers. Results are cached
 by :mod:`calibcourse.cache`.
 
 Optional keys, absent from (and so not hashed in) configs that do not use them:
-``augment`` (``{"crop_padding": 4, "hflip": True}``: He et al.'s random crops of padded
+``warmup`` (``{"epochs": 1, "lr": 0.01}``: that rate for the first epochs, then the config's),
+``nesterov`` (default: Nesterov momentum whenever ``momentum > 0``), ``augment`` (``{"crop_padding": 4, "hflip": True}``: He et al.'s random crops of padded
 images and horizontal flips, drawn on the device), ``amp`` (``True``: mixed precision,
 ``torch.autocast`` + ``GradScaler``, on CUDA only; ignored on the CPU and by the
 meta-learned step) and ``milestones`` (the epochs where ``schedule="step"`` divides the
@@ -58,10 +59,10 @@ DEFAULT_CONFIG = {
 
 
 #: keys a config may have that are not filled by default (so older configs keep their cache keys)
-OPTIONAL_KEYS = {"meta", "mixup_alpha", "keep_best", "augment", "amp", "milestones", "nesterov"}
+OPTIONAL_KEYS = {"meta", "mixup_alpha", "keep_best", "augment", "amp", "milestones", "nesterov", "warmup"}
 #: optional keys dropped from the canonical config when they say "off" (``amp: False``,
 #: ``augment: None``, ``milestones: None``): a config that does not use them hashes as if absent
-_DROPPED_WHEN_OFF = ("augment", "amp", "milestones")
+_DROPPED_WHEN_OFF = ("augment", "amp", "milestones", "warmup")
 #: the augmentation keys and what they mean
 AUGMENT_KEYS = {"crop_padding": "pixels of padding before a random crop back to the input size",
                 "hflip": "flip each image horizontally with probability 1/2"}
@@ -135,6 +136,11 @@ def _check_recipe_keys(cfg: dict) -> None:
         raise ValueError(f"nesterov must be True or False; got {cfg['nesterov']!r}")
     if "amp" in cfg and cfg["amp"] is not True:
         raise ValueError(f"amp must be True (mixed precision on CUDA) or absent; got {cfg['amp']!r}")
+    warm = cfg.get("warmup")
+    if warm is not None and (not isinstance(warm, dict) or set(warm) != {"epochs", "lr"}
+                             or not isinstance(warm["epochs"], int) or not 0 < warm["epochs"] < cfg["epochs"]
+                             or not warm["lr"] > 0):
+        raise ValueError(f"warmup must be {{'epochs': k, 'lr': rate}} with 0 < k < epochs; got {warm!r}")
     ms = cfg.get("milestones")
     if ms is not None:
         if cfg["schedule"] != "step":
@@ -695,7 +701,12 @@ def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoin
     bar = tqdm(range(first, run_cfg["epochs"] + 1), disable=not progress, leave=False,
                desc=f"{cfg['model']['name']} on {cfg['data']['name']}")
     zva = zte = None
+    warmup = cfg.get("warmup")
     for epoch in bar:
+        if warmup and epoch <= warmup["epochs"] + 1:
+            # He et al.'s ResNet-110: a smaller rate until training starts to converge, then the schedule's
+            for group in opt.param_groups:
+                group["lr"] = warmup["lr"] if epoch <= warmup["epochs"] else run_cfg["lr"]
         model.train()
         perm = torch.randperm(len(ytr_t), generator=gen)
         total, seen = 0.0, 0

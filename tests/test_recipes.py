@@ -158,3 +158,25 @@ def test_torchvision_densenet_files_load_with_their_old_key_names(tmp_path):
     net = densenet121_small(num_classes=2, weights_path=tmp_path / "w.pth")
     torch.testing.assert_close(net.net.features.denseblock1.denselayer1.norm1.weight,
                                state["features.denseblock1.denselayer1.norm1.weight"])
+
+
+def test_warmup_uses_its_rate_for_its_epochs_then_the_schedules():
+    cfg = {**IMG, "epochs": 4, "milestones": [3], "warmup": {"epochs": 1, "lr": 0.001}}
+    seen = []
+    orig = T.PlainStep.__call__
+
+    def spy(self, xb, yb):
+        seen.append(self.optimizer.param_groups[0]["lr"])
+        return orig(self, xb, yb)
+
+    T.PlainStep.__call__ = spy
+    try:
+        r = T.train(cfg, progress=False)
+    finally:
+        T.PlainStep.__call__ = orig
+    per_epoch = len(seen) // 4
+    rates = [seen[i * per_epoch] for i in range(4)]
+    np.testing.assert_allclose(rates, [0.001, 0.05, 0.05, 0.005])
+    assert r.history["epoch"].tolist() == [1, 2, 3, 4]
+    with pytest.raises(ValueError, match="warmup must be"):
+        T.normalize_config({**cfg, "warmup": {"epochs": 4, "lr": 0.01}})
