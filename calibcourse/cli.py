@@ -71,7 +71,7 @@ def _train(cache: Cache, args) -> int:
     except FileNotFoundError as exc:
         print(f"make train PROFILE={args.profile}: {exc}", file=sys.stderr)
         return 2
-    print(f"profile {args.profile}: {len(configs)} runs ({len(grid._unique(configs))} distinct configs), "
+    print(f"profile {args.profile}: {len(configs)} runs ({len(grid.unique_runs(configs))} distinct configs), "
           f"{len(todo)} without an entry in {cache.root}", flush=True)
     log = lambda line: print(line, flush=True)  # noqa: E731
     if args.executor == "serial":

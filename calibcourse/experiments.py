@@ -18,7 +18,8 @@ from ._docs import document
 from .profiles import PROFILES
 
 __all__ = ["experiments", "run", "runs", "data_summary", "model_label", "data_label", "sweep_value",
-           "sweep_axis", "sweep_levels", "PROFILES", "SEEDS", "CH5_METHODS", "HE_CIFAR", "META_CIFAR"]
+           "sweep_axis", "sweep_levels", "PROFILES", "SEEDS", "CH5_METHODS", "HE_CIFAR", "META_CIFAR",
+           "DENSENET_WEIGHTS"]
 
 SEEDS = (0, 1, 2)
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from ._docs import document
 from .cache import Cache, CacheError, config_key
 
-__all__ = ["TrainJob", "missing", "status", "check_inputs", "train_serial", "train_local", "submit_slurm", "STATES",
+__all__ = ["TrainJob", "missing", "status", "unique_runs", "check_inputs", "train_serial", "train_local", "submit_slurm", "STATES",
            "SLURM_DEFAULTS"]
 
 #: what :func:`status` says of a run
@@ -64,7 +64,7 @@ def _write_marker(cache: Cache, key: str, **fields) -> None:
     os.replace(tmp, path)
 
 
-def _unique(configs: dict) -> dict:
+def unique_runs(configs: dict) -> dict:
     """``{key: (name, config)}``: runs that share a config (and so an entry) are trained once."""
     out = {}
     for name, cfg in configs.items():
@@ -185,7 +185,7 @@ def status(configs: dict, cache: Cache | None = None) -> list[dict]:
 def missing(configs: dict, cache: Cache | None = None) -> dict:
     """The runs a ``make train`` submits: neither done nor running (failed and dead ones again)."""
     cache = cache or Cache()
-    return {key: nc for key, nc in _unique(configs).items() if _run_state(cache, key)[0] not in ("done", "running")}
+    return {key: nc for key, nc in unique_runs(configs).items() if _run_state(cache, key)[0] not in ("done", "running")}
 
 
 # --------------------------------------------------------------------------- inputs
