@@ -13,16 +13,17 @@ config and seed on the same machine give the same numbers. Results are cached
 by :mod:`calibcourse.cache`.
 
 Optional keys, absent from (and so not hashed in) configs that do not use them:
-``warmup`` (``{"epochs": 1, "lr": 0.01}``: that rate for the first epochs, then the config's),
-``nesterov`` (default: Nesterov momentum whenever ``momentum > 0``), ``augment`` (``{"crop_padding": 4, "hflip": True}``: He et al.'s random crops of padded
+``augment`` (``{"crop_padding": 4, "hflip": True}``: He et al.'s random crops of padded
 images and horizontal flips, drawn on the device), ``amp`` (``True``: mixed precision,
 ``torch.autocast`` + ``GradScaler``, on CUDA only; ignored on the CPU and by the
-meta-learned step) and ``milestones`` (the epochs where ``schedule="step"`` divides the
-rate by 10; default 50 % and 75 % of ``epochs``). A run can checkpoint every few
-epochs and resume from the checkpoint with the same result as an uninterrupted run
-(``train(config, checkpoint=path)``). ``CALIBCOURSE_SMOKE="E:B"`` caps every run at
-``E`` epochs of ``B`` batches (the smoke run of the ``full`` profile; its results are
-marked ``info["smoke"]`` and never stored in the committed cache).
+meta-learned step), ``milestones`` (the epochs where ``schedule="step"`` divides the
+rate by 10; default 50 % and 75 % of ``epochs``), ``warmup`` (``{"epochs": 1, "lr":
+0.01}``: that rate for the first epochs, then the config's) and ``nesterov`` (default:
+Nesterov momentum whenever ``momentum > 0``). A run can checkpoint every few epochs and
+resume from the checkpoint with the same result as an uninterrupted run
+(``train(config, checkpoint=path)``). ``CALIBCOURSE_SMOKE="E:B[:S]"`` caps every run at
+``E`` epochs of ``B`` batches of ``S`` samples (the smoke run of the ``full`` profile; its
+results are marked ``info["smoke"]`` and never stored in the committed cache).
 """
 from __future__ import annotations
 
@@ -655,6 +656,8 @@ def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoin
     run_cfg = cfg if caps is None else {**cfg, "epochs": min(cfg["epochs"], caps[0])}
     if caps is not None and "milestones" in run_cfg:
         run_cfg["milestones"] = [m for m in run_cfg["milestones"] if m < run_cfg["epochs"]] or None
+    if caps is not None and caps[2] and run_cfg.get("meta"):  # the meta-learner's validation batch too
+        run_cfg["meta"] = {**run_cfg["meta"], "val_batch": min(run_cfg["meta"].get("val_batch", 256), caps[2])}
     max_batches, max_rows = (None, None) if caps is None else caps[1:]
     if progress is None:
         progress = not os.environ.get("CALIBCOURSE_QUIET")
