@@ -38,6 +38,7 @@ labs: $(BOOK_STAMP)
 # fill the result cache for a profile: every training run of the book that has no entry
 #   make train PROFILE=full                                  one after another, in this process
 #   make train PROFILE=full EXECUTOR=local JOBS=2            2 at a time on this machine (submitit)
+#     (torch threads per run: THREADS, default 1 for serial and cores/JOBS for local)
 #   make train PROFILE=full EXECUTOR=slurm PARTITION=gpu GPUS=1 TIME=720 ACCOUNT=proj [CPUS=8 MEM=32G]
 #   make status PROFILE=full                                 done / running / failed / missing per run
 # CALIBCOURSE_CACHE=dir puts the cache elsewhere (for SLURM: a folder every node sees).
@@ -49,7 +50,7 @@ $(TRAIN_STAMP): $(BOOK_STAMP) requirements-train.txt
 	@touch $@
 
 train: $(TRAIN_STAMP)
-	$(PY) -m calibcourse.cli train $(PROFILE) --executor $(EXECUTOR) --jobs $(JOBS) \
+	$(PY) -m calibcourse.cli train $(PROFILE) --executor $(EXECUTOR) --jobs $(JOBS) $(if $(THREADS),--threads $(THREADS)) \
 	  $(if $(PARTITION),--partition $(PARTITION)) $(if $(GPUS),--gpus $(GPUS)) $(if $(TIME),--time $(TIME)) \
 	  $(if $(ACCOUNT),--account $(ACCOUNT)) $(if $(CPUS),--cpus $(CPUS)) $(if $(MEM),--mem $(MEM))
 

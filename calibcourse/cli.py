@@ -1,7 +1,7 @@
 """The command line of the result cache and the run grid (``make train`` and ``make status`` call it).
 
     python -m calibcourse.cli list | verify | clear [--root DIR]
-    python -m calibcourse.cli train PROFILE [--executor serial|local|slurm] [--jobs N]
+    python -m calibcourse.cli train PROFILE [--executor serial|local|slurm] [--jobs N] [--threads T]
                                             [--partition P] [--gpus G] [--time MIN] [--account A]
                                             [--cpus C] [--mem M] [--checkpoint-every E] [--root DIR]
     python -m calibcourse.cli status PROFILE [--root DIR]
@@ -75,9 +75,12 @@ def _train(cache: Cache, args) -> int:
           f"{len(todo)} without an entry in {cache.root}", flush=True)
     log = lambda line: print(line, flush=True)  # noqa: E731
     if args.executor == "serial":
-        return grid.train_serial(configs, cache, checkpoint_every=args.checkpoint_every, log=log)
+        return grid.train_serial(configs, cache, checkpoint_every=args.checkpoint_every, log=log,
+                                 threads=args.threads or 1)
     if args.executor == "local":
-        return 1 if grid.train_local(configs, args.jobs, cache, checkpoint_every=args.checkpoint_every, log=log) else 0
+        failed = grid.train_local(configs, args.jobs, cache, checkpoint_every=args.checkpoint_every, log=log,
+                                  threads=args.threads)
+        return 1 if failed else 0
     slurm = {"partition": args.partition, "gpus": args.gpus, "time": args.time, "account": args.account,
              "cpus": args.cpus, "mem": args.mem}
     grid.submit_slurm(configs, cache, slurm, checkpoint_every=args.checkpoint_every, log=log)
@@ -112,6 +115,9 @@ def main(argv=None) -> int:
                          "slurm (one SLURM job per run through submitit)")
     ap.add_argument("--jobs", type=int, default=1, help="local: runs at a time (each with cores/jobs threads)")
     ap.add_argument("--checkpoint-every", type=int, default=5, help="epochs between checkpoints (default 5)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch threads per run (default: 1 for serial, cores/jobs for local); CPU results "
+                         "are byte-identical between executors when this is the same")
     slurm = ap.add_argument_group("slurm (one job per run)")
     slurm.add_argument("--partition", default=None)
     slurm.add_argument("--gpus", type=int, default=None, help="GPUs per job (default 1)")

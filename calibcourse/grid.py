@@ -254,16 +254,31 @@ def check_inputs(configs: dict) -> None:
           ("checkpoint_every", "int, default=5", "Epochs between checkpoints."),
           ("log", "callable, default=print", "Where the progress lines go."),
           returns=("int", "0."))
-def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: int = 5, log=print) -> int:
-    """Train the runs without an entry one after another in this process (``make train``)."""
+def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: int = 5, log=print,
+                 threads: int | None = 1) -> int:
+    """Train the runs without an entry one after another in this process (``make train``).
+
+    ``threads``: torch's threads while training (default 1, what a local job gets on two cores
+    with two jobs: CPU convolutions and batch norm round differently with another number of
+    threads, and the entries must not depend on the executor that wrote them; None leaves
+    torch's setting).
+    """
+    import torch
+
     cache = cache or Cache()
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(int(threads))
     start = time.perf_counter()
-    for i, (name, cfg) in enumerate(configs.items(), start=1):
-        t = time.perf_counter()
-        hit = cache.load(cfg) is not None
-        if not hit:
-            cache.get_or_train(cfg, checkpoint_every=checkpoint_every)
-        log(f"[{i}/{len(configs)}] {name}: {'cached' if hit else f'trained in {time.perf_counter() - t:.1f} s'}")
+    try:
+        for i, (name, cfg) in enumerate(configs.items(), start=1):
+            t = time.perf_counter()
+            hit = cache.load(cfg) is not None
+            if not hit:
+                cache.get_or_train(cfg, checkpoint_every=checkpoint_every)
+            log(f"[{i}/{len(configs)}] {name}: {'cached' if hit else f'trained in {time.perf_counter() - t:.1f} s'}")
+    finally:
+        torch.set_num_threads(before)
     log(f"{len(configs)} runs in {time.perf_counter() - start:.1f} s; cache {cache.size_bytes() / 1e6:.1f} MB")
     return 0
 
@@ -279,18 +294,20 @@ def _threads_per_job(jobs: int) -> int:
           ("checkpoint_every", "int, default=5", "Epochs between checkpoints."),
           ("log", "callable, default=print", "Where the progress lines go."),
           returns=("int", "The number of runs that failed (0 when all are done)."))
-def train_local(configs: dict, jobs: int, cache: Cache | None = None, checkpoint_every: int = 5, log=print) -> int:
+def train_local(configs: dict, jobs: int, cache: Cache | None = None, checkpoint_every: int = 5, log=print,
+                threads: int | None = None) -> int:
     """Train the missing runs on this machine, ``jobs`` at a time, through submitit's ``LocalExecutor``.
 
-    Each job is its own process with ``OMP_WAIT_POLICY=PASSIVE`` and ``cores // jobs`` torch
-    threads; this call waits for all of them and prints one line per run.
+    Each job is its own process with ``OMP_WAIT_POLICY=PASSIVE`` and ``threads`` torch threads
+    (default ``cores // jobs``); this call waits for all of them and prints one line per run.
+    Each job starts a Python process and imports torch (seconds): worth it for runs of minutes.
     """
     submitit = _need_submitit()
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be an integer >= 1; got {jobs!r}")
     cache = cache or Cache()
     todo = list(missing(configs, cache).items())
-    threads = _threads_per_job(jobs)
+    threads = threads or _threads_per_job(jobs)
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     os.environ["OMP_NUM_THREADS"] = str(threads)
     folder = _grid_dir(cache) / "submitit"

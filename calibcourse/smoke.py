@@ -160,7 +160,7 @@ def _train_part(configs: dict, root: str, threads: int) -> int:
     from .grid import train_serial
 
     torch.set_num_threads(threads)
-    return train_serial(configs, Cache(root), checkpoint_every=1, log=lambda line: None)
+    return train_serial(configs, Cache(root), checkpoint_every=1, log=lambda line: None, threads=threads)
 
 
 def _train_in_parts(configs: dict, root, parts: int) -> None:
