@@ -154,12 +154,9 @@ def _copy_book(dest: Path) -> Path:
 
 
 def _train_part(configs: dict, root: str, threads: int) -> int:
-    import torch
-
     from .cache import Cache
     from .grid import train_serial
 
-    torch.set_num_threads(threads)
     return train_serial(configs, Cache(root), checkpoint_every=1, log=lambda line: None, threads=threads)
 
 
