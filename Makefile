@@ -13,7 +13,7 @@ export MPLBACKEND ?= Agg
 BOOK_STAMP := $(VENV)/.book-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: book test bench clean venv train labs assignments grade check-pages chromium
+.PHONY: book test bench clean venv train status smoke labs assignments grade check-pages chromium
 
 $(BOOK_STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,9 +35,32 @@ book: $(BOOK_STAMP)
 labs: $(BOOK_STAMP)
 	$(PY) -m calibcourse.build --labs
 
-# fill the result cache (data/cache) for a profile: every training run of the book
-train: $(BOOK_STAMP)
-	$(PY) -m calibcourse.cli train $(PROFILE)
+# fill the result cache for a profile: every training run of the book that has no entry
+#   make train PROFILE=full                                  one after another, in this process
+#   make train PROFILE=full EXECUTOR=local JOBS=2            2 at a time on this machine (submitit)
+#     (torch threads per run: THREADS, default 1 for serial and cores/JOBS for local)
+#   make train PROFILE=full EXECUTOR=slurm PARTITION=gpu GPUS=1 TIME=720 ACCOUNT=proj [CPUS=8 MEM=32G]
+#   make status PROFILE=full                                 done / running / failed / missing per run
+# CALIBCOURSE_CACHE=dir puts the cache elsewhere (for SLURM: a folder every node sees).
+EXECUTOR ?= serial
+JOBS ?= 1
+TRAIN_STAMP := $(VENV)/.train-installed
+$(TRAIN_STAMP): $(BOOK_STAMP) requirements-train.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-train.txt -c requirements.txt
+	@touch $@
+
+train: $(TRAIN_STAMP)
+	$(PY) -m calibcourse.cli train $(PROFILE) --executor $(EXECUTOR) --jobs $(JOBS) $(if $(THREADS),--threads $(THREADS)) \
+	  $(if $(PARTITION),--partition $(PARTITION)) $(if $(GPUS),--gpus $(GPUS)) $(if $(TIME),--time $(TIME)) \
+	  $(if $(ACCOUNT),--account $(ACCOUNT)) $(if $(CPUS),--cpus $(CPUS)) $(if $(MEM),--mem $(MEM))
+
+status: $(TRAIN_STAMP)
+	$(PY) -m calibcourse.cli status $(PROFILE)
+
+# every config of a profile trained for one batch on small files in the real formats, every page
+# executed against them and the book rendered, all in a temporary folder (PROFILE=full in .ci/run)
+smoke: $(BOOK_STAMP)
+	$(PY) -m calibcourse.smoke --profile $(PROFILE)
 
 test: $(TEST_STAMP) chromium
 	$(PY) -m pytest
@@ -69,8 +92,8 @@ GRADE_STAMP := $(VENV)/.grade-installed
 $(GRADE_STAMP): $(BOOK_STAMP) requirements-grade.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-grade.txt -c requirements.txt
 	@touch $@
-# the tests grade submissions too: requirements-test.txt includes requirements-grade.txt
-$(TEST_STAMP): requirements-grade.txt
+# the tests grade submissions and run the grid too: requirements-test.txt includes both files
+$(TEST_STAMP): requirements-grade.txt requirements-train.txt
 
 assignments: $(GRADE_STAMP)
 	$(PY) -m calibcourse.assignments assign

@@ -41,7 +41,7 @@ progress : bool, optional
 profile : str
     One of :data:`calibcourse.profiles.PROFILES`.
 name : str
-    An experiment name, e.g. ``"ch2/lenet5"``.
+    An experiment name, e.g. ``"ch2/model/small"``.
 ax : matplotlib Axes, optional
     Where to draw (default: a new figure).
 title : str, optional

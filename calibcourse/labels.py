@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ._docs import document
 
-__all__ = ["model_label", "data_label", "data_description"]
+__all__ = ["model_label", "data_label", "data_description", "sweep_value", "sweep_axis", "SWEEPS"]
 
 #: short names of the data sets, for tables
 DATA_LABELS = {"mnist1d": "MNIST-1D", "mnist5k": "MNIST 5k", "digits": "sklearn digits", "mnist": "MNIST",
@@ -75,3 +75,70 @@ def data_description(config: dict) -> str:
     if d.get("n_train"):
         desc += f", {d['n_train']} training samples"
     return f"{desc} ({config['model']['name']})"
+
+
+#: what a chapter-2 sweep varies: ``sweep_value`` / ``sweep_axis`` take one of these
+SWEEPS = ("depth", "width", "batch_norm", "weight_decay")
+
+
+def _check_sweep(config, what):
+    if what not in SWEEPS:
+        raise ValueError(f"what must be one of {', '.join(SWEEPS)}; got {what!r}")
+    kind = config["model"]["name"]
+    if what in ("depth", "width") and kind not in ("mlp", "cifar_resnet"):
+        raise ValueError(f"a {what} sweep needs an MLP or a CIFAR ResNet; the config's model is {kind!r}")
+    return kind
+
+
+@document("config", ("what", "str", "What the sweep varies: one of :data:`SWEEPS`."),
+          returns=("int, float or bool", "The swept value in the model's own unit."))
+def sweep_value(config: dict, what: str):
+    """The value a sweep varies, read from a run's config.
+
+    Depth: hidden layers of an MLP, layers of a CIFAR ResNet; width: units per layer of an MLP,
+    filters of a CIFAR ResNet's first stage (16 times its ``width``; the next stages have twice
+    and four times as many); batch norm: True or False; weight decay: the coefficient.
+
+    Examples
+    --------
+    >>> sweep_value({"model": {"name": "mlp", "depth": 4, "width": 256}}, "depth")
+    4
+    >>> sweep_value({"model": {"name": "cifar_resnet", "depth": 14, "width": 4}}, "width")
+    64
+    """
+    kind = _check_sweep(config, what)
+    m = config["model"]
+    if what == "depth":
+        return int(m.get("depth", 2 if kind == "mlp" else 20))
+    if what == "width":
+        return int(m.get("width", 256)) if kind == "mlp" else int(round(16 * m.get("width", 1.0)))
+    if what == "batch_norm":
+        return bool(m.get("batch_norm", kind != "mlp"))
+    return float(config.get("weight_decay", 0.0))
+
+
+@document("config", ("what", "str", "What the sweep varies: one of :data:`SWEEPS`."),
+          returns=("str", 'The axis label, e.g. "hidden layers (width 256)".'))
+def sweep_axis(config: dict, what: str) -> str:
+    """The axis label of a sweep, from one of its runs' configs (what is held fixed is named).
+
+    Examples
+    --------
+    >>> sweep_axis({"model": {"name": "mlp", "depth": 1, "width": 256}}, "depth")
+    'hidden layers (width 256)'
+    >>> sweep_axis({"model": {"name": "cifar_resnet", "depth": 110}}, "depth")
+    'layers of a CIFAR ResNet'
+    >>> sweep_axis({"model": {"name": "cifar_resnet", "depth": 14, "width": 2}}, "width")
+    'filters in the first stage (ResNet-14)'
+    """
+    kind = _check_sweep(config, what)
+    m = config["model"]
+    if what == "depth":
+        return f"hidden layers (width {m.get('width', 256)})" if kind == "mlp" else "layers of a CIFAR ResNet"
+    if what == "width":
+        return (f"units per layer ({m.get('depth', 2)} hidden layers)" if kind == "mlp"
+                else f"filters in the first stage (ResNet-{m.get('depth', 20)})")
+    if what == "batch_norm":
+        return model_label({"model": {k: v for k, v in m.items() if k != "batch_norm"}})
+    optimizer = {"adam": "Adam", "sgd": "SGD"}[config.get("optimizer", "adam")]
+    return f"weight decay ({optimizer}, L2)"

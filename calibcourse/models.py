@@ -358,6 +358,12 @@ def load_weights(model: nn.Module, path) -> nn.Module:
         raise FileNotFoundError(f"weights file {path} not found; pretrained weights are never "
                                 "downloaded, put the file there first")
     state = torch.load(path, map_location="cpu", weights_only=True)
+    # torchvision's published DenseNet files use the old key names ("norm.1" for "norm1"); rename as
+    # torchvision.models.densenet does when it loads them
+    import re
+
+    old = re.compile(r"^(.*denselayer\d+\.(?:norm|relu|conv))\.((?:[12])\.(?:weight|bias|running_mean|running_var))$")
+    state = {(m.group(1) + m.group(2) if (m := old.match(k)) else k): v for k, v in state.items()}
     model.load_state_dict(state)
     return model
 

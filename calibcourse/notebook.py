@@ -48,6 +48,10 @@ def budget(profile: str, name: str):
     check_profile(profile)
     if name not in BUDGETS[profile]:
         raise KeyError(f"no budget {name!r}; known: {', '.join(BUDGETS[profile])}")
+    import os
+
+    if os.environ.get("CALIBCOURSE_SMOKE"):  # a smoke run (calibcourse.smoke): only checks that pages execute
+        return BUDGETS["ci"][name]
     return BUDGETS[profile][name]
 
 

@@ -11,12 +11,26 @@ One declarative run config -> one :class:`RunResult`::
 Runs on CUDA when present and on the CPU otherwise (``device="auto"``). The same
 config and seed on the same machine give the same numbers. Results are cached
 by :mod:`calibcourse.cache`.
+
+Optional keys, absent from (and so not hashed in) configs that do not use them:
+``augment`` (``{"crop_padding": 4, "hflip": True}``: He et al.'s random crops of padded
+images and horizontal flips, drawn on the device), ``amp`` (``True``: mixed precision,
+``torch.autocast`` + ``GradScaler``, on CUDA only; ignored on the CPU and by the
+meta-learned step), ``milestones`` (the epochs where ``schedule="step"`` divides the
+rate by 10; default 50 % and 75 % of ``epochs``), ``warmup`` (``{"epochs": 1, "lr":
+0.01}``: that rate for the first epochs, then the config's) and ``nesterov`` (default:
+Nesterov momentum whenever ``momentum > 0``). A run can checkpoint every few epochs and
+resume from the checkpoint with the same result as an uninterrupted run
+(``train(config, checkpoint=path)``). ``CALIBCOURSE_SMOKE="E:B[:S]"`` caps every run at
+``E`` epochs of ``B`` batches of ``S`` samples (the smoke run of the ``full`` profile; its
+results are marked ``info["smoke"]`` and never stored in the committed cache).
 """
 from __future__ import annotations
 
 import copy
 import json
 import os
+import random
 import time
 from dataclasses import dataclass, field
 
@@ -46,7 +60,13 @@ DEFAULT_CONFIG = {
 
 
 #: keys a config may have that are not filled by default (so older configs keep their cache keys)
-OPTIONAL_KEYS = {"meta", "mixup_alpha", "keep_best"}
+OPTIONAL_KEYS = {"meta", "mixup_alpha", "keep_best", "augment", "amp", "milestones", "nesterov", "warmup"}
+#: optional keys dropped from the canonical config when they say "off" (``amp: False``,
+#: ``augment: None``, ``milestones: None``): a config that does not use them hashes as if absent
+_DROPPED_WHEN_OFF = ("augment", "amp", "milestones", "warmup")
+#: the augmentation keys and what they mean
+AUGMENT_KEYS = {"crop_padding": "pixels of padding before a random crop back to the input size",
+                "hflip": "flip each image horizontally with probability 1/2"}
 
 
 def default_device(device: str = "auto"):
@@ -77,6 +97,10 @@ def normalize_config(config: dict) -> dict:
                          f"validation NLL); got {config['keep_best']!r}")
     cfg = _merge(DEFAULT_CONFIG, config)
     cfg.pop("name", None)  # a label for humans, not part of the run
+    for key in _DROPPED_WHEN_OFF:
+        if key in cfg and (cfg[key] is None or cfg[key] is False or cfg[key] == {}):
+            del cfg[key]
+    _check_recipe_keys(cfg)
     if cfg["data"]["name"] not in DATASETS:
         raise ValueError(f"data.name must be one of {', '.join(sorted(DATASETS))}; got {cfg['data']['name']!r}")
     from .models import MODELS
@@ -98,6 +122,33 @@ def normalize_config(config: dict) -> dict:
             raise ValueError(f"{key} must be an integer >= 1; got {cfg[key]!r}")
     json.dumps(cfg)  # must be JSON-serialisable to be hashed
     return cfg
+
+
+def _check_recipe_keys(cfg: dict) -> None:
+    """Validate ``augment``, ``amp`` and ``milestones`` (when present)."""
+    aug = cfg.get("augment")
+    if aug is not None:
+        if not isinstance(aug, dict) or set(aug) - set(AUGMENT_KEYS):
+            raise ValueError(f"augment must be a dict with keys among {sorted(AUGMENT_KEYS)}; got {aug!r}")
+        pad = aug.get("crop_padding", 0)
+        if not isinstance(pad, int) or pad < 0:
+            raise ValueError(f"augment.crop_padding must be an integer >= 0; got {pad!r}")
+    if "nesterov" in cfg and not isinstance(cfg["nesterov"], bool):
+        raise ValueError(f"nesterov must be True or False; got {cfg['nesterov']!r}")
+    if "amp" in cfg and cfg["amp"] is not True:
+        raise ValueError(f"amp must be True (mixed precision on CUDA) or absent; got {cfg['amp']!r}")
+    warm = cfg.get("warmup")
+    if warm is not None and (not isinstance(warm, dict) or set(warm) != {"epochs", "lr"}
+                             or not isinstance(warm["epochs"], int) or not 0 < warm["epochs"] < cfg["epochs"]
+                             or not warm["lr"] > 0):
+        raise ValueError(f"warmup must be {{'epochs': k, 'lr': rate}} with 0 < k < epochs; got {warm!r}")
+    ms = cfg.get("milestones")
+    if ms is not None:
+        if cfg["schedule"] != "step":
+            raise ValueError(f"milestones need schedule='step'; got schedule={cfg['schedule']!r}")
+        if (not isinstance(ms, list) or not all(isinstance(m, int) and 0 < m < cfg["epochs"] for m in ms)
+                or ms != sorted(set(ms))):
+            raise ValueError(f"milestones must be increasing epochs in (0, epochs={cfg['epochs']}); got {ms!r}")
 
 
 # --------------------------------------------------------------------------- data
@@ -140,7 +191,10 @@ def _load_full(name):
     def load(d):
         from .data import load_full
 
-        X, y, Xt, yt = load_full(name, d.get("root", "~/data"), download=bool(d.get("download", False)))
+        # the root is where this machine keeps the data, not part of the run: never in the config's key
+        root = d.get("root") or os.environ.get("CALIBCOURSE_DATA") or "~/data"
+        # a smoke run reads small files in the real format: torchvision's md5 check would reject them
+        X, y, Xt, yt = load_full(name, root, download=bool(d.get("download", False)), verify=smoke_caps() is None)
         return _own_test_split(X, y, Xt, yt, d["val_fraction"], d["seed"])
     return load
 
@@ -150,12 +204,14 @@ DATASETS = {"mnist5k": _load_mnist5k, "digits": _load_digits, "mnist1d": _load_m
             "cifar100": _load_full("cifar100")}
 
 
-def load_data_splits(data_cfg: dict):
+def load_data_splits(data_cfg: dict, return_stats: bool = False):
     """Train / validation (calibration) / test arrays for a config's ``data`` section.
 
     Applies the view (``{"one_vs_rest": 9}`` or ``{"two_class": [3, 2]}``), an
     optional stratified subsample of the training split (``n_train``) and
-    normalisation with statistics of the training split only.
+    normalisation with statistics of the training split only (``return_stats=True``
+    appends them, ``(mean, std)``). The full data sets are read from
+    ``data.root``, else the environment variable ``CALIBCOURSE_DATA``, else ``~/data``.
     """
     from .data import normalize, one_vs_rest, stratified_split, two_class_subset
 
@@ -178,8 +234,8 @@ def load_data_splits(data_cfg: dict):
             keep, _ = stratified_split(ytr, (frac, 1 - frac), seed=d["seed"])
             Xtr, ytr = Xtr[keep], ytr[keep]
     axis = (0, 2, 3) if Xtr.ndim == 4 else None
-    Xtr, Xva, Xte, _ = normalize(Xtr, Xva, Xte, axis=axis)
-    return Xtr, ytr, Xva, yva, Xte, yte
+    Xtr, Xva, Xte, stats = normalize(Xtr, Xva, Xte, axis=axis)
+    return (Xtr, ytr, Xva, yva, Xte, yte) + ((stats,) if return_stats else ())
 
 
 # --------------------------------------------------------------------------- losses
@@ -290,8 +346,10 @@ def make_model(cfg: dict, input_shape, num_classes: int, device):
     if cfg["model"]["name"] != "frozen_features":
         return build_model(cfg["model"]["name"], input_shape=input_shape, **kwargs).to(device)
     spec = kwargs.pop("backbone")
-    if "pretrained" in spec:  # e.g. {"pretrained": {"name": "densenet121", "weights_path": ...}}
+    if "pretrained" in spec:  # e.g. {"pretrained": {"name": "densenet121", "weights": "densenet121-a639ec97.pth"}}
         pre = dict(spec["pretrained"])
+        if "weights" in pre:  # a file name, looked up on this machine: the folder is not part of the key
+            pre["weights_path"] = weights_file(pre.pop("weights"))
         backbone = build_model(pre.pop("name"), **pre)
     else:  # the run config of a backbone trained here first
         backbone = train(spec, progress=False).model.cpu()
@@ -299,6 +357,27 @@ def make_model(cfg: dict, input_shape, num_classes: int, device):
                                     num_classes=kwargs["num_classes"], hidden=kwargs.get("hidden", 500)).to(device)
     torch.manual_seed(cfg["seed"])  # the rest of the run does not depend on how long the backbone trained
     return model
+
+
+#: where the pretrained weights files the configs name come from (they are never downloaded here)
+WEIGHTS_SOURCES = {
+    "densenet121-a639ec97.pth": "torchvision's ImageNet DenseNet-121 "
+                                "(https://download.pytorch.org/models/densenet121-a639ec97.pth)",
+}
+
+
+def weights_file(name: str) -> str:
+    """The path of the pretrained weights file ``name``: under the environment variable
+    ``CALIBCOURSE_WEIGHTS``, else ``~/data/weights``. A missing file raises a
+    ``FileNotFoundError`` that names it and says how to get it."""
+    folder = os.path.expanduser(os.environ.get("CALIBCOURSE_WEIGHTS") or "~/data/weights")
+    path = os.path.join(folder, name)
+    if not os.path.isfile(path):
+        source = WEIGHTS_SOURCES.get(name, "the file the config names")
+        raise FileNotFoundError(f"weights file {path} not found: download {source} on a machine with "
+                                f"internet and put it in {folder} (or point CALIBCOURSE_WEIGHTS at its "
+                                "folder); weights are never downloaded during a run")
+    return path
 
 
 def _optimizer(cfg, model):
@@ -309,13 +388,46 @@ def _optimizer(cfg, model):
         opt = torch.optim.Adam(params, lr=cfg["lr"], weight_decay=cfg["weight_decay"])
     else:
         opt = torch.optim.SGD(params, lr=cfg["lr"], momentum=cfg["momentum"],
-                              weight_decay=cfg["weight_decay"], nesterov=cfg["momentum"] > 0)
+                              weight_decay=cfg["weight_decay"], nesterov=cfg.get("nesterov", cfg["momentum"] > 0))
     sched, epochs = None, cfg["epochs"]
     if cfg["schedule"] == "cosine":
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
-    elif cfg["schedule"] == "step":  # Guo et al.: divide by 10 at 50 % and 75 % of training
-        sched = torch.optim.lr_scheduler.MultiStepLR(opt, [epochs // 2, (3 * epochs) // 4], 0.1)
+    elif cfg["schedule"] == "step":  # He et al. / Guo et al.: divide by 10 at 50 % and 75 % of training
+        milestones = cfg.get("milestones") or [epochs // 2, (3 * epochs) // 4]
+        sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones, 0.1)
     return opt, sched
+
+
+# --------------------------------------------------------------------------- augmentation on the device
+def augment_batch(xb, spec: dict, generator, fill=None):
+    """Random crops of padded images and horizontal flips of a batch ``xb`` (n, C, H, W), on its device.
+
+    He et al. (2016)'s CIFAR augmentation, which Guo et al. (2017) train with: pad each image
+    by ``spec["crop_padding"]`` pixels on every side (with ``fill``, one value per channel:
+    the normalized value of a black pixel; zeros when None), cut a random H x W window, and
+    flip it horizontally with probability 1/2 (``spec["hflip"]``). The random draws come from
+    ``generator`` (a CPU ``torch.Generator``, so that a run is reproducible and resumable on
+    any device); the crop is one gather on the device.
+    """
+    import torch
+
+    n, c, h, w = xb.shape
+    pad, flip = int(spec.get("crop_padding", 0)), bool(spec.get("hflip", False))
+    dev = xb.device
+    oy = torch.randint(0, 2 * pad + 1, (n,), generator=generator)
+    ox = torch.randint(0, 2 * pad + 1, (n,), generator=generator)
+    flips = torch.rand(n, generator=generator) < 0.5 if flip else torch.zeros(n, dtype=torch.bool)
+    if pad:
+        fill_t = (torch.zeros(c, dtype=xb.dtype) if fill is None else torch.as_tensor(fill, dtype=xb.dtype))
+        padded = fill_t.to(dev).view(1, c, 1, 1).expand(n, c, h + 2 * pad, w + 2 * pad).clone()
+        padded[:, :, pad: pad + h, pad: pad + w] = xb
+    else:
+        padded = xb
+    rows = (oy[:, None] + torch.arange(h)[None, :]).to(dev)
+    cols = ox[:, None] + torch.arange(w)[None, :]
+    cols = torch.where(flips[:, None], cols.flip(1), cols).to(dev)
+    out = padded[torch.arange(n, device=dev)[:, None, None], :, rows[:, :, None], cols[:, None, :]]
+    return out.permute(0, 3, 1, 2).contiguous()
 
 
 # --------------------------------------------------------------------------- per-batch step strategies
@@ -327,6 +439,9 @@ class Step:
     columns, and ``outputs(X_test)`` extra arrays for :attr:`RunResult.outputs`.
     """
 
+    #: a ``torch.amp.GradScaler`` when the run trains in mixed precision (set by :func:`train`)
+    scaler = None
+
     def __init__(self, model, optimizer):
         self.model, self.optimizer = model, optimizer
 
@@ -334,10 +449,20 @@ class Step:
         raise NotImplementedError
 
     def __call__(self, xb, yb) -> float:
-        loss = self.loss(xb, yb)
+        import torch
+
+        if self.scaler is None:
+            loss = self.loss(xb, yb)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            return float(loss.detach())
+        with torch.autocast(device_type=xb.device.type, dtype=torch.float16):
+            loss = self.loss(xb, yb)
         self.optimizer.zero_grad()
-        loss.backward()
-        self.optimizer.step()
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
         return float(loss.detach())
 
     def epoch_end(self, epoch, X_test, test_logits, y_test) -> dict:
@@ -345,6 +470,13 @@ class Step:
 
     def outputs(self, X_test) -> dict:
         return {}
+
+    def state_dict(self) -> dict:
+        """What a checkpoint needs beyond the model and the optimizer (nothing for a plain step)."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
 
 
 class PlainStep(Step):
@@ -355,7 +487,8 @@ class PlainStep(Step):
         self.loss_fn, self.loss_kwargs = loss_fn, dict(loss_kwargs or {})
 
     def loss(self, xb, yb):
-        return self.loss_fn(self.model(xb), yb, **self.loss_kwargs)
+        # float32 logits into the loss, also under autocast (the losses' logs and powers need it)
+        return self.loss_fn(self.model(xb).float(), yb, **self.loss_kwargs)
 
 
 class MixupStep(Step):
@@ -369,7 +502,7 @@ class MixupStep(Step):
         from .losses import mixup_batch, mixup_loss
 
         xm, ya, yb2, lam = mixup_batch(xb, yb, self.alpha, generator=self.generator)
-        return mixup_loss(self.model(xm), ya, yb2, lam)
+        return mixup_loss(self.model(xm).float(), ya, yb2, lam)
 
 
 class MetaStep(Step):
@@ -408,6 +541,21 @@ class MetaStep(Step):
             self.snapshots["p_true"].append(p_true.astype(np.float32))
         return row
 
+    def state_dict(self) -> dict:
+        t = self.trainer
+        return {"gamma_net": t.gamma_net.state_dict(), "gamma_scale": t.gamma_net._scale,
+                "meta_optimizer": t.opt.state_dict(), "meta_generator": t.gen.get_state(),
+                "hist": list(self.hist), "snapshots": {k: list(v) for k, v in self.snapshots.items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        t = self.trainer
+        t.gamma_net.load_state_dict(state["gamma_net"])
+        t.gamma_net._scale = state["gamma_scale"]
+        t.opt.load_state_dict(state["meta_optimizer"])
+        t.gen.set_state(state["meta_generator"])
+        self.hist = list(state["hist"])
+        self.snapshots = {k: list(v) for k, v in state["snapshots"].items()}
+
     def outputs(self, X_test) -> dict:
         out = {"gamma_hist": np.stack(self.hist), "gamma_bins": self.GAMMA_BINS,
                "test_gammas": self.trainer.gammas(X_test)}
@@ -432,6 +580,57 @@ def make_step(cfg: dict, model, optimizer, X_val, y_val, generator) -> Step:
 
 
 # --------------------------------------------------------------------------- the loop
+def smoke_caps():
+    """``(epochs, batches, samples)`` from the environment variable ``CALIBCOURSE_SMOKE="E:B[:S]"``, or None.
+
+    Set by the smoke run of the ``full`` profile (:mod:`calibcourse.smoke`): every run trains at
+    most ``E`` epochs of at most ``B`` batches of at most ``S`` samples (default: the config's
+    batch size), so that each config is exercised in seconds.
+    """
+    raw = os.environ.get("CALIBCOURSE_SMOKE")
+    if not raw:
+        return None
+    try:
+        caps = [int(v) for v in raw.split(":")]
+        if len(caps) not in (2, 3) or min(caps) < 1:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"CALIBCOURSE_SMOKE must be 'EPOCHS:BATCHES' or 'EPOCHS:BATCHES:SAMPLES', each >= 1; "
+                         f"got {raw!r}") from None
+    return caps[0], caps[1], (caps[2] if len(caps) == 3 else None)
+
+
+def _rng_state(dev, gens: dict) -> dict:
+    import torch
+
+    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
+            "cuda": torch.cuda.get_rng_state(dev) if dev.type == "cuda" else None,
+            **{name: g.get_state() for name, g in gens.items()}}
+
+
+def _set_rng_state(state: dict, dev, gens: dict) -> None:
+    import torch
+
+    torch.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+    if state["cuda"] is not None and dev.type == "cuda":
+        torch.cuda.set_rng_state(state["cuda"], dev)
+    for name, g in gens.items():
+        g.set_state(state[name])
+
+
+def _save_checkpoint(path, state: dict) -> None:
+    """Write a checkpoint atomically: a temporary file in the same folder, then a rename."""
+    import torch
+
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
 #: intra-op threads of every run on the CPU. How a sum is split over threads changes its last
 #: bits, and training amplifies them: the same config trained with 1 and with 2 threads ends with
 #: logits that differ by whole units. Every CPU run uses this one number, whatever the machine or
@@ -440,59 +639,110 @@ def make_step(cfg: dict, model, optimizer, X_val, y_val, generator) -> Step:
 CPU_THREADS = 1
 
 
-def train(config: dict, progress: bool | None = None) -> RunResult:
-    """Train one run config from scratch; return its :class:`RunResult`.
+def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoint_every: int = 5) -> RunResult:
+    """Train one run config; return its :class:`RunResult`.
 
     The config names the data, the model (:func:`make_model`), the optimizer and the
     per-batch step (:func:`make_step`); the loop is the same for every method.
     ``progress``: a tqdm bar over epochs (default on unless the environment variable
-    ``CALIBCOURSE_QUIET`` is set). On the CPU the run uses :data:`CPU_THREADS` threads
-    (the caller's setting is restored afterwards).
+    ``CALIBCOURSE_QUIET`` is set). ``checkpoint``: a file; every ``checkpoint_every`` epochs
+    the model, optimizer, scheduler, gradient scaler, the step's own state, the history and
+    every random state (torch, CUDA, numpy, Python, the data-order and augmentation
+    generators) are written there atomically, and a run that finds the file resumes after
+    its epoch: the result equals an uninterrupted run's. The caller removes the file once
+    the result is stored (:meth:`calibcourse.cache.Cache.get_or_train` does).
+    The run sets torch's intra-op threads to :data:`CPU_THREADS`, whatever the caller or the
+    executor set (they decide a CPU run's last bits; the caller's setting is restored afterwards).
     """
     import torch
 
     before = torch.get_num_threads()
     torch.set_num_threads(CPU_THREADS)
     try:
-        return _train(config, progress)
+        return _train(config, progress, checkpoint, checkpoint_every)
     finally:
         torch.set_num_threads(before)
 
 
-def _train(config: dict, progress: bool | None) -> RunResult:
+def _train(config: dict, progress: bool | None, checkpoint, checkpoint_every: int) -> RunResult:
     import pandas as pd
     import torch
     from tqdm.auto import tqdm
 
     cfg = normalize_config(config)
+    caps = smoke_caps()
+    # the loop, the schedule and the step see the capped epochs; the result keeps the config
+    run_cfg = cfg if caps is None else {**cfg, "epochs": min(cfg["epochs"], caps[0])}
+    if caps is not None and "milestones" in run_cfg:
+        run_cfg["milestones"] = [m for m in run_cfg["milestones"] if m < run_cfg["epochs"]] or None
+    if caps is not None and caps[2] and run_cfg.get("meta"):  # the meta-learner's validation batch too
+        run_cfg["meta"] = {**run_cfg["meta"], "val_batch": min(run_cfg["meta"].get("val_batch", 256), caps[2])}
+    max_batches, max_rows = (None, None) if caps is None else caps[1:]
     if progress is None:
         progress = not os.environ.get("CALIBCOURSE_QUIET")
     start = time.perf_counter()
     torch.manual_seed(cfg["seed"])
     np.random.seed(cfg["seed"])
     dev = default_device(cfg["device"])
-    Xtr, ytr, Xva, yva, Xte, yte = load_data_splits(cfg["data"])
+    Xtr, ytr, Xva, yva, Xte, yte, (mean, std) = load_data_splits(cfg["data"], return_stats=True)
     num_classes = 1 if cfg["loss"] == "bce" else int(max(ytr.max(), yte.max()) + 1)
     model = make_model(cfg, Xtr.shape[1:], num_classes, dev)
-    opt, sched = _optimizer(cfg, model)
+    opt, sched = _optimizer(run_cfg, model)
     Xtr_t, ytr_t = torch.from_numpy(Xtr), torch.from_numpy(ytr)
     Xva_t, Xte_t = torch.from_numpy(Xva), torch.from_numpy(Xte)
     gen = torch.Generator().manual_seed(cfg["seed"])
-    step = make_step(cfg, model, opt, Xva, yva, gen)
+    step = make_step(run_cfg, model, opt, Xva, yva, gen)
+    gens = {"data": gen}
+    augment = cfg.get("augment")
+    if augment:
+        if Xtr.ndim != 4:
+            raise ValueError(f"augment needs images (n, C, H, W); data {cfg['data']['name']!r} has shape {Xtr.shape}")
+        # the data sets fit in GPU memory: move the training split once, augment each batch there
+        Xtr_t, ytr_t = Xtr_t.to(dev), ytr_t.to(dev)
+        aug_gen = torch.Generator().manual_seed(cfg["seed"] + 2)
+        gens["augment"] = aug_gen
+        fill = (-np.asarray(mean) / np.asarray(std)).reshape(-1)  # a black pixel, normalized
+    if cfg.get("amp") and dev.type == "cuda" and not cfg.get("meta"):
+        step.scaler = torch.amp.GradScaler("cuda")
     has_bn = any(isinstance(m, torch.nn.BatchNorm1d | torch.nn.BatchNorm2d) for m in model.modules())
-    rows, epoch_logits, step_time, best = [], {"val": [], "test": []}, 0.0, {}
-    bar = tqdm(range(1, cfg["epochs"] + 1), disable=not progress, leave=False,
+    rows, epoch_logits, step_time, best, first = [], {"val": [], "test": []}, 0.0, {}, 1
+    if checkpoint is not None and os.path.isfile(checkpoint):
+        state = torch.load(checkpoint, map_location=dev, weights_only=False)
+        if state["config"] != cfg:
+            raise ValueError(f"checkpoint {checkpoint} belongs to another config; remove it")
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        if sched is not None:
+            sched.load_state_dict(state["scheduler"])
+        if step.scaler is not None and state["scaler"] is not None:
+            step.scaler.load_state_dict(state["scaler"])
+        step.load_state_dict(state["step"])
+        _set_rng_state(state["rng"], dev, gens)
+        rows, best, epoch_logits = state["rows"], state["best"], state["epoch_logits"]
+        step_time, first = state["step_time"], state["epoch"] + 1
+    bar = tqdm(range(first, run_cfg["epochs"] + 1), disable=not progress, leave=False,
                desc=f"{cfg['model']['name']} on {cfg['data']['name']}")
+    zva = zte = None
+    warmup = cfg.get("warmup")
     for epoch in bar:
+        if warmup and epoch <= warmup["epochs"] + 1:
+            # He et al.'s ResNet-110: a smaller rate until training starts to converge, then the schedule's
+            for group in opt.param_groups:
+                group["lr"] = warmup["lr"] if epoch <= warmup["epochs"] else run_cfg["lr"]
         model.train()
         perm = torch.randperm(len(ytr_t), generator=gen)
         total, seen = 0.0, 0
         t0 = time.perf_counter()
-        for i in range(0, len(perm), cfg["batch_size"]):
-            b = perm[i: i + cfg["batch_size"]]
+        for n_batch, i in enumerate(range(0, len(perm), cfg["batch_size"])):
+            if max_batches is not None and n_batch >= max_batches:
+                break
+            b = perm[i: i + cfg["batch_size"]][:max_rows]
             if len(b) < 2 and has_bn:
                 continue  # a batch of one breaks batch norm
-            total += step(Xtr_t[b].to(dev), ytr_t[b].to(dev)) * len(b)
+            xb, yb = Xtr_t[b.to(Xtr_t.device)].to(dev), ytr_t[b.to(ytr_t.device)].to(dev)
+            if augment:
+                xb = augment_batch(xb, augment, aug_gen, fill)
+            total += step(xb, yb) * len(b)
             seen += len(b)
         step_time += time.perf_counter() - t0
         if not np.isfinite(total):
@@ -512,6 +762,13 @@ def _train(config: dict, progress: bool | None) -> RunResult:
             epoch_logits["val"].append(zva.astype(np.float32))
             epoch_logits["test"].append(zte.astype(np.float32))
         bar.set_postfix(err=f"{s_te['error']:.3f}", ece=f"{s_te['ece']:.3f}")
+        if checkpoint is not None and epoch % max(1, checkpoint_every) == 0 and epoch < run_cfg["epochs"]:
+            _save_checkpoint(checkpoint, {
+                "config": cfg, "epoch": epoch, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                "scheduler": sched.state_dict() if sched is not None else None,
+                "scaler": step.scaler.state_dict() if step.scaler is not None else None,
+                "step": step.state_dict(), "rng": _rng_state(dev, gens), "rows": rows, "best": best,
+                "epoch_logits": epoch_logits, "step_time": step_time})
     outputs = {"val_logits": zva, "val_labels": yva, "test_logits": zte, "test_labels": yte,
                **step.outputs(Xte_t)}
     if best:
@@ -525,5 +782,10 @@ def _train(config: dict, progress: bool | None) -> RunResult:
             "step_time_s": round(step_time, 3),
             "n_parameters": int(sum(p.numel() for p in model.parameters())),
             "n_train": int(len(ytr)), "n_val": int(len(yva)), "n_test": int(len(yte))}
+    if first > 1:
+        info["resumed_at_epoch"] = first
+    if caps is not None:
+        info["smoke"] = (f"{run_cfg['epochs']} epochs of at most {max_batches} batches"
+                         + (f" of at most {max_rows} samples" if max_rows else ""))
     return RunResult(cfg, pd.DataFrame(rows), outputs, info, model=model)
 

@@ -95,7 +95,7 @@ def test_cli_list_verify_clear(tmp_path, result):
     assert run("train").returncode != 0  # needs a profile
 
 
-@pytest.mark.parametrize("name", ["ch2/depth/d2/s0", "ch2/width/w32/s0", "ch3/nine/lenet5_sigmoid_overfit"])
+@pytest.mark.parametrize("name", ["ch2/depth/level2/s0", "ch2/width/level1/s0", "ch3/nine/small_sigmoid_overfit"])
 def test_committed_ci_entries_match_a_fresh_training_run(name):
     """A change to the training code that forgets to bump CODE_VERSION fails here."""
     cfg = experiments("ci")[name]
@@ -125,11 +125,11 @@ def test_every_experiment_config_is_valid_and_profiles_name_the_same_runs(profil
 def test_run_results_give_logits_and_probabilities_by_split():
     from scipy.special import expit, softmax
 
-    sigmoid_run = C.Cache().load(experiments("ci")["ch3/nine/lenet5_sigmoid_overfit"])  # one logit per sample
+    sigmoid_run = C.Cache().load(experiments("ci")["ch3/nine/small_sigmoid_overfit"])  # one logit per sample
     z = sigmoid_run.logits("test")
     assert z.ndim == 1 and z is sigmoid_run.outputs["test_logits"]
     np.testing.assert_allclose(sigmoid_run.probs("test"), expit(z), rtol=1e-15)  # never a softmax across samples
-    softmax_run = C.Cache().load(experiments("ci")["ch2/lenet5"])
+    softmax_run = C.Cache().load(experiments("ci")["ch2/model/small"])
     np.testing.assert_allclose(softmax_run.probs("val"), softmax(softmax_run.logits("val"), axis=1), rtol=1e-12)
     assert softmax_run.labels("val").shape == softmax_run.logits("val").shape[:1]
     with pytest.raises(KeyError, match="split 'train' has no logits in this run; stored: test, val"):

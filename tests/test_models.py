@@ -73,12 +73,22 @@ def test_frozen_head_on_local_pretrained_densenet(tmp_path, monkeypatch):
     net = Mo.densenet121_small(num_classes=2, weights_path=weights)
     assert isinstance(net.net.features.conv0, nn.Conv2d) and net.net.features.conv0.kernel_size == (7, 7)
     assert net.eval()(torch.zeros(2, 3, 32, 32)).shape == (2, 2)
-    monkeypatch.setenv("CALIBCOURSE_DENSENET_WEIGHTS", str(weights))
-    spec = experiments.experiments("full")["ch3/frozen_head"]["model"]["backbone"]
-    assert spec["pretrained"]["weights_path"] == str(weights)
-    normalize_config(experiments.experiments("full")["ch3/frozen_head"])
-    monkeypatch.setenv("CALIBCOURSE_DENSENET_WEIGHTS", str(tmp_path / "absent.pth"))
-    assert "pretrained" not in experiments.experiments("full")["ch3/frozen_head"]["model"]["backbone"]
+    # the config names torchvision's file, not where it lies: its key is the same on every machine
+    from calibcourse.cache import config_key
+    from calibcourse.train import make_model
+
+    cfg = experiments.experiments("full")["ch3/frozen_head"]
+    spec = cfg["model"]["backbone"]
+    assert spec["pretrained"]["weights"] == experiments.DENSENET_WEIGHTS and "weights_path" not in spec["pretrained"]
+    key = config_key(cfg)
+    (tmp_path / experiments.DENSENET_WEIGHTS).write_bytes(weights.read_bytes())
+    monkeypatch.setenv("CALIBCOURSE_WEIGHTS", str(tmp_path))
+    assert config_key(experiments.experiments("full")["ch3/frozen_head"]) == key
+    model = make_model(normalize_config(cfg), (3, 32, 32), 2, torch.device("cpu"))
+    torch.testing.assert_close(model.backbone.net.features.conv0.weight, net.net.features.conv0.weight)
+    monkeypatch.setenv("CALIBCOURSE_WEIGHTS", str(tmp_path / "absent"))
+    with pytest.raises(FileNotFoundError, match="densenet121-a639ec97.pth"):
+        make_model(normalize_config(cfg), (3, 32, 32), 2, torch.device("cpu"))
 
 
 def test_build_model_fills_shape_arguments_from_the_input_shape():

@@ -23,12 +23,14 @@ def test_setup_rejects_unknown_profile():
 
 
 def test_labels_and_data_summary_come_from_the_configs():
-    assert E.model_label("ch2/lenet5", "default") == "LeNet-5"
-    assert E.model_label("ch2/resnet20", "default") == "ResNet-20"
-    assert E.model_label("ch2/resnet20", "full") == "ResNet-110"
-    assert E.model_label("ch2/depth/d4/s0", "default") == "MLP 4x256"
-    assert E.data_label("ch2/depth/d4/s0", "default") == "MNIST-1D"
-    assert E.data_label("ch2/depth/d4/s0", "full") == "CIFAR-100"
+    # one name, the model of each profile: the name says what varies, the label what was trained
+    assert E.model_label("ch2/model/small", "default") == "LeNet-5"
+    assert E.model_label("ch2/model/large", "default") == "ResNet-20"
+    assert E.model_label("ch2/model/large", "full") == "ResNet-110"
+    assert E.model_label("ch2/depth/level3/s0", "default") == "MLP 4x256"
+    assert E.model_label("ch2/depth/level3/s0", "full") == "ResNet-56"
+    assert E.data_label("ch2/depth/level3/s0", "default") == "MNIST-1D"
+    assert E.data_label("ch2/depth/level3/s0", "full") == "CIFAR-100"
     s = E.data_summary(["ch3/"], "default")
     assert "9 vs rest" in s and "classes 4 vs 9" in s
     assert "CIFAR-10" in E.data_summary(["ch5/"], "full")

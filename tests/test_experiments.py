@@ -1,0 +1,64 @@
+"""calibcourse.experiments / labels: committed keys, names that hold in every profile, the papers' recipes."""
+import pytest
+
+from calibcourse import cache as C
+from calibcourse import experiments as E
+from calibcourse import labels as L
+from calibcourse import train as T
+
+
+@pytest.mark.parametrize("profile", ["ci", "default"])
+def test_every_ci_and_default_run_has_its_committed_entry(profile):
+    """The default book must not retrain: a change of config key (a new field hashed, a renamed
+    default) would leave a run without its entry."""
+    cache = C.Cache(C.DEFAULT_ROOT)
+    missing = [name for name, cfg in E.experiments(profile).items() if not cache.path(C.config_key(cfg)).is_dir()]
+    assert missing == [], f"runs of profile {profile} without a committed entry in data/cache: {missing}"
+
+
+@pytest.mark.parametrize("profile", ["ci", "default"])
+def test_the_small_profiles_use_none_of_the_full_recipe_keys(profile):
+    for name, cfg in E.experiments(profile).items():
+        assert not {"augment", "amp", "milestones", "nesterov"} & set(T.normalize_config(cfg)), name
+
+
+def test_names_say_what_varies_and_the_configs_say_the_model():
+    for profile in ("default", "full"):
+        names = E.experiments(profile)
+        assert {f"ch2/depth/level{i}/s0" for i in range(1, 5)} <= set(names)
+        assert {"ch2/model/small", "ch2/model/large", "ch3/nine/small", "ch3/nine/large"} <= set(names)
+    assert E.sweep_levels("ch2/depth/", "depth", "default") == {1: "ch2/depth/level1/", 2: "ch2/depth/level2/",
+                                                                4: "ch2/depth/level3/", 8: "ch2/depth/level4/"}
+    assert list(E.sweep_levels("ch2/depth/", "depth", "full")) == [20, 32, 56, 110]
+    assert list(E.sweep_levels("ch2/width/", "width", "full")) == [16, 32, 64, 128]
+    assert list(E.sweep_levels("ch2/width/", "width", "default")) == [32, 128, 512, 1024]
+    assert E.sweep_axis("ch2/width/", "width", "full") == "filters in the first stage (ResNet-14)"
+    assert E.sweep_axis("ch2/width/", "width", "default") == "units per layer (2 hidden layers)"
+    assert E.sweep_axis("ch2/weight_decay/", "weight_decay", "full") == "weight decay (SGD, L2)"
+    assert E.sweep_axis("ch2/weight_decay/", "weight_decay", "default") == "weight decay (Adam, L2)"
+    assert E.sweep_axis("ch2/batchnorm/", "batch_norm", "full") == "ResNet-110"
+    assert E.sweep_axis("ch2/batchnorm/", "batch_norm", "default") == "MLP 4x256"
+    assert E.model_label("ch3/nine/large", "full") == "ResNet-18" and E.model_label("ch3/nine/large", "ci") == "ResNet-20"
+    with pytest.raises(ValueError, match="what must be one of"):
+        L.sweep_value({"model": {"name": "mlp"}}, "height")
+    with pytest.raises(ValueError, match="needs an MLP or a CIFAR ResNet"):
+        L.sweep_value({"model": {"name": "lenet5"}}, "depth")
+
+
+def test_full_configs_follow_the_papers_recipes():
+    full = E.experiments("full")
+    he = full["ch2/depth/level4/s0"]
+    assert he["model"] == {"name": "cifar_resnet", "depth": 110, "width": 1.0, "batch_norm": True}
+    assert (he["optimizer"], he["lr"], he["momentum"], he["nesterov"], he["weight_decay"], he["batch_size"],
+            he["epochs"], he["schedule"]) == ("sgd", 0.1, 0.9, False, 1e-4, 128, 164, "step")
+    assert he["augment"] == {"crop_padding": 4, "hflip": True} and he["amp"] is True
+    opt, sched = T._optimizer(T.normalize_config(he), __import__("torch").nn.Linear(1, 1))
+    assert sorted(sched.milestones) == [82, 123]  # 50 % and 75 % of 164 epochs
+    assert full["ch2/nll_overfit"]["epochs"] == 500  # Guo et al.'s Fig. 3
+    ch5 = full["ch5/CE/s0"]
+    assert ch5["model"] == {"name": "resnet18"} and ch5["data"]["name"] == "cifar10"
+    assert (ch5["epochs"], ch5["milestones"], ch5["weight_decay"]) == (350, [150, 250], 5e-4)
+    assert full["ch5/FLgamma-SECE/s0"]["meta"] == E.CH5_META
+    assert full["ch3/frozen_head"]["model"]["backbone"]["pretrained"]["weights"] == E.DENSENET_WEIGHTS
+    for name, cfg in full.items():
+        T.normalize_config(cfg)
