@@ -17,7 +17,7 @@ from ._validation import check_labels, check_probs
 from .kernels import kernel_regression
 
 __all__ = ["reliability_diagram", "reliability_grid", "smooth_reliability_diagram",
-           "ece_vs_bins", "training_curves", "sweep_plot", "bilevel_diagram"]
+           "ece_vs_bins", "training_curves", "sweep_plot", "calibration_maps", "bilevel_diagram"]
 
 ACC_COLOR = "#1f77b4"
 GAP_COLOR = "#d62728"
@@ -222,28 +222,29 @@ def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: i
           returns=("matplotlib.figure.Figure", "The figure."))
 def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strategy: str = "uniform",
                 axes=None):
-    """ECE (left) and MCE (right) against the number of bins (the robustness figure of Wang et al. 2023).
+    """ECE (left) and MCE (right), in percent, against the number of bins (the robustness figure of
+    Wang et al. 2023).
 
     Examples
     --------
     >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
     >>> fig = ece_vs_bins({"model": (probs, np.array([0, 1, 1, 1]))}, bins=(1, 5))
     >>> fig.axes[0].lines[0].get_ydata().round(3)  # one bin: mean confidence = accuracy = 0.75
-    array([0.  , 0.25])
+    array([ 0., 25.])
     """
     plt = _plt()
     if axes is None:
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     fig = axes[0].figure
     for name, (p, y) in models.items():
-        e = [M.ece(p, y, n_bins=b, strategy=strategy) for b in bins]
-        m = [M.mce(p, y, n_bins=b, strategy=strategy) for b in bins]
+        e = [100 * M.ece(p, y, n_bins=b, strategy=strategy) for b in bins]
+        m = [100 * M.mce(p, y, n_bins=b, strategy=strategy) for b in bins]
         axes[0].plot(bins, e, marker="o", label=str(name))
         axes[1].plot(bins, m, marker="o", label=str(name))
     for a, what in zip(axes, ("ECE", "MCE")):
         a.set_xscale("log")
         a.set_xlabel("number of bins")
-        a.set_ylabel(what)
+        a.set_ylabel(f"{what} (%)")
         a.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     return fig
@@ -342,6 +343,76 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
             ax.set_title(titles[i])
         ax.grid(alpha=0.3)
     fig.tight_layout()
+    return fig
+
+
+#: the score grid on which :func:`calibration_maps` draws each map: uniform in [0, 1] plus points that
+#: crowd towards 0 and 1 (a sigmoid of a uniform logit grid), where the scores of a confident network lie
+MAP_GRID = np.unique(np.r_[np.linspace(0.0, 1.0, 1001), 1.0 / (1.0 + np.exp(-np.linspace(-12, 12, 961)))])
+
+
+@document(("calibrators", "dict", "``{name: fitted binary calibrator}``, one curve each, in order; each takes "
+                                  "P(y = 1) (``input_type='probabilities'``)."),
+          ("scores", "array_like of shape (n,)", "The calibration set's P(y = 1), on which they were fitted."),
+          ("labels", "array_like of shape (n,)", "Its 0/1 labels."),
+          ("n_bins", "int, default=15", "Equal-width bins of the empirical frequencies (the dots)."),
+          "ax", "title",
+          returns=("matplotlib.figure.Figure", "The figure drawn on."))
+def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=None, title: str | None = None):
+    """Fitted calibration maps of binary calibrators on one axis, against the empirical frequencies.
+
+    Each calibrator is drawn as ``calibrator.predict_proba`` on :data:`MAP_GRID`: a step function
+    for histogram binning, a staircase for isotonic regression, averaged steps for BBQ, a sigmoid
+    for Platt scaling. The dots are the fraction of positives among the calibration scores of
+    each equal-width bin (:func:`calibcourse.metrics.reliability_bins` with
+    ``reliability="positive_class"``), placed at the bin's mean score, with a 95 % Wilson
+    interval and the bin's count written beside it: what every map tries to follow, and how
+    little data some bins hold.
+
+    Examples
+    --------
+    >>> from calibcourse.calibrators import HistogramBinning
+    >>> p, y = np.array([0.1, 0.2, 0.3, 0.6, 0.7, 0.9]), np.array([0, 0, 1, 1, 1, 1])
+    >>> fig = calibration_maps({"binning": HistogramBinning(n_bins=2).fit(p, y)}, p, y, n_bins=2)
+    >>> line = fig.axes[0].lines[0]
+    >>> line.get_label(), float(line.get_ydata()[0]), float(line.get_ydata()[-1])
+    ('binning', 0.3333333333333333, 1.0)
+    """
+    plt = _plt()
+    if not calibrators:
+        raise ValueError("calibrators is empty: give at least one {name: fitted calibrator}")
+    p = check_probs(scores, name="scores")
+    if p.ndim != 1:
+        raise ValueError(f"scores must be P(y = 1) of shape (n,); got shape {p.shape}")
+    y = check_labels(labels, p.shape[0], 2)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(8.6, 4.2))
+    else:
+        fig = ax.figure
+    for i, (name, calibrator) in enumerate(calibrators.items()):
+        ax.plot(MAP_GRID, calibrator.predict_proba(MAP_GRID), color=f"C{i}", lw=1.8, label=str(name), zorder=3)
+    rb = M.reliability_bins(p, y, n_bins=n_bins, reliability="positive_class")
+    full = rb.count > 0
+    n, k = rb.count[full], rb.accuracy[full] * rb.count[full]
+    z = 1.959963984540054  # Wilson interval of a binomial proportion
+    centre = (k + z**2 / 2) / (n + z**2)
+    half = z * np.sqrt(k * (n - k) / n + z**2 / 4) / (n + z**2)
+    freq = rb.accuracy[full]
+    ax.errorbar(rb.confidence[full], freq, yerr=[np.clip(freq - (centre - half), 0, None),
+                                                  np.clip(centre + half - freq, 0, None)],
+                fmt="o", color="black", ms=4, capsize=2, lw=0.8, zorder=4,
+                label=f"calibration set: fraction of\npositives per bin ({n_bins} bins,\n95 % interval; count beside)")
+    for x, f, c in zip(rb.confidence[full], freq, n):
+        ax.annotate(f"{int(c)}", (x, f), xytext=(4, -10 if f > 0.5 else 5), textcoords="offset points",
+                    fontsize=6.5, color="dimgray")
+    ax.plot([0, 1], [0, 1], ":", color="gray", lw=1, label="identity (the score unchanged)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("score: the network's P(y = 1)")
+    ax.set_ylabel("calibrated P(y = 1)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)  # beside, never on the data
+    if title:
+        ax.set_title(title)
     return fig
 
 
