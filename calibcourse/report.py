@@ -17,7 +17,7 @@ from . import metrics as M
 from . import stats
 
 __all__ = ["run_summary", "sweep_table", "seed_predictions", "fmt_ci", "fmt_difference", "post_hoc_table", "post_hoc_binary",
-           "post_hoc_view", "post_hoc_binary_view", "SEED_MEASURES", "seed_table", "seeds_view", "paired_table",
+           "post_hoc_view", "post_hoc_binary_view", "SEED_MEASURES", "seed_table", "seeds_view", "grid_choice_view", "paired_table",
            "comparisons_view", "Claim", "Ledger",
            "CLAIM_KEYS", "CLAIMS_GLUE_NAME", "check_claims", "ledger_page"]
 
@@ -293,6 +293,35 @@ def seeds_view(per_seed, digits: int = 2):
         t = g["train s/epoch"].mean().loc[order]
         shown["train s/epoch"] = t.map(lambda v: "" if np.isnan(v) else f"{v:.2f}").to_numpy()
     return shown
+
+
+def grid_choice_view(choice: dict, params: dict):
+    """The weight grids of chapter 5's baselines and the value chosen on validation, one row per value.
+
+    ``choice = {family: {"chosen": value, "table": DataFrame}}`` as
+    :func:`calibcourse.experiments.ch5_choice` returns (each table with the grid parameter's column,
+    ``val error``, ``val ECE`` as fractions and ``eligible``); ``params = {family: parameter name}``.
+    Columns: baseline, value, ``val error (%)``, ``val ECE (%)``, eligible, chosen ("<-").
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"gamma": [1.0, 3.0], "val error": [0.05, 0.06], "val ECE": [0.03, 0.01],
+    ...                   "eligible": [True, True]})
+    >>> v = grid_choice_view({"Focal": {"chosen": 3.0, "table": t}}, {"Focal": "gamma"})
+    >>> v[["value", "val ECE (%)", "chosen"]].values.tolist()
+    [['gamma 1', 3.0, ''], ['gamma 3', 1.0, '<-']]
+    """
+    import pandas as pd
+
+    parts = []
+    for family, c in choice.items():
+        param, t = params[family], c["table"]
+        parts.append(pd.DataFrame({
+            "baseline": family, "value": [f"{param} {v:g}" for v in t[param]],
+            "val error (%)": (100 * t["val error"]).round(2).to_numpy(), "val ECE (%)": (100 * t["val ECE"]).round(2).to_numpy(),
+            "eligible": t["eligible"].to_numpy(), "chosen": np.where(np.isclose(t[param], c["chosen"]), "<-", "")}))
+    return pd.concat(parts, ignore_index=True)
 
 
 def paired_table(pairs: dict, labels, measures: dict | None = None, reference: str = "reference",
