@@ -43,9 +43,10 @@ def _checked(probs, labels):
           "title",
           ("show_histogram", "bool, default=True", "Draw the histogram below (only when ``ax`` is None)."),
           "strategy",
+          ("legend", "bool, default=True", "Draw the legends (a grid draws them once, in its first panel)."),
           returns=("matplotlib.figure.Figure", "The figure drawn on."))
 def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | None = None,
-                        show_histogram: bool = True, strategy: str = "uniform"):
+                        show_histogram: bool = True, strategy: str = "uniform", legend: bool = True):
     """Guo-style reliability diagram of top-label confidences.
 
     Top: bars of acc(B_m) per bin (:func:`calibcourse.metrics.reliability_bins`),
@@ -95,7 +96,8 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
     ax_rel.set_xlim(0, 1)
     ax_rel.set_ylim(0, 1)
     ax_rel.set_ylabel("accuracy")
-    ax_rel.legend(loc="upper left", fontsize=7, framealpha=0.85)
+    if legend:
+        ax_rel.legend(loc="upper left", fontsize=7, framealpha=0.85)
     if title:
         ax_rel.set_title(title)
     if ax_hist is not None:
@@ -147,7 +149,7 @@ def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
         r, c = divmod(i, ncols)
         ax_rel = fig.add_subplot(gs[r * rows_per, c])
         axes = (ax_rel, fig.add_subplot(gs[r * rows_per + 1, c], sharex=ax_rel)) if show_histogram else ax_rel
-        reliability_diagram(p, y, n_bins=n_bins, ax=axes, title=str(name))
+        reliability_diagram(p, y, n_bins=n_bins, ax=axes, title=str(name), legend=i == 0)
         if highlight is not None and str(name) == str(highlight):
             for spine in ax_rel.spines.values():
                 spine.set_edgecolor(GAP_COLOR)

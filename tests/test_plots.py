@@ -32,6 +32,8 @@ def test_reliability_diagram_into_given_axes_and_grid():
     fig = plots.reliability_grid({"a": (p, y), "b": (p, y), "c": (p, y)}, ncols=2, highlight="b")
     assert len(fig.axes) == 6
     assert {a.get_title() for a in fig.axes} >= {"a", "b", "c"}
+    diagrams = [a for a in fig.axes if a.get_title() in ("a", "b", "c")]
+    assert [a.get_legend() is not None for a in diagrams] == [True, False, False]  # once, not over every panel's bars
     plt.close(fig)
     with pytest.raises(ValueError, match="panels is empty"):
         plots.reliability_grid({})
