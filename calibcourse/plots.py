@@ -141,14 +141,19 @@ def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
     n = len(panels)
     ncols = ncols or min(n, 4)
     nrows = int(np.ceil(n / ncols))
-    rows_per = 2 if show_histogram else 1
-    fig = plt.figure(figsize=(panel_size * ncols, panel_size * nrows * (1.35 if show_histogram else 1)))
-    ratios = ([3, 1.2] if show_histogram else [1]) * nrows
-    gs = fig.add_gridspec(nrows * rows_per, ncols, height_ratios=ratios, hspace=0.45)
+    fig = plt.figure(figsize=(panel_size * ncols, panel_size * nrows * (1.45 if show_histogram else 1.1)))
+    # one cell per panel, well apart (titles and axis labels never reach a neighbour); inside a cell the
+    # histogram sits close under its diagram, which gives up its tick labels to it
+    outer = fig.add_gridspec(nrows, ncols, hspace=0.42, wspace=0.42)
     for i, (name, (p, y)) in enumerate(panels.items()):
         r, c = divmod(i, ncols)
-        ax_rel = fig.add_subplot(gs[r * rows_per, c])
-        axes = (ax_rel, fig.add_subplot(gs[r * rows_per + 1, c], sharex=ax_rel)) if show_histogram else ax_rel
+        if show_histogram:
+            inner = outer[r, c].subgridspec(2, 1, height_ratios=[3, 1.1], hspace=0.1)
+            ax_rel = fig.add_subplot(inner[0])
+            axes = (ax_rel, fig.add_subplot(inner[1], sharex=ax_rel))
+            ax_rel.tick_params(labelbottom=False)
+        else:
+            ax_rel = axes = fig.add_subplot(outer[r, c])
         reliability_diagram(p, y, n_bins=n_bins, ax=axes, title=str(name), legend=i == 0)
         if highlight is not None and str(name) == str(highlight):
             for spine in ax_rel.spines.values():
@@ -388,7 +393,7 @@ def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=Non
         raise ValueError(f"scores must be P(y = 1) of shape (n,); got shape {p.shape}")
     y = check_labels(labels, p.shape[0], 2)
     if ax is None:
-        fig, ax = plt.subplots(figsize=(8.6, 4.2))
+        fig, ax = plt.subplots(figsize=(6.8, 5.2))
     else:
         fig = ax.figure
     for i, (name, calibrator) in enumerate(calibrators.items()):
@@ -403,16 +408,16 @@ def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=Non
     ax.errorbar(rb.confidence[full], freq, yerr=[np.clip(freq - (centre - half), 0, None),
                                                   np.clip(centre + half - freq, 0, None)],
                 fmt="o", color="black", ms=4, capsize=2, lw=0.8, zorder=4,
-                label=f"calibration set: fraction of\npositives per bin ({n_bins} bins,\n95 % interval; count beside)")
+                label=f"calibration set: fraction of positives per bin\n({n_bins} bins, 95 % interval, count beside)")
     for x, f, c in zip(rb.confidence[full], freq, n):
         ax.annotate(f"{int(c)}", (x, f), xytext=(4, -10 if f > 0.5 else 5), textcoords="offset points",
-                    fontsize=6.5, color="dimgray")
+                    fontsize=7.5, color="dimgray")
     ax.plot([0, 1], [0, 1], ":", color="gray", lw=1, label="identity (the score unchanged)")
     ax.set_xlim(0, 1)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("score: the network's P(y = 1)")
-    ax.set_ylabel("calibrated P(y = 1)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)  # beside, never on the data
+    ax.set_xlabel("score: the network's P(y = 1)", fontsize=10)
+    ax.set_ylabel("calibrated P(y = 1)", fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8.5, frameon=False)  # under the axes
     if title:
         ax.set_title(title)
     return fig

@@ -301,7 +301,7 @@ def grid_choice_view(choice: dict, params: dict):
     ``choice = {family: {"chosen": value, "table": DataFrame}}`` as
     :func:`calibcourse.experiments.ch5_choice` returns (each table with the grid parameter's column,
     ``val error``, ``val ECE`` as fractions and ``eligible``); ``params = {family: parameter name}``.
-    Columns: baseline, value, ``val error (%)``, ``val ECE (%)``, eligible, chosen ("<-").
+    Indexed by (baseline, value); columns ``val error (%)``, ``val ECE (%)``, eligible, chosen ("<-").
 
     Examples
     --------
@@ -309,8 +309,8 @@ def grid_choice_view(choice: dict, params: dict):
     >>> t = pd.DataFrame({"gamma": [1.0, 3.0], "val error": [0.05, 0.06], "val ECE": [0.03, 0.01],
     ...                   "eligible": [True, True]})
     >>> v = grid_choice_view({"Focal": {"chosen": 3.0, "table": t}}, {"Focal": "gamma"})
-    >>> v[["value", "val ECE (%)", "chosen"]].values.tolist()
-    [['gamma 1', 3.0, ''], ['gamma 3', 1.0, '<-']]
+    >>> v[["val ECE (%)", "chosen"]].reset_index().values.tolist()
+    [['Focal', 'gamma 1', 3.0, ''], ['Focal', 'gamma 3', 1.0, '<-']]
     """
     import pandas as pd
 
@@ -321,7 +321,7 @@ def grid_choice_view(choice: dict, params: dict):
             "baseline": family, "value": [f"{param} {v:g}" for v in t[param]],
             "val error (%)": (100 * t["val error"]).round(2).to_numpy(), "val ECE (%)": (100 * t["val ECE"]).round(2).to_numpy(),
             "eligible": t["eligible"].to_numpy(), "chosen": np.where(np.isclose(t[param], c["chosen"]), "<-", "")}))
-    return pd.concat(parts, ignore_index=True)
+    return pd.concat(parts, ignore_index=True).set_index(["baseline", "value"])
 
 
 def paired_table(pairs: dict, labels, measures: dict | None = None, reference: str = "reference",
@@ -394,8 +394,8 @@ def comparisons_view(tests: dict, units: dict | None = None):
     Examples
     --------
     >>> d = stats.Difference(-0.012, -0.02, -0.004, 0.95, n=1000)
-    >>> comparisons_view({("ECE", "A", "B"): d}).iloc[0].tolist()
-    ['ECE', 'A', 'B', '-1.20 [-2.00, -0.40] points', 'held']
+    >>> comparisons_view({("ECE", "A", "B"): d}).loc[("ECE", "A", "B")].tolist()
+    ['-1.20 [-2.00, -0.40] points', 'held']
     """
     import pandas as pd
 
@@ -406,7 +406,7 @@ def comparisons_view(tests: dict, units: dict | None = None):
         rows.append({"measure": measure, "A": a, "B": b,
                      "A - B [95 % interval]": fmt_difference(d, scale=scale, unit=unit, digits=3 if scale == 1 else 2),
                      "verdict (A below B)": stats.verdict(d.low, d.high)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).set_index(["measure", "A", "B"])
 
 
 # --------------------------------------------------------------------------- the claims ledger
