@@ -43,7 +43,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._docs import document
 from .editions import BEGIN, END, STUB, set_edition
+
+__all__ = ["Question", "questions", "hidden_seed", "lab_sources", "master_notebook", "write_assignment",
+           "write_assignments", "grade", "main", "GRADE_PROFILE", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB",
+           "DEFAULT_SECRET"]
 
 ROOT = Path(__file__).resolve().parent.parent
 GRADE_PROFILE = "ci"
@@ -53,11 +58,38 @@ OUTPUT_LIMIT = 2_000_000  # characters of cell output kept per submission
 DEFAULT_SECRET = "calibcourse"
 _CHECK_CALL = re.compile(r"checks\.(check_\w+)\(\s*(\w+)\s*[,)]")
 
+#: the arguments several functions take
+_SECRET = ("secret", "str, default=DEFAULT_SECRET", "The text the hidden tests' seeds derive from (:func:`hidden_seed`).")
+_LOG = ("log", "callable, default=print", "Called with each progress line.")
+
 
 # =========================================================================== questions
 @dataclass
 class Question:
-    """A graded exercise of a lab."""
+    """A graded exercise of a lab.
+
+    Attributes
+    ----------
+    name : str
+        ``"q1"``, ``"q2"``, ... in the order of the lab.
+    function : str
+        The function the student writes.
+    check : str
+        The :mod:`calibcourse.checks` function that tests it.
+    public : float
+        Points of the public test (the lab's check, seed 0).
+    hidden : float
+        Points of the hidden test (the same check, another seed).
+    title : str
+        The bold title of the prompt, for the feedback.
+    points : float
+        ``public + hidden``.
+
+    Examples
+    --------
+    >>> Question("q1", "my_ece", "check_ece", 1.0, 2.0, "2. ECE").points
+    3.0
+    """
 
     name: str       # q1, q2, ... in the order of the lab
     function: str   # the function the student writes
@@ -79,8 +111,29 @@ def _defined_names(source: str) -> list[str]:
     return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
+@document(("nb", "nbformat.NotebookNode", "A lab notebook (read by jupytext)."),
+          returns=("list of Question", "In the order of the lab; a malformed graded cell raises ``ValueError`` "
+                                       "naming the cell."))
 def questions(nb) -> list[Question]:
-    """The graded questions of a lab notebook (read by jupytext), in order."""
+    r"""The graded questions of a lab notebook (read by jupytext), in order.
+
+    A graded question is a code cell with ``points: [public, hidden]`` in its metadata that
+    defines one function between the solution markers, and that a later cell checks with
+    ``checks.check_<name>(<function>)``; its title is the bold text of the markdown cell
+    before it.
+
+    Examples
+    --------
+    >>> import nbformat
+    >>> new = nbformat.v4
+    >>> nb = new.new_notebook(cells=[
+    ...     new.new_markdown_cell("**1. Double.** Write `double(x)`."),
+    ...     new.new_code_cell("def double(x):\n    # BEGIN SOLUTION\n    return 2 * x\n    # END SOLUTION",
+    ...                       metadata={"tags": ["exercise"], "points": [1, 2]}),
+    ...     new.new_code_cell("checks.check_double(double)")])
+    >>> questions(nb)
+    [Question(name='q1', function='double', check='check_double', public=1.0, hidden=2.0, title='1. Double')]
+    """
     out = []
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or "points" not in cell.metadata:
@@ -107,8 +160,18 @@ def questions(nb) -> list[Question]:
     return out
 
 
+@document(("lab", "str", 'The lab, e.g. ``"lab1_ece"``.'), ("question", "str", 'The question, e.g. ``"q1"``.'),
+          _SECRET, returns=("int", "A seed in ``[1, 2**31 - 2]``, from the sha256 of the three."))
 def hidden_seed(lab: str, question: str, secret: str = DEFAULT_SECRET) -> int:
-    """The seed of a question's hidden test: from the secret, the lab and the question."""
+    """The seed of a question's hidden test: from the secret, the lab and the question.
+
+    Examples
+    --------
+    >>> hidden_seed("lab1_ece", "q1", secret="my course 2026")
+    1285810705
+    >>> hidden_seed("lab1_ece", "q2", secret="my course 2026")
+    1471497284
+    """
     digest = hashlib.sha256(f"{secret}/{lab}/{question}".encode()).digest()
     return 1 + int.from_bytes(digest[:4], "big") % (2**31 - 2)
 
@@ -142,12 +205,26 @@ def _test_cell(q: Question, points: float, hidden: bool, seed: int):
         f"    checks.{q.check}({args})")
 
 
+@document(("src", "str or path", "The lab's jupytext source, ``notebooks/labs/<lab>.md``."), _SECRET,
+          returns=("nbformat.NotebookNode", "The master notebook, for ``otter assign``."))
 def master_notebook(src, secret: str = DEFAULT_SECRET):
-    """The otter-grader master notebook of the lab ``src`` (a jupytext source path).
+    '''The otter-grader master notebook of the lab ``src`` (a jupytext source path).
 
     Each graded cell becomes an otter question (its prompt, a solution cell, a public and a
     hidden test); the prompt states the points; everything else is copied as it is.
-    """
+
+    Examples
+    --------
+    >>> nb = master_notebook(lab_sources()[0], secret="my course 2026")
+    >>> print(next(c.source for c in nb.cells if "def test_hidden" in c.source))
+    """ # BEGIN TEST CONFIG
+    points: 2
+    hidden: true
+    """ # END TEST CONFIG
+    def test_hidden(bin_stats):
+        from calibcourse import checks
+        checks.check_reliability_bins(bin_stats, seed=1285810705, strict=True)
+    '''
     import jupytext
     import nbformat
     import yaml
@@ -223,14 +300,25 @@ def _autograder_requirements() -> str:
     return "\n".join(keep) + "\n"
 
 
+@document(("src", "str or path", "The lab's jupytext source."),
+          ("out_dir", "str or path", "The folder of the assignments; the lab's folder in it is replaced."),
+          _SECRET, _LOG,
+          returns=("dict", "Paths of ``student`` (the notebook to hand out), ``solution`` and ``autograder`` "
+                           "(the zip archive for Gradescope, also what :func:`grade` reads)."))
 def write_assignment(src, out_dir, secret: str = DEFAULT_SECRET, log=print) -> dict:
     """Build the assignment of the lab ``src`` under ``out_dir/<lab>/``.
 
-    Returns
-    -------
-    dict
-        Paths of ``student`` (the notebook to hand out), ``solution`` and ``autograder``
-        (the zip archive for Gradescope, also what :func:`grade` reads).
+    Runs ``otter assign`` on :func:`master_notebook` with the package, the lab's runs of the
+    result cache and the runtime requirements as the autograder's files.
+
+    Examples
+    --------
+    Skipped in the doctests: ``otter assign`` takes seconds.
+
+    >>> paths = write_assignment(lab_sources()[0], "_build/assignments")  # doctest: +SKIP
+    lab1_ece: student notebook, solution notebook and autograder archive written to _build/assignments/lab1_ece
+    >>> sorted(paths)  # doctest: +SKIP
+    ['autograder', 'solution', 'student']
     """
     import nbformat
     from otter.assign import main as otter_assign
@@ -270,13 +358,39 @@ def write_assignment(src, out_dir, secret: str = DEFAULT_SECRET, log=print) -> d
     return paths
 
 
+@document(("root", "str or path, default=ROOT", "The repository root."),
+          returns=("list of pathlib.Path", "The labs' jupytext sources, ``notebooks/labs/*.md``, sorted."))
 def lab_sources(root=ROOT) -> list[Path]:
+    """The labs.
+
+    Examples
+    --------
+    >>> [p.stem for p in lab_sources()]
+    ['lab1_ece', 'lab2_temperature', 'lab3_binning', 'lab4_sece_focal']
+    """
     return sorted((Path(root) / "notebooks" / "labs").glob("*.md"))
 
 
+@document(("out_dir", "str or path, optional", "Default ``_build/assignments``."),
+          ("labs", "list of str, optional", "Only these labs (their names, e.g. ``['lab1_ece']``)."),
+          ("secret", "str, optional", "Default: ``$CALIBCOURSE_SECRET``, else :data:`DEFAULT_SECRET`."),
+          _LOG,
+          returns=("list of dict", "What :func:`write_assignment` returns, per lab."))
 def write_assignments(out_dir=None, labs=None, secret: str | None = None, log=print) -> list[dict]:
     """Build every lab's assignment (or those named in ``labs``) under ``out_dir``
-    (default ``_build/assignments``)."""
+    (default ``_build/assignments``); ``make assignments`` calls it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> write_assignments(tempfile.mkdtemp(), labs=["lab9"])
+    Traceback (most recent call last):
+        ...
+    ValueError: labs must be among lab1_ece, lab2_temperature, lab3_binning, lab4_sece_focal; got lab9
+    >>> write_assignments(labs=["lab1_ece"])  # doctest: +SKIP
+    lab1_ece: student notebook, solution notebook and autograder archive written to .../_build/assignments/lab1_ece
+    [{'student': ..., 'solution': ..., 'autograder': ...}]
+    """
     out_dir = Path(out_dir or ROOT / "_build" / "assignments")
     secret = secret or os.environ.get("CALIBCOURSE_SECRET") or DEFAULT_SECRET
     sources = {p.stem: p for p in lab_sources()}
@@ -655,11 +769,32 @@ def grade(lab: str, submissions, out_dir=None, timeout: float = DEFAULT_TIMEOUT,
         Submissions graded at the same time.
     memory_mb : int, default 4096
         Memory of a submission's processes together; above it, it is cut.
+    assignments_dir : path, optional
+        Where the assignments are (default ``_build/assignments``).
+    log : callable, default=print
+        Called with each progress line.
 
     Returns
     -------
     Path
         The CSV file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> grade("lab1_ece", tempfile.mkdtemp())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    ValueError: submissions: no .ipynb file in ...
+
+    A folder of two submissions (skipped in the doctests: each runs in a fresh kernel):
+
+    >>> grade("lab1_ece", "hand-ins/")  # doctest: +SKIP
+    grading 2 submissions of lab1_ece (2 at a time, 120 s each at most)
+      alice.ipynb: 9 / 9  (graded, 6.1 s)
+      bob.ipynb: 3 / 9  (graded, 6.3 s)
+    .../_build/grades/lab1_ece.csv written (2 rows, 6.4 s); feedback in .../_build/grades/lab1_ece
+    PosixPath('.../_build/grades/lab1_ece.csv')
     """
     sources = {p.stem: p for p in lab_sources()}
     if lab not in sources:
@@ -714,7 +849,19 @@ def grade(lab: str, submissions, out_dir=None, timeout: float = DEFAULT_TIMEOUT,
 
 
 # =========================================================================== command line
+@document(("argv", "list of str, optional", "The arguments (default: the command line's)."),
+          returns=("int", "The exit status: 0, or 2 for a bad argument (the reason on stderr)."))
 def main(argv=None) -> int:
+    """Run the command line (``make assignments``, ``make grade``).
+
+    Examples
+    --------
+    >>> import contextlib, sys, tempfile
+    >>> with contextlib.redirect_stderr(sys.stdout):
+    ...     main(["grade", "--lab", "lab9", "--submissions", tempfile.mkdtemp()])
+    error: lab must be one of lab1_ece, lab2_temperature, lab3_binning, lab4_sece_focal; got 'lab9'
+    2
+    """
     ap = argparse.ArgumentParser(prog="python -m calibcourse.assignments", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     a = sub.add_parser("assign", help="write the assignments under _build/assignments/<lab>/")

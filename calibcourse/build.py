@@ -37,7 +37,11 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
+from ._docs import document
 from .profiles import PROFILES
+
+__all__ = ["EDITIONS", "BuildError", "Page", "toc_entries", "notebook_pages", "fingerprint", "execute_book",
+           "write_ledger", "build_html", "main"]
 
 EDITIONS = ("instructor", "student")
 GENERATED = Path("book") / "generated"
@@ -47,6 +51,10 @@ FINGERPRINT_SUFFIX = ".fingerprint"
 LEDGER_PAGE = GENERATED / "what_held"
 CLAIMS_JSON = Path("_build") / "claims.json"
 
+#: the arguments of the build's stages
+_ROOT = ("root", "pathlib.Path", "The book's root (holds ``_config.yml``, ``_toc.yml``, ``notebooks/``).")
+_LOG = ("log", "callable, default=print", "Called with each progress line.")
+
 
 class BuildError(RuntimeError):
     """A notebook failed or the HTML build reported a warning/error."""
@@ -54,14 +62,44 @@ class BuildError(RuntimeError):
 
 @dataclass
 class Page:
+    """A page of the book generated from a jupytext notebook.
+
+    Attributes
+    ----------
+    toc_entry : str
+        Its entry in ``_toc.yml``, e.g. ``"book/generated/01_theory"``.
+    source : pathlib.Path
+        The jupytext source, e.g. ``<root>/notebooks/01_theory.md``.
+    output : pathlib.Path
+        The executed notebook, e.g. ``<root>/book/generated/01_theory.ipynb``.
+
+    Examples
+    --------
+    >>> Page("book/generated/01_theory", Path("notebooks/01_theory.md"),
+    ...      Path("book/generated/01_theory.ipynb")).output.name
+    '01_theory.ipynb'
+    """
+
     toc_entry: str   # e.g. book/generated/01_theory
     source: Path     # notebooks/01_theory.md
     output: Path     # book/generated/01_theory.ipynb
 
 
 # --------------------------------------------------------------------------- table of contents
+@document(("toc", "dict", "A ``_toc.yml`` as ``yaml.safe_load`` reads it."),
+          returns=("list of str", "The entries, in reading order."))
 def toc_entries(toc: dict) -> list[str]:
-    """Every ``file`` (and ``root``) of a Jupyter Book 1.x ``_toc.yml``, in reading order."""
+    """Every ``file`` (and ``root``) of a Jupyter Book 1.x ``_toc.yml``, in reading order.
+
+    Examples
+    --------
+    >>> toc = {"root": "book/intro", "parts": [
+    ...     {"caption": "Chapters", "chapters": [{"file": "book/generated/01_theory",
+    ...                                           "sections": [{"file": "book/notes"}]}]},
+    ...     {"caption": "Labs", "chapters": [{"file": "book/generated/labs/lab1_ece"}]}]}
+    >>> toc_entries(toc)
+    ['book/intro', 'book/generated/01_theory', 'book/notes', 'book/generated/labs/lab1_ece']
+    """
     found = [toc["root"]] if "root" in toc else []
 
     def walk(node):
@@ -79,8 +117,24 @@ def toc_entries(toc: dict) -> list[str]:
     return found
 
 
+@document(_ROOT, returns=("list of Page", "In the order of ``_toc.yml``; a missing ``_toc.yml`` or source "
+                                          "raises :class:`BuildError`."))
 def notebook_pages(root: Path) -> list[Page]:
-    """The pages of ``_toc.yml`` that are generated from jupytext sources in ``notebooks/``."""
+    r"""The pages of ``_toc.yml`` that are generated from jupytext sources in ``notebooks/``.
+
+    Hand-written pages (outside ``book/generated``) and the claims ledger are not among them.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "notebooks").mkdir()
+    >>> _ = (root / "notebooks" / "01_theory.md").write_text("# Theory")
+    >>> _ = (root / "_toc.yml").write_text("root: book/intro\nchapters:\n"
+    ...                                    "- file: book/generated/01_theory\n- file: book/generated/what_held\n")
+    >>> [(page.toc_entry, page.source.relative_to(root).as_posix()) for page in notebook_pages(root)]
+    [('book/generated/01_theory', 'notebooks/01_theory.md')]
+    """
     import yaml
 
     toc_path = root / "_toc.yml"
@@ -123,8 +177,30 @@ def _hash_tree(h, base: Path, patterns=("**/*",)) -> None:
         h.update(hashlib.sha256(p.read_bytes()).digest())
 
 
+@document(("page", "Page", "The page."),
+          ("params", "dict", 'Its parameters, ``{"profile": ..., "edition": ...}``.'),
+          _ROOT,
+          ("package_dir", "pathlib.Path, optional", "The package's folder (default ``root/calibcourse``); "
+                                                   "its ``.py`` files are hashed."),
+          returns=("str", "The hex digest."))
 def fingerprint(page: Page, params: dict, root: Path, package_dir: Path | None = None) -> str:
-    """sha256 of the page source, the package, requirements.txt, data/ and the parameters."""
+    """sha256 of the page source, the package, requirements.txt, data/ and the parameters.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "notebooks").mkdir()
+    >>> page = Page("book/generated/ch", root / "notebooks" / "ch.md", root / "book" / "generated" / "ch.ipynb")
+    >>> _ = page.source.write_text("# A chapter")
+    >>> fp = fingerprint(page, {"profile": "ci"}, root)
+    >>> fp == fingerprint(page, {"profile": "ci"}, root), fp == fingerprint(page, {"profile": "default"}, root)
+    (True, False)
+    >>> (root / "data").mkdir()
+    >>> _ = (root / "data" / "new.csv").write_text("1,2")             # a change in data/ re-executes
+    >>> fp == fingerprint(page, {"profile": "ci"}, root)
+    False
+    """
     h = hashlib.sha256()
     h.update(page.source.read_bytes())
     h.update(json.dumps(params, sort_keys=True).encode())
@@ -211,9 +287,38 @@ def execute_page(page: Page, params: dict, root: Path, failed_dir: Path) -> None
         os.replace(tmp_out, page.output)
 
 
+@document(_ROOT, "profile", ("edition", '{"instructor", "student"}, default="instructor"', "The edition."),
+          ("force", "bool, default=False", "Execute every page, changed or not."),
+          ("package_dir", "pathlib.Path, optional", "As in :func:`fingerprint`."),
+          _LOG,
+          returns=("dict", "``{source path relative to root: 'executed' or 'skipped'}``; a failing page "
+                           "raises :class:`BuildError`."))
 def execute_book(root: Path, profile: str = "default", edition: str = "instructor",
                  force: bool = False, package_dir: Path | None = None, log=print) -> dict:
-    """Execute every notebook page whose fingerprint changed; return {source: 'executed'|'skipped'}."""
+    r"""Execute every notebook page whose fingerprint changed, in the order of ``_toc.yml``.
+
+    A page is executed by papermill in a fresh kernel (seconds); after its success its
+    fingerprint is stored next to the output, ``<output>.fingerprint``.
+
+    Examples
+    --------
+    A page whose output and stored fingerprint are current is skipped (here written by hand;
+    executing a page needs a kernel):
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "notebooks").mkdir()
+    >>> _ = (root / "notebooks" / "ch.md").write_text("# A chapter")
+    >>> _ = (root / "_toc.yml").write_text("root: book/intro\nchapters:\n- file: book/generated/ch\n")
+    >>> page, = notebook_pages(root)
+    >>> page.output.parent.mkdir(parents=True)
+    >>> _ = page.output.write_text("{}")
+    >>> fp = fingerprint(page, {"profile": "ci", "edition": "instructor"}, root)
+    >>> _ = page.output.with_name(page.output.name + FINGERPRINT_SUFFIX).write_text(fp)
+    >>> execute_book(root, profile="ci")
+    [1/1] notebooks/ch.md: skipped (unchanged)
+    {'notebooks/ch.md': 'skipped'}
+    """
     root = Path(root).resolve()
     failed_dir = root / "_build" / "failed"
     params = {"profile": profile, "edition": edition}
@@ -285,8 +390,25 @@ def _bib_titles(bib: Path) -> dict:
     return titles
 
 
+@document(_ROOT, ("pages", "list of Page", "The executed pages (:func:`notebook_pages`)."), _LOG,
+          returns=("list of dict", "The claims, sorted by chapter and id; an inconsistent ledger raises "
+                                   ":class:`BuildError`."))
 def write_ledger(root: Path, pages: list, log=print) -> list:
-    """Write ``_build/claims.json`` and the "What held" page from the executed chapters."""
+    """Write ``_build/claims.json`` and the "What held" page from the executed chapters.
+
+    The claims are those the chapters published with
+    :meth:`calibcourse.report.Ledger.publish`; pages not executed yet are left out.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> write_ledger(root, [])
+    claims: 0 -> _build/claims.json (0 held, 0 not held, 0 inconclusive)
+    []
+    >>> sorted(p.relative_to(root).as_posix() for p in root.rglob("*.*"))
+    ['_build/claims.json', 'book/generated/what_held.md']
+    """
     from .report import check_claims, ledger_page
 
     root = Path(root).resolve()
@@ -311,8 +433,25 @@ def write_ledger(root: Path, pages: list, log=print) -> list:
 
 
 # --------------------------------------------------------------------------- html
+@document(_ROOT, ("edition", '{"instructor", "student"}, default="instructor"',
+                  "The student edition hides the ``{solution}`` blocks (a config written to ``_build/``)."),
+          _LOG,
+          returns=("pathlib.Path", "``root/_build/html``."))
 def build_html(root: Path, edition: str = "instructor", log=print) -> Path:
-    """Render the book with jupyter-book (execution off), failing on any warning."""
+    """Render the book with jupyter-book (execution off), failing on any warning.
+
+    Any ``WARNING``, ``ERROR`` or ``Traceback`` line, or a non-zero exit, raises
+    :class:`BuildError` with those lines; the full log goes to ``_build/jupyter-book.log`` and
+    the stale HTML is removed.
+
+    Examples
+    --------
+    Skipped in the doctests: rendering the book takes minutes.
+
+    >>> build_html(Path("."))  # doctest: +SKIP
+    html: built in 95.3 s -> /.../_build/html/index.html
+    PosixPath('/.../_build/html')
+    """
     root = Path(root).resolve()
     config = root / "_config.yml"
     jb = Path(sys.executable).with_name("jupyter-book")
@@ -344,7 +483,24 @@ def build_html(root: Path, edition: str = "instructor", log=print) -> Path:
     return html
 
 
+@document(("argv", "list of str, optional", "The arguments (default: the command line's)."),
+          returns=("int", "The exit status: 0, or 1 when the build failed (the reason on stderr)."))
 def main(argv=None) -> int:
+    """Run the command line (``make book``, ``make labs``).
+
+    Examples
+    --------
+    ``--labs`` writes both editions of every lab:
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "notebooks" / "labs").mkdir(parents=True)
+    >>> _ = (root / "notebooks" / "labs" / "lab1_ece.md").write_text("# Lab 1")
+    >>> main(["--root", str(root), "--labs"])
+    _build/labs/student/lab1_ece.ipynb
+    _build/labs/instructor/lab1_ece.ipynb
+    0
+    """
     ap = argparse.ArgumentParser(prog="python -m calibcourse.build", description=__doc__.split("\n")[0])
     ap.add_argument("--profile", default="default", choices=PROFILES,
                     help="ci: seconds-long smoke runs; default: the real book on embedded data; "

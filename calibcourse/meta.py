@@ -14,6 +14,7 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
+from ._docs import document
 from .losses import dece_loss, focal_loss, sece_loss
 
 __all__ = ["GammaNet", "MetaTrainer", "lookahead_outer_loss", "lookahead_step", "OUTER_LOSSES", "LOOKAHEADS"]
@@ -25,6 +26,11 @@ OUTER_LOSSES = {"sece": sece_loss, "dece": dece_loss}
 LOOKAHEADS = ("sgd", "same")
 
 
+@document(("in_features", "int", "The size ``d`` of the features, >= 1."),
+          ("heads", "int, default=8", "The number ``k`` of attention heads, >= 1."),
+          ("tau", "float, default=1.0", "The temperature, > 0."),
+          ("init_gamma", "float, default=1.0",
+           "The mean gamma of the first batch: the output is rescaled once, on that batch, to start there."))
 class GammaNet(nn.Module):
     r"""Sample-wise focal-loss gamma from penultimate features ``x`` (b, d).
 
@@ -34,6 +40,22 @@ class GammaNet(nn.Module):
 
     ``A`` (d, k) holds ``heads = k`` attention heads, ``W`` (d, 1) is a linear
     layer and ``tau`` a temperature; the absolute value keeps gamma >= 0.
+    Calling it on features of shape (b, d) returns the b gammas.
+
+    Attributes
+    ----------
+    A : torch.nn.Parameter of shape (d, k)
+        The attention heads.
+    W : torch.nn.Parameter of shape (d, 1)
+        The linear layer.
+
+    Examples
+    --------
+    >>> net = GammaNet(in_features=84, heads=4, init_gamma=2.0)
+    >>> feats = torch.randn(16, 84, generator=torch.Generator().manual_seed(0))
+    >>> gammas = net(feats).detach()
+    >>> gammas.shape, round(float(gammas.mean()), 4), bool((gammas >= 0).all())
+    (torch.Size([16]), 2.0, True)
     """
 
     def __init__(self, in_features: int, heads: int = 8, tau: float = 1.0, init_gamma: float = 1.0):
@@ -63,6 +85,14 @@ def _safe_sqrt(v):
     return torch.sqrt(v.clamp_min(torch.finfo(v.dtype).tiny))
 
 
+@document(("params", "dict of str to torch.Tensor", "The parameters, e.g. ``dict(model.named_parameters())``."),
+          ("grads", "sequence of torch.Tensor", "Their gradients, in the same order (with ``create_graph=True`` "
+                                                "for a second-order gradient)."),
+          ("optimizer", "torch.optim.Adam or torch.optim.SGD, optional",
+           "The optimizer that holds ``params`` (its first parameter group is read); None: plain SGD."),
+          ("lr", "float, optional", "The learning rate of plain SGD; needed when ``optimizer`` is None."),
+          returns=("dict of str to torch.Tensor", "The stepped parameters, under the same names; "
+                   "the optimizer's state is not changed."))
 def lookahead_step(params: dict, grads, optimizer=None, lr: float | None = None) -> dict:
     r"""The parameters after one differentiable update ``theta' = theta - step(g)``.
 
@@ -75,6 +105,23 @@ def lookahead_step(params: dict, grads, optimizer=None, lr: float | None = None)
               \theta' = \theta - \eta\, \frac{m / (1-\beta_1^t)}{\sqrt{v / (1-\beta_2^t)} + \epsilon}
 
     (``weight_decay`` adds :math:`\lambda\theta` to :math:`g` first, as torch does).
+
+    Examples
+    --------
+    >>> w = nn.Parameter(torch.tensor([1.0, -2.0]))
+    >>> g = torch.tensor([0.5, -0.1])
+    >>> lookahead_step({"w": w}, [g], lr=0.1)["w"]            # w - 0.1 * g
+    tensor([ 0.9500, -1.9900], grad_fn=<SubBackward0>)
+
+    With an optimizer it is the step the optimizer would take (Adam's first step: ``lr`` times
+    the sign of ``g``):
+
+    >>> opt = torch.optim.Adam([w], lr=0.1)
+    >>> ahead = lookahead_step({"w": w}, [g], optimizer=opt)["w"]
+    >>> w.grad = g
+    >>> opt.step()
+    >>> bool(torch.allclose(ahead, w)), w.detach()
+    (True, tensor([ 0.9000, -1.9000]))
     """
     if optimizer is None:
         if lr is None:
@@ -108,6 +155,20 @@ def lookahead_step(params: dict, grads, optimizer=None, lr: float | None = None)
     return out
 
 
+@document(("model", "torch.nn.Module", "The backbone: a model of :mod:`calibcourse.models` "
+                                           "(``features(x)`` and ``head``)."),
+          ("gamma_net", "GammaNet", "Maps the backbone's features to one gamma per sample."),
+          ("x_train", "torch.Tensor", "The training batch's inputs."),
+          ("y_train", "torch.Tensor of shape (n,)", "Its labels."),
+          ("x_val", "torch.Tensor", "The validation batch's inputs."),
+          ("y_val", "torch.Tensor of shape (m,)", "Its labels."),
+          ("inner_lr", "float, optional", "The learning rate of the plain SGD look-ahead (``optimizer=None``)."),
+          ("outer", "callable, default=sece_loss", "``outer(logits, labels) -> scalar``, the calibration loss "
+                                                  "(:data:`OUTER_LOSSES`)."),
+          ("optimizer", "torch.optim.Adam or torch.optim.SGD, optional",
+           "The backbone's optimizer: the look-ahead takes its step (:func:`lookahead_step`)."),
+          ("gamma_max", "float, optional", "Caps the gammas, as in the real step."),
+          returns=("torch.Tensor", "A scalar, differentiable with respect to the gamma-Net's parameters."))
 def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner_lr: float | None = None,
                          outer=sece_loss, optimizer=None, gamma_max: float | None = None):
     """The outer objective: calibration loss on ``(x_val, y_val)`` of the backbone after one
@@ -116,7 +177,21 @@ def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner
     The step is plain SGD at ``inner_lr`` (``optimizer=None``) or the update rule of
     ``optimizer`` with its current state (:func:`lookahead_step`). Differentiable with
     respect to the gamma-Net's parameters (second-order, through the inner gradient, via
-    ``torch.func.functional_call``). ``gamma_max`` caps the gammas, as in the real step.
+    ``torch.func.functional_call``). The backbone's parameters are not changed.
+
+    Examples
+    --------
+    >>> from calibcourse.models import MLP
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> model = MLP(in_features=5, num_classes=3, width=8, depth=1)
+    >>> gamma_net = GammaNet(in_features=8, heads=2)
+    >>> x, y = torch.randn(32, 5, generator=gen), torch.randint(0, 3, (32,), generator=gen)
+    >>> loss = lookahead_outer_loss(model, gamma_net, x[:16], y[:16], x[16:], y[16:], inner_lr=0.5)
+    >>> loss.shape, loss.requires_grad
+    (torch.Size([]), True)
+    >>> loss.backward(inputs=list(gamma_net.parameters()))    # the hypergradient
+    >>> gamma_net.A.grad.shape, gamma_net.W.grad.shape
+    (torch.Size([8, 2]), torch.Size([8, 1]))
     """
     params = dict(model.named_parameters())
     feats = model.features(x_train)
@@ -142,6 +217,53 @@ class MetaTrainer:
     ``gamma_max`` caps the gammas (of the look-ahead and of the real step) and ``grad_clip``
     the norm of the gamma-Net's gradient; neither is in the paper. ``init_gamma`` rescales the
     gamma-Net's output once, on its first batch, so that the mean gamma starts there.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The backbone (``features(x)`` and ``head``), trained by :meth:`step`.
+    X_val : torch.Tensor
+        Validation inputs; each step draws ``val_batch`` of them (with replacement).
+    y_val : torch.Tensor of shape (n,)
+        Their labels.
+    outer : {"sece", "dece"}, default="sece"
+        The calibration loss of the outer step (:data:`OUTER_LOSSES`).
+    heads, tau, init_gamma
+        Of the :class:`GammaNet`.
+    meta_lr : float, default=1e-3
+        Learning rate of the gamma-Net's Adam.
+    val_batch : int, default=256
+        Validation samples per outer step.
+    bandwidth : float, default=0.05
+        The SECE's bandwidth (``outer="sece"``).
+    gamma_max : float, optional
+        Cap on the gammas.
+    grad_clip : float, optional
+        Cap on the norm of the gamma-Net's gradient.
+    lookahead : {"sgd", "same"}, default="sgd"
+        How the look-ahead steps (:data:`LOOKAHEADS`).
+    seed : int, default=0
+        Seed of the draws of validation batches.
+
+    Attributes
+    ----------
+    gamma_net : GammaNet
+        The gamma-Net, on the backbone's device and dtype.
+    opt : torch.optim.Adam
+        Its optimizer.
+
+    Examples
+    --------
+    >>> from calibcourse.models import MLP
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> X, y = torch.randn(64, 5, generator=gen), torch.randint(0, 3, (64,), generator=gen)
+    >>> model = MLP(in_features=5, num_classes=3, width=8, depth=1)
+    >>> trainer = MetaTrainer(model, X[48:], y[48:], heads=2, val_batch=16, init_gamma=2.0)
+    >>> opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    >>> for i in range(0, 48, 16):                  # three training batches
+    ...     loss = trainer.step(X[i:i + 16], y[i:i + 16], opt)
+    >>> isinstance(loss, float), trainer.gammas(X).shape
+    (True, (64,))
     """
 
     def __init__(self, model, X_val, y_val, outer: str = "sece", heads: int = 8, tau: float = 1.0,
@@ -167,7 +289,23 @@ class MetaTrainer:
         self.outer = (lambda z, y: base(z, y, bandwidth=bandwidth)) if outer == "sece" else base
 
     def step(self, xb, yb, optimizer) -> float:
-        """One outer update of the gamma-Net, then one real step of the backbone; the focal loss."""
+        """One outer update of the gamma-Net, then one real step of the backbone.
+
+        Parameters
+        ----------
+        xb : torch.Tensor
+            A training batch's inputs.
+        yb : torch.Tensor of shape (n,)
+            Its labels.
+        optimizer : torch.optim.Optimizer
+            The backbone's optimizer (its learning rate is the look-ahead's; with
+            ``lookahead="same"`` it must be Adam or SGD).
+
+        Returns
+        -------
+        float
+            The backbone's focal loss on the batch, at the updated gammas, before its step.
+        """
         dev = xb.device
         idx = torch.randint(0, len(self.y_val), (self.val_batch,), generator=self.gen)
         xv, yv = self.X_val[idx].to(dev), self.y_val[idx].to(dev)
@@ -195,7 +333,21 @@ class MetaTrainer:
 
     @torch.no_grad()
     def gammas(self, X, batch: int = 2048) -> np.ndarray:
-        """The gamma-Net's gammas on ``X`` (e.g. the test split), as numpy."""
+        """The gamma-Net's gammas on ``X`` (e.g. the test split), as numpy.
+
+        Parameters
+        ----------
+        X : torch.Tensor
+            Inputs of the backbone.
+        batch : int, default=2048
+            Samples per forward pass.
+
+        Returns
+        -------
+        numpy.ndarray of shape (len(X),)
+            One gamma per sample (uncapped by ``gamma_max``). The backbone is put back in
+            training mode afterwards.
+        """
         dev = next(self.model.parameters()).device
         self.model.eval()
         out = [self.gamma_net(self.model.features(X[i: i + batch].to(dev))).cpu() for i in range(0, len(X), batch)]

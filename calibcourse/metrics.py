@@ -4,7 +4,7 @@ A functional core in the style of ``torchmetrics.functional``: every measure
 takes ``probs`` and ``labels`` as numpy arrays or torch tensors (or lists) and
 returns a Python float. The registries :data:`SCORES`,
 :data:`CALIBRATION_ERRORS` and :data:`MEASURES` list them by name (the tests
-iterate over them, and :func:`calibration_report` computes them all).
+iterate over them, and :func:`calibcourse.report.calibration_report` computes them all).
 
 Inputs
 ------
@@ -38,7 +38,6 @@ of ``P(y = 1)``: confidence ``p`` against the outcome ``y`` (the curve of
 from __future__ import annotations
 
 import inspect
-from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,8 +50,8 @@ from ._validation import (check_choice, check_labels, check_logits, check_prob_v
 __all__ = [
     "binned_on_confidence", "confidence_outcome", "softmax", "log_softmax", "logits_to_probs", "top_label", "reliability_bins", "ReliabilityBins",
     "ece", "mce", "ace", "classwise_ece", "debiased_ece", "sece", "sece_exact_torch", "smooth_ece",
-    "smooth_ece_bandwidth", "nll", "brier", "error", "accuracy", "bootstrap_ci", "BootstrapCI",
-    "calibration_report", "SCORES", "CALIBRATION_ERRORS", "MEASURES", "NORMS", "RELIABILITIES",
+    "smooth_ece_bandwidth", "nll", "brier", "error", "accuracy", 
+    "SCORES", "CALIBRATION_ERRORS", "MEASURES", "NORMS", "RELIABILITIES",
 ]
 
 NORMS = ("l1", "l2", "max")
@@ -628,78 +627,11 @@ SCORES = {"error": error, "nll": nll, "brier": brier}
 #: Every calibration error: ``name -> fn(probs, labels, ..., reliability=...) -> float``.
 CALIBRATION_ERRORS = {"ece": ece, "mce": mce, "ace": ace, "classwise_ece": classwise_ece,
                       "debiased_ece": debiased_ece, "sece": sece, "smooth_ece": smooth_ece}
-#: Every measure of this module, in the column order of :func:`calibration_report`.
+#: Every measure of this module, in the column order of :func:`calibcourse.report.calibration_report`.
 MEASURES = {**SCORES, **CALIBRATION_ERRORS}
 
 
-# --------------------------------------------------------------------------- intervals, reports
-BootstrapCI = namedtuple("BootstrapCI", ["estimate", "low", "high", "level"])
-BootstrapCI.__doc__ = """A point estimate and its percentile bootstrap interval (a named tuple).
-
-Attributes
-----------
-estimate : float
-    The measure on all the data.
-low, high : float
-    The ends of the interval.
-level : float
-    Its coverage, e.g. 0.95.
-
-Examples
---------
->>> BootstrapCI(0.05, 0.03, 0.08, 0.95).high
-0.08
-"""
-
-
-@document(("metric", "callable", "``metric(probs, labels, **metric_kwargs) -> float``, e.g. :func:`ece`."),
-          "probs", "labels", ("n_boot", "int, default=1000", "Number of resamples, at least 2."),
-          ("level", "float, default=0.95", "Coverage of the interval, in (0, 1)."), "seed",
-          ("**metric_kwargs", "", "Passed to ``metric``."),
-          returns=("BootstrapCI", "``(estimate, low, high, level)``; ``estimate`` is the metric on the full data."))
-def bootstrap_ci(metric, probs, labels, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
-                 **metric_kwargs) -> BootstrapCI:
-    """Percentile bootstrap interval of ``metric(probs, labels, **metric_kwargs)``.
-
-    Resamples the n (prediction, label) pairs with replacement ``n_boot`` times.
-    (:mod:`calibcourse.stats` has the intervals and paired differences the chapters report.)
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> p = rng.uniform(size=500)
-    >>> y = (rng.uniform(size=500) < p).astype(int)
-    >>> r = bootstrap_ci(ece, p, y, n_boot=200, reliability="positive_class")
-    >>> round(r.estimate, 3), round(r.low, 3), round(r.high, 3)  # a binned ECE is biased up, its resamples more so
-    (0.043, 0.051, 0.101)
-    """
-    if not callable(metric):
-        raise ValueError(f"metric must be callable, e.g. calibcourse.metrics.ece; got {metric!r}")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
-        raise ValueError(f"n_boot must be an integer >= 2; got {n_boot!r}")
-    if not (0 < level < 1):
-        raise ValueError(f"level must be in (0, 1); got {level!r}")
-    p = check_probs(probs)
-    y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
-    estimate = float(metric(p, y, **metric_kwargs))
-    rng = np.random.default_rng(seed)
-    n = p.shape[0]
-    stats = np.empty(n_boot)
-    fast = _binned_from_conf(metric, metric_kwargs)
-    if fast is not None:  # binned top-label measures depend on (confidence, outcome) only
-        conf, outcome = _prepare(p, y, metric_kwargs.get("reliability", "top_label"))
-        for b in range(n_boot):
-            i = rng.integers(0, n, n)
-            stats[b] = fast(conf[i], outcome[i])
-    else:
-        for b in range(n_boot):
-            i = rng.integers(0, n, n)
-            stats[b] = metric(p[i], y[i], **metric_kwargs)
-    alpha = (1 - level) / 2
-    low, high = np.quantile(stats, [alpha, 1 - alpha])
-    return BootstrapCI(estimate, float(low), float(high), level)
-
-
+# --------------------------------------------------------------------------- resampling helpers (calibcourse.stats)
 def binned_on_confidence(metric, **metric_kwargs):
     """For ``ece``, ``mce`` and ``ace``: the same measure as a function of (confidence, outcome).
 
@@ -766,43 +698,3 @@ def _binned_from_conf(metric, kwargs):
     if kw or (metric is ace and strategy != "quantile") or (metric is mce and norm != "max"):
         return None
     return lambda c, o: _binned_error(c, o, n_bins, strategy, norm)
-
-
-@document("probs", "labels", "n_bins",
-          ("name", 'str, default="model"', "The row's index."),
-          ("ci", "bool, default=False",
-           "Add ``<measure>_low`` / ``<measure>_high`` (95 % percentile bootstrap) for every calibration "
-           "error."),
-          ("n_boot", "int, default=200", "Resamples of the bootstrap."),
-          "seed",
-          ("sece_bandwidth", "float, default=0.05", "Bandwidth of :func:`sece`."),
-          returns=("pandas.DataFrame",
-                   "One row, one column per measure: error, nll, brier, ece, mce, ace, classwise_ece, "
-                   "debiased_ece, sece, smooth_ece. Concatenate the rows of several models with "
-                   "``pandas.concat``."))
-def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci: bool = False,
-                       n_boot: int = 200, seed: int = 0, sece_bandwidth: float = 0.05):
-    """Every measure of :data:`MEASURES` for one model, as a one-row pandas DataFrame.
-
-    Examples
-    --------
-    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
-    >>> calibration_report(probs, np.array([0, 1, 1, 1]), n_bins=5).columns.tolist()[:5]
-    ['error', 'nll', 'brier', 'ece', 'mce']
-    """
-    import pandas as pd
-
-    p = check_probs(probs)
-    y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
-    row = {}
-    for key, fn in MEASURES.items():
-        params = inspect.signature(fn).parameters
-        kw = {"n_bins": n_bins} if "n_bins" in params else {}
-        if "bandwidth" in params:
-            kw["bandwidth"] = sece_bandwidth
-        if ci and key in CALIBRATION_ERRORS:
-            r = bootstrap_ci(fn, p, y, n_boot=n_boot, seed=seed, **kw)
-            row[key], row[key + "_low"], row[key + "_high"] = r.estimate, r.low, r.high
-        else:
-            row[key] = fn(p, y, **kw)
-    return pd.DataFrame([row], index=pd.Index([name], name="model"))

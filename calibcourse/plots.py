@@ -424,7 +424,12 @@ def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=Non
 
 
 @document(returns=("matplotlib.figure.Figure", "The diagram."))
-def bilevel_diagram():
+@document(("lookahead", "{'same', 'sgd'}, default 'same'",
+           "The look-ahead's update rule, as ``meta.lookahead`` of the training config: "
+           "``'same'`` is the real step's optimizer with its current state (Adam in chapter 5), "
+           "``'sgd'`` a plain gradient step at the same learning rate."),
+          returns=("matplotlib.figure.Figure", "The diagram."))
+def bilevel_diagram(lookahead: str = "same"):
     """The bilevel loop of meta-regularization (chapter 5), drawn with boxes and arrows.
 
     Examples
@@ -432,6 +437,10 @@ def bilevel_diagram():
     >>> len(bilevel_diagram().axes[0].patches)  # six boxes
     6
     """
+    rules = {"same": "look-ahead: the real step\n$\\theta' = \\mathrm{Adam}(\\theta, \\nabla_\\theta \\mathrm{FL}_\\gamma)$",
+             "sgd": "look-ahead (SGD)\n$\\theta' = \\theta - \\eta\\nabla_\\theta \\mathrm{FL}_\\gamma$"}
+    if lookahead not in rules:
+        raise ValueError(f"lookahead must be one of {', '.join(rules)}; got {lookahead!r}")
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 3.4))
     ax.set_axis_off()
@@ -442,7 +451,7 @@ def bilevel_diagram():
         "backbone": (2.6, 2.6, "backbone $\\theta$\nfeatures, logits"),
         "gnet": (2.6, 0.4, "$\\gamma$-Net $\\phi$\n$\\gamma_i = |\\tilde x_i W| / \\tau$"),
         "focal": (5.0, 2.6, "focal loss\n$\\mathrm{FL}_{\\gamma}(\\theta)$"),
-        "step": (7.4, 2.6, "look-ahead\n$\\theta' = \\theta - \\eta\\nabla_\\theta \\mathrm{FL}_\\gamma$"),
+        "step": (7.4, 2.6, rules[lookahead]),
         "sece": (7.4, 0.4, "SECE of $\\theta'$\non a validation batch"),
     }
     for key, (x, y, text) in boxes.items():

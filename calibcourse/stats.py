@@ -73,6 +73,32 @@ class Difference(NamedTuple):
     Also used for a single measure (then it is the measure, not a difference).
     ``plugin`` is the plain estimate on the full data (``estimate`` is bias-corrected under
     the default ``method="hull"``); ``n`` the test samples, ``n_seeds`` the seeds behind it.
+
+    Attributes
+    ----------
+    estimate : float
+        The estimate (bias-corrected unless ``method`` is ``"percentile"`` or ``"basic"``).
+    low, high : float
+        The interval.
+    level : float
+        Its coverage, e.g. 0.95.
+    plugin : float, default=nan
+        The plain estimate on the full data.
+    n : int, default=0
+        The number of test samples.
+    n_seeds : int, default=1
+        The number of training seeds behind it.
+    method : str, default="hull"
+        How the interval was made: one of :data:`METHODS`, or ``"seeds"``
+        (:func:`seeds_difference`).
+
+    Examples
+    --------
+    >>> d = Difference(estimate=-0.020, low=-0.031, high=-0.009, level=0.95)
+    >>> verdict(d.low, d.high, direction="below")
+    'held'
+    >>> print(f"{d.detectable():.4f}")     # the smallest effect found 80 % of the time
+    0.0157
     """
 
     estimate: float
@@ -89,6 +115,16 @@ class Difference(NamedTuple):
 
         Treats the interval as estimate +- z * SE (two-sided at ``level``); the minimal
         detectable effect is (z_{1-alpha/2} + z_power) * SE.
+
+        Parameters
+        ----------
+        power : float, default=0.8
+            The probability of detecting it, in (0, 1).
+
+        Returns
+        -------
+        float
+            The effect, in the unit of the estimate.
         """
         from scipy.stats import norm
 
@@ -215,6 +251,8 @@ def interval(metric, probs, labels, n_boot: int = 2000, level: float = 0.95, see
     method : {"hull", "bc", "basic", "percentile"}
         ``"hull"`` (default): bias-corrected estimate, hull of the percentile and basic
         intervals (see the module docstring); the estimate lies in its interval.
+    **metric_kwargs
+        Passed to ``metric`` (``n_bins=``, ``reliability=``, ...).
 
     Returns
     -------
@@ -262,6 +300,8 @@ def paired_difference(metric, probs_a, probs_b, labels, n_boot: int = 2000, leve
     relative : bool
         If True, the relative change ``metric(a) / metric(b) - 1`` (e.g. -0.23 for "lowers
         the ECE by 23 %").
+    **metric_kwargs
+        Passed to ``metric``.
 
     Returns
     -------
@@ -331,6 +371,8 @@ def seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: int = 2
     n_boot, level, seed : as in :func:`interval`.
     relative : bool
         The relative change ``mean_a / mean_b - 1`` instead of the difference.
+    **metric_kwargs
+        Passed to ``metric``.
 
     Returns
     -------
@@ -404,6 +446,25 @@ def seeds_interval(metric, probs_list, labels, n_boot: int = 2000, level: float 
                    **metric_kwargs) -> Difference:
     """Interval of the mean over seeds of one measure (see :func:`seeds_difference`).
 
+    Parameters
+    ----------
+    metric : callable
+        ``metric(probs, labels, **metric_kwargs) -> float``.
+    probs_list : list of array-like
+        One array of test predictions per seed, all of the same samples.
+    labels : array-like of shape (n,)
+        The shared test labels.
+    n_boot, level, seed
+        As in :func:`interval`.
+    **metric_kwargs
+        Passed to ``metric``.
+
+    Returns
+    -------
+    Difference
+        The bias-corrected mean over seeds and its interval (test-sample and seed variance),
+        clipped below at 0; ``n_seeds`` is ``len(probs_list)``, ``method`` ``"seeds"``.
+
     Examples
     --------
     >>> import numpy as np
@@ -411,8 +472,8 @@ def seeds_interval(metric, probs_list, labels, n_boot: int = 2000, level: float 
     >>> rng = np.random.default_rng(1)
     >>> q = rng.uniform(0.5, 1, 3000); y = (rng.random(3000) < q).astype(int)
     >>> r = stats.seeds_interval(metrics.error, [q, q, q], y, n_boot=100)
-    >>> bool(r.low <= r.estimate <= r.high)
-    True
+    >>> bool(r.low <= r.estimate <= r.high), r.n_seeds, r.method
+    (True, 3, 'seeds')
     """
     return seeds_difference(metric, probs_list, None, labels, n_boot=n_boot, level=level, seed=seed,
                             **metric_kwargs)
@@ -425,6 +486,21 @@ def bootstrap_statistic(statistic, *arrays, n_boot: int = 2000, level: float = 0
     The arrays share their first axis (the samples) and are resampled jointly, e.g. the
     temperature fitted on a calibration set: ``bootstrap_statistic(lambda z, y:
     TemperatureScaling().fit(z, y).temperature_, logits, labels)``.
+
+    Parameters
+    ----------
+    statistic : callable
+        ``statistic(*arrays) -> float``.
+    *arrays : array-like
+        The data, one row per sample, all of the same length.
+    n_boot, level, seed, method
+        As in :func:`interval`.
+
+    Returns
+    -------
+    Difference
+        The statistic on the full data (``plugin``), the estimate of ``method`` and its
+        interval; not clipped.
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""Training (chapter 1 uses ``fit_classifier``; chapters 2-5 run everything through ``train``).
+"""Training: every network of the book is one run config trained by ``train`` (chapters 1-5).
 
 One declarative run config -> one :class:`RunResult`::
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["default_device", "fit_classifier", "predict_logits", "train", "RunResult", "make_model",
+__all__ = ["default_device", "predict_logits", "train", "RunResult", "make_model",
            "make_step", "Step", "PlainStep", "MixupStep", "MetaStep", "DEFAULT_CONFIG", "normalize_config",
            "load_data_splits", "LOSSES", "register_loss"]
 
@@ -267,11 +267,9 @@ def predict_logits(model, X, batch_size: int = 2048) -> np.ndarray:
 
 
 def _scores(z, y):
-    from scipy.special import expit
-
     from . import metrics as M
 
-    p = expit(z) if z.ndim == 1 else M.softmax(z)  # log-probabilities pass through softmax unchanged
+    p = M.logits_to_probs(z)  # log-probabilities (loss "nll") pass through softmax unchanged
     return {"error": M.error(p, y), "nll": M.nll(p, y), "ece": M.ece(p, y)}
 
 
@@ -434,14 +432,34 @@ def make_step(cfg: dict, model, optimizer, X_val, y_val, generator) -> Step:
 
 
 # --------------------------------------------------------------------------- the loop
+#: intra-op threads of every run on the CPU. How a sum is split over threads changes its last
+#: bits, and training amplifies them: the same config trained with 1 and with 2 threads ends with
+#: logits that differ by whole units. Every CPU run uses this one number, whatever the machine or
+#: the number of parallel jobs (which is how the cores are used), so a run's entry is the same
+#: wherever and however it is trained.
+CPU_THREADS = 1
+
+
 def train(config: dict, progress: bool | None = None) -> RunResult:
     """Train one run config from scratch; return its :class:`RunResult`.
 
     The config names the data, the model (:func:`make_model`), the optimizer and the
     per-batch step (:func:`make_step`); the loop is the same for every method.
     ``progress``: a tqdm bar over epochs (default on unless the environment variable
-    ``CALIBCOURSE_QUIET`` is set).
+    ``CALIBCOURSE_QUIET`` is set). On the CPU the run uses :data:`CPU_THREADS` threads
+    (the caller's setting is restored afterwards).
     """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(CPU_THREADS)
+    try:
+        return _train(config, progress)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _train(config: dict, progress: bool | None) -> RunResult:
     import pandas as pd
     import torch
     from tqdm.auto import tqdm
@@ -502,42 +520,10 @@ def train(config: dict, progress: bool | None = None) -> RunResult:
     if cfg["keep_epoch_logits"]:
         outputs["epoch_val_logits"] = np.stack(epoch_logits["val"])
         outputs["epoch_test_logits"] = np.stack(epoch_logits["test"])
-    info = {"device": str(dev), "wall_time_s": round(time.perf_counter() - start, 3),
+    info = {"device": str(dev), "cpu_threads": torch.get_num_threads(),
+            "wall_time_s": round(time.perf_counter() - start, 3),
             "step_time_s": round(step_time, 3),
             "n_parameters": int(sum(p.numel() for p in model.parameters())),
             "n_train": int(len(ytr)), "n_val": int(len(yva)), "n_test": int(len(yte))}
     return RunResult(cfg, pd.DataFrame(rows), outputs, info, model=model)
 
-
-# --------------------------------------------------------------------------- chapter 1's small loop
-def fit_classifier(model, X, y, epochs: int = 30, lr: float = 1e-3, batch_size: int = 128,
-                   weight_decay: float = 0.0, seed: int = 0, device: str = "auto",
-                   history_fn=None):
-    """Train ``model`` with Adam on cross-entropy for ``epochs`` epochs; return the model.
-
-    ``history_fn(epoch, model)``, if given, is called after every epoch (e.g.
-    to record test error and NLL) and its return values are collected in
-    ``model.history_``.
-    """
-    import torch
-
-    torch.manual_seed(seed)
-    dev = default_device(device)
-    model = model.to(dev)
-    Xt = torch.as_tensor(np.asarray(X), dtype=torch.float32)
-    yt = torch.as_tensor(np.asarray(y), dtype=torch.long)
-    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    gen = torch.Generator().manual_seed(seed)
-    model.history_ = []
-    for epoch in range(1, epochs + 1):
-        model.train()
-        perm = torch.randperm(len(yt), generator=gen)
-        for i in range(0, len(perm), batch_size):
-            b = perm[i: i + batch_size]
-            loss = torch.nn.functional.cross_entropy(model(Xt[b].to(dev)), yt[b].to(dev))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        if history_fn is not None:
-            model.history_.append(history_fn(epoch, model))
-    return model

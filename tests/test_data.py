@@ -188,3 +188,21 @@ def test_missing_full_dataset_says_where_and_how(tmp_path, name, expect):
 def test_load_full_rejects_unknown_name():
     with pytest.raises(ValueError, match="name must be one of"):
         D.load_full("imagenet")
+
+
+def test_generated_mnist1d_is_kept_on_disk_for_other_processes(tmp_path, monkeypatch):
+    monkeypatch.setenv("CALIBCOURSE_DATA_CACHE", str(tmp_path))
+    fresh = D._generate_mnist1d(60, 20, 5)
+    first = D._load_mnist1d.__wrapped__(60, 20, 5)  # past the in-process cache
+    files = list(tmp_path.glob("mnist1d-*-60-20-5.npz"))
+    assert len(files) == 1 and not list(tmp_path.glob(".tmp-*"))
+    again = D._load_mnist1d.__wrapped__(60, 20, 5)  # read back from the file
+    for a, b, c in zip(fresh, first, again):
+        assert a.dtype == b.dtype == c.dtype
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+    files[0].write_bytes(b"damaged")  # a damaged file is generated again and replaced
+    for a, c in zip(fresh, D._load_mnist1d.__wrapped__(60, 20, 5)):
+        np.testing.assert_array_equal(a, c)
+    monkeypatch.setenv("CALIBCOURSE_DATA_CACHE", "off")
+    assert D._mnist1d_file(60, 20, 5) is None

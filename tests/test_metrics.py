@@ -5,6 +5,7 @@ import torch
 from conftest import make_predictions
 
 from calibcourse import metrics as M
+from calibcourse.report import calibration_report
 
 CASES = [(200, 2, 0), (1000, 3, 1), (5000, 10, 2), (3000, 100, 3)]
 
@@ -291,36 +292,21 @@ def test_sece_rejects_bad_bandwidth():
 
 
 # ------------------------------------------------------------------ intervals and report
-def test_bootstrap_ci_brackets_estimate_and_narrows_with_n():
-    p, y = make_predictions(400, 5, 0)
-    r = M.bootstrap_ci(M.ece, p, y, n_boot=200, seed=1)
-    assert r.low <= r.estimate <= r.high and r.level == 0.95
-    assert r == M.bootstrap_ci(M.ece, p, y, n_boot=200, seed=1)
-    p2, y2 = make_predictions(6400, 5, 0)
-    r2 = M.bootstrap_ci(M.ece, p2, y2, n_boot=200, seed=1)
-    assert (r2.high - r2.low) < (r.high - r.low) / 2
-    r3 = M.bootstrap_ci(M.ece, p, y, n_boot=200, seed=1, n_bins=5)
-    assert r3.estimate == pytest.approx(M.ece(p, y, n_bins=5))
-
-
-def test_bootstrap_ci_bad_arguments():
-    p, y = make_predictions(50, 3, 0)
-    with pytest.raises(ValueError, match="metric"):
-        M.bootstrap_ci("ece", p, y)
-    with pytest.raises(ValueError, match="n_boot"):
-        M.bootstrap_ci(M.ece, p, y, n_boot=1)
-    with pytest.raises(ValueError, match="level"):
-        M.bootstrap_ci(M.ece, p, y, level=95)
-
-
 def test_calibration_report_has_every_measure():
     p, y = make_predictions(500, 4, 0)
-    df = M.calibration_report(p, y, name="m", ci=True, n_boot=20)
+    df = calibration_report(p, y, name="m", ci=True, n_boot=20)
     for col in ("error", "nll", "brier", "ece", "mce", "ace", "classwise_ece", "debiased_ece",
                 "sece", "smooth_ece", "ece_low", "ece_high"):
         assert col in df.columns
-    assert df.loc["m", "ece"] == pytest.approx(M.ece(p, y))
+    # with intervals, each calibration error is stats.interval's (bias-corrected) estimate and interval
+    from calibcourse import stats
+    r = stats.interval(M.ece, p, y, n_boot=20, seed=0, n_bins=15)
+    assert (df.loc["m", "ece"], df.loc["m", "ece_low"], df.loc["m", "ece_high"]) == pytest.approx(
+        (r.estimate, r.low, r.high), abs=1e-15)
     assert df.loc["m", "ece_low"] <= df.loc["m", "ece"] <= df.loc["m", "ece_high"]
+    assert calibration_report(p, y).loc["model", "ece"] == pytest.approx(M.ece(p, y), abs=1e-15)
+    with pytest.raises(ValueError, match="n_boot"):
+        calibration_report(p, y, ci=True, n_boot=1)
 
 
 # ------------------------------------------------------------------ bad input
@@ -410,7 +396,7 @@ def test_reliability_bins_in_the_order_the_labs_return():
 def test_measure_registries_are_the_report_columns():
     assert set(M.MEASURES) == set(M.SCORES) | set(M.CALIBRATION_ERRORS)
     p, y = make_predictions(200, 3, 4)
-    df = M.calibration_report(p, y)
+    df = calibration_report(p, y)
     assert list(df.columns) == list(M.MEASURES)
     for name, fn in M.MEASURES.items():
         assert df.loc["model", name] == pytest.approx(fn(p, y, **({"n_bins": 15} if name in (
@@ -420,18 +406,6 @@ def test_measure_registries_are_the_report_columns():
 def test_logits_with_nan_are_rejected_by_softmax():
     with pytest.raises(ValueError, match="logits contains NaN"):
         M.softmax(np.array([[0.0, np.nan]]))
-
-
-@pytest.mark.parametrize("metric,kw", [(M.ece, {}), (M.mce, {"n_bins": 10}), (M.ace, {}),
-                                        (M.ece, {"strategy": "quantile", "norm": "l2"}),
-                                        (M.ece, {"reliability": "positive_class"})])
-def test_bootstrap_fast_path_equals_the_generic_loop(metric, kw):
-    rng = np.random.default_rng(0)
-    p1 = rng.uniform(size=300)
-    y = (rng.random(300) < p1).astype(int)
-    fast = M.bootstrap_ci(metric, p1, y, n_boot=50, seed=3, **kw)
-    slow = M.bootstrap_ci(lambda a, b, **k: metric(a, b, **k), p1, y, n_boot=50, seed=3, **kw)
-    assert fast == pytest.approx(slow)
 
 
 @pytest.mark.parametrize("k", [3, 30, 200])  # below and above the classes where the checks and the top label fuse

@@ -1,5 +1,6 @@
 """calibcourse.train: one config -> a reproducible run with its history and outputs."""
 import numpy as np
+import torch
 import pytest
 
 from calibcourse import train as T
@@ -144,3 +145,22 @@ def test_make_model_fills_input_arguments_and_keeps_the_configs():
     m = T.make_model(cfg, (1, 8, 8), 3, torch.device("cpu"))
     assert m.head.out_features == 3 and m.conv[0].in_channels == 1
     assert m(torch.zeros(2, 1, 16, 16)).shape == (2, 3)  # input_size from the config wins
+
+
+def test_a_run_does_not_depend_on_the_callers_thread_count():
+    # two threads split the sums differently; training amplifies the last bits into different
+    # logits, so every CPU run uses train.CPU_THREADS and the caller's setting comes back
+    # (a 1-D CNN: its convolutions are split over threads; without the pin its logits differ by ~1e-7)
+    cfg = {"data": {"name": "mnist1d", "mnist1d_train": 600, "mnist1d_test": 200},
+           "model": {"name": "cnn1d", "channels": 32}, "epochs": 2}
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        a = T.train(cfg, progress=False)
+        assert torch.get_num_threads() == 2
+        torch.set_num_threads(1)
+        b = T.train(cfg, progress=False)
+    finally:
+        torch.set_num_threads(before)
+    assert a.info["cpu_threads"] == b.info["cpu_threads"] == T.CPU_THREADS
+    np.testing.assert_array_equal(a.logits("test"), b.logits("test"))
