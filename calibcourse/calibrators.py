@@ -156,9 +156,10 @@ class _BinaryCalibrator(_Calibrator):
 class HistogramBinning(_BinaryCalibrator):
     r"""Histogram binning (Zadrozny and Elkan 2001).
 
-    Cuts the scores into ``n_bins`` bins (:mod:`calibcourse.binning`) and
-    predicts, for every score in bin ``m``, the fraction of positives of the
-    calibration samples in it:
+    Cuts the scores into ``n_bins`` bins (:mod:`calibcourse.binning`: Guo's bins
+    :math:`B_m = (a_m, a_{m+1}]`, closed on the right, a score of exactly 0 in the
+    first) and predicts, for every score in bin ``m``, the fraction of positives of
+    the calibration samples in it (an empty bin predicts its midpoint):
 
     .. math:: \theta_m = \arg\min_\theta \sum_i \mathbb 1(\hat p_i \in B_m)(\theta - y_i)^2
               = \frac{1}{|B_m|}\sum_{i \in B_m} y_i

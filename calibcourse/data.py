@@ -237,8 +237,10 @@ class SyntheticCalibration:
     The top-label confidence is :math:`c = 1/K + (1 - 1/K) B`, :math:`B \sim
     \mathrm{Beta}(a, b)`, and the prediction is correct with probability
     :math:`P(\text{correct} \mid c) = c^{\,\text{power}}` (``power = 1``:
-    perfectly calibrated; ``> 1``: overconfident; ``< 1``: underconfident).
-    The true ECE is :math:`\mathbb E_c |c^{\,\text{power}} - c|`, computed by
+    perfectly calibrated; ``> 1``: overconfident; ``< 1``: underconfident), plus
+    ``amplitude`` :math:`\cdot \sin(2\pi c / \text{period})` if given (clipped to [0, 1]): a
+    miscalibration that changes sign every half period, over- and underconfident in turn.
+    The true ECE is :math:`\mathbb E_c |P(\text{correct} \mid c) - c|`, computed by
     quadrature in :meth:`true_ece`.
 
     Parameters
@@ -249,6 +251,10 @@ class SyntheticCalibration:
         The parameters of the Beta distribution of :math:`B`, > 0.
     power : float, default=1.0
         The exponent of the true calibration curve, > 0.
+    amplitude : float, default=0.0
+        Amplitude of a sine added to the calibration curve, >= 0 (0: none).
+    period : float, default=0.1
+        Its period on the confidence axis, > 0: the miscalibration changes sign every half period.
 
     Examples
     --------
@@ -263,19 +269,37 @@ class SyntheticCalibration:
     0.0
     """
 
-    def __init__(self, n_classes: int = 10, a: float = 5.0, b: float = 1.0, power: float = 1.0):
+    def __init__(self, n_classes: int = 10, a: float = 5.0, b: float = 1.0, power: float = 1.0,
+                 amplitude: float = 0.0, period: float = 0.1):
         if n_classes < 2:
             raise ValueError(f"n_classes must be >= 2; got {n_classes}")
         if not (a > 0 and b > 0 and power > 0):
             raise ValueError(f"a, b and power must be > 0; got {a}, {b}, {power}")
+        if not (amplitude >= 0 and period > 0):
+            raise ValueError(f"amplitude must be >= 0 and period > 0; got {amplitude}, {period}")
         self.n_classes, self.a, self.b, self.power = n_classes, a, b, power
+        self.amplitude, self.period = amplitude, period
 
     def true_accuracy_given_confidence(self, c):
-        """P(correct | confidence ``c``) = ``c ** power``, as a numpy array of ``c``'s shape."""
-        return np.asarray(c, dtype=float) ** self.power
+        """P(correct | confidence ``c``): ``c ** power``, plus the sine term when ``amplitude`` is set
+        (clipped to [0, 1]), as a numpy array of ``c``'s shape."""
+        c = np.asarray(c, dtype=float)
+        if not self.amplitude:
+            return c ** self.power
+        return np.clip(c ** self.power + self.amplitude * np.sin(2 * np.pi * c / self.period), 0.0, 1.0)
+
+    def _quad_points(self, lo: float = 0.0, hi: float = 1.0):
+        """Break points of the quadrature in u in (lo, hi): the sine's zeros, where |gap| has kinks."""
+        if not self.amplitude:
+            return None
+        k = self.n_classes
+        u = (np.arange(0.0, 1.0 + 1e-12, self.period / 2) - 1.0 / k) / (1 - 1.0 / k)
+        u = u[(u > lo) & (u < hi)]
+        return list(u) if len(u) else None
 
     def sample(self, n: int, seed: int = 0):
-        """``probs`` (n, K) whose max is c, and ``labels``: correct with probability c**power.
+        """``probs`` (n, K) whose max is c, and ``labels``: correct with probability
+        :meth:`true_accuracy_given_confidence` of c.
 
         Parameters
         ----------
@@ -289,7 +313,8 @@ class SyntheticCalibration:
         probs : numpy.ndarray of shape (n, K)
             The predicted class (uniform among the K) gets ``c``, every other class ``(1 - c) / (K - 1)``.
         labels : numpy.ndarray of shape (n,)
-            The predicted class with probability ``c ** power``, else another class chosen uniformly.
+            The predicted class with probability :meth:`true_accuracy_given_confidence` of ``c``, else
+            another class chosen uniformly.
         """
         if n < 1:
             raise ValueError(f"n must be >= 1; got {n}")
@@ -307,7 +332,7 @@ class SyntheticCalibration:
     def true_binned_ece(self, n_bins: int = 15) -> float:
         """The population value of the binned top-label ECE with ``n_bins`` equal-width bins.
 
-        :math:`\\sum_m |\\int_{B_m} (c^p - c)\\, dF(c)|`: what :func:`calibcourse.metrics.ece`
+        :math:`\\sum_m |\\int_{B_m} (P(\\text{correct} \\mid c) - c)\\, dF(c)|`: what :func:`calibcourse.metrics.ece`
         estimates, at most :meth:`true_ece` (gaps of opposite sign inside a bin cancel).
 
         Parameters
@@ -332,13 +357,14 @@ class SyntheticCalibration:
             ua, ub = max((a - lo) / (1 - lo), 0.0), max((b - lo) / (1 - lo), 0.0)
             if ub <= ua:
                 continue
-            val, _ = integrate.quad(lambda u: ((lo + (1 - lo) * u) ** self.power - (lo + (1 - lo) * u))
-                                    * stats.beta.pdf(u, self.a, self.b), ua, min(ub, 1.0), limit=200)
+            val, _ = integrate.quad(lambda u: (self.true_accuracy_given_confidence(lo + (1 - lo) * u)
+                                               - (lo + (1 - lo) * u)) * stats.beta.pdf(u, self.a, self.b),
+                                    ua, min(ub, 1.0), limit=200, points=self._quad_points(ua, min(ub, 1.0)))
             total += abs(val)
         return float(total)
 
     def true_ece(self) -> float:
-        """The population top-label ECE :math:`\\int |c^p - c|\\, dF(c)`.
+        """The population top-label ECE :math:`\\int |P(\\text{correct} \\mid c) - c|\\, dF(c)`.
 
         Returns
         -------
@@ -352,9 +378,9 @@ class SyntheticCalibration:
 
         def integrand(u):
             c = lo + (1 - lo) * u
-            return abs(c**self.power - c) * stats.beta.pdf(u, self.a, self.b)
+            return abs(self.true_accuracy_given_confidence(c) - c) * stats.beta.pdf(u, self.a, self.b)
 
-        val, _ = integrate.quad(integrand, 0.0, 1.0, limit=200)
+        val, _ = integrate.quad(integrand, 0.0, 1.0, limit=200, points=self._quad_points())
         return float(val)
 
 

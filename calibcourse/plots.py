@@ -17,7 +17,7 @@ from ._validation import check_labels, check_probs
 from .kernels import kernel_regression
 
 __all__ = ["reliability_diagram", "reliability_grid", "smooth_reliability_diagram",
-           "ece_vs_bins", "training_curves", "sweep_plot", "bilevel_diagram"]
+           "ece_vs_bins", "training_curves", "sweep_plot", "calibration_maps", "bilevel_diagram"]
 
 ACC_COLOR = "#1f77b4"
 GAP_COLOR = "#d62728"
@@ -43,9 +43,10 @@ def _checked(probs, labels):
           "title",
           ("show_histogram", "bool, default=True", "Draw the histogram below (only when ``ax`` is None)."),
           "strategy",
+          ("legend", "bool, default=True", "Draw the legends (a grid draws them once, in its first panel)."),
           returns=("matplotlib.figure.Figure", "The figure drawn on."))
 def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | None = None,
-                        show_histogram: bool = True, strategy: str = "uniform"):
+                        show_histogram: bool = True, strategy: str = "uniform", legend: bool = True):
     """Guo-style reliability diagram of top-label confidences.
 
     Top: bars of acc(B_m) per bin (:func:`calibcourse.metrics.reliability_bins`),
@@ -95,7 +96,8 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
     ax_rel.set_xlim(0, 1)
     ax_rel.set_ylim(0, 1)
     ax_rel.set_ylabel("accuracy")
-    ax_rel.legend(loc="upper left", fontsize=7, framealpha=0.85)
+    if legend:
+        ax_rel.legend(loc="upper left", fontsize=7, framealpha=0.85)
     if title:
         ax_rel.set_title(title)
     if ax_hist is not None:
@@ -139,15 +141,20 @@ def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
     n = len(panels)
     ncols = ncols or min(n, 4)
     nrows = int(np.ceil(n / ncols))
-    rows_per = 2 if show_histogram else 1
-    fig = plt.figure(figsize=(panel_size * ncols, panel_size * nrows * (1.35 if show_histogram else 1)))
-    ratios = ([3, 1.2] if show_histogram else [1]) * nrows
-    gs = fig.add_gridspec(nrows * rows_per, ncols, height_ratios=ratios, hspace=0.45)
+    fig = plt.figure(figsize=(panel_size * ncols, panel_size * nrows * (1.45 if show_histogram else 1.1)))
+    # one cell per panel, well apart (titles and axis labels never reach a neighbour); inside a cell the
+    # histogram sits close under its diagram, which gives up its tick labels to it
+    outer = fig.add_gridspec(nrows, ncols, hspace=0.42, wspace=0.42)
     for i, (name, (p, y)) in enumerate(panels.items()):
         r, c = divmod(i, ncols)
-        ax_rel = fig.add_subplot(gs[r * rows_per, c])
-        axes = (ax_rel, fig.add_subplot(gs[r * rows_per + 1, c], sharex=ax_rel)) if show_histogram else ax_rel
-        reliability_diagram(p, y, n_bins=n_bins, ax=axes, title=str(name))
+        if show_histogram:
+            inner = outer[r, c].subgridspec(2, 1, height_ratios=[3, 1.1], hspace=0.1)
+            ax_rel = fig.add_subplot(inner[0])
+            axes = (ax_rel, fig.add_subplot(inner[1], sharex=ax_rel))
+            ax_rel.tick_params(labelbottom=False)
+        else:
+            ax_rel = axes = fig.add_subplot(outer[r, c])
+        reliability_diagram(p, y, n_bins=n_bins, ax=axes, title=str(name), legend=i == 0)
         if highlight is not None and str(name) == str(highlight):
             for spine in ax_rel.spines.values():
                 spine.set_edgecolor(GAP_COLOR)
@@ -222,28 +229,29 @@ def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: i
           returns=("matplotlib.figure.Figure", "The figure."))
 def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strategy: str = "uniform",
                 axes=None):
-    """ECE (left) and MCE (right) against the number of bins (the robustness figure of Wang et al. 2023).
+    """ECE (left) and MCE (right), in percent, against the number of bins (the robustness figure of
+    Wang et al. 2023).
 
     Examples
     --------
     >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
     >>> fig = ece_vs_bins({"model": (probs, np.array([0, 1, 1, 1]))}, bins=(1, 5))
     >>> fig.axes[0].lines[0].get_ydata().round(3)  # one bin: mean confidence = accuracy = 0.75
-    array([0.  , 0.25])
+    array([ 0., 25.])
     """
     plt = _plt()
     if axes is None:
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     fig = axes[0].figure
     for name, (p, y) in models.items():
-        e = [M.ece(p, y, n_bins=b, strategy=strategy) for b in bins]
-        m = [M.mce(p, y, n_bins=b, strategy=strategy) for b in bins]
+        e = [100 * M.ece(p, y, n_bins=b, strategy=strategy) for b in bins]
+        m = [100 * M.mce(p, y, n_bins=b, strategy=strategy) for b in bins]
         axes[0].plot(bins, e, marker="o", label=str(name))
         axes[1].plot(bins, m, marker="o", label=str(name))
     for a, what in zip(axes, ("ECE", "MCE")):
         a.set_xscale("log")
         a.set_xlabel("number of bins")
-        a.set_ylabel(what)
+        a.set_ylabel(f"{what} (%)")
         a.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     return fig
@@ -346,6 +354,76 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
             ax.set_title(titles[i])
         ax.grid(alpha=0.3)
     fig.tight_layout()
+    return fig
+
+
+#: the score grid on which :func:`calibration_maps` draws each map: uniform in [0, 1] plus points that
+#: crowd towards 0 and 1 (a sigmoid of a uniform logit grid), where the scores of a confident network lie
+MAP_GRID = np.unique(np.r_[np.linspace(0.0, 1.0, 1001), 1.0 / (1.0 + np.exp(-np.linspace(-12, 12, 961)))])
+
+
+@document(("calibrators", "dict", "``{name: fitted binary calibrator}``, one curve each, in order; each takes "
+                                  "P(y = 1) (``input_type='probabilities'``)."),
+          ("scores", "array_like of shape (n,)", "The calibration set's P(y = 1), on which they were fitted."),
+          ("labels", "array_like of shape (n,)", "Its 0/1 labels."),
+          ("n_bins", "int, default=15", "Equal-width bins of the empirical frequencies (the dots)."),
+          "ax", "title",
+          returns=("matplotlib.figure.Figure", "The figure drawn on."))
+def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=None, title: str | None = None):
+    """Fitted calibration maps of binary calibrators on one axis, against the empirical frequencies.
+
+    Each calibrator is drawn as ``calibrator.predict_proba`` on :data:`MAP_GRID`: a step function
+    for histogram binning, a staircase for isotonic regression, averaged steps for BBQ, a sigmoid
+    for Platt scaling. The dots are the fraction of positives among the calibration scores of
+    each equal-width bin (:func:`calibcourse.metrics.reliability_bins` with
+    ``reliability="positive_class"``), placed at the bin's mean score, with a 95 % Wilson
+    interval and the bin's count written beside it: what every map tries to follow, and how
+    little data some bins hold.
+
+    Examples
+    --------
+    >>> from calibcourse.calibrators import HistogramBinning
+    >>> p, y = np.array([0.1, 0.2, 0.3, 0.6, 0.7, 0.9]), np.array([0, 0, 1, 1, 1, 1])
+    >>> fig = calibration_maps({"binning": HistogramBinning(n_bins=2).fit(p, y)}, p, y, n_bins=2)
+    >>> line = fig.axes[0].lines[0]
+    >>> line.get_label(), float(line.get_ydata()[0]), float(line.get_ydata()[-1])
+    ('binning', 0.3333333333333333, 1.0)
+    """
+    plt = _plt()
+    if not calibrators:
+        raise ValueError("calibrators is empty: give at least one {name: fitted calibrator}")
+    p = check_probs(scores, name="scores")
+    if p.ndim != 1:
+        raise ValueError(f"scores must be P(y = 1) of shape (n,); got shape {p.shape}")
+    y = check_labels(labels, p.shape[0], 2)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.8, 5.2))
+    else:
+        fig = ax.figure
+    for i, (name, calibrator) in enumerate(calibrators.items()):
+        ax.plot(MAP_GRID, calibrator.predict_proba(MAP_GRID), color=f"C{i}", lw=1.8, label=str(name), zorder=3)
+    rb = M.reliability_bins(p, y, n_bins=n_bins, reliability="positive_class")
+    full = rb.count > 0
+    n, k = rb.count[full], rb.accuracy[full] * rb.count[full]
+    z = 1.959963984540054  # Wilson interval of a binomial proportion
+    centre = (k + z**2 / 2) / (n + z**2)
+    half = z * np.sqrt(k * (n - k) / n + z**2 / 4) / (n + z**2)
+    freq = rb.accuracy[full]
+    ax.errorbar(rb.confidence[full], freq, yerr=[np.clip(freq - (centre - half), 0, None),
+                                                  np.clip(centre + half - freq, 0, None)],
+                fmt="o", color="black", ms=4, capsize=2, lw=0.8, zorder=4,
+                label=f"calibration set: fraction of positives per bin\n({n_bins} bins, 95 % interval, count beside)")
+    for x, f, c in zip(rb.confidence[full], freq, n):
+        ax.annotate(f"{int(c)}", (x, f), xytext=(4, -10 if f > 0.5 else 5), textcoords="offset points",
+                    fontsize=7.5, color="dimgray")
+    ax.plot([0, 1], [0, 1], ":", color="gray", lw=1, label="identity (the score unchanged)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("score: the network's P(y = 1)", fontsize=10)
+    ax.set_ylabel("calibrated P(y = 1)", fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8.5, frameon=False)  # under the axes
+    if title:
+        ax.set_title(title)
     return fig
 
 

@@ -51,6 +51,33 @@ def test_synthetic_true_ece_closed_form_and_binned_estimate():
         D.SyntheticCalibration(n_classes=1)
 
 
+def test_synthetic_sign_changing_miscalibration_truth_by_quadrature_and_binning_under_estimates():
+    """amplitude > 0: accuracy c + A sin(2 pi c / period), over- and underconfident in turn. The true
+    ECE (quadrature) matches a fine Riemann sum of |acc - c| against the Beta density; the population
+    binned ECE is below it (gaps of both signs cancel inside a bin) and a huge sample's ECE reaches it."""
+    from scipy import stats as st
+
+    s = D.SyntheticCalibration(n_classes=10, a=2.0, b=2.0, power=1.0, amplitude=0.08, period=0.2)
+    u = (np.arange(400_000) + 0.5) / 400_000
+    c = 0.1 + 0.9 * u
+    riemann = np.mean(np.abs(s.true_accuracy_given_confidence(c) - c) * st.beta.pdf(u, 2.0, 2.0))
+    assert s.true_ece() == pytest.approx(riemann, rel=1e-6)
+    for m in (5, 15):
+        gap = s.true_accuracy_given_confidence(c) - c
+        edges = np.linspace(0, 1, m + 1)
+        idx = np.clip(np.searchsorted(edges, c, side="left") - 1, 0, m - 1)
+        binned = np.abs(np.bincount(idx, weights=gap * st.beta.pdf(u, 2.0, 2.0), minlength=m)).sum() / len(u)
+        assert s.true_binned_ece(m) == pytest.approx(binned, rel=1e-4)
+        assert s.true_binned_ece(m) < s.true_ece() - 0.005
+    p, y = s.sample(1_000_000, seed=3)
+    assert M.ece(p, y, n_bins=5) == pytest.approx(s.true_binned_ece(5), abs=3e-3)
+    assert D.SyntheticCalibration(amplitude=0.0).true_accuracy_given_confidence(0.7) == pytest.approx(0.7)
+    assert np.all((s.true_accuracy_given_confidence(np.linspace(0, 1, 101)) >= 0)
+                  & (s.true_accuracy_given_confidence(np.linspace(0, 1, 101)) <= 1))
+    with pytest.raises(ValueError, match="amplitude"):
+        D.SyntheticCalibration(amplitude=-0.1)
+
+
 def test_stratified_split_keeps_proportions_and_is_deterministic():
     y = np.repeat(np.arange(4), [100, 200, 300, 400])
     a, b, c = D.stratified_split(y, (0.6, 0.2, 0.2), seed=1)

@@ -32,6 +32,8 @@ def test_reliability_diagram_into_given_axes_and_grid():
     fig = plots.reliability_grid({"a": (p, y), "b": (p, y), "c": (p, y)}, ncols=2, highlight="b")
     assert len(fig.axes) == 6
     assert {a.get_title() for a in fig.axes} >= {"a", "b", "c"}
+    diagrams = [a for a in fig.axes if a.get_title() in ("a", "b", "c")]
+    assert [a.get_legend() is not None for a in diagrams] == [True, False, False]  # once, not over every panel's bars
     plt.close(fig)
     with pytest.raises(ValueError, match="panels is empty"):
         plots.reliability_grid({})
@@ -49,9 +51,48 @@ def test_smooth_reliability_ece_vs_bins_training_curves():
     plt.close(fig)
     fig = plots.ece_vs_bins({"m": (p, y)}, bins=(10, 100, 1000))
     line = fig.axes[0].lines[0]
-    np.testing.assert_allclose(line.get_ydata(), [M.ece(p, y, n_bins=b) for b in (10, 100, 1000)])
+    np.testing.assert_allclose(line.get_ydata(), [100 * M.ece(p, y, n_bins=b) for b in (10, 100, 1000)])
+    assert fig.axes[0].get_ylabel() == "ECE (%)"
     plt.close(fig)
     hist = {"epoch": [1, 2, 3, 4], "test_error": [0.3, 0.2, 0.15, 0.14], "test_nll": [0.9, 0.6, 0.7, 0.8]}
     fig = plots.training_curves(hist)
     assert any("epoch 2" in t.get_text() for t in fig.axes[1].get_legend().get_texts())
     plt.close(fig)
+
+
+def test_calibration_maps_draw_each_calibrators_predictions_and_the_bin_frequencies():
+    """The curves are the fitted maps themselves: predict_proba on the plotted grid, for every method."""
+    from scipy.special import expit
+
+    from calibcourse import calibrators as C
+
+    rng = np.random.default_rng(0)
+    p = expit(rng.normal(0, 3, 3000))
+    y = (rng.random(3000) < p**1.5).astype(int)
+    fitted = {name: c.fit(p, y) for name, c in (("histogram binning", C.HistogramBinning(n_bins=10)),
+                                               ("isotonic", C.IsotonicCalibration()), ("BBQ", C.BBQ()),
+                                               ("Platt", C.PlattScaling()))}
+    for n_bins in (10, 15):
+        fig = plots.calibration_maps(fitted, p, y, n_bins=n_bins)
+        ax = fig.axes[0]
+        lines = {ln.get_label(): ln for ln in ax.lines}
+        for name, c in fitted.items():
+            x = lines[name].get_xdata()
+            assert x.min() < 0.01 and x.max() > 0.99 and len(x) > 1000
+            np.testing.assert_allclose(lines[name].get_ydata(), c.predict_proba(x))
+        # the dots: fraction of positives per equal-width bin at the bin's mean score, with counts
+        rb = M.reliability_bins(p, y, n_bins=n_bins, reliability="positive_class")
+        dots = ax.containers[0].lines[0]
+        full = rb.count > 0
+        np.testing.assert_allclose(dots.get_xdata(), rb.confidence[full])
+        np.testing.assert_allclose(dots.get_ydata(), rb.accuracy[full])
+        assert sorted(int(t.get_text()) for t in ax.texts) == sorted(rb.count[full].astype(int))
+        plt.close(fig)
+    # histogram binning's curve is the step function of its bins, closed on the right
+    hb = fitted["histogram binning"]
+    edge = hb.bin_edges_[3]
+    np.testing.assert_allclose(hb.predict_proba(np.array([edge, edge + 1e-9])), hb.bin_values_[[2, 3]])
+    with pytest.raises(ValueError, match="calibrators is empty"):
+        plots.calibration_maps({}, p, y)
+    with pytest.raises(ValueError, match="scores must be P"):
+        plots.calibration_maps(fitted, np.c_[1 - p, p], y)

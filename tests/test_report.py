@@ -143,3 +143,83 @@ def test_post_hoc_binary_fits_on_validation_and_scores_on_test():
     assert row["MCE"] == pytest.approx(M.mce(expit(z[300:]), y[300:]))
     assert row["test errors"] == int(round(M.error(expit(z[300:]), y[300:]) * 300))
     assert row["ECE_low"] <= row["ECE"] <= row["ECE_high"]
+
+
+def test_post_hoc_table_returns_the_predictions_it_scored():
+    from calibcourse import calibrators as C
+
+    r = fake_run(3, 3.0)
+    df, preds = R.post_hoc_table({"m": r}, {"uncalibrated": None, "TS": C.TemperatureScaling()}, n_boot=20,
+                                 return_predictions=True)
+    ts = C.TemperatureScaling().fit(r.outputs["val_logits"], r.labels("val"))
+    np.testing.assert_allclose(preds[("m", "TS")], ts.predict_proba(r.outputs["test_logits"]))
+    np.testing.assert_allclose(preds[("m", "uncalibrated")], M.softmax(r.outputs["test_logits"]))
+    assert df.loc[1, "ece_plugin"] == pytest.approx(M.ece(preds[("m", "TS")], r.labels()))
+    view = R.post_hoc_view(df, ["TS", "uncalibrated"])
+    assert list(view.columns) == ["TS", "uncalibrated"] and view.columns.name.startswith("test ECE (%)")
+    assert view.loc["m", "TS"] == R.fmt_ci(df.loc[1, "ece"], df.loc[1, "ece_low"], df.loc[1, "ece_high"], digits=2)
+
+
+def test_post_hoc_binary_view_states_units_and_matches_the_table():
+    from scipy.special import expit
+
+    from calibcourse import calibrators as C
+
+    rng = np.random.default_rng(2)
+    z = rng.normal(size=600) * 3
+    y = (rng.random(600) < expit(z / 2)).astype(int)
+    r = RunResult({}, pd.DataFrame(), {"val_logits": z[:300], "val_labels": y[:300],
+                                       "test_logits": z[300:], "test_labels": y[300:]})
+    table, _ = R.post_hoc_binary({"m": r}, {"Platt": C.PlattScaling()}, score=lambda res, s: res.probs(s), n_boot=20)
+    view = R.post_hoc_binary_view(table)
+    assert list(view.columns) == ["test errors", "ECE (%) [95 % interval]", "MCE (%)", "NLL (nats)"]
+    row = table.loc[("m", "Platt")]
+    assert view.loc[("m", "Platt"), "MCE (%)"] == f"{100 * row['MCE']:.2f}"
+    assert view.loc[("m", "Platt"), "ECE (%) [95 % interval]"].startswith(f"{100 * row['ECE']:.2f} [")
+
+
+def test_seed_table_measures_every_seed_and_fits_post_hoc_rows_on_validation():
+    from calibcourse import calibrators as C
+
+    ce = {s: fake_run(s, 3.0, shared_test=True) for s in (0, 1, 2)}
+    soft = {s: fake_run(s, 1.0, shared_test=True) for s in (0, 1, 2)}
+    for s in soft:
+        soft[s].info.update(step_time_s=6.0); soft[s].config.update(epochs=3)
+    per_seed, probs = R.seed_table({"CE": ce, "soft": soft}, post_hoc={"CE + TS": ("CE", C.TemperatureScaling())})
+    assert per_seed["method"].tolist() == ["CE"] * 3 + ["CE + TS"] * 3 + ["soft"] * 3
+    y = ce[0].labels()
+    ts1 = C.TemperatureScaling().fit(ce[1].logits("val"), ce[1].labels("val")).predict_proba(ce[1].logits())
+    np.testing.assert_allclose(probs["CE + TS"][1], ts1)
+    row = per_seed[(per_seed["method"] == "CE + TS") & (per_seed["seed"] == 1)].iloc[0]
+    assert row["ECE (%)"] == pytest.approx(100 * M.ece(ts1, y))
+    assert row["NLL (nats)"] == pytest.approx(M.nll(ts1, y))
+    assert row["Classwise ECE (%)"] == pytest.approx(100 * M.classwise_ece(ts1, y))
+    assert np.isnan(row["train s/epoch"]) and (per_seed.loc[per_seed["method"] == "soft", "train s/epoch"] == 2.0).all()
+    view = R.seeds_view(per_seed)
+    ece_ce = per_seed.loc[per_seed["method"] == "CE", "ECE (%)"]
+    assert view.loc["CE", "ECE (%)"] == f"{ece_ce.mean():.2f} ± {ece_ce.std(ddof=1):.2f}"
+    assert view.loc["CE + TS", "train s/epoch"] == "" and view.loc["soft", "train s/epoch"] == "2.00"
+    with pytest.raises(ValueError, match="not one of methods"):
+        R.seed_table({"CE": ce}, post_hoc={"x": ("focal", C.TemperatureScaling())})
+    with pytest.raises(ValueError, match="another test set"):
+        R.seed_table({"a": {0: fake_run(0, 1.0)}, "b": {0: fake_run(1, 1.0)}})
+
+
+def test_paired_table_and_comparisons_view_agree_with_stats():
+    from calibcourse import stats
+
+    ref, other = fake_run(0, 1.0, shared_test=True), fake_run(0, 3.0, shared_test=True)
+    y = ref.labels()
+    table, tests = R.paired_table({("sharp", 0): (other, ref)}, y, reference="base", n_boot=50,
+                                  extra=lambda r, rr: {"factor": 3})
+    d = stats.paired_difference(M.ece, other.probs(), ref.probs(), y, n_boot=50, seed=0)
+    assert tests[("sharp", 0, "ECE")][:3] == pytest.approx(d[:3])
+    assert table.loc[("sharp", 0), "ECE - base (points)"] == R.fmt_difference(d, unit="", digits=2)
+    assert table.loc[("sharp", 0), "ECE (%)"] == pytest.approx(100 * M.ece(other.probs(), y))
+    assert table.loc[("sharp", 0), "factor"] == 3
+    view = R.comparisons_view({("ECE", "sharp", "base"): d,
+                               ("NLL", "sharp", "base"): tests[("sharp", 0, "ECE")]._replace(estimate=0.5)})
+    ece_row, nll_row = view.loc[("ECE", "sharp", "base")], view.loc[("NLL", "sharp", "base")]
+    assert ece_row["verdict (A below B)"] == stats.verdict(d.low, d.high)
+    assert ece_row["A - B [95 % interval]"].endswith("points")
+    assert nll_row["A - B [95 % interval]"].startswith("+0.500") and nll_row["A - B [95 % interval]"].endswith("nats")
