@@ -95,7 +95,8 @@ class TrainJob(_Checkpointable):
         os.environ.setdefault("CALIBCOURSE_QUIET", "1")
         import torch
 
-        if threads:
+        if threads:  # train() reads CALIBCOURSE_THREADS (calibcourse.train.run_threads)
+            os.environ["CALIBCOURSE_THREADS"] = str(int(threads))
             torch.set_num_threads(int(threads))
         cache = Cache(cache_root)
         key = config_key(config)
@@ -266,8 +267,9 @@ def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: in
     import torch
 
     cache = cache or Cache()
-    before = torch.get_num_threads()
-    if threads:
+    before, before_env = torch.get_num_threads(), os.environ.get("CALIBCOURSE_THREADS")
+    if threads:  # train() reads CALIBCOURSE_THREADS (calibcourse.train.run_threads)
+        os.environ["CALIBCOURSE_THREADS"] = str(int(threads))
         torch.set_num_threads(int(threads))
     start = time.perf_counter()
     try:
@@ -279,6 +281,10 @@ def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: in
             log(f"[{i}/{len(configs)}] {name}: {'cached' if hit else f'trained in {time.perf_counter() - t:.1f} s'}")
     finally:
         torch.set_num_threads(before)
+        if before_env is None:
+            os.environ.pop("CALIBCOURSE_THREADS", None)
+        else:
+            os.environ["CALIBCOURSE_THREADS"] = before_env
     log(f"{len(configs)} runs in {time.perf_counter() - start:.1f} s; cache {cache.size_bytes() / 1e6:.1f} MB")
     return 0
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["default_device", "predict_logits", "train", "RunResult", "make_model",
+__all__ = ["default_device", "predict_logits", "run_threads", "CPU_THREADS", "train", "RunResult", "make_model",
            "make_step", "Step", "PlainStep", "MixupStep", "MetaStep", "DEFAULT_CONFIG", "normalize_config",
            "load_data_splits", "LOSSES", "register_loss"]
 
@@ -631,12 +631,39 @@ def _save_checkpoint(path, state: dict) -> None:
     os.replace(tmp, path)
 
 
-#: intra-op threads of every run on the CPU. How a sum is split over threads changes its last
-#: bits, and training amplifies them: the same config trained with 1 and with 2 threads ends with
-#: logits that differ by whole units. Every CPU run uses this one number, whatever the machine or
-#: the number of parallel jobs (which is how the cores are used), so a run's entry is the same
-#: wherever and however it is trained.
+#: torch's intra-op threads while a run trains, unless the environment variable
+#: ``CALIBCOURSE_THREADS`` says otherwise (``make train THREADS=n`` sets it). How a sum is split
+#: over threads changes its last bits on the CPU, and training amplifies them: the same config
+#: trained with 1 and with 2 threads ends with logits that differ by whole units. So a run uses
+#: this one number whatever the machine, the caller's setting or the number of parallel jobs
+#: (which is how the cores are used), and its entry is the same wherever it is trained.
 CPU_THREADS = 1
+
+
+def run_threads() -> int:
+    """The number of torch threads a run trains with: ``$CALIBCOURSE_THREADS``, else :data:`CPU_THREADS`.
+
+    Returns
+    -------
+    int
+        At least 1.
+
+    Examples
+    --------
+    >>> import os
+    >>> run_threads() == int(os.environ.get("CALIBCOURSE_THREADS") or CPU_THREADS)
+    True
+    """
+    raw = os.environ.get("CALIBCOURSE_THREADS")
+    if not raw:
+        return CPU_THREADS
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"CALIBCOURSE_THREADS must be an integer >= 1; got {raw!r}")
+    return n
 
 
 def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoint_every: int = 5) -> RunResult:
@@ -651,13 +678,15 @@ def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoin
     generators) are written there atomically, and a run that finds the file resumes after
     its epoch: the result equals an uninterrupted run's. The caller removes the file once
     the result is stored (:meth:`calibcourse.cache.Cache.get_or_train` does).
-    The run sets torch's intra-op threads to :data:`CPU_THREADS`, whatever the caller or the
-    executor set (they decide a CPU run's last bits; the caller's setting is restored afterwards).
+    The run sets torch's intra-op threads to :func:`run_threads` (:data:`CPU_THREADS` unless
+    ``CALIBCOURSE_THREADS`` is set), whatever the caller set: they decide a CPU run's last bits.
+    The caller's setting is restored afterwards.
     """
     import torch
 
+    threads = run_threads()
     before = torch.get_num_threads()
-    torch.set_num_threads(CPU_THREADS)
+    torch.set_num_threads(threads)
     try:
         return _train(config, progress, checkpoint, checkpoint_every)
     finally:

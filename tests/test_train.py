@@ -164,3 +164,14 @@ def test_a_run_does_not_depend_on_the_callers_thread_count():
         torch.set_num_threads(before)
     assert a.info["cpu_threads"] == b.info["cpu_threads"] == T.CPU_THREADS
     np.testing.assert_array_equal(a.logits("test"), b.logits("test"))
+
+
+def test_run_threads_reads_the_environment_and_rejects_nonsense(monkeypatch):
+    monkeypatch.delenv("CALIBCOURSE_THREADS", raising=False)
+    assert T.run_threads() == T.CPU_THREADS == 1
+    monkeypatch.setenv("CALIBCOURSE_THREADS", "3")
+    assert T.run_threads() == 3
+    for bad in ("0", "two"):
+        monkeypatch.setenv("CALIBCOURSE_THREADS", bad)
+        with pytest.raises(ValueError, match="CALIBCOURSE_THREADS"):
+            T.run_threads()
