@@ -420,8 +420,31 @@ _CIFAR_FILES = {"cifar10": ("cifar-10-batches-py", [f"data_batch_{i}" for i in r
 
 
 def required_files(name: str, root="~/data") -> list:
-    """The files :func:`load_full` reads for data set ``name`` under ``root`` (MNIST: the IDX files,
-    each of which may also be there gzipped, as MNIST is distributed)."""
+    """The files :func:`load_full` reads for data set ``name`` under ``root``.
+
+    MNIST's IDX files may also be there gzipped, as MNIST is distributed.
+
+    Parameters
+    ----------
+    name : {"mnist", "cifar10", "cifar100"}
+        The data set.
+    root : str or path, default="~/data"
+        The folder that holds the data sets (``~`` is expanded).
+
+    Returns
+    -------
+    list of str
+        Absolute paths, in the order the loader reads them.
+
+    Examples
+    --------
+    >>> [p.split("/")[-2:] for p in required_files("cifar10", "/data")][:2]
+    [['cifar-10-batches-py', 'data_batch_1'], ['cifar-10-batches-py', 'data_batch_2']]
+    >>> required_files("svhn")
+    Traceback (most recent call last):
+    ...
+    ValueError: name must be one of 'mnist', 'cifar10', 'cifar100'; got 'svhn'
+    """
     import os
 
     root = os.path.abspath(os.path.expanduser(str(root)))
@@ -434,8 +457,32 @@ def required_files(name: str, root="~/data") -> list:
 
 
 def check_available(name: str, root="~/data") -> None:
-    """Raise :class:`DatasetNotFoundError` naming the first file of data set ``name`` missing under
-    ``root`` and how to get it; return None when every file is there."""
+    """Raise :class:`DatasetNotFoundError` naming the first missing file of data set ``name``.
+
+    The message says where the file is expected and where to get it; a full-profile run calls
+    this before it trains anything.
+
+    Parameters
+    ----------
+    name : {"mnist", "cifar10", "cifar100"}
+        The data set.
+    root : str or path, default="~/data"
+        The folder that holds the data sets (``~`` is expanded).
+
+    Returns
+    -------
+    None
+        When every file is there.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> try:
+    ...     check_available("cifar100", tempfile.mkdtemp())
+    ... except DatasetNotFoundError as err:
+    ...     print(str(err).split(";")[0].rsplit("/", 2)[-2:])
+    ['cifar-100-python', 'train not found']
+    """
     import os
 
     for path in required_files(name, root):
