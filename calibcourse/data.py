@@ -419,22 +419,14 @@ _CIFAR_FILES = {"cifar10": ("cifar-10-batches-py", [f"data_batch_{i}" for i in r
                 "cifar100": ("cifar-100-python", ["train", "test", "meta"])}
 
 
+_NAME = ("name", '{"mnist", "cifar10", "cifar100"}', "The data set.")
+
+
+@document(_NAME, _ROOT, returns=("list of str", "Absolute paths, in the order the loader reads them."))
 def required_files(name: str, root="~/data") -> list:
     """The files :func:`load_full` reads for data set ``name`` under ``root``.
 
     MNIST's IDX files may also be there gzipped, as MNIST is distributed.
-
-    Parameters
-    ----------
-    name : {"mnist", "cifar10", "cifar100"}
-        The data set.
-    root : str or path, default="~/data"
-        The folder that holds the data sets (``~`` is expanded).
-
-    Returns
-    -------
-    list of str
-        Absolute paths, in the order the loader reads them.
 
     Examples
     --------
@@ -456,23 +448,12 @@ def required_files(name: str, root="~/data") -> list:
     raise ValueError(f"name must be one of {', '.join(map(repr, _HOW_TO_GET))}; got {name!r}")
 
 
+@document(_NAME, _ROOT, returns=("None", "When every file is there."))
 def check_available(name: str, root="~/data") -> None:
     """Raise :class:`DatasetNotFoundError` naming the first missing file of data set ``name``.
 
     The message says where the file is expected and where to get it; a full-profile run calls
     this before it trains anything.
-
-    Parameters
-    ----------
-    name : {"mnist", "cifar10", "cifar100"}
-        The data set.
-    root : str or path, default="~/data"
-        The folder that holds the data sets (``~`` is expanded).
-
-    Returns
-    -------
-    None
-        When every file is there.
 
     Examples
     --------
@@ -539,7 +520,7 @@ def _torchvision_dataset(name: str, root, train: bool, download: bool, verify: b
         raise
 
 
-@document(("name", '{"mnist", "cifar10", "cifar100"}', "The data set."), _ROOT, _DOWNLOAD, _VERIFY,
+@document(_NAME, _ROOT, _DOWNLOAD, _VERIFY,
           returns=_SPLITS)
 def load_full(name: str, root="~/data", download: bool = False, verify: bool = True):
     """MNIST, CIFAR-10 or CIFAR-100 from a local ``root`` through torchvision.
