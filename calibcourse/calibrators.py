@@ -31,6 +31,7 @@ Inputs may be numpy arrays or torch tensors; a torch input gives a torch output.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import expit, gammaln, logsumexp
@@ -43,7 +44,7 @@ from ._validation import (check_choice, check_labels, check_logits, check_n_bins
                           to_numpy)
 
 __all__ = ["HistogramBinning", "IsotonicCalibration", "BBQ", "PlattScaling", "TemperatureScaling",
-           "VectorScaling", "MatrixScaling", "OneVsAll", "NotFittedError", "INPUT_TYPES", "BINARY",
+           "TemperatureGrid", "VectorScaling", "MatrixScaling", "OneVsAll", "NotFittedError", "INPUT_TYPES", "BINARY",
            "MULTICLASS", "CALIBRATORS"]
 
 EPS = 1e-12
@@ -617,33 +618,76 @@ class TemperatureScaling(_Calibrator):
               ("temperatures", "sequence of float, optional",
                "Positive temperatures; default 0.25 to 5 in steps of 0.05."),
               "n_bins",
-              returns=("pandas.DataFrame",
-                       "Columns ``temperature``, ``ece``, ``nll``, one row per temperature."))
-    def grid(logits, labels, temperatures=None, n_bins: int = 15):
+              returns=("TemperatureGrid",
+                       "Arrays ``temperature``, ``ece``, ``nll``, one entry per temperature; "
+                       "``best(\"ece\")`` is the hand search's choice."))
+    def grid(logits, labels, temperatures=None, n_bins: int = 15) -> "TemperatureGrid":
         """ECE and NLL of ``softmax(z / T)`` for every T of ``temperatures``: the hand search.
 
         Note that the ECE-optimal T of a grid is fitted to a biased, noisy
-        objective; the NLL-optimal T is what ``fit`` finds exactly.
+        objective; the NLL-optimal T is what ``fit`` finds exactly. The grid
+        computes; a table of a result ``g`` is ``pandas.DataFrame(g._asdict())``.
 
         Examples
         --------
-        >>> z = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0]])
-        >>> TemperatureScaling.grid(z, np.array([0, 1, 1]), temperatures=[1.0, 2.0])["temperature"].tolist()
-        [1.0, 2.0]
+        >>> z = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 1.0]])
+        >>> g = TemperatureScaling.grid(z, np.array([0, 1, 1, 1]), temperatures=[0.5, 1.0, 2.0])
+        >>> g.temperature, g.nll.round(3)
+        (array([0.5, 1. , 2. ]), array([1.045, 0.674, 0.603]))
+        >>> g.best("nll"), g.best("ece")
+        (2.0, 2.0)
         """
-        import pandas as pd
-
         z, y, binary = _multiclass_data(logits, labels)
         ts = np.round(np.arange(0.25, 5.0001, 0.05), 4) if temperatures is None else np.asarray(temperatures, float)
         if ts.ndim != 1 or ts.size == 0 or np.any(~np.isfinite(ts)) or np.any(ts <= 0):
             raise ValueError("temperatures must be a non-empty 1-D sequence of positive numbers")
-        rows = []
-        for t in ts:
+        ece, nll = np.empty(ts.size), np.empty(ts.size)
+        for i, t in enumerate(ts):
             q = M.softmax(z / t)
-            qq = q[:, 1] if binary else q
-            rows.append({"temperature": float(t), "ece": M.ece(qq, y, n_bins=n_bins),
-                         "nll": M.nll(qq, y)})
-        return pd.DataFrame(rows)
+            q = q[:, 1] if binary else q
+            ece[i], nll[i] = M.ece(q, y, n_bins=n_bins), M.nll(q, y)
+        return TemperatureGrid(temperature=ts.copy(), ece=ece, nll=nll)
+
+
+class TemperatureGrid(NamedTuple):
+    """The validation ECE and NLL over a grid of temperatures (:meth:`TemperatureScaling.grid`).
+
+    Attributes
+    ----------
+    temperature : numpy.ndarray of shape (m,)
+        The temperatures, in the order given.
+    ece : numpy.ndarray of shape (m,)
+        Top-label ECE of ``softmax(z / T)`` (a fraction, not percent).
+    nll : numpy.ndarray of shape (m,)
+        Mean negative log-likelihood in nats.
+
+    Examples
+    --------
+    >>> g = TemperatureGrid(np.array([1.0, 2.0]), np.array([0.10, 0.05]), np.array([0.9, 0.7]))
+    >>> g.best("ece"), g.best("nll")
+    (2.0, 2.0)
+    """
+
+    temperature: np.ndarray
+    ece: np.ndarray
+    nll: np.ndarray
+
+    def best(self, by: str = "ece") -> float:
+        """The temperature with the smallest ``by`` (the first one on ties).
+
+        Parameters
+        ----------
+        by : {"ece", "nll"}, default="ece"
+            The column to minimize.
+
+        Returns
+        -------
+        float
+            That temperature.
+        """
+        if by not in ("ece", "nll"):
+            raise ValueError(f"by must be 'ece' or 'nll', got {by!r}")
+        return float(self.temperature[int(np.argmin(getattr(self, by)))])
 
 
 def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagonal: float = 0.0,

@@ -446,8 +446,7 @@ def check_grid_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: 
         if not ok:
             continue
         table = C.TemperatureScaling.grid(zv, yv, grid, n_bins=n_bins)
-        expected = float(table.temperature[table.ece.idxmin()])
-        t_nll = float(table.temperature[table.nll.idxmin()])
+        expected, t_nll = table.best("ece"), table.best("nll")
         detail = f"grid {_short(grid)}; expected T = {expected:g} (validation ECE {table.ece.min():.4f}), got {got}"
         hint = "compute the validation ECE of softmax(val_logits / T) for every T of the grid; return the T of the smallest"
         good = _close(got, expected, 1e-9)

@@ -200,11 +200,23 @@ def test_binary_temperature_on_a_sigmoid_logit():
 
 
 def test_grid_returns_ece_and_nll_per_temperature():
+    from scipy.special import softmax
+    from sklearn.metrics import log_loss
+
     z, y = overconfident(2000, 10, 2.0, seed=7)
-    df = C.TemperatureScaling.grid(z, y, temperatures=[0.5, 1.0, 2.0, 3.0])
-    assert list(df.columns) == ["temperature", "ece", "nll"]
-    assert df.loc[1, "ece"] == pytest.approx(M.ece(M.softmax(z), y))
-    assert df.loc[2, "nll"] == pytest.approx(M.nll(M.softmax(z / 2.0), y))
+    g = C.TemperatureScaling.grid(z, y, temperatures=[0.5, 1.0, 2.0, 3.0])
+    assert isinstance(g, C.TemperatureGrid) and list(g._fields) == ["temperature", "ece", "nll"]
+    np.testing.assert_array_equal(g.temperature, [0.5, 1.0, 2.0, 3.0])
+    for i, t in enumerate(g.temperature):  # independent softmax and log loss
+        q = softmax(z / t, axis=1)
+        assert g.nll[i] == pytest.approx(log_loss(y, q, labels=range(10)), rel=1e-9)
+        assert g.ece[i] == pytest.approx(M.ece(q, y), rel=1e-9)
+    assert g.best("ece") == g.temperature[np.argmin(g.ece)] and g.best("nll") == g.temperature[np.argmin(g.nll)]
+    assert g.best("nll") == 2.0  # these logits are overconfident by a factor of 2 (the generator's)
+    # on a tie the first temperature wins, as pandas' idxmin did
+    assert C.TemperatureGrid(np.array([1.0, 2.0]), np.array([0.1, 0.1]), np.array([1.0, 1.0])).best() == 1.0
+    with pytest.raises(ValueError, match="by must be"):
+        g.best("brier")
     with pytest.raises(ValueError, match="temperatures"):
         C.TemperatureScaling.grid(z, y, temperatures=[1.0, -1.0])
 
@@ -340,7 +352,7 @@ def test_one_vs_all_row_of_zeros_becomes_uniform():
 def test_registries_name_every_calibrator_once():
     assert set(C.BINARY) | set(C.MULTICLASS) == set(C.CALIBRATORS)
     assert not set(C.BINARY) & set(C.MULTICLASS)
-    public = {getattr(C, n) for n in C.__all__ if isinstance(getattr(C, n), type) and n != "NotFittedError"}
+    public = {getattr(C, n) for n in C.__all__ if isinstance(getattr(C, n), type) and n not in ("NotFittedError", "TemperatureGrid")}
     assert public == set(C.CALIBRATORS.values()), "a public calibrator is missing from the registries"
 
 

@@ -211,7 +211,7 @@ def test_check_grid_temperature_names_the_nll_optimum(capsys):
     from calibcourse.calibrators import TemperatureScaling
 
     def by(column):
-        return lambda zv, yv, g, n: float(g[getattr(TemperatureScaling.grid(zv, yv, g, n_bins=n), column).idxmin()])
+        return lambda zv, yv, g, n: TemperatureScaling.grid(zv, yv, g, n_bins=n).best(column)
     assert checks.check_grid_temperature(by("ece")) is True
     capsys.readouterr()
     assert checks.check_grid_temperature(by("nll")) is False
