@@ -70,6 +70,25 @@ AUGMENT_KEYS = {"crop_padding": "pixels of padding before a random crop back to 
 
 
 def default_device(device: str = "auto"):
+    """The torch device a run trains on: CUDA when present for ``"auto"``, else the one named.
+
+    Parameters
+    ----------
+    device : str, default="auto"
+        ``"auto"``, or a torch device name (``"cpu"``, ``"cuda:0"``, ...).
+
+    Returns
+    -------
+    torch.device
+
+    Examples
+    --------
+    >>> default_device("cpu")
+    device(type='cpu')
+    >>> import torch
+    >>> default_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
+    True
+    """
     import torch
 
     if device == "auto":
@@ -86,7 +105,36 @@ def _merge(base: dict, over: dict) -> dict:
 
 
 def normalize_config(config: dict) -> dict:
-    """Fill defaults and validate; the result is the canonical form that the cache hashes."""
+    """Fill defaults and validate; the result is the canonical form that the cache hashes.
+
+    Parameters
+    ----------
+    config : dict
+        A run config: any keys of :data:`DEFAULT_CONFIG` (nested sections are merged
+        key by key), the optional keys of the module docstring, and ``name`` (a label
+        for humans, dropped).
+
+    Returns
+    -------
+    dict
+        A new dict with every default filled in and the optional keys that say "off"
+        removed, so that configs that mean the same run are equal.
+
+    Raises
+    ------
+    ValueError
+        An unknown key or a value out of range, named in the message.
+
+    Examples
+    --------
+    >>> cfg = normalize_config({"model": {"name": "mlp", "depth": 2}, "epochs": 5, "amp": False})
+    >>> cfg["epochs"], cfg["model"], cfg["loss"], cfg["data"]["name"], "amp" in cfg
+    (5, {'name': 'mlp', 'depth': 2}, 'ce', 'mnist1d', False)
+    >>> normalize_config({"epoch": 5})
+    Traceback (most recent call last):
+        ...
+    ValueError: unknown config keys ['epoch']; known: [...]
+    """
     if not isinstance(config, dict):
         raise ValueError(f"config must be a dict; got {type(config).__name__}")
     unknown = set(config) - set(DEFAULT_CONFIG) - OPTIONAL_KEYS - {"name"}
@@ -212,6 +260,28 @@ def load_data_splits(data_cfg: dict, return_stats: bool = False):
     normalisation with statistics of the training split only (``return_stats=True``
     appends them, ``(mean, std)``). The full data sets are read from
     ``data.root``, else the environment variable ``CALIBCOURSE_DATA``, else ``~/data``.
+
+    Parameters
+    ----------
+    data_cfg : dict
+        The ``data`` section of a run config; missing keys take the values of
+        ``DEFAULT_CONFIG["data"]``.
+    return_stats : bool, default=False
+        Also return the training split's normalisation statistics.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(X_train, y_train, X_val, y_val, X_test, y_test)``, and ``(mean, std)`` last
+        when ``return_stats``.
+
+    Examples
+    --------
+    >>> Xtr, ytr, Xva, yva, Xte, yte = load_data_splits({"name": "digits", "view": {"one_vs_rest": 9}})
+    >>> Xtr.shape, sorted(set(ytr.tolist())), len(ytr) + len(yva) + len(yte)
+    ((1078, 1, 8, 8), [0, 1], 1797)
+    >>> bool(abs(Xtr.mean()) < 1e-6)  # standardized with the training split's statistics
+    True
     """
     from .data import normalize, one_vs_rest, stratified_split, two_class_subset
 
@@ -269,7 +339,27 @@ LOSSES = {"ce": _ce, "bce": _bce, "nll": _nll, **_chapter5_losses()}
 
 
 def register_loss(name: str, fn) -> None:
-    """Make ``fn(logits, labels, **kwargs)`` available to run configs as ``loss=name``."""
+    """Make ``fn(logits, labels, **kwargs)`` available to run configs as ``loss=name``.
+
+    Parameters
+    ----------
+    name : str
+        The name configs use (``"loss": name``); an existing name is replaced.
+    fn : callable
+        ``fn(logits, labels, **loss_kwargs) -> scalar tensor``, differentiable in ``logits``.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import torch.nn.functional as F
+    >>> register_loss("ce_smooth_01", lambda z, y, **kw: F.cross_entropy(z, y, label_smoothing=0.1))
+    >>> normalize_config({"loss": "ce_smooth_01"})["loss"]
+    'ce_smooth_01'
+    >>> del LOSSES["ce_smooth_01"]
+    """
     LOSSES[name] = fn
 
 
@@ -278,8 +368,34 @@ def register_loss(name: str, fn) -> None:
 class RunResult:
     """What a run produces: the history per epoch, the outputs, and facts about the run.
 
-    ``model`` is the trained network when the run was just trained, ``None`` when it was
-    read from the cache (which stores outputs, not weights).
+    Attributes
+    ----------
+    config : dict
+        The normalized run config (:func:`normalize_config`).
+    history : pandas.DataFrame
+        One row per epoch: ``epoch``, ``train_loss``, the validation and test error, NLL and
+        ECE, and the step's own columns (the gamma-Net's gammas in chapter 5).
+    outputs : dict of str to numpy.ndarray
+        ``val_logits``, ``val_labels``, ``test_logits``, ``test_labels`` of the kept epoch,
+        and what the config asks for beyond them; read them with :meth:`logits`,
+        :meth:`probs` and :meth:`labels`.
+    info : dict
+        Facts about the run: device, threads, wall time, parameters, split sizes.
+    model : torch.nn.Module or None
+        The trained network when the run was just trained, ``None`` when it was read from
+        the cache (which stores outputs, not weights).
+
+    Examples
+    --------
+    >>> z = np.array([[2.0, 0.0], [0.0, 1.0]])
+    >>> r = RunResult(config={}, history=None, outputs={"test_logits": z, "test_labels": np.array([0, 1])})
+    >>> r.probs("test").round(3), r.labels("test")
+    (array([[0.881, 0.119],
+           [0.269, 0.731]]), array([0, 1]))
+    >>> r.logits("val")
+    Traceback (most recent call last):
+        ...
+    KeyError: "split 'val' has no logits in this run; stored: test"
     """
 
     config: dict
@@ -303,12 +419,40 @@ class RunResult:
         return logits_to_probs(self.logits(split))
 
     def labels(self, split: str = "test"):
+        """Integer labels of a split, in the order of its logits."""
+        if f"{split}_labels" not in self.outputs:
+            stored = sorted(k[: -len("_labels")] for k in self.outputs if k.endswith("_labels"))
+            raise KeyError(f"split {split!r} has no labels in this run; stored: {', '.join(stored)}")
         return self.outputs[f"{split}_labels"]
 
 
 def predict_logits(model, X, batch_size: int = 2048) -> np.ndarray:
     """Logits of ``model`` on ``X`` (array or tensor) as float64 numpy, in eval mode, without
-    gradients; a single logit per sample comes back as shape (n,)."""
+    gradients; a single logit per sample comes back as shape (n,).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network; its parameters' device is where the batches go. Left in eval mode.
+    X : array_like or torch.Tensor
+        Inputs, first axis the samples.
+    batch_size : int, default=2048
+        Samples per forward pass.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, K) or (n,)
+        float64 logits.
+
+    Examples
+    --------
+    >>> import torch
+    >>> lin = torch.nn.Linear(3, 1)
+    >>> with torch.no_grad():
+    ...     _ = lin.weight.fill_(1.0), lin.bias.fill_(0.5)
+    >>> predict_logits(lin, np.ones((4, 3)), batch_size=3)
+    array([3.5, 3.5, 3.5, 3.5])
+    """
     import torch
 
     dev = next(model.parameters()).device
@@ -336,6 +480,30 @@ def make_model(cfg: dict, input_shape, num_classes: int, device):
     ``input_shape`` (of one sample) and ``num_classes`` fill the model's arguments that the
     config leaves out. ``frozen_features`` trains (or loads) its backbone first, freezes it
     and puts a new MLP head on it (chapter 3).
+
+    Parameters
+    ----------
+    cfg : dict
+        A normalized run config (:func:`normalize_config`); its ``model`` section names one
+        of :data:`calibcourse.models.MODELS` (or ``frozen_features``) and its arguments.
+    input_shape : tuple of int
+        The shape of one sample, e.g. ``(40,)`` or ``(1, 28, 28)``.
+    num_classes : int
+        Outputs of the network, unless the config sets ``num_classes``.
+    device : torch.device or str
+        Where the network is put.
+
+    Returns
+    -------
+    torch.nn.Module
+
+    Examples
+    --------
+    >>> cfg = normalize_config({"model": {"name": "mlp", "depth": 2, "width": 8}})
+    >>> net = make_model(cfg, (40,), 10, "cpu")
+    >>> import torch
+    >>> net(torch.zeros(5, 40)).shape
+    torch.Size([5, 10])
     """
     import torch
 
@@ -436,7 +604,30 @@ class Step:
 
     ``step(xb, yb)`` updates the network and returns the batch's training loss; after
     every epoch ``epoch_end(epoch, X_test, test_logits, y_test)`` may return extra history
-    columns, and ``outputs(X_test)`` extra arrays for :attr:`RunResult.outputs`.
+    columns, and ``outputs(X_test)`` extra arrays for :attr:`RunResult.outputs`. A new
+    method subclasses it and defines :meth:`loss` (or ``__call__`` for a step that is not
+    one gradient step on one loss), and :func:`make_step` returns it for its configs.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network being trained.
+    optimizer : torch.optim.Optimizer
+        Its optimizer.
+
+    Examples
+    --------
+    >>> import torch
+    >>> class SquaredLogits(Step):  # a toy method: shrink the logits
+    ...     def loss(self, xb, yb):
+    ...         return self.model(xb).pow(2).mean()
+    >>> torch.manual_seed(0) and None
+    >>> net = torch.nn.Linear(2, 2)
+    >>> step = SquaredLogits(net, torch.optim.SGD(net.parameters(), lr=0.1))
+    >>> x, y = torch.ones(4, 2), torch.zeros(4, dtype=torch.long)
+    >>> first = step(x, y)
+    >>> step(x, y) < first
+    True
     """
 
     #: a ``torch.amp.GradScaler`` when the run trains in mixed precision (set by :func:`train`)
@@ -446,7 +637,8 @@ class Step:
         self.model, self.optimizer = model, optimizer
 
     def loss(self, xb, yb):
-        raise NotImplementedError
+        """The batch's training loss, a scalar tensor to differentiate (subclasses define it)."""
+        raise NotImplementedError(f"{type(self).__name__} must define loss(xb, yb) or __call__(xb, yb)")
 
     def __call__(self, xb, yb) -> float:
         import torch
@@ -466,9 +658,11 @@ class Step:
         return float(loss.detach())
 
     def epoch_end(self, epoch, X_test, test_logits, y_test) -> dict:
+        """Extra history columns after ``epoch`` (none for a plain step)."""
         return {}
 
     def outputs(self, X_test) -> dict:
+        """Extra arrays for :attr:`RunResult.outputs` at the end of the run (none for a plain step)."""
         return {}
 
     def state_dict(self) -> dict:
@@ -476,11 +670,33 @@ class Step:
         return {}
 
     def load_state_dict(self, state: dict) -> None:
-        pass
+        """Restore what :meth:`state_dict` returned (nothing for a plain step)."""
 
 
 class PlainStep(Step):
-    """Gradient step on ``loss_fn(model(x), y, **loss_kwargs)`` (every loss of :data:`LOSSES`)."""
+    """Gradient step on ``loss_fn(model(x), y, **loss_kwargs)`` (every loss of :data:`LOSSES`).
+
+    Parameters
+    ----------
+    model, optimizer
+        As for :class:`Step`.
+    loss_fn : callable
+        ``loss_fn(logits, labels, **loss_kwargs) -> scalar tensor``; it gets float32 logits,
+        also under mixed precision.
+    loss_kwargs : dict, optional
+        Its keyword arguments (the config's ``loss_kwargs``, e.g. focal loss's ``gamma``).
+
+    Examples
+    --------
+    >>> import torch
+    >>> torch.manual_seed(0) and None
+    >>> net = torch.nn.Linear(3, 2)
+    >>> step = PlainStep(net, torch.optim.SGD(net.parameters(), lr=0.5), LOSSES["focal"], {"gamma": 2.0})
+    >>> x, y = torch.randn(8, 3), torch.randint(0, 2, (8,))
+    >>> losses = [step(x, y) for _ in range(20)]
+    >>> losses[-1] < losses[0]
+    True
+    """
 
     def __init__(self, model, optimizer, loss_fn, loss_kwargs=None):
         super().__init__(model, optimizer)
@@ -492,7 +708,32 @@ class PlainStep(Step):
 
 
 class MixupStep(Step):
-    """Gradient step on the mixup loss of a mixed batch (``mixup_alpha`` in the config)."""
+    """Gradient step on the mixup loss of a mixed batch (``mixup_alpha`` in the config).
+
+    Each batch is mixed with a permutation of itself, ``lam ~ Beta(alpha, alpha)``
+    (:func:`calibcourse.losses.mixup_batch`), and the loss is ``lam`` CE on one label plus
+    ``1 - lam`` CE on the other (:func:`calibcourse.losses.mixup_loss`).
+
+    Parameters
+    ----------
+    model, optimizer
+        As for :class:`Step`.
+    alpha : float
+        The Beta distribution's parameter.
+    generator : torch.Generator
+        Draws ``lam`` and the permutation (the run's own, so that a resumed run draws the same).
+
+    Examples
+    --------
+    >>> import torch
+    >>> torch.manual_seed(0) and None
+    >>> net = torch.nn.Linear(3, 2)
+    >>> step = MixupStep(net, torch.optim.SGD(net.parameters(), lr=0.1), alpha=0.2,
+    ...                  generator=torch.Generator().manual_seed(0))
+    >>> loss = step(torch.randn(8, 3), torch.randint(0, 2, (8,)))
+    >>> isinstance(loss, float) and loss > 0
+    True
+    """
 
     def __init__(self, model, optimizer, alpha, generator):
         super().__init__(model, optimizer)
@@ -507,7 +748,42 @@ class MixupStep(Step):
 
 class MetaStep(Step):
     """The bilevel step of chapter 5 (:class:`calibcourse.meta.MetaTrainer`, the ``meta``
-    section of the config), logging the gamma-Net's gammas on the test split every epoch."""
+    section of the config), logging the gamma-Net's gammas on the test split every epoch.
+
+    Its history columns: ``gamma_mean``, ``gamma_std``, ``gamma_q10``, ``gamma_median``,
+    ``gamma_q90`` (and ``gamma_capped`` with a cap); its outputs: ``gamma_hist`` (a histogram
+    per epoch over :attr:`GAMMA_BINS`), ``test_gammas``, and the gammas and true-class
+    probabilities of every test sample at four epochs (``snapshot_*``).
+
+    Parameters
+    ----------
+    model, optimizer
+        As for :class:`Step`.
+    X_val, y_val : torch.Tensor
+        The validation split the meta-objective (SECE) is measured on.
+    seed : int
+        Seed of the gamma-Net and of its validation batches.
+    epochs : int
+        The run's epochs (to place the four snapshots).
+    **meta
+        The config's ``meta`` section, passed to :class:`calibcourse.meta.MetaTrainer`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> torch.manual_seed(0) and None
+    >>> from calibcourse.models import MLP
+    >>> net = MLP(in_features=4, num_classes=3, width=8, depth=1)  # features, then a linear ``head``
+    >>> Xv, yv = torch.randn(32, 4), torch.randint(0, 3, (32,))
+    >>> step = MetaStep(net, torch.optim.Adam(net.parameters(), 1e-2), Xv, yv, seed=0, epochs=2)
+    >>> loss = step(torch.randn(16, 4), torch.randint(0, 3, (16,)))
+    >>> X_test = torch.randn(10, 4)
+    >>> row = step.epoch_end(1, X_test, net(X_test).detach().numpy(), np.zeros(10, dtype=int))
+    >>> sorted(row)
+    ['gamma_mean', 'gamma_median', 'gamma_q10', 'gamma_q90', 'gamma_std']
+    >>> step.outputs(X_test)["test_gammas"].shape
+    (10,)
+    """
 
     #: histogram bins of the gammas per epoch (values above 10 land in the last bin)
     GAMMA_BINS = np.linspace(0, 10, 41)
@@ -568,7 +844,39 @@ class MetaStep(Step):
 
 def make_step(cfg: dict, model, optimizer, X_val, y_val, generator) -> Step:
     """The per-batch step strategy of a normalized run config: meta-learned (``meta``),
-    mixup (``mixup_alpha``) or a plain gradient step on ``loss``."""
+    mixup (``mixup_alpha``) or a plain gradient step on ``loss``.
+
+    Parameters
+    ----------
+    cfg : dict
+        A normalized run config.
+    model : torch.nn.Module
+        The network (:func:`make_model`).
+    optimizer : torch.optim.Optimizer
+        Its optimizer.
+    X_val, y_val : numpy.ndarray
+        The validation split (the meta-learned step's objective).
+    generator : torch.Generator
+        The run's generator for mixup's draws.
+
+    Returns
+    -------
+    Step
+        A :class:`MetaStep`, :class:`MixupStep` or :class:`PlainStep`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = torch.nn.Linear(3, 2)
+    >>> opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    >>> Xv, yv = np.zeros((4, 3), np.float32), np.zeros(4, np.int64)
+    >>> for extra in ({}, {"mixup_alpha": 0.2}, {"loss": "focal", "loss_kwargs": {"gamma": 3.0}}):
+    ...     step = make_step(normalize_config(extra), net, opt, Xv, yv, torch.Generator())
+    ...     print(type(step).__name__, getattr(step, "loss_kwargs", ""))
+    PlainStep {}
+    MixupStep
+    PlainStep {'gamma': 3.0}
+    """
     import torch
 
     if cfg.get("meta"):
@@ -671,16 +979,45 @@ def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoin
 
     The config names the data, the model (:func:`make_model`), the optimizer and the
     per-batch step (:func:`make_step`); the loop is the same for every method.
-    ``progress``: a tqdm bar over epochs (default on unless the environment variable
-    ``CALIBCOURSE_QUIET`` is set). ``checkpoint``: a file; every ``checkpoint_every`` epochs
-    the model, optimizer, scheduler, gradient scaler, the step's own state, the history and
-    every random state (torch, CUDA, numpy, Python, the data-order and augmentation
-    generators) are written there atomically, and a run that finds the file resumes after
-    its epoch: the result equals an uninterrupted run's. The caller removes the file once
-    the result is stored (:meth:`calibcourse.cache.Cache.get_or_train` does).
     The run sets torch's intra-op threads to :func:`run_threads` (:data:`CPU_THREADS` unless
     ``CALIBCOURSE_THREADS`` is set), whatever the caller set: they decide a CPU run's last bits.
-    The caller's setting is restored afterwards.
+    The caller's setting is restored afterwards. Chapters read runs through
+    :mod:`calibcourse.cache`, which trains a config only when its result is not stored.
+
+    Parameters
+    ----------
+    config : dict
+        A run config (:func:`normalize_config` fills the defaults and validates it).
+    progress : bool, optional
+        A tqdm bar over epochs (default on unless the environment variable
+        ``CALIBCOURSE_QUIET`` is set).
+    checkpoint : str or path-like, optional
+        A file; every ``checkpoint_every`` epochs the model, optimizer, scheduler, gradient
+        scaler, the step's own state, the history and every random state (torch, CUDA,
+        numpy, Python, the data-order and augmentation generators) are written there
+        atomically, and a run that finds the file resumes after its epoch: the result
+        equals an uninterrupted run's. The caller removes the file once the result is
+        stored (:meth:`calibcourse.cache.Cache.get_or_train` does).
+    checkpoint_every : int, default=5
+        Epochs between checkpoints.
+
+    Returns
+    -------
+    RunResult
+        The history, the outputs of the final epoch (or of the epoch with the lowest
+        validation NLL with ``keep_best``), the facts of the run and the trained model.
+
+    Examples
+    --------
+    >>> r = train({"data": {"name": "digits", "n_train": 300}, "model": {"name": "mlp", "depth": 1, "width": 16},
+    ...            "epochs": 2, "seed": 0}, progress=False)
+    >>> list(r.history.columns)
+    ['epoch', 'train_loss', 'val_error', 'val_nll', 'test_error', 'test_nll', 'test_ece']
+    >>> r.logits("test").shape, r.info["cpu_threads"] == run_threads()
+    ((359, 10), True)
+    >>> again = train(r.config, progress=False)  # the same config and seed: the same numbers
+    >>> bool(np.array_equal(again.logits("test"), r.logits("test")))
+    True
     """
     import torch
 
