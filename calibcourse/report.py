@@ -28,9 +28,38 @@ __all__ = ["calibration_report", "run_summary", "sweep_table", "seed_predictions
 def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> dict:
     """Test-split measures of a run, and the NLL-optimal temperature fitted on its validation split.
 
-    Keys: error, nll, ece, ece_low, ece_high (95 % interval of :func:`calibcourse.stats.interval`:
-    bias-corrected ECE, bias-aware bootstrap interval), ece_plugin (the plain estimate), mce,
-    temperature, ece_ts (test ECE after temperature scaling), mean_conf.
+    Parameters
+    ----------
+    result : calibcourse.train.RunResult
+        A run with ``val`` and ``test`` logits and labels.
+    n_bins : int, default=15
+        Bins of the ECE and MCE.
+    n_boot : int, default=1000
+        Bootstrap resamples of the ECE's interval.
+    seed : int, default=0
+        Seed of the resampling.
+
+    Returns
+    -------
+    dict
+        ``error``, ``nll``, ``ece``, ``ece_low``, ``ece_high`` (95 % interval of
+        :func:`calibcourse.stats.interval`: bias-corrected ECE, bias-aware bootstrap interval),
+        ``ece_plugin`` (the plain estimate), ``mce``, ``temperature``, ``ece_ts`` (test ECE after
+        temperature scaling), ``mean_conf``; fractions, NLL in nats.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from calibcourse.train import RunResult
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(2000, 3)); y = (rng.random(2000)[:, None] > np.cumsum(M.softmax(z), 1)).sum(1)
+    >>> def run(seed, factor=3.0):  # a model that reports factor x the true logits, plus its seed's noise
+    ...     zz = factor * z + 0.1 * np.random.default_rng(seed).normal(size=z.shape)
+    ...     return RunResult({}, pd.DataFrame(), {"val_logits": zz[:1000], "val_labels": y[:1000],
+    ...                                           "test_logits": zz[1000:], "test_labels": y[1000:]})
+    >>> s = run_summary(run(0), n_boot=100)
+    >>> round(s["temperature"]), s["ece_ts"] < s["ece_plugin"], s["ece_low"] <= s["ece"] <= s["ece_high"]
+    (3, True, True)
     """
     from .calibrators import TemperatureScaling
 
@@ -46,7 +75,41 @@ def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> 
 
 def seed_predictions(results: dict, split: str = "test"):
     """``([probs of each run], labels)`` on ``split`` of runs that share it (e.g. the seeds of one
-    configuration), for :func:`calibcourse.stats.seeds_difference`."""
+    configuration), for :func:`calibcourse.stats.seeds_difference`.
+
+    Parameters
+    ----------
+    results : dict
+        ``{run name: RunResult}``, all with the same labels on ``split``.
+    split : str, default="test"
+        The split.
+
+    Returns
+    -------
+    probs : list of numpy.ndarray
+        The probabilities of every run, in the order of ``results``.
+    labels : numpy.ndarray
+        The shared labels.
+
+    Raises
+    ------
+    ValueError
+        ``results`` is empty, or a run has other labels (it names the run).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from calibcourse.train import RunResult
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(2000, 3)); y = (rng.random(2000)[:, None] > np.cumsum(M.softmax(z), 1)).sum(1)
+    >>> def run(seed, factor=3.0):  # a model that reports factor x the true logits, plus its seed's noise
+    ...     zz = factor * z + 0.1 * np.random.default_rng(seed).normal(size=z.shape)
+    ...     return RunResult({}, pd.DataFrame(), {"val_logits": zz[:1000], "val_labels": y[:1000],
+    ...                                           "test_logits": zz[1000:], "test_labels": y[1000:]})
+    >>> probs, y = seed_predictions({"s0": run(0), "s1": run(1)})
+    >>> len(probs), probs[0].shape, y.shape
+    (2, (1000, 3), (1000,))
+    """
     found = list(results.values())
     if not found:
         raise ValueError("results is empty: no run to take test predictions from")
@@ -61,21 +124,50 @@ def seed_predictions(results: dict, split: str = "test"):
 def sweep_table(results: dict, key_of, n_boot: int = 1000):
     """Aggregate ``{run name: RunResult}`` over seeds.
 
-    ``key_of(name)`` gives the sweep value of a run (e.g. its depth). Returns a DataFrame
-    indexed by that value with the mean and std over seeds of every measure of
-    :func:`run_summary` (columns ``<measure>`` and ``<measure>_std``) and ``n_seeds``; ``ece``,
-    ``ece_low`` and ``ece_high`` are the estimate and 95 % interval of the *mean over seeds*
-    (:func:`calibcourse.stats.seeds_interval`), not averages of per-seed intervals.
+    Parameters
+    ----------
+    results : dict
+        ``{run name: RunResult}``; the runs of one sweep value share a test set.
+    key_of : callable
+        ``key_of(name)`` gives the sweep value of a run (e.g. its depth).
+    n_boot : int, default=1000
+        Bootstrap resamples of every interval (and of each seed's bias-corrected ECE).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by the sweep value, sorted: the mean and std over seeds of every measure of
+        :func:`run_summary` (columns ``<measure>`` and ``<measure>_std``; ``ece_std`` is the
+        spread of the seeds' bias-corrected ECEs) and ``n_seeds``; ``ece``, ``ece_low`` and
+        ``ece_high`` are the estimate and 95 % interval of the *mean over seeds*
+        (:func:`calibcourse.stats.seeds_interval`), not averages of per-seed intervals.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from calibcourse.train import RunResult
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(2000, 3)); y = (rng.random(2000)[:, None] > np.cumsum(M.softmax(z), 1)).sum(1)
+    >>> def run(seed, factor=3.0):  # a model that reports factor x the true logits, plus its seed's noise
+    ...     zz = factor * z + 0.1 * np.random.default_rng(seed).normal(size=z.shape)
+    ...     return RunResult({}, pd.DataFrame(), {"val_logits": zz[:1000], "val_labels": y[:1000],
+    ...                                           "test_logits": zz[1000:], "test_labels": y[1000:]})
+    >>> runs = {f"f{f}/s{s}": run(s, f) for f in (1.0, 3.0) for s in (0, 1, 2)}
+    >>> t = sweep_table(runs, key_of=lambda n: float(n[1:4]), n_boot=100)
+    >>> t.index.tolist(), t["n_seeds"].tolist(), t["temperature"].round().tolist()
+    ([1.0, 3.0], [3, 3], [1.0, 3.0])
+    >>> bool(t.loc[3.0, "ece_low"] <= t.loc[3.0, "ece"] <= t.loc[3.0, "ece_high"])
+    True
     """
     import pandas as pd
-
 
     groups: dict = {}
     for name, r in results.items():
         groups.setdefault(key_of(name), {})[name] = r
     rows = []
     for value, group in groups.items():
-        per_run = pd.DataFrame([run_summary(r, n_boot=10) for r in group.values()])
+        per_run = pd.DataFrame([run_summary(r, n_boot=n_boot) for r in group.values()])
+        per_run = per_run.drop(columns=["ece_low", "ece_high"])  # per-seed intervals: not aggregated
         row = {"value": value, "n_seeds": len(group)}
         for col in per_run.columns:
             row[col] = per_run[col].mean()
@@ -89,14 +181,58 @@ def sweep_table(results: dict, key_of, n_boot: int = 1000):
 
 def fmt_difference(d, scale: float = 100.0, unit: str = "points", digits: int = 1) -> str:
     """``"+1.2 [+0.5, +1.9] points"``: a difference (:class:`calibcourse.stats.Difference`) with its
-    interval, signed, in percentage points by default."""
+    interval, signed, in percentage points by default.
+
+    Parameters
+    ----------
+    d : calibcourse.stats.Difference or sequence of float
+        ``(estimate, low, high, ...)``.
+    scale : float, default=100.0
+        Multiplies the numbers (100: fractions to percentage points).
+    unit : str, default="points"
+        Appended after a space (nothing if empty).
+    digits : int, default=1
+        Decimals.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> fmt_difference((-0.012, -0.019, -0.005))
+    '-1.2 [-1.9, -0.5] points'
+    >>> fmt_difference((0.05, 0.01, 0.09), scale=1, unit="nats", digits=2)
+    '+0.05 [+0.01, +0.09] nats'
+    """
     unit = f" {unit}" if unit else ""
     f = lambda v: f"{scale * v:+.{digits}f}"  # noqa: E731
     return f"{f(d[0])} [{f(d[1])}, {f(d[2])}]{unit}"
 
 
 def fmt_ci(value: float, low: float, high: float, scale: float = 100.0, digits: int = 1) -> str:
-    """``"4.5 [3.7, 5.6]"``: an estimate and its interval, in percent by default."""
+    """``"4.5 [3.7, 5.6]"``: an estimate and its interval, in percent by default.
+
+    Parameters
+    ----------
+    value, low, high : float
+        The estimate and its interval.
+    scale : float, default=100.0
+        Multiplies the numbers (100: fractions to percent).
+    digits : int, default=1
+        Decimals.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> fmt_ci(0.045, 0.037, 0.056)
+    '4.5 [3.7, 5.6]'
+    >>> fmt_ci(0.3127, 0.30, 0.33, scale=1, digits=3)
+    '0.313 [0.300, 0.330]'
+    """
     return f"{scale * value:.{digits}f} [{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
 
 
@@ -104,13 +240,47 @@ def post_hoc_table(models: dict, methods: dict, n_bins: int = 15, n_boot: int = 
                    return_predictions: bool = False):
     """Guo et al.'s Table 1 for our runs: test ECE of every post-hoc method, fitted on validation.
 
-    ``models = {row name: RunResult}``, ``methods = {column name: calibrator or None}``
-    (None: uncalibrated). Each calibrator is cloned and fitted on the run's
-    validation logits and labels. Returns a long DataFrame with columns
-    model, method, ece, ece_low, ece_high (:func:`calibcourse.stats.interval`), ece_plugin, error,
-    nll; with ``return_predictions=True``, ``(table, predictions)`` with
-    ``predictions = {(model, method): test probabilities}``, as :func:`post_hoc_binary` gives, so
-    that a comparison reuses the fitted methods instead of fitting them again.
+    Parameters
+    ----------
+    models : dict
+        ``{row name: RunResult}``.
+    methods : dict
+        ``{column name: calibrator or None}`` (None: uncalibrated). Each calibrator is cloned
+        and fitted on the run's validation logits and labels.
+    n_bins : int, default=15
+        Bins of the ECE.
+    n_boot : int, default=200
+        Bootstrap resamples of each ECE's interval.
+    seed : int, default=0
+        Seed of the resampling.
+    return_predictions : bool, default=False
+        Also return the test probabilities of every (model, method), so that a comparison
+        reuses the fitted methods instead of fitting them again.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        Long: columns model, method, ece, ece_low, ece_high (:func:`calibcourse.stats.interval`),
+        ece_plugin, error, nll (fractions, nats); :func:`post_hoc_view` formats it.
+    predictions : dict
+        Only with ``return_predictions``: ``{(model, method): test probabilities}``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from calibcourse.train import RunResult
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(2000, 3)); y = (rng.random(2000)[:, None] > np.cumsum(M.softmax(z), 1)).sum(1)
+    >>> def run(seed, factor=3.0):  # a model that reports factor x the true logits, plus its seed's noise
+    ...     zz = factor * z + 0.1 * np.random.default_rng(seed).normal(size=z.shape)
+    ...     return RunResult({}, pd.DataFrame(), {"val_logits": zz[:1000], "val_labels": y[:1000],
+    ...                                           "test_logits": zz[1000:], "test_labels": y[1000:]})
+    >>> from calibcourse.calibrators import TemperatureScaling
+    >>> table = post_hoc_table({"net": run(0)}, {"none": None, "TS": TemperatureScaling()}, n_boot=50)
+    >>> table[["model", "method"]].values.tolist(), bool(table.ece[1] < table.ece[0])
+    ([['net', 'none'], ['net', 'TS']], True)
+    >>> bool(table.error[0] == table.error[1])  # a temperature keeps every argmax
+    True
     """
     import pandas as pd
 
@@ -130,14 +300,46 @@ def post_hoc_table(models: dict, methods: dict, n_bins: int = 15, n_boot: int = 
 def post_hoc_binary(models: dict, methods: dict, score, n_bins: int = 15, n_boot: int = 1000, seed: int = 0):
     """Chapter 3's table: every binary calibrator fitted on each run's validation split, scored on test.
 
-    ``models = {row name: RunResult}``; ``methods = {column name: binary calibrator}``;
-    ``score(result, split)`` gives the score a calibrator takes (e.g. P(positive)). Returns
-    ``(table, predictions)``: a DataFrame indexed by (model, method) with ECE and its interval
-    (:func:`calibcourse.stats.interval`), MCE, NLL, error and test errors, and
-    ``{(model, method): (probs, labels)}`` of the test split ("uncalibrated" included).
+    Parameters
+    ----------
+    models : dict
+        ``{row name: RunResult}`` of binary runs.
+    methods : dict
+        ``{column name: binary calibrator}``, each cloned and fitted per run.
+    score : callable
+        ``score(result, split)`` gives the score a calibrator takes (e.g. P(positive)).
+    n_bins : int, default=15
+        Bins of the ECE and MCE.
+    n_boot : int, default=1000
+        Bootstrap resamples of each ECE's interval.
+    seed : int, default=0
+        Seed of the resampling.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        Indexed by (model, method), "uncalibrated" first: ``ECE``, ``ECE_low``, ``ECE_high``
+        (:func:`calibcourse.stats.interval`), ``MCE``, ``NLL``, ``error``, ``test errors``,
+        ``n_test``, ``n_val``; :func:`post_hoc_binary_view` formats it.
+    predictions : dict
+        ``{(model, method): (probs, labels)}`` of the test split.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from calibcourse.calibrators import PlattScaling
+    >>> from calibcourse.train import RunResult
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=2000); y = (rng.random(2000) < 1 / (1 + np.exp(-z))).astype(int)
+    >>> r = RunResult({}, pd.DataFrame(), {"val_logits": 3 * z[:1000], "val_labels": y[:1000],
+    ...                                    "test_logits": 3 * z[1000:], "test_labels": y[1000:]})
+    >>> from scipy.special import expit
+    >>> table, preds = post_hoc_binary({"net": r}, {"Platt": PlattScaling()},
+    ...                                score=lambda r, split: expit(r.logits(split)), n_boot=50)
+    >>> table.index.tolist(), bool(table.loc[("net", "Platt"), "NLL"] < 0.6)
+    ([('net', 'uncalibrated'), ('net', 'Platt')], True)
     """
     import pandas as pd
-
 
     rows, predictions = [], {}
     for model_name, r in models.items():
@@ -158,8 +360,18 @@ def post_hoc_binary(models: dict, methods: dict, score, n_bins: int = 15, n_boot
 def post_hoc_binary_view(table, digits: int = 2):
     """:func:`post_hoc_binary`'s table for the page: units in the headers, the ECE with its interval.
 
-    Columns: ``test errors``, ``ECE (%) [95 % interval]``, ``MCE (%)``, ``NLL (nats)``; the index
-    stays (model, method).
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The table of :func:`post_hoc_binary`.
+    digits : int, default=2
+        Decimals of the ECE and MCE.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``test errors``, ``ECE (%) [95 % interval]``, ``MCE (%)``, ``NLL (nats)``
+        (strings); the index stays (model, method).
 
     Examples
     --------
@@ -183,6 +395,20 @@ def post_hoc_binary_view(table, digits: int = 2):
 def post_hoc_view(long, methods, digits: int = 2):
     """:func:`post_hoc_table`'s long table as Guo et al.'s Table 1: a row per model, a column per method
     (in the order of ``methods``), each cell the test ECE in percent with its 95 % interval.
+
+    Parameters
+    ----------
+    long : pandas.DataFrame
+        The table of :func:`post_hoc_table`.
+    methods : sequence of str
+        The columns, in order.
+    digits : int, default=2
+        Decimals.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by model (in the order of ``long``), one string column per method.
 
     Examples
     --------
@@ -276,6 +502,18 @@ def seeds_view(per_seed, digits: int = 2):
     """:func:`seed_table` as a page shows it: a row per method, each measure as "mean ± std" over seeds,
     the training time per epoch as a mean (blank for a post-hoc row).
 
+    Parameters
+    ----------
+    per_seed : pandas.DataFrame
+        The first table of :func:`seed_table`.
+    digits : int, default=2
+        Decimals.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by method, in the order of ``per_seed``; strings (std 0 for a single seed).
+
     Examples
     --------
     >>> import pandas as pd
@@ -301,10 +539,20 @@ def seeds_view(per_seed, digits: int = 2):
 def grid_choice_view(choice: dict, params: dict):
     """The weight grids of chapter 5's baselines and the value chosen on validation, one row per value.
 
-    ``choice = {family: {"chosen": value, "table": DataFrame}}`` as
-    :func:`calibcourse.experiments.ch5_choice` returns (each table with the grid parameter's column,
-    ``val error``, ``val ECE`` as fractions and ``eligible``); ``params = {family: parameter name}``.
-    Indexed by (baseline, value); columns ``val error (%)``, ``val ECE (%)``, eligible, chosen ("<-").
+    Parameters
+    ----------
+    choice : dict
+        ``{family: {"chosen": value, "table": DataFrame}}`` as
+        :func:`calibcourse.experiments.ch5_choice` returns (each table with the grid parameter's
+        column, ``val error``, ``val ECE`` as fractions and ``eligible``).
+    params : dict
+        ``{family: parameter name}``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by (baseline, value); columns ``val error (%)``, ``val ECE (%)``, ``eligible``,
+        ``chosen`` ("<-" on the chosen value).
 
     Examples
     --------
@@ -389,10 +637,21 @@ def paired_table(pairs: dict, labels, measures: dict | None = None, reference: s
 
 
 def comparisons_view(tests: dict, units: dict | None = None):
-    """Paired comparisons ``{(measure, A, B): Difference}`` as a table: the difference A - B with its
-    95 % interval in the measure's unit, and the verdict of "A is below B"
-    (:func:`calibcourse.stats.verdict`). ``units``: ``{measure: (scale, unit)}``; by default NLL in
-    nats (scale 1) and every other measure in percentage points.
+    """Paired comparisons as a table: the difference A - B with its 95 % interval in the measure's
+    unit, and the verdict of "A is below B" (:func:`calibcourse.stats.verdict`).
+
+    Parameters
+    ----------
+    tests : dict
+        ``{(measure, A, B): calibcourse.stats.Difference}``.
+    units : dict, optional
+        ``{measure: (scale, unit)}``; by default NLL in nats (scale 1) and every other measure
+        in percentage points.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by (measure, A, B): ``A - B [95 % interval]`` and ``verdict (A below B)``.
 
     Examples
     --------
@@ -428,6 +687,33 @@ class Claim:
 
     Numbers are in the effect's own units (fractions for ECE and error); ``scale`` and
     ``unit`` say how to print them (100 and "points" print 0.012 as "1.2 points").
+
+    Attributes
+    ----------
+    id, chapter, claim, source, effect
+        Its unique id, the chapter that tests it, the claim in words, the bibliography key
+        of its source and what is estimated.
+    estimate, low, high, level : float or None
+        The effect's estimate and interval (None when not tested).
+    null, direction
+        The claimed side: the effect lies ``direction`` ("below"/"above") ``null``.
+    verdict : str
+        "held", "not held", "inconclusive" or "not tested" (:func:`calibcourse.stats.verdict`).
+    n_test, n_seeds : int or None
+        Test samples and seeds behind the interval.
+    section, why, cost : str or None
+        The page section that tests it; why it is inconclusive or not tested; what it costs.
+    detectable : float or None
+        The effect the test detects with 80 % power.
+    scale, unit
+        How to print the numbers.
+
+    Examples
+    --------
+    >>> c = Claim("ch4-ts", 4, "TS lowers the ECE", "guo2017calibration", "ECE(TS) - ECE(none)",
+    ...           -0.03, -0.04, -0.02, 0.95, 0.0, "below", "held", 5000, 1)
+    >>> c.interval_text, c.null_text, list(c.as_dict())[:3]
+    ('-3.0 [-4.0, -2.0] points', '< 0', ['id', 'chapter', 'claim'])
     """
 
     id: str
@@ -452,14 +738,17 @@ class Claim:
     unit: str = "points"
 
     def as_dict(self) -> dict:
+        """The claim as ``_build/claims.json`` stores it: :data:`CLAIM_KEYS` first, then the rest."""
         d = asdict(self)
         return {**{k: d[k] for k in CLAIM_KEYS}, **{k: v for k, v in d.items() if k not in CLAIM_KEYS}}
 
     @property
     def digits(self) -> int:
+        """Decimals when printed: 3 for a raw scale (NLL in nats), 1 for percent."""
         return 3 if self.scale == 1 else 1
 
     def fmt(self, value) -> str:
+        """One number of the claim, signed, in its unit's scale (``"-"`` for None)."""
         return "-" if value is None else f"{self.scale * value:+.{self.digits}f}"
 
     @property
@@ -471,6 +760,7 @@ class Claim:
 
     @property
     def null_text(self) -> str:
+        """The claimed side, e.g. ``"< 0"`` (``"-"`` when not tested)."""
         if self.null is None:
             return "-"
         side = "<" if self.direction == "below" else ">"
@@ -487,6 +777,14 @@ class Ledger:
     :meth:`table` renders the chapter-end table and :meth:`publish` stores the claims in the
     executed notebook, from which the book build writes ``_build/claims.json`` and the
     "What held" page.
+
+    Parameters
+    ----------
+    chapter : int
+        The chapter (1-5) whose claims it holds.
+    glue : bool, default=True
+        Glue each claim's verdict, interval and detectable effect into the executing notebook
+        (False outside a notebook).
 
     Examples
     --------
@@ -616,7 +914,31 @@ def _what_would_decide(est, low, high, null, n_test, n_seeds) -> str:
 
 def check_claims(claims: list) -> None:
     """Validate a list of claim dicts (``_build/claims.json``): keys, unique ids, verdicts that
-    follow from their intervals by :func:`calibcourse.stats.verdict`. Raises ValueError."""
+    follow from their intervals by :func:`calibcourse.stats.verdict`.
+
+    Parameters
+    ----------
+    claims : list of dict
+        As :meth:`Claim.as_dict` writes them.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        The first problem, naming the claim.
+
+    Examples
+    --------
+    >>> c = Claim("x", 1, "A", "src", "e", -0.01, -0.02, 0.005, 0.95, 0.0, "below", "held", 100, 1).as_dict()
+    >>> check_claims([c])
+    Traceback (most recent call last):
+        ...
+    ValueError: claim 'x': verdict 'held' does not follow from its interval [-0.02, 0.005] against below 0.0 ('inconclusive')
+    >>> check_claims([{**c, "verdict": "inconclusive"}])
+    """
 
     seen = set()
     for c in claims:
@@ -637,7 +959,30 @@ def check_claims(claims: list) -> None:
 
 
 def ledger_page(claims: list, titles: dict | None = None) -> str:
-    """The "What held" page (MyST): every claim of every chapter, grouped by source."""
+    """The "What held" page (MyST): every claim of every chapter, grouped by source.
+
+    Parameters
+    ----------
+    claims : list of dict
+        Every claim of the book (``_build/claims.json``).
+    titles : dict, optional
+        ``{source key: section title}``; default: the key.
+
+    Returns
+    -------
+    str
+        The page's MyST source.
+
+    Examples
+    --------
+    >>> c = Claim("x", 4, "TS lowers the ECE", "guo2017calibration", "ECE(TS) - ECE(none)",
+    ...           -0.03, -0.04, -0.02, 0.95, 0.0, "below", "held", 5000, 1)
+    >>> page = ledger_page([c.as_dict()], titles={"guo2017calibration": "Guo et al. (2017)"})
+    >>> for line in (page.splitlines()[4], page.splitlines()[-1]):
+    ...     print(line)
+    In this build: 1 held, 0 not held, 0 inconclusive, 0 not tested.
+    | 4 | TS lowers the ECE | ECE(TS) - ECE(none) (5,000 test, 1 seed) | -3.0 [-4.0, -2.0] points | held (< 0) | - |
+    """
     counts = {v: sum(c["verdict"] == v for c in claims) for v in _VERDICT_MARK}
     lines = ["# What held", "",
              "Every claim the book tests, grouped by the paper or document that makes it. Each effect is "
