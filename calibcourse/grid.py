@@ -65,7 +65,25 @@ def _write_marker(cache: Cache, key: str, **fields) -> None:
 
 
 def unique_runs(configs: dict) -> dict:
-    """``{key: (name, config)}``: runs that share a config (and so an entry) are trained once."""
+    """``{key: (name, config)}``: runs that share a config (and so an entry) are trained once.
+
+    Parameters
+    ----------
+    configs : dict
+        ``{name: config}``.
+
+    Returns
+    -------
+    dict
+        ``{cache key: (first name, config)}``, in the order of ``configs``.
+
+    Examples
+    --------
+    >>> cfg = {"data": {"name": "digits"}, "model": {"name": "mlp"}, "epochs": 1}
+    >>> runs = unique_runs({"ch1/a": cfg, "ch4/same": dict(cfg), "ch4/b": {**cfg, "epochs": 2}})
+    >>> [name for name, _ in runs.values()]
+    ['ch1/a', 'ch4/b']
+    """
     out = {}
     for name, cfg in configs.items():
         out.setdefault(config_key(cfg), (name, cfg))
@@ -87,7 +105,22 @@ class TrainJob(_Checkpointable):
     Sets torch's threads (``threads``; OpenMP waits passively), marks the run as running,
     trains it through the cache with checkpoints, and marks it failed (with the error) if it
     raises. A ``submitit.helpers.Checkpointable``: SLURM requeues it after a preemption or
-    a time-out, and the requeued job resumes from the run's checkpoint.
+    a time-out, and the requeued job resumes from the run's checkpoint. It is meant to run
+    in a process of its own: it sets the process's thread count and environment.
+
+    Examples
+    --------
+    In this process, with a tiny run (the job returns the entry's key and the run's time):
+
+    >>> import os, tempfile, torch
+    >>> before, env = torch.get_num_threads(), dict(os.environ)
+    >>> cfg = {"data": {"name": "digits", "n_train": 200}, "model": {"name": "mlp", "depth": 1, "width": 8},
+    ...        "epochs": 1}
+    >>> root = tempfile.mkdtemp()
+    >>> out = TrainJob()(cfg, root, threads=1)
+    >>> out["key"] == config_key(cfg), [row["state"] for row in status({"a": cfg}, Cache(root))]
+    (True, ['done'])
+    >>> torch.set_num_threads(before); os.environ.clear(); os.environ.update(env)
     """
 
     def __call__(self, config: dict, cache_root: str, threads: int | None = None, checkpoint_every: int = 5):
@@ -184,7 +217,16 @@ def status(configs: dict, cache: Cache | None = None) -> list[dict]:
           ("cache", "calibcourse.cache.Cache, optional", "The cache (default: :class:`Cache()`)."),
           returns=("dict", "``{key: (name, config)}`` of the runs to submit: no entry and not running."))
 def missing(configs: dict, cache: Cache | None = None) -> dict:
-    """The runs a ``make train`` submits: neither done nor running (failed and dead ones again)."""
+    """The runs a ``make train`` submits: neither done nor running (failed and dead ones again).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> cfg = {"data": {"name": "digits"}, "model": {"name": "mlp"}, "epochs": 1}
+    >>> todo = missing({"a": cfg, "b": dict(cfg)}, Cache(tempfile.mkdtemp()))
+    >>> list(todo.values()) == [("a", cfg)]  # one entry for both names, not in this empty cache
+    True
+    """
     cache = cache or Cache()
     return {key: nc for key, nc in unique_runs(configs).items() if _run_state(cache, key)[0] not in ("done", "running")}
 
@@ -254,6 +296,8 @@ def check_inputs(configs: dict) -> None:
           ("cache", "calibcourse.cache.Cache, optional", "The cache (default: :class:`Cache()`)."),
           ("checkpoint_every", "int, default=5", "Epochs between checkpoints."),
           ("log", "callable, default=print", "Where the progress lines go."),
+          ("threads", "int or None, default=1",
+           "Torch's threads while training (None leaves torch's setting); restored afterwards."),
           returns=("int", "0."))
 def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: int = 5, log=print,
                  threads: int | None = 1) -> int:
@@ -263,6 +307,21 @@ def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: in
     with two jobs: CPU convolutions and batch norm round differently with another number of
     threads, and the entries must not depend on the executor that wrote them; None leaves
     torch's setting).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> cfg = {"data": {"name": "digits", "n_train": 200}, "model": {"name": "mlp", "depth": 1, "width": 8},
+    ...        "epochs": 1}
+    >>> cache = Cache(tempfile.mkdtemp())
+    >>> train_serial({"tiny": cfg}, cache)  # doctest: +ELLIPSIS
+    [1/1] tiny: trained in ... s
+    1 runs in ... s; cache ... MB
+    0
+    >>> train_serial({"tiny": cfg}, cache)  # doctest: +ELLIPSIS
+    [1/1] tiny: cached
+    1 runs in ... s; cache ... MB
+    0
     """
     import torch
 
@@ -299,6 +358,7 @@ def _threads_per_job(jobs: int) -> int:
           ("cache", "calibcourse.cache.Cache, optional", "The cache (default: :class:`Cache()`)."),
           ("checkpoint_every", "int, default=5", "Epochs between checkpoints."),
           ("log", "callable, default=print", "Where the progress lines go."),
+          ("threads", "int, optional", "Torch's threads per job (default: cores // jobs)."),
           returns=("int", "The number of runs that failed (0 when all are done)."))
 def train_local(configs: dict, jobs: int, cache: Cache | None = None, checkpoint_every: int = 5, log=print,
                 threads: int | None = None) -> int:
@@ -307,6 +367,24 @@ def train_local(configs: dict, jobs: int, cache: Cache | None = None, checkpoint
     Each job is its own process with ``OMP_WAIT_POLICY=PASSIVE`` and ``threads`` torch threads
     (default ``cores // jobs``); this call waits for all of them and prints one line per run.
     Each job starts a Python process and imports torch (seconds): worth it for runs of minutes.
+
+    Examples
+    --------
+    Runs already in the cache start no job (``tests/test_grid.py`` trains through real jobs):
+
+    >>> import tempfile
+    >>> cfg = {"data": {"name": "digits", "n_train": 200}, "model": {"name": "mlp", "depth": 1, "width": 8},
+    ...        "epochs": 1}
+    >>> cache = Cache(tempfile.mkdtemp())
+    >>> _ = cache.get_or_train(cfg, progress=False)
+    >>> train_local({"tiny": cfg}, jobs=2, cache=cache, threads=1)  # doctest: +ELLIPSIS
+    1 runs, 0 to train, 2 at a time with 1 thread(s) each (submitit LocalExecutor, logs in ...)
+    0 trained, 0 failed in ... s; cache ... MB
+    0
+    >>> train_local({"tiny": cfg}, jobs=0, cache=cache)
+    Traceback (most recent call last):
+        ...
+    ValueError: jobs must be an integer >= 1; got 0
     """
     submitit = _need_submitit()
     if not isinstance(jobs, int) or jobs < 1:
@@ -363,6 +441,17 @@ def submit_slurm(configs: dict, cache: Cache | None = None, slurm: dict | None =
     repository, its virtual environment and the cache must be on a shared file system.
     Requeued on preemption or time-out (up to 3 times), each requeued job resuming from the
     run's last checkpoint. ``make status`` follows them.
+
+    Examples
+    --------
+    The parameters are checked before anything is submitted (``tests/test_grid.py`` submits
+    to a fake ``sbatch``):
+
+    >>> import tempfile
+    >>> submit_slurm({}, Cache(tempfile.mkdtemp()), slurm={"gpu": 1})
+    Traceback (most recent call last):
+        ...
+    ValueError: unknown SLURM parameters ['gpu']; known: ['account', 'cpus', 'gpus', 'mem', 'partition', 'time']
     """
     submitit = _need_submitit()
     params = {**SLURM_DEFAULTS, **{k: v for k, v in (slurm or {}).items() if v not in (None, "")}}

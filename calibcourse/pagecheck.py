@@ -63,7 +63,22 @@ PY_WARNING = re.compile(r"\b[A-Z][A-Za-z]*Warning\b|\bWarning: |Traceback \(most
 
 @dataclass(frozen=True)
 class Problem:
-    """One breach of a rule on one page: ``page``, ``rule`` (one of :data:`RULES`), ``detail``."""
+    """One breach of a rule on one page.
+
+    Attributes
+    ----------
+    page : str
+        The page, relative to the book's root when the check was given one.
+    rule : str
+        One of :data:`RULES`.
+    detail : str
+        What was found, with its context.
+
+    Examples
+    --------
+    >>> print(Problem("intro.html", "path", "/work/main/data in the text"))
+    intro.html: path: /work/main/data in the text
+    """
 
     page: str
     rule: str
@@ -123,7 +138,31 @@ def text_problems(page: str, text: str, prose: str, attributes: str = "") -> lis
 
 
 def book_pages(html_dir) -> list[Path]:
-    """Every ``.html`` page of a built book, ``_static/`` and ``_sources/`` aside, sorted."""
+    """Every ``.html`` page of a built book, ``_static/`` and ``_sources/`` aside, sorted.
+
+    Parameters
+    ----------
+    html_dir : path-like
+        The built book (``_build/html``); it must hold ``index.html``.
+
+    Returns
+    -------
+    list of pathlib.Path
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> root = Path(tempfile.mkdtemp())
+    >>> for f in ("index.html", "ch1/theory.html", "_static/x.html"):
+    ...     (root / f).parent.mkdir(parents=True, exist_ok=True); _ = (root / f).write_text("<p>")
+    >>> [str(p.relative_to(root)) for p in book_pages(root)]
+    ['ch1/theory.html', 'index.html']
+    >>> book_pages(root / "ch1")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    FileNotFoundError: html_dir '...ch1' has no index.html: build the book first (make book)
+    """
     root = Path(html_dir)
     if not (root / "index.html").is_file():
         raise FileNotFoundError(f"html_dir {str(root)!r} has no index.html: build the book first (make book)")
@@ -216,7 +255,7 @@ def _check_one(drv, path: Path, name: str, timeout: float) -> list[Problem]:
     for entry in drv.get_log("browser"):
         if entry.get("level") == "SEVERE":
             problems.append(Problem(name, "console", " ".join(str(entry.get("message", "")).split())[:300]))
-    return problems
+    return list(dict.fromkeys(problems))  # a resource the page asks for twice fails twice: say it once
 
 
 def check_pages(pages, root=None, timeout: float = 30.0, chromium: str | None = None,
@@ -237,6 +276,20 @@ def check_pages(pages, root=None, timeout: float = 30.0, chromium: str | None = 
     Returns
     -------
     list of Problem
+
+    Examples
+    --------
+    A page whose TeX no MathJax typeset and whose image does not load (starts Chromium:
+    about a second; the missing file is also the browser console's error):
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> root = Path(tempfile.mkdtemp())
+    >>> _ = (root / "page.html").write_text(
+    ...     '<html><body><p>ECE = \\(\\sum_m |B_m|\\)</p>'
+    ...     '<figure><img src="missing.png" alt="a diagram"><figcaption>Look.</figcaption></figure></body></html>')
+    >>> [problem.rule for problem in check_pages([root / "page.html"], root=root, timeout=10)]
+    ['math', 'math', 'image', 'console']
     """
     pages = [Path(p) for p in pages]
     drv = _driver(chromium, driver)
@@ -251,6 +304,28 @@ def check_pages(pages, root=None, timeout: float = 30.0, chromium: str | None = 
 
 
 def main(argv=None) -> int:
+    """The command line (``make check-pages``): check every page under ``html_dir``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        ``[html_dir] [--timeout SECONDS]`` (default: the command line's; ``html_dir`` defaults
+        to ``_build/html``).
+
+    Returns
+    -------
+    int
+        0 when every page passes, 1 when a page breaks a rule (one line per problem), 2 when
+        the pages or the browser cannot be found (the reason on stderr).
+
+    Examples
+    --------
+    >>> import contextlib, sys, tempfile
+    >>> with contextlib.redirect_stderr(sys.stdout):
+    ...     main([tempfile.mkdtemp()])  # doctest: +ELLIPSIS
+    pagecheck: html_dir '...' has no index.html: build the book first (make book)
+    2
+    """
     parser = argparse.ArgumentParser(prog="python -m calibcourse.pagecheck",
                                      description="Check every page of the built book in headless Chromium.")
     parser.add_argument("html_dir", nargs="?", default="_build/html")

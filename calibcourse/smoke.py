@@ -73,11 +73,26 @@ CIFAR10_WEIGHTS = [0.025, 0.025, 0.4, 0.4] + [0.025] * 6
 def write_fake_data(root, seed: int = 0, sizes: dict | None = None) -> Path:
     """Write small MNIST, CIFAR-10 and CIFAR-100 files in their real formats under ``root``.
 
-    Returns ``root``. Labels: MNIST's and CIFAR-100's balanced, CIFAR-10's mostly cats and birds
+    Labels: MNIST's and CIFAR-100's balanced, CIFAR-10's mostly cats and birds
     (:data:`CIFAR10_WEIGHTS`), every class in every training split (CIFAR-100: 5 of each, so that
     the 10 % validation split holds every class, as chapter 4's one-vs-all calibrators need).
     Each class has a fixed random image (its template), every image of the class is that
     template plus a little noise.
+
+    Parameters
+    ----------
+    root : path-like
+        The folder (created if needed): ``MNIST/raw/*.gz``, ``cifar-10-batches-py/``,
+        ``cifar-100-python/`` land in it, where :func:`calibcourse.data.load_full` looks.
+    seed : int, default=0
+        Seed of the images and labels.
+    sizes : dict, optional
+        ``{name: (training samples, test samples)}`` replacing entries of :data:`SIZES`.
+
+    Returns
+    -------
+    pathlib.Path
+        ``root``.
 
     Examples
     --------
@@ -179,10 +194,45 @@ def _train_in_parts(configs: dict, root, parts: int) -> None:
 def smoke(profile: str = "full", workdir=None, html: bool = True, processes: int | None = None, log=print) -> Path:
     """Run the smoke run of ``profile`` in ``workdir`` (a new temporary folder when None).
 
-    The runs train in ``processes`` processes (default: one per core, at most 2).
+    Small files in the real formats (:func:`write_fake_data`) and random weights stand in for
+    the data sets and the pretrained weights; every run of the profile trains capped at
+    :data:`SMOKE_CAPS` (``CALIBCOURSE_SMOKE``); every page is executed against those runs
+    and the book rendered. Nothing is written into the repository or the committed cache.
+    It sets ``CALIBCOURSE_SMOKE``, ``CALIBCOURSE_DATA``, ``CALIBCOURSE_WEIGHTS``,
+    ``CALIBCOURSE_CACHE``, ``CALIBCOURSE_QUIET``, ``OMP_WAIT_POLICY`` and ``PYTHONPATH`` in
+    this process's environment (``make smoke`` runs it in a process of its own).
 
-    Returns the folder (data/, weights/, cache/, book/ with book/_build/html). Raises
-    :class:`calibcourse.build.BuildError` when a page fails, and the error of a run that fails.
+    Parameters
+    ----------
+    profile : str, default="full"
+        One of :data:`calibcourse.profiles.PROFILES`.
+    workdir : path-like, optional
+        Where everything goes (default: a new temporary folder).
+    html : bool, default=True
+        Render the book after executing its pages.
+    processes : int, optional
+        Processes the runs train in (default: one per core, at most 2).
+    log : callable, default=print
+        Where the progress lines go.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder: ``data/``, ``weights/``, ``cache/``, ``book/`` (with ``book/_build/html``).
+
+    Raises
+    ------
+    calibcourse.build.BuildError
+        A page failed; the error of a run that fails is raised as it is.
+
+    Examples
+    --------
+    ``make smoke PROFILE=full`` runs ``smoke("full")`` (minutes). A bad profile stops at once:
+
+    >>> smoke("fulll")
+    Traceback (most recent call last):
+        ...
+    ValueError: ...
     """
     from . import build
     from .experiments import experiments
