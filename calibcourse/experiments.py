@@ -293,7 +293,32 @@ def _full():
 
 
 def experiments(profile: str) -> dict:
-    """The run configs of ``profile``, by name."""
+    """The run configs of ``profile``, by name: the registry of every run the book reads.
+
+    Parameters
+    ----------
+    profile : str
+        One of :data:`calibcourse.profiles.PROFILES`: ``ci`` (seconds-long runs that check the
+        code), ``default`` (the book on embedded data), ``full`` (MNIST/CIFAR, the papers'
+        architectures).
+
+    Returns
+    -------
+    dict
+        ``{name: config}``, names like ``"ch2/depth/level3/s0"`` (chapter, experiment, level,
+        seed); each config is trained by :func:`calibcourse.train.train` and stored by
+        :mod:`calibcourse.cache`.
+
+    Examples
+    --------
+    >>> runs = experiments("default")
+    >>> runs["ch2/depth/level3/s0"]["model"], len([n for n in runs if n.startswith("ch5/")]) > 20
+    ({'name': 'mlp', 'depth': 4, 'width': 256, 'batch_norm': False}, True)
+    >>> experiments("small")
+    Traceback (most recent call last):
+        ...
+    ValueError: profile must be one of ci, default, full; got 'small'
+    """
     if profile == "ci":
         runs = _chapter1(epochs=3, n_train=600)
         runs |= _chapter2(epochs=3, seeds=(0,), depths=(1, 2), widths=(32,), wds=(0.0,), long_epochs=4,
