@@ -34,14 +34,12 @@ from scipy.special import logsumexp
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from calibcourse import metrics as M  # noqa: E402
 from calibcourse.calibrators import TemperatureScaling  # noqa: E402
+from calibcourse.data import scaled_logits  # noqa: E402
 
 
 def data(n=10_000, k=100, factor=7.0, seed=0):
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=(n, k)) * 2.0
-    q = M.softmax(z)
-    y = np.minimum((q.cumsum(1) < rng.random((n, 1))).sum(1), k - 1)
-    return (factor * z).astype(np.float32), y
+    z, y = scaled_logits(n, k, factor=factor, spread=2.0, seed=seed)
+    return z.astype(np.float32), y
 
 
 def exact_temperature(z, y):

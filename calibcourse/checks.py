@@ -25,6 +25,7 @@ import numpy as np
 from . import calibrators as C
 from . import metrics as M
 from ._docs import document
+from .data import scaled_logits
 
 __all__ = ["CheckFailure", "check_ece", "check_mce", "check_reliability_bins", "check_softmax_temperature",
            "check_temperature_scaling", "check_grid_temperature", "check_histogram_binning",
@@ -361,10 +362,7 @@ def check_softmax_temperature(fn, verbose: bool = False, *, seed: int = 0, stric
 
 
 def _shifted_logits(seed):
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=(1500, 10)) * 1.5
-    p = M.softmax(z)
-    y = np.minimum((p.cumsum(1) < rng.random((1500, 1))).sum(1), 9)
+    z, y = scaled_logits(1500, 10, factor=1.0, spread=1.5, seed=seed)
     # validation: overconfident by 2.5; test: by 1.5 -- the two splits want different temperatures
     return 2.5 * z[:800], y[:800], 1.5 * z[800:], y[800:]
 

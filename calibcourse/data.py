@@ -11,7 +11,7 @@ import numpy as np
 
 from ._docs import document
 
-__all__ = ["load_mnist5k", "load_digits", "load_mnist1d", "SyntheticCalibration", "load_full",
+__all__ = ["load_mnist5k", "load_digits", "load_mnist1d", "SyntheticCalibration", "scaled_logits", "load_full",
            "load_mnist", "load_cifar10", "load_cifar100", "DatasetNotFoundError", "required_files",
            "check_available", "one_vs_rest",
            "two_class_subset", "stratified_split", "normalize", "CIFAR10_CLASSES"]
@@ -394,6 +394,56 @@ _HOW_TO_GET = {
     "cifar100": "the extracted python version cifar-100-python/ (train, test, meta) in {root}/; or call "
                 "with download=True on a machine with internet",
 }
+
+
+def scaled_logits(n: int, n_classes: int = 10, factor: float = 2.0, spread: float = 1.5, seed: int = 0):
+    """Logits of a model that is miscalibrated by a known temperature (chapter 4; tests, benchmarks).
+
+    True logits ``z ~ spread * N(0, 1)`` per class, a label drawn from ``softmax(z)`` for each
+    sample, and the model reports ``factor * z``: overconfident for ``factor > 1``,
+    underconfident below 1. Temperature scaling's population optimum is ``T = factor``.
+
+    Parameters
+    ----------
+    n : int
+        Samples, at least 1.
+    n_classes : int, default=10
+        Classes, at least 2.
+    factor : float, default=2.0
+        What the model multiplies the true logits by, > 0.
+    spread : float, default=1.5
+        Standard deviation of the true logits, > 0.
+    seed : int, default=0
+        Seed of the logits and the labels (the same seed gives the same samples for every
+        ``factor``).
+
+    Returns
+    -------
+    logits : numpy.ndarray of shape (n, n_classes)
+    labels : numpy.ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> from calibcourse.calibrators import TemperatureScaling
+    >>> z, y = scaled_logits(20_000, n_classes=5, factor=3.0, seed=0)
+    >>> z.shape, y[:6]
+    ((20000, 5), array([2, 1, 3, 3, 1, 0]))
+    >>> round(TemperatureScaling().fit(z, y).temperature_, 1)
+    3.0
+    """
+    if not (isinstance(n, (int, np.integer)) and n >= 1):
+        raise ValueError(f"n must be an integer >= 1; got {n!r}")
+    if not (isinstance(n_classes, (int, np.integer)) and n_classes >= 2):
+        raise ValueError(f"n_classes must be an integer >= 2; got {n_classes!r}")
+    if not (factor > 0 and spread > 0):
+        raise ValueError(f"factor and spread must be > 0; got {factor!r}, {spread!r}")
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, n_classes)) * spread
+    q = np.exp(z - z.max(axis=1, keepdims=True))
+    q /= q.sum(axis=1, keepdims=True)
+    u = rng.random((n, 1))
+    y = np.minimum((q.cumsum(axis=1) < u).sum(axis=1), n_classes - 1)
+    return factor * z, y
 
 
 #: the arguments of the full data sets' loaders

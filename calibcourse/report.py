@@ -25,39 +25,23 @@ __all__ = ["calibration_report", "run_summary", "sweep_table", "seed_predictions
            "CLAIM_KEYS", "CLAIMS_GLUE_NAME", "check_claims", "ledger_page"]
 
 
+@document(("result", "calibcourse.train.RunResult", "A run with ``val`` and ``test`` logits and labels."),
+          "n_bins", ("n_boot", "int, default=1000", "Bootstrap resamples of the ECE's interval."), "seed",
+          returns=("dict", "``error``, ``nll``, ``ece``, ``ece_low``, ``ece_high`` (95 % interval of "
+                           ":func:`calibcourse.stats.interval`: bias-corrected ECE, bias-aware bootstrap "
+                           "interval), ``ece_plugin`` (the plain estimate), ``mce``, ``temperature``, ``ece_ts`` "
+                           "(test ECE after temperature scaling), ``mean_conf``; fractions, NLL in nats."))
 def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> dict:
     """Test-split measures of a run, and the NLL-optimal temperature fitted on its validation split.
 
-    Parameters
-    ----------
-    result : calibcourse.train.RunResult
-        A run with ``val`` and ``test`` logits and labels.
-    n_bins : int, default=15
-        Bins of the ECE and MCE.
-    n_boot : int, default=1000
-        Bootstrap resamples of the ECE's interval.
-    seed : int, default=0
-        Seed of the resampling.
-
-    Returns
-    -------
-    dict
-        ``error``, ``nll``, ``ece``, ``ece_low``, ``ece_high`` (95 % interval of
-        :func:`calibcourse.stats.interval`: bias-corrected ECE, bias-aware bootstrap interval),
-        ``ece_plugin`` (the plain estimate), ``mce``, ``temperature``, ``ece_ts`` (test ECE after
-        temperature scaling), ``mean_conf``; fractions, NLL in nats.
-
     Examples
     --------
-    >>> import pandas as pd
+    >>> from calibcourse.data import scaled_logits
     >>> from calibcourse.train import RunResult
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(2000, 3)); y = (rng.random(2000)[:, None] > np.cumsum(M.softmax(z), 1)).sum(1)
-    >>> def run(seed, factor=3.0):  # a model that reports factor x the true logits, plus its seed's noise
-    ...     zz = factor * z + 0.1 * np.random.default_rng(seed).normal(size=z.shape)
-    ...     return RunResult({}, pd.DataFrame(), {"val_logits": zz[:1000], "val_labels": y[:1000],
-    ...                                           "test_logits": zz[1000:], "test_labels": y[1000:]})
-    >>> s = run_summary(run(0), n_boot=100)
+    >>> z, y = scaled_logits(2000, 3, factor=3.0, seed=0)  # overconfident: T* = 3
+    >>> r = RunResult({}, None, {"val_logits": z[:1000], "val_labels": y[:1000], "test_logits": z[1000:],
+    ...                          "test_labels": y[1000:]})
+    >>> s = run_summary(r, n_boot=100)
     >>> round(s["temperature"]), s["ece_ts"] < s["ece_plugin"], s["ece_low"] <= s["ece"] <= s["ece_high"]
     (3, True, True)
     """
@@ -98,16 +82,12 @@ def seed_predictions(results: dict, split: str = "test"):
 
     Examples
     --------
-    >>> import pandas as pd
+    >>> from calibcourse.data import scaled_logits
     >>> from calibcourse.train import RunResult
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(2000, 3)); y = (rng.random(2000)[:, None] > np.cumsum(M.softmax(z), 1)).sum(1)
-    >>> def run(seed, factor=3.0):  # a model that reports factor x the true logits, plus its seed's noise
-    ...     zz = factor * z + 0.1 * np.random.default_rng(seed).normal(size=z.shape)
-    ...     return RunResult({}, pd.DataFrame(), {"val_logits": zz[:1000], "val_labels": y[:1000],
-    ...                                           "test_logits": zz[1000:], "test_labels": y[1000:]})
-    >>> probs, y = seed_predictions({"s0": run(0), "s1": run(1)})
-    >>> len(probs), probs[0].shape, y.shape
+    >>> z, y = scaled_logits(1000, 3, factor=1.0, seed=0)
+    >>> runs = {f"s{s}": RunResult({}, None, {"test_logits": (2 + s) * z, "test_labels": y}) for s in range(2)}
+    >>> probs, labels = seed_predictions(runs)
+    >>> len(probs), probs[0].shape, labels.shape
     (2, (1000, 3), (1000,))
     """
     found = list(results.values())
@@ -144,15 +124,14 @@ def sweep_table(results: dict, key_of, n_boot: int = 1000):
 
     Examples
     --------
-    >>> import pandas as pd
+    >>> from calibcourse.data import scaled_logits
     >>> from calibcourse.train import RunResult
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(2000, 3)); y = (rng.random(2000)[:, None] > np.cumsum(M.softmax(z), 1)).sum(1)
-    >>> def run(seed, factor=3.0):  # a model that reports factor x the true logits, plus its seed's noise
+    >>> z, y = scaled_logits(2000, 3, factor=1.0, seed=0)
+    >>> def run(factor, seed):  # each seed adds noise of its own to the same samples' logits
     ...     zz = factor * z + 0.1 * np.random.default_rng(seed).normal(size=z.shape)
-    ...     return RunResult({}, pd.DataFrame(), {"val_logits": zz[:1000], "val_labels": y[:1000],
-    ...                                           "test_logits": zz[1000:], "test_labels": y[1000:]})
-    >>> runs = {f"f{f}/s{s}": run(s, f) for f in (1.0, 3.0) for s in (0, 1, 2)}
+    ...     return RunResult({}, None, {"val_logits": zz[:1000], "val_labels": y[:1000],
+    ...                                 "test_logits": zz[1000:], "test_labels": y[1000:]})
+    >>> runs = {f"f{f}/s{s}": run(f, s) for f in (1.0, 3.0) for s in (0, 1, 2)}
     >>> t = sweep_table(runs, key_of=lambda n: float(n[1:4]), n_boot=100)
     >>> t.index.tolist(), t["n_seeds"].tolist(), t["temperature"].round().tolist()
     ([1.0, 3.0], [3, 3], [1.0, 3.0])
@@ -179,24 +158,17 @@ def sweep_table(results: dict, key_of, n_boot: int = 1000):
     return pd.DataFrame(rows).set_index("value").sort_index()
 
 
+#: the arguments of the formatters
+_SCALE = ("scale", "float, default=100.0", "Multiplies the numbers (100: fractions to percent or percentage points).")
+_DIGITS = ("digits", "int, default=1", "Decimals.")
+
+
+@document(("d", "calibcourse.stats.Difference or sequence of float", "``(estimate, low, high, ...)``."), _SCALE,
+          ("unit", 'str, default="points"', "Appended after a space (nothing if empty)."), _DIGITS,
+          returns=("str", "The signed estimate and interval."))
 def fmt_difference(d, scale: float = 100.0, unit: str = "points", digits: int = 1) -> str:
     """``"+1.2 [+0.5, +1.9] points"``: a difference (:class:`calibcourse.stats.Difference`) with its
     interval, signed, in percentage points by default.
-
-    Parameters
-    ----------
-    d : calibcourse.stats.Difference or sequence of float
-        ``(estimate, low, high, ...)``.
-    scale : float, default=100.0
-        Multiplies the numbers (100: fractions to percentage points).
-    unit : str, default="points"
-        Appended after a space (nothing if empty).
-    digits : int, default=1
-        Decimals.
-
-    Returns
-    -------
-    str
 
     Examples
     --------
@@ -210,21 +182,10 @@ def fmt_difference(d, scale: float = 100.0, unit: str = "points", digits: int = 
     return f"{f(d[0])} [{f(d[1])}, {f(d[2])}]{unit}"
 
 
+@document(("value, low, high", "float", "The estimate and its interval."), _SCALE, _DIGITS,
+          returns=("str", "The estimate and its interval."))
 def fmt_ci(value: float, low: float, high: float, scale: float = 100.0, digits: int = 1) -> str:
     """``"4.5 [3.7, 5.6]"``: an estimate and its interval, in percent by default.
-
-    Parameters
-    ----------
-    value, low, high : float
-        The estimate and its interval.
-    scale : float, default=100.0
-        Multiplies the numbers (100: fractions to percent).
-    digits : int, default=1
-        Decimals.
-
-    Returns
-    -------
-    str
 
     Examples
     --------
@@ -267,16 +228,14 @@ def post_hoc_table(models: dict, methods: dict, n_bins: int = 15, n_boot: int = 
 
     Examples
     --------
-    >>> import pandas as pd
-    >>> from calibcourse.train import RunResult
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(2000, 3)); y = (rng.random(2000)[:, None] > np.cumsum(M.softmax(z), 1)).sum(1)
-    >>> def run(seed, factor=3.0):  # a model that reports factor x the true logits, plus its seed's noise
-    ...     zz = factor * z + 0.1 * np.random.default_rng(seed).normal(size=z.shape)
-    ...     return RunResult({}, pd.DataFrame(), {"val_logits": zz[:1000], "val_labels": y[:1000],
-    ...                                           "test_logits": zz[1000:], "test_labels": y[1000:]})
+    An underconfident network (``T* = 1/2``), its temperature fitted on the validation half:
+
+    >>> from calibcourse import data, train
     >>> from calibcourse.calibrators import TemperatureScaling
-    >>> table = post_hoc_table({"net": run(0)}, {"none": None, "TS": TemperatureScaling()}, n_boot=50)
+    >>> z, y = data.scaled_logits(3000, 4, factor=0.5, seed=2)
+    >>> net = train.RunResult({}, None, dict(val_logits=z[:1500], val_labels=y[:1500], test_logits=z[1500:],
+    ...                                      test_labels=y[1500:]))
+    >>> table = post_hoc_table({"net": net}, {"none": None, "TS": TemperatureScaling()}, n_boot=50)
     >>> table[["model", "method"]].values.tolist(), bool(table.ece[1] < table.ece[0])
     ([['net', 'none'], ['net', 'TS']], True)
     >>> bool(table.error[0] == table.error[1])  # a temperature keeps every argmax

@@ -11,19 +11,12 @@ import torch
 
 from calibcourse import calibrators as C
 from calibcourse import metrics as M
-
-
-def sample_labels(probs, rng):
-    u = rng.random((probs.shape[0], 1))
-    return np.minimum((probs.cumsum(1) < u).sum(1), probs.shape[1] - 1)
+from calibcourse.data import scaled_logits
 
 
 def overconfident(n, k, factor, seed=0, spread=1.5):
     """Labels drawn from softmax(z); the model reports factor * z (overconfident if factor > 1)."""
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=(n, k)) * spread
-    y = sample_labels(M.softmax(z), rng)
-    return factor * z, y
+    return scaled_logits(n, k, factor=factor, spread=spread, seed=seed)
 
 
 def binary_miscalibrated(n, seed=0):
