@@ -30,7 +30,8 @@ __all__ = ["calibration_report", "run_summary", "sweep_table", "seed_predictions
           returns=("dict", "``error``, ``nll``, ``ece``, ``ece_low``, ``ece_high`` (95 % interval of "
                            ":func:`calibcourse.stats.interval`: bias-corrected ECE, bias-aware bootstrap "
                            "interval), ``ece_plugin`` (the plain estimate), ``mce``, ``temperature``, ``ece_ts`` "
-                           "(test ECE after temperature scaling), ``mean_conf``; fractions, NLL in nats."))
+                           "(the plain test ECE after temperature scaling: compare it with ``ece_plugin``), "
+                           "``mean_conf``; fractions, NLL in nats."))
 def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> dict:
     """Test-split measures of a run, and the NLL-optimal temperature fitted on its validation split.
 
@@ -92,11 +93,11 @@ def seed_predictions(results: dict, split: str = "test"):
     """
     found = list(results.values())
     if not found:
-        raise ValueError("results is empty: no run to take test predictions from")
+        raise ValueError(f"results is empty: no run to take {split} predictions from")
     y = found[0].labels(split)
     for name, r in results.items():
         if not np.array_equal(r.labels(split), y):
-            raise ValueError(f"run {name!r} has another test set than {next(iter(results))!r}; seeds of one "
+            raise ValueError(f"run {name!r} has another {split} set than {next(iter(results))!r}; seeds of one "
                              "configuration must share it")
     return [r.probs(split) for r in found], y
 
@@ -266,7 +267,8 @@ def post_hoc_binary(models: dict, methods: dict, score, n_bins: int = 15, n_boot
     methods : dict
         ``{column name: binary calibrator}``, each cloned and fitted per run.
     score : callable
-        ``score(result, split)`` gives the score a calibrator takes (e.g. P(positive)).
+        ``score(result, split)`` gives the score a calibrator takes (e.g. P(positive)); the test
+        split's score is also the "uncalibrated" row, so it must be a probability.
     n_bins : int, default=15
         Bins of the ECE and MCE.
     n_boot : int, default=1000
@@ -277,9 +279,10 @@ def post_hoc_binary(models: dict, methods: dict, score, n_bins: int = 15, n_boot
     Returns
     -------
     table : pandas.DataFrame
-        Indexed by (model, method), "uncalibrated" first: ``ECE``, ``ECE_low``, ``ECE_high``
-        (:func:`calibcourse.stats.interval`), ``MCE``, ``NLL``, ``error``, ``test errors``,
-        ``n_test``, ``n_val``; :func:`post_hoc_binary_view` formats it.
+        Indexed by (model, method), "uncalibrated" first: ``ece``, ``ece_low``, ``ece_high``
+        (:func:`calibcourse.stats.interval`), ``ece_plugin``, ``mce``, ``nll``, ``error`` (the
+        columns of :func:`post_hoc_table`), ``test_errors``, ``n_test``, ``n_val``;
+        :func:`post_hoc_binary_view` formats it.
     predictions : dict
         ``{(model, method): (probs, labels)}`` of the test split.
 
@@ -295,7 +298,7 @@ def post_hoc_binary(models: dict, methods: dict, score, n_bins: int = 15, n_boot
     >>> from scipy.special import expit
     >>> table, preds = post_hoc_binary({"net": r}, {"Platt": PlattScaling()},
     ...                                score=lambda r, split: expit(r.logits(split)), n_boot=50)
-    >>> table.index.tolist(), bool(table.loc[("net", "Platt"), "NLL"] < 0.6)
+    >>> table.index.tolist(), bool(table.nll["net", "Platt"] < table.nll["net", "uncalibrated"])
     ([('net', 'uncalibrated'), ('net', 'Platt')], True)
     """
     import pandas as pd
@@ -308,9 +311,10 @@ def post_hoc_binary(models: dict, methods: dict, score, n_bins: int = 15, n_boot
             outputs[method_name] = method.clone().fit(s_val, y_val).predict_proba(s_test)
         for method_name, p in outputs.items():
             ci = stats.interval(M.ece, p, y_test, n_boot=n_boot, seed=seed, n_bins=n_bins)
-            rows.append({"model": model_name, "method": method_name, "ECE": ci.estimate, "ECE_low": ci.low,
-                         "ECE_high": ci.high, "MCE": M.mce(p, y_test, n_bins=n_bins), "NLL": M.nll(p, y_test),
-                         "error": M.error(p, y_test), "test errors": int(round(M.error(p, y_test) * len(y_test))),
+            rows.append({"model": model_name, "method": method_name, "ece": ci.estimate, "ece_low": ci.low,
+                         "ece_high": ci.high, "ece_plugin": ci.plugin, "mce": M.mce(p, y_test, n_bins=n_bins),
+                         "nll": M.nll(p, y_test), "error": M.error(p, y_test),
+                         "test_errors": int(round(M.error(p, y_test) * len(y_test))),
                          "n_test": len(y_test), "n_val": len(y_val)})
             predictions[(model_name, method_name)] = (p, y_test)
     return pd.DataFrame(rows).set_index(["model", "method"]), predictions
@@ -335,19 +339,19 @@ def post_hoc_binary_view(table, digits: int = 2):
     Examples
     --------
     >>> import pandas as pd
-    >>> t = pd.DataFrame({"model": ["m"], "method": ["isotonic"], "ECE": [0.0123], "ECE_low": [0.01],
-    ...                   "ECE_high": [0.015], "MCE": [0.2], "NLL": [0.05], "test errors": [7]}).set_index(["model", "method"])
+    >>> t = pd.DataFrame({"model": ["m"], "method": ["isotonic"], "ece": [0.0123], "ece_low": [0.01],
+    ...                   "ece_high": [0.015], "mce": [0.2], "nll": [0.05], "test_errors": [7]}).set_index(["model", "method"])
     >>> post_hoc_binary_view(t).iloc[0, 1:].tolist()
     ['1.23 [1.00, 1.50]', '20.00', '0.0500']
     """
     import pandas as pd
 
     return pd.DataFrame({
-        "test errors": table["test errors"],
+        "test errors": table["test_errors"],
         "ECE (%) [95 % interval]": [fmt_ci(e, lo, hi, digits=digits)
-                                    for e, lo, hi in zip(table["ECE"], table["ECE_low"], table["ECE_high"])],
-        "MCE (%)": [f"{100 * v:.{digits}f}" for v in table["MCE"]],
-        "NLL (nats)": [f"{v:.4f}" for v in table["NLL"]],
+                                    for e, lo, hi in zip(table["ece"], table["ece_low"], table["ece_high"])],
+        "MCE (%)": [f"{100 * v:.{digits}f}" for v in table["mce"]],
+        "NLL (nats)": [f"{v:.4f}" for v in table["nll"]],
     }, index=table.index)
 
 
@@ -458,8 +462,8 @@ def seed_table(methods: dict, post_hoc: dict | None = None, split: str = "test")
 
 
 def seeds_view(per_seed, digits: int = 2):
-    """:func:`seed_table` as a page shows it: a row per method, each measure as "mean ± std" over seeds,
-    the training time per epoch as a mean (blank for a post-hoc row).
+    """:func:`seed_table` as a page shows it: a row per method, each measure as "mean ± std" over seeds
+    (the mean alone for a single seed), the training time per epoch as a mean (blank for a post-hoc row).
 
     Parameters
     ----------
@@ -471,7 +475,7 @@ def seeds_view(per_seed, digits: int = 2):
     Returns
     -------
     pandas.DataFrame
-        Indexed by method, in the order of ``per_seed``; strings (std 0 for a single seed).
+        Indexed by method, in the order of ``per_seed``; strings.
 
     Examples
     --------
@@ -486,8 +490,9 @@ def seeds_view(per_seed, digits: int = 2):
     order = list(dict.fromkeys(per_seed["method"]))
     cols = [c for c in per_seed.columns if c not in ("method", "seed", "train s/epoch")]
     g = per_seed.groupby("method", sort=False)
-    mean, std = g[cols].mean().loc[order], g[cols].std(ddof=1).loc[order].fillna(0.0)
-    shown = pd.DataFrame({c: [f"{m:.{digits}f} ± {s:.{digits}f}" for m, s in zip(mean[c], std[c])] for c in cols},
+    mean, std = g[cols].mean().loc[order], g[cols].std(ddof=1).loc[order]  # NaN for a single seed
+    shown = pd.DataFrame({c: [f"{m:.{digits}f}" + ("" if np.isnan(s) else f" ± {s:.{digits}f}")
+                              for m, s in zip(mean[c], std[c])] for c in cols},
                          index=pd.Index(order, name="method"))
     if "train s/epoch" in per_seed:
         t = g["train s/epoch"].mean().loc[order]
@@ -863,7 +868,9 @@ def _what_would_decide(est, low, high, null, n_test, n_seeds) -> str:
     """
     gap = abs(est - null)
     half = (high - low) / 2
-    if gap < 1e-12 or not n_test:
+    if not n_test:
+        return "the interval contains the boundary; its sample size was not given, so how much more data would decide it is unknown"
+    if gap < 1e-12:
         return "the estimate sits on the boundary: no test set size decides it; a larger effect would"
     factor = (half / gap) ** 2
     if n_seeds and n_seeds > 1:
@@ -998,8 +1005,8 @@ def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci:
     >>> calibration_report(probs, np.array([0, 1, 1, 1]), n_bins=5).columns.tolist()[:5]
     ['error', 'nll', 'brier', 'ece', 'mce']
     >>> rng = np.random.default_rng(0)
-    >>> p = rng.dirichlet(np.ones(3) / 3, 1000); y = rng.integers(0, 3, 1000)
-    >>> r = calibration_report(p, y, ci=True, n_boot=100)
+    >>> p = rng.dirichlet(np.ones(3) / 3, 300); y = rng.integers(0, 3, 300)
+    >>> r = calibration_report(p, y, ci=True, n_boot=20)
     >>> bool(r.loc["model", "ece_low"] <= r.loc["model", "ece"] <= r.loc["model", "ece_high"])
     True
     """

@@ -30,7 +30,7 @@ def test_run_summary_matches_metrics_and_temperature():
     assert s["ece_low"] <= s["ece"] <= s["ece_high"]
     assert s["temperature"] == pytest.approx(
         TemperatureScaling().fit(r.outputs["val_logits"], r.labels("val")).temperature_)
-    assert s["temperature"] > 1.5 and s["ece_ts"] < s["ece"]
+    assert s["temperature"] > 1.5 and s["ece_ts"] < s["ece_plugin"]  # both plain estimates
 
 
 def test_sweep_table_means_and_stds_over_seeds():
@@ -70,6 +70,10 @@ def test_ledger_verdicts_follow_from_intervals_and_round_trip_through_json():
     assert [c.verdict for c in led.claims] == ["held", "inconclusive", "not held", "not tested"]
     # an inconclusive claim says what would decide it: half-width 0.1 vs gap 0.03 -> (0.1 / 0.03)^2 = 11x
     assert led["b"].why == "about 11,100 test samples would decide it, if the estimate held"
+    # without a sample size it says that it cannot tell, not that the estimate sits on the boundary
+    e = led.claim("e", claim="lowers", source="x", effect="d", interval=(-0.01, -0.02, 0.01, 0.95))
+    assert e.verdict == "inconclusive" and "sample size was not given" in e.why
+    led.claims.remove(e)
     claims = json.loads(json.dumps([c.as_dict() for c in led.claims]))
     assert list(claims[0])[:len(R.CLAIM_KEYS)] == list(R.CLAIM_KEYS)
     R.check_claims(claims)
@@ -140,9 +144,10 @@ def test_post_hoc_binary_fits_on_validation_and_scores_on_test():
     iso = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(expit(z[:300]), y[:300])
     np.testing.assert_allclose(preds[("m", "isotonic")][0], iso.predict(expit(z[300:])), atol=1e-9)
     row = table.loc[("m", "uncalibrated")]
-    assert row["MCE"] == pytest.approx(M.mce(expit(z[300:]), y[300:]))
-    assert row["test errors"] == int(round(M.error(expit(z[300:]), y[300:]) * 300))
-    assert row["ECE_low"] <= row["ECE"] <= row["ECE_high"]
+    assert row["mce"] == pytest.approx(M.mce(expit(z[300:]), y[300:]))
+    assert row["test_errors"] == int(round(M.error(expit(z[300:]), y[300:]) * 300))
+    assert row["ece_low"] <= row["ece"] <= row["ece_high"]
+    assert row["ece_plugin"] == pytest.approx(M.ece(expit(z[300:]), y[300:]))
 
 
 def test_post_hoc_table_returns_the_predictions_it_scored():
@@ -174,8 +179,8 @@ def test_post_hoc_binary_view_states_units_and_matches_the_table():
     view = R.post_hoc_binary_view(table)
     assert list(view.columns) == ["test errors", "ECE (%) [95 % interval]", "MCE (%)", "NLL (nats)"]
     row = table.loc[("m", "Platt")]
-    assert view.loc[("m", "Platt"), "MCE (%)"] == f"{100 * row['MCE']:.2f}"
-    assert view.loc[("m", "Platt"), "ECE (%) [95 % interval]"].startswith(f"{100 * row['ECE']:.2f} [")
+    assert view.loc[("m", "Platt"), "MCE (%)"] == f"{100 * row['mce']:.2f}"
+    assert view.loc[("m", "Platt"), "ECE (%) [95 % interval]"].startswith(f"{100 * row['ece']:.2f} [")
 
 
 def test_seed_table_measures_every_seed_and_fits_post_hoc_rows_on_validation():
@@ -199,6 +204,8 @@ def test_seed_table_measures_every_seed_and_fits_post_hoc_rows_on_validation():
     ece_ce = per_seed.loc[per_seed["method"] == "CE", "ECE (%)"]
     assert view.loc["CE", "ECE (%)"] == f"{ece_ce.mean():.2f} ± {ece_ce.std(ddof=1):.2f}"
     assert view.loc["CE + TS", "train s/epoch"] == "" and view.loc["soft", "train s/epoch"] == "2.00"
+    one = R.seeds_view(per_seed[per_seed["seed"] == 0])  # one seed: no spread to show
+    assert one.loc["CE", "ECE (%)"] == f"{ece_ce.iloc[0]:.2f}"
     with pytest.raises(ValueError, match="not one of methods"):
         R.seed_table({"CE": ce}, post_hoc={"x": ("focal", C.TemperatureScaling())})
     with pytest.raises(ValueError, match="another test set"):
