@@ -59,6 +59,11 @@ DEFAULT_CONFIG = {
 }
 
 
+#: keys a config's ``data`` section may have: the defaults', the size of generated MNIST-1D, and
+#: where a full data set lies (``root``; prefer ``$CALIBCOURSE_DATA``: a root in the config is
+#: part of its cache key) and whether to fetch it (``download``)
+DATA_KEYS = {"name", "view", "split", "val_fraction", "n_train", "seed", "mnist1d_train", "mnist1d_test",
+             "root", "download"}
 #: keys a config may have that are not filled by default (so older configs keep their cache keys)
 OPTIONAL_KEYS = {"meta", "mixup_alpha", "keep_best", "augment", "amp", "milestones", "nesterov", "warmup"}
 #: optional keys dropped from the canonical config when they say "off" (``amp: False``,
@@ -139,7 +144,11 @@ def normalize_config(config: dict) -> dict:
         raise ValueError(f"config must be a dict; got {type(config).__name__}")
     unknown = set(config) - set(DEFAULT_CONFIG) - OPTIONAL_KEYS - {"name"}
     if unknown:
-        raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
+        raise ValueError(f"unknown config keys {sorted(unknown)}; known: "
+                         f"{sorted(set(DEFAULT_CONFIG) | OPTIONAL_KEYS | {'name'})}")
+    unknown = set(config.get("data") or {}) - DATA_KEYS
+    if unknown:
+        raise ValueError(f"unknown keys {sorted(unknown)} in data; known: {sorted(DATA_KEYS)}")
     if config.get("keep_best", "val_nll") != "val_nll":
         raise ValueError(f"keep_best must be 'val_nll' (keep the outputs of the epoch with the lowest "
                          f"validation NLL); got {config['keep_best']!r}")
@@ -166,10 +175,28 @@ def normalize_config(config: dict) -> dict:
     if cfg["schedule"] not in ("none", "cosine", "step"):
         raise ValueError(f"schedule must be 'none', 'cosine' or 'step'; got {cfg['schedule']!r}")
     for key in ("epochs", "batch_size"):
-        if not isinstance(cfg[key], int) or cfg[key] < 1:
+        if not isinstance(cfg[key], int) or isinstance(cfg[key], bool) or cfg[key] < 1:
             raise ValueError(f"{key} must be an integer >= 1; got {cfg[key]!r}")
+    for key, low in (("lr", "> 0"), ("weight_decay", ">= 0"), ("momentum", ">= 0"), ("mixup_alpha", "> 0")):
+        v = cfg.get(key)
+        if v is None or (key == "mixup_alpha" and v is False):
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 if low == "> 0" else v >= 0):
+            raise ValueError(f"{key} must be a number {low}; got {v!r}")
+    _check_step_loss(cfg)
     json.dumps(cfg)  # must be JSON-serialisable to be hashed
     return cfg
+
+
+def _check_step_loss(cfg: dict) -> None:
+    """The loss a step trains with must be the config's: mixup trains with cross-entropy, the
+    meta-learned step with the gamma-Net's focal loss; a config that names another is refused."""
+    if cfg.get("meta") and cfg.get("mixup_alpha"):
+        raise ValueError("meta and mixup_alpha cannot be combined: a run has one per-batch step")
+    for key, loss in (("mixup_alpha", "ce"), ("meta", "focal")):
+        if cfg.get(key) and (cfg["loss"] != loss or cfg["loss_kwargs"]):
+            raise ValueError(f"a config with {key} trains with loss {loss!r} (its step's own) and no loss_kwargs; "
+                             f"got loss={cfg['loss']!r}, loss_kwargs={cfg['loss_kwargs']!r}")
 
 
 def _check_recipe_keys(cfg: dict) -> None:
@@ -239,7 +266,8 @@ def _load_full(name):
     def load(d):
         from .data import load_full
 
-        # the root is where this machine keeps the data, not part of the run: never in the config's key
+        # the root is where this machine keeps the data, not part of the run: configs leave it out
+        # (a ``data.root`` would enter the cache key) and machines set $CALIBCOURSE_DATA
         root = d.get("root") or os.environ.get("CALIBCOURSE_DATA") or "~/data"
         # a smoke run reads small files in the real format: torchvision's md5 check would reject them
         X, y, Xt, yt = load_full(name, root, download=bool(d.get("download", False)), verify=smoke_caps() is None)
@@ -286,6 +314,8 @@ def load_data_splits(data_cfg: dict, return_stats: bool = False):
     from .data import normalize, one_vs_rest, stratified_split, two_class_subset
 
     d = _merge(DEFAULT_CONFIG["data"], data_cfg)
+    if d["name"] not in DATASETS:
+        raise ValueError(f"data name must be one of {', '.join(sorted(DATASETS))}; got {d['name']!r}")
     Xtr, ytr, Xva, yva, Xte, yte = DATASETS[d["name"]](d)
     view = d.get("view")
     if view:
@@ -336,6 +366,7 @@ def _chapter5_losses():
 
 #: name -> fn(logits, labels, **loss_kwargs) -> scalar loss
 LOSSES = {"ce": _ce, "bce": _bce, "nll": _nll, **_chapter5_losses()}
+_BUILTIN_LOSSES = frozenset(LOSSES)
 
 
 def register_loss(name: str, fn) -> None:
@@ -344,7 +375,8 @@ def register_loss(name: str, fn) -> None:
     Parameters
     ----------
     name : str
-        The name configs use (``"loss": name``); an existing name is replaced.
+        The name configs use (``"loss": name``); not one of the built-in losses. The cache
+        keys a run by this name, not by the function: give a changed loss a new name.
     fn : callable
         ``fn(logits, labels, **loss_kwargs) -> scalar tensor``, differentiable in ``logits``.
 
@@ -359,7 +391,17 @@ def register_loss(name: str, fn) -> None:
     >>> normalize_config({"loss": "ce_smooth_01"})["loss"]
     'ce_smooth_01'
     >>> del LOSSES["ce_smooth_01"]
+    >>> register_loss("ce", lambda z, y, **kw: 0)
+    Traceback (most recent call last):
+        ...
+    ValueError: 'ce' is a built-in loss; register yours under a new name
     """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string; got {name!r}")
+    if name in _BUILTIN_LOSSES:
+        raise ValueError(f"{name!r} is a built-in loss; register yours under a new name")
+    if not callable(fn):
+        raise ValueError(f"fn must be callable fn(logits, labels, **kwargs); got {type(fn).__name__}")
     LOSSES[name] = fn
 
 

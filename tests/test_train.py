@@ -53,10 +53,27 @@ def test_weight_decay_sgd_and_schedules_run():
     ({"learning_rate": 0.1}, "unknown config keys"),
     ({"model": {"name": "vgg"}}, "model.name must be one of"),
     ({"model": {"name": "frozen_features"}}, "model.backbone must be the run config"),
+    ({"epochs": True}, "epochs must be an integer >= 1"),
+    ({"lr": -0.1}, "lr must be a number > 0"),
+    ({"weight_decay": -1e-4}, "weight_decay must be a number >= 0"),
+    ({"mixup_alpha": -0.2}, "mixup_alpha must be a number > 0"),
+    ({"data": {"name": "digits", "n_trian": 100}}, r"unknown keys \['n_trian'\] in data"),
+    ({"mixup_alpha": 0.2, "loss": "focal"}, "trains with loss 'ce'"),
+    ({"meta": {"outer": "sece"}}, "trains with loss 'focal'"),
+    ({"meta": {"outer": "sece"}, "loss": "focal", "mixup_alpha": 0.2}, "cannot be combined"),
 ])
 def test_bad_configs_are_rejected(bad, match):
     with pytest.raises(ValueError, match=match):
         T.normalize_config({**SMALL, **bad})
+
+
+def test_unknown_keys_message_lists_the_optional_keys_and_losses_keep_their_names():
+    with pytest.raises(ValueError, match="mixup_alpha"):  # an optional key is listed among the known
+        T.normalize_config({**SMALL, "mixup": 0.2})
+    with pytest.raises(ValueError, match="data name must be one of"):
+        T.load_data_splits({"name": "imagenet"})
+    with pytest.raises(ValueError, match="built-in loss"):
+        T.register_loss("focal", lambda z, y: z.sum())
 
 
 def test_register_loss_makes_a_new_loss_available():
