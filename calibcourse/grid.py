@@ -33,6 +33,7 @@ import traceback
 from pathlib import Path
 
 from ._docs import document
+from ._env import environ
 from .cache import Cache, CacheError, config_key
 
 __all__ = ["TrainJob", "missing", "status", "unique_runs", "check_inputs", "train_serial", "train_local", "submit_slurm", "STATES",
@@ -303,6 +304,8 @@ def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: in
                  threads: int | None = 1) -> int:
     """Train the runs without an entry one after another in this process (``make train``).
 
+    A run that a local or SLURM job is training (:func:`status` says "running") is skipped.
+
     ``threads``: torch's threads while training (default 1, what a local job gets on two cores
     with two jobs: CPU convolutions and batch norm round differently with another number of
     threads, and the entries must not depend on the executor that wrote them; None leaves
@@ -326,24 +329,26 @@ def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: in
     import torch
 
     cache = cache or Cache()
-    before, before_env = torch.get_num_threads(), os.environ.get("CALIBCOURSE_THREADS")
-    if threads:  # train() reads CALIBCOURSE_THREADS (calibcourse.train.run_threads)
-        os.environ["CALIBCOURSE_THREADS"] = str(int(threads))
+    before = torch.get_num_threads()
+    if threads:
         torch.set_num_threads(int(threads))
     start = time.perf_counter()
+    # train() reads CALIBCOURSE_THREADS (calibcourse.train.run_threads)
     try:
-        for i, (name, cfg) in enumerate(configs.items(), start=1):
-            t = time.perf_counter()
-            hit = cache.load(cfg) is not None
-            if not hit:
+        with environ(CALIBCOURSE_THREADS=int(threads) if threads else None):
+            for i, (name, cfg) in enumerate(configs.items(), start=1):
+                t = time.perf_counter()
+                if cache.load(cfg) is not None:
+                    log(f"[{i}/{len(configs)}] {name}: cached")
+                    continue
+                state, detail = _run_state(cache, config_key(cfg))
+                if state == "running":  # a local or SLURM job trains it: its entry will appear
+                    log(f"[{i}/{len(configs)}] {name}: skipped, being trained by another job ({detail})")
+                    continue
                 cache.get_or_train(cfg, checkpoint_every=checkpoint_every)
-            log(f"[{i}/{len(configs)}] {name}: {'cached' if hit else f'trained in {time.perf_counter() - t:.1f} s'}")
+                log(f"[{i}/{len(configs)}] {name}: trained in {time.perf_counter() - t:.1f} s")
     finally:
         torch.set_num_threads(before)
-        if before_env is None:
-            os.environ.pop("CALIBCOURSE_THREADS", None)
-        else:
-            os.environ["CALIBCOURSE_THREADS"] = before_env
     log(f"{len(configs)} runs in {time.perf_counter() - start:.1f} s; cache {cache.size_bytes() / 1e6:.1f} MB")
     return 0
 
@@ -365,7 +370,7 @@ def train_local(configs: dict, jobs: int, cache: Cache | None = None, checkpoint
     """Train the missing runs on this machine, ``jobs`` at a time, through submitit's ``LocalExecutor``.
 
     Each job is its own process with ``OMP_WAIT_POLICY=PASSIVE`` and ``threads`` torch threads
-    (default ``cores // jobs``); this call waits for all of them and prints one line per run.
+    (default ``cores // jobs``; this process's environment is restored afterwards); this call waits for all of them and prints one line per run.
     Each job starts a Python process and imports torch (seconds): worth it for runs of minutes.
 
     Examples
@@ -392,8 +397,12 @@ def train_local(configs: dict, jobs: int, cache: Cache | None = None, checkpoint
     cache = cache or Cache()
     todo = list(missing(configs, cache).items())
     threads = threads or _threads_per_job(jobs)
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    os.environ["OMP_NUM_THREADS"] = str(threads)
+    with environ(OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS=threads):  # the jobs inherit them
+        return _run_local(todo, configs, jobs, cache, threads, checkpoint_every, log, submitit)
+
+
+def _run_local(todo, configs, jobs, cache, threads, checkpoint_every, log, submitit) -> int:
+    """:func:`train_local`'s loop: submit ``jobs`` at a time, wait, report each run."""
     folder = _grid_dir(cache) / "submitit"
     executor = submitit.LocalExecutor(folder=str(folder))
     executor.update_parameters(timeout_min=7 * 24 * 60)

@@ -3,7 +3,7 @@
 ``python -m calibcourse.pagecheck [_build/html]`` (``make check-pages``) opens each ``.html``
 page of the book (``_static/`` and ``_sources/`` aside) in Debian's ``chromium`` through
 Selenium and ``chromium-driver``, waits for MathJax to finish, and reports every breach of
-five rules, one line each:
+seven rules, one line each:
 
 ``math``
     raw TeX left in the text after MathJax ran: ``\\(``, ``\\[``, ``$$``, ``\\begin{`` or a
@@ -138,7 +138,7 @@ def text_problems(page: str, text: str, prose: str, attributes: str = "") -> lis
 
 
 def book_pages(html_dir) -> list[Path]:
-    """Every ``.html`` page of a built book, ``_static/`` and ``_sources/`` aside, sorted.
+    """Every ``.html`` page of a built book, ``_static/``, ``_sources/`` and ``_images/`` aside, sorted.
 
     Parameters
     ----------
@@ -221,6 +221,9 @@ def _driver(chromium: str | None = None, driver: str | None = None):
     if not chromium or not driver:
         raise RuntimeError("the page check needs Debian's chromium and chromium-driver: "
                            "apt-get install -y chromium chromium-driver (make check-pages does it)")
+    for what, path in (("chromium", chromium), ("driver", driver)):
+        if not os.path.isfile(path) or not os.access(path, os.X_OK):
+            raise RuntimeError(f"{what} {path!r} is not an executable file")
     opts = webdriver.ChromeOptions()
     opts.binary_location = chromium
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",

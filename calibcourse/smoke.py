@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._env import environ
+
 __all__ = ["write_fake_data", "smoke", "SMOKE_CAPS", "SIZES"]
 
 #: ``CALIBCOURSE_SMOKE`` of the runs: epochs, batches per epoch, samples per batch
@@ -200,7 +202,8 @@ def smoke(profile: str = "full", workdir=None, html: bool = True, processes: int
     and the book rendered. Nothing is written into the repository or the committed cache.
     It sets ``CALIBCOURSE_SMOKE``, ``CALIBCOURSE_DATA``, ``CALIBCOURSE_WEIGHTS``,
     ``CALIBCOURSE_CACHE``, ``CALIBCOURSE_QUIET``, ``OMP_WAIT_POLICY`` and ``PYTHONPATH`` in
-    this process's environment (``make smoke`` runs it in a process of its own).
+    this process's environment while it runs (the pages' kernels inherit them) and restores
+    them afterwards.
 
     Parameters
     ----------
@@ -247,24 +250,24 @@ def smoke(profile: str = "full", workdir=None, html: bool = True, processes: int
            # the executed pages import this checkout's package
            "PYTHONPATH": os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                                                         if p])}
-    os.environ.update(env)
-    start = time.perf_counter()
-    write_fake_data(work / "data")
-    _write_fake_weights(work / "weights")
-    log(f"smoke {profile}: small files in the real formats under {work} ({time.perf_counter() - start:.1f} s)")
-    t = time.perf_counter()
-    configs = experiments(profile)
-    _train_in_parts(configs, work / "cache", parts=processes)
-    log(f"smoke {profile}: {len(configs)} runs trained ({SMOKE_CAPS} epochs:batches:samples, {processes} "
-        f"processes) in {time.perf_counter() - t:.1f} s")
-    t = time.perf_counter()
-    root = _copy_book(work / "book")
-    build.execute_book(root, profile=profile, force=True, log=log)
-    build.write_ledger(root, build.notebook_pages(root), log=log)
-    if html:
-        build.build_html(root, log=log)
-    log(f"smoke {profile}: pages executed{' and rendered' if html else ''} in {time.perf_counter() - t:.1f} s; "
-        f"done in {time.perf_counter() - start:.1f} s")
+    with environ(**env):  # this process's environment is restored after: the work folder may be removed next
+        start = time.perf_counter()
+        write_fake_data(work / "data")
+        _write_fake_weights(work / "weights")
+        log(f"smoke {profile}: small files in the real formats under {work} ({time.perf_counter() - start:.1f} s)")
+        t = time.perf_counter()
+        configs = experiments(profile)
+        _train_in_parts(configs, work / "cache", parts=processes)
+        log(f"smoke {profile}: {len(configs)} runs trained ({SMOKE_CAPS} epochs:batches:samples, {processes} "
+            f"processes) in {time.perf_counter() - t:.1f} s")
+        t = time.perf_counter()
+        root = _copy_book(work / "book")
+        build.execute_book(root, profile=profile, force=True, log=log)
+        build.write_ledger(root, build.notebook_pages(root), log=log)
+        if html:
+            build.build_html(root, log=log)
+        log(f"smoke {profile}: pages executed{' and rendered' if html else ''} in {time.perf_counter() - t:.1f} s; "
+            f"done in {time.perf_counter() - start:.1f} s")
     return work
 
 

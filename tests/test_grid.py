@@ -44,6 +44,33 @@ def test_status_says_missing_done_running_and_failed(tmp_path):
     assert grid.status(configs, cache)[1]["state"] == "failed"
 
 
+def test_serial_training_skips_a_run_another_job_trains_and_restores_threads(tmp_path, monkeypatch):
+    import torch
+
+    cache = C.Cache(tmp_path)
+    configs = _configs(2)
+    keys = [C.config_key(c) for c in configs.values()]
+    grid._write_marker(cache, keys[0], state="running", executor="local", pid=os.getpid(), host=os.uname().nodename)
+    monkeypatch.delenv("CALIBCOURSE_THREADS", raising=False)
+    threads, lines = torch.get_num_threads(), []
+    assert grid.train_serial(configs, cache, log=lines.append, threads=1) == 0
+    assert "skipped, being trained by another job" in lines[0] and "trained in" in lines[1]
+    assert cache.load(configs["t/run0"]) is None and cache.load(configs["t/run1"]) is not None
+    assert torch.get_num_threads() == threads and "CALIBCOURSE_THREADS" not in os.environ
+
+
+def test_environ_restores_set_and_unset_variables(monkeypatch):
+    from calibcourse._env import environ
+
+    monkeypatch.setenv("CALIBCOURSE_A", "old")
+    monkeypatch.delenv("CALIBCOURSE_B", raising=False)
+    with pytest.raises(RuntimeError):
+        with environ(CALIBCOURSE_A=1, CALIBCOURSE_B="x", CALIBCOURSE_C=None):
+            assert os.environ["CALIBCOURSE_A"] == "1" and os.environ["CALIBCOURSE_B"] == "x"
+            raise RuntimeError("restored on an error too")
+    assert os.environ["CALIBCOURSE_A"] == "old" and "CALIBCOURSE_B" not in os.environ
+
+
 def test_runs_that_share_a_config_are_trained_once(tmp_path):
     configs = {"a": TINY, "b": dict(TINY), "c": {**TINY, "seed": 5}}
     assert len(grid.missing(configs, C.Cache(tmp_path))) == 2

@@ -117,6 +117,11 @@ def test_main_exit_status_and_summary(book, capsys):
     assert "raw_math.html: math" in out and "13 pages checked" in out and "1 passed, 12 failed" in out
 
 
+def test_a_named_browser_or_driver_that_is_not_there_is_a_clear_error(tmp_path):
+    with pytest.raises(RuntimeError, match="chromium .* is not an executable file"):
+        pagecheck.check_pages([], chromium=str(tmp_path / "chromium"), driver=str(tmp_path / "chromedriver"))
+
+
 def test_book_pages_skips_static_and_needs_index(tmp_path):
     with pytest.raises(FileNotFoundError, match="html_dir"):
         pagecheck.book_pages(tmp_path)
