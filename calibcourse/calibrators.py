@@ -526,14 +526,13 @@ class TemperatureScaling(_Calibrator):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(2000, 5))
-    >>> y = np.array([rng.choice(5, p=q) for q in M.softmax(z)])  # labels drawn from softmax(z)
-    >>> ts = TemperatureScaling().fit(3 * z, y)  # a network three times overconfident
-    >>> round(ts.temperature_, 1)
-    3.0
-    >>> ts.predict_proba(3 * z[:1]).round(3)  # about softmax(z[0])
-    array([[0.202, 0.156, 0.341, 0.198, 0.103]])
+    >>> from calibcourse.data import scaled_logits
+    >>> z3, y = scaled_logits(2000, 5, factor=3.0, seed=0)  # a network three times overconfident
+    >>> ts = TemperatureScaling().fit(z3, y)
+    >>> round(ts.temperature_, 2)  # the true 3, estimated from 2000 labels
+    2.95
+    >>> ts.predict_proba(z3[:1]).round(3), M.softmax(z3[:1] / 3).round(3)  # about the true probabilities
+    (array([[0.192, 0.13 , 0.421, 0.186, 0.07 ]]), array([[0.193, 0.131, 0.418, 0.187, 0.072]]))
     """
 
     _fitted_attr = "temperature_"
@@ -783,10 +782,9 @@ class VectorScaling(_AffineLogitScaling):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(2000, 3))
-    >>> y = np.array([rng.choice(3, p=q) for q in M.softmax(z)])
-    >>> VectorScaling(tie_weights=True, bias=False).fit(2 * z, y).coef_.round(1)  # w = 1/T
+    >>> from calibcourse.data import scaled_logits
+    >>> z2, y = scaled_logits(2000, 3, factor=2.0, spread=1.0, seed=0)
+    >>> VectorScaling(tie_weights=True, bias=False).fit(z2, y).coef_.round(1)  # w = 1/T
     array([0.5, 0.5, 0.5])
     """
 
@@ -828,9 +826,9 @@ class MatrixScaling(_AffineLogitScaling):
 
     Examples
     --------
-    >>> z = np.random.default_rng(0).normal(size=(3000, 3))
-    >>> y = (z + np.random.default_rng(1).gumbel(size=z.shape)).argmax(1)  # drawn from softmax(z)
-    >>> W = MatrixScaling().fit(2 * z, y).coef_
+    >>> from calibcourse.data import scaled_logits
+    >>> z2, y = scaled_logits(3000, 3, factor=2.0, spread=1.0, seed=0)
+    >>> W = MatrixScaling().fit(z2, y).coef_
     >>> (W - W[0]).round(1)  # W is identified up to a row added to every row: about I / 2 - (I / 2)[0]
     array([[ 0. ,  0. ,  0. ],
            [-0.5,  0.5,  0. ],

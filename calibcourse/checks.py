@@ -443,9 +443,9 @@ def check_grid_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: 
         ok, got = _call(report, label, fn, zv, yv, grid, n_bins)
         if not ok:
             continue
-        table = C.TemperatureScaling.grid(zv, yv, grid, n_bins=n_bins)
-        expected, t_nll = table.best("ece"), table.best("nll")
-        detail = f"grid {_short(grid)}; expected T = {expected:g} (validation ECE {table.ece.min():.4f}), got {got}"
+        search = C.TemperatureScaling.grid(zv, yv, grid, n_bins=n_bins)
+        expected, t_nll = search.best("ece"), search.best("nll")
+        detail = f"grid {_short(grid)}; expected T = {expected:g} (validation ECE {search.ece.min():.4f}), got {got}"
         hint = "compute the validation ECE of softmax(val_logits / T) for every T of the grid; return the T of the smallest"
         good = _close(got, expected, 1e-9)
         if not good and _close(got, t_nll, 1e-9):

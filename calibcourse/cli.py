@@ -75,8 +75,9 @@ def _train(cache: Cache, args) -> int:
           f"{len(todo)} without an entry in {cache.root}", flush=True)
     log = lambda line: print(line, flush=True)  # noqa: E731
     if args.executor == "serial":
-        return grid.train_serial(configs, cache, checkpoint_every=args.checkpoint_every, log=log,
-                                 threads=args.threads or 1)
+        skipped = grid.train_serial(configs, cache, checkpoint_every=args.checkpoint_every, log=log,
+                                    threads=args.threads or 1)
+        return 1 if skipped else 0  # runs another job trains have no entry yet
     if args.executor == "local":
         failed = grid.train_local(configs, args.jobs, cache, checkpoint_every=args.checkpoint_every, log=log,
                                   threads=args.threads)

@@ -397,7 +397,7 @@ _HOW_TO_GET = {
 
 
 def scaled_logits(n: int, n_classes: int = 10, factor: float = 2.0, spread: float = 1.5, seed: int = 0):
-    """Logits of a model that is miscalibrated by a known temperature (chapter 4; tests, benchmarks).
+    """Logits of a model that is miscalibrated by a known temperature (the package's examples, tests, benchmarks).
 
     True logits ``z ~ spread * N(0, 1)`` per class, a label drawn from ``softmax(z)`` for each
     sample, and the model reports ``factor * z``: overconfident for ``factor > 1``,

@@ -299,17 +299,17 @@ def check_inputs(configs: dict) -> None:
           ("log", "callable, default=print", "Where the progress lines go."),
           ("threads", "int or None, default=1",
            "Torch's threads while training (None leaves torch's setting); restored afterwards."),
-          returns=("int", "0."))
+          returns=("int", "The number of runs left without an entry because another job is training "
+                           "them (0 when every run is stored)."))
 def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: int = 5, log=print,
                  threads: int | None = 1) -> int:
     """Train the runs without an entry one after another in this process (``make train``).
 
     A run that a local or SLURM job is training (:func:`status` says "running") is skipped.
 
-    ``threads``: torch's threads while training (default 1, what a local job gets on two cores
-    with two jobs: CPU convolutions and batch norm round differently with another number of
-    threads, and the entries must not depend on the executor that wrote them; None leaves
-    torch's setting).
+    ``threads`` defaults to 1, what a local job gets on two cores with two jobs: CPU
+    convolutions and batch norm round differently with another number of threads, and the
+    entries must not depend on the executor that wrote them.
 
     Examples
     --------
@@ -332,7 +332,7 @@ def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: in
     before = torch.get_num_threads()
     if threads:
         torch.set_num_threads(int(threads))
-    start = time.perf_counter()
+    start, skipped = time.perf_counter(), 0
     # train() reads CALIBCOURSE_THREADS (calibcourse.train.run_threads)
     try:
         with environ(CALIBCOURSE_THREADS=int(threads) if threads else None):
@@ -344,13 +344,16 @@ def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: in
                 state, detail = _run_state(cache, config_key(cfg))
                 if state == "running":  # a local or SLURM job trains it: its entry will appear
                     log(f"[{i}/{len(configs)}] {name}: skipped, being trained by another job ({detail})")
+                    skipped += 1
                     continue
                 cache.get_or_train(cfg, checkpoint_every=checkpoint_every)
                 log(f"[{i}/{len(configs)}] {name}: trained in {time.perf_counter() - t:.1f} s")
     finally:
         torch.set_num_threads(before)
-    log(f"{len(configs)} runs in {time.perf_counter() - start:.1f} s; cache {cache.size_bytes() / 1e6:.1f} MB")
-    return 0
+    log(f"{len(configs)} runs in {time.perf_counter() - start:.1f} s"
+        + (f", {skipped} skipped (being trained by another job: `make status` follows them)" if skipped else "")
+        + f"; cache {cache.size_bytes() / 1e6:.1f} MB")
+    return skipped
 
 
 def _threads_per_job(jobs: int) -> int:

@@ -281,7 +281,7 @@ def post_hoc_binary(models: dict, methods: dict, score, n_bins: int = 15, n_boot
     table : pandas.DataFrame
         Indexed by (model, method), "uncalibrated" first: ``ece``, ``ece_low``, ``ece_high``
         (:func:`calibcourse.stats.interval`), ``ece_plugin``, ``mce``, ``nll``, ``error`` (the
-        columns of :func:`post_hoc_table`), ``test_errors``, ``n_test``, ``n_val``;
+        names of :func:`post_hoc_table`, plus ``mce``), ``test_errors``, ``n_test``, ``n_val``;
         :func:`post_hoc_binary_view` formats it.
     predictions : dict
         ``{(model, method): (probs, labels)}`` of the test split.
@@ -868,13 +868,13 @@ def _what_would_decide(est, low, high, null, n_test, n_seeds) -> str:
     """
     gap = abs(est - null)
     half = (high - low) / 2
-    if not n_test:
-        return "the interval contains the boundary; its sample size was not given, so how much more data would decide it is unknown"
     if gap < 1e-12:
         return "the estimate sits on the boundary: no test set size decides it; a larger effect would"
     factor = (half / gap) ** 2
     if n_seeds and n_seeds > 1:
         return f"about {factor:.1f}x the test samples and seeds would decide it, if the estimate held"
+    if not n_test:  # the interval's sample size was not given
+        return f"about {factor:.1f}x the data would decide it, if the estimate held"
     return f"about {int(round(n_test * factor, -2)):,} test samples would decide it, if the estimate held"
 
 

@@ -18,8 +18,10 @@ images and horizontal flips, drawn on the device), ``amp`` (``True``: mixed prec
 ``torch.autocast`` + ``GradScaler``, on CUDA only; ignored on the CPU and by the
 meta-learned step), ``milestones`` (the epochs where ``schedule="step"`` divides the
 rate by 10; default 50 % and 75 % of ``epochs``), ``warmup`` (``{"epochs": 1, "lr":
-0.01}``: that rate for the first epochs, then the config's) and ``nesterov`` (default:
-Nesterov momentum whenever ``momentum > 0``). A run can checkpoint every few epochs and
+0.01}``: that rate for the first epochs, then the config's), ``nesterov`` (default:
+Nesterov momentum whenever ``momentum > 0``), ``mixup_alpha`` (train on mixup batches,
+:class:`MixupStep`), ``meta`` (the meta-learned gamma-Net of chapter 5, :class:`MetaStep`) and
+``keep_best`` (``"val_nll"``: keep the outputs of the epoch with the lowest validation NLL). A run can checkpoint every few epochs and
 resume from the checkpoint with the same result as an uninterrupted run
 (``train(config, checkpoint=path)``). ``CALIBCOURSE_SMOKE="E:B[:S]"`` caps every run at
 ``E`` epochs of ``B`` batches of ``S`` samples (the smoke run of the ``full`` profile; its
@@ -67,8 +69,9 @@ DATA_KEYS = {"name", "view", "split", "val_fraction", "n_train", "seed", "mnist1
 #: keys a config may have that are not filled by default (so older configs keep their cache keys)
 OPTIONAL_KEYS = {"meta", "mixup_alpha", "keep_best", "augment", "amp", "milestones", "nesterov", "warmup"}
 #: optional keys dropped from the canonical config when they say "off" (``amp: False``,
-#: ``augment: None``, ``milestones: None``): a config that does not use them hashes as if absent
-_DROPPED_WHEN_OFF = ("augment", "amp", "milestones", "warmup")
+#: ``augment: None``, ``milestones: None``, ``mixup_alpha: None``, ``meta: {}``): a config that does
+#: not use them hashes as if absent
+_DROPPED_WHEN_OFF = ("augment", "amp", "milestones", "warmup", "mixup_alpha", "meta")
 #: the augmentation keys and what they mean
 AUGMENT_KEYS = {"crop_padding": "pixels of padding before a random crop back to the input size",
                 "hflip": "flip each image horizontally with probability 1/2"}
@@ -146,7 +149,9 @@ def normalize_config(config: dict) -> dict:
     if unknown:
         raise ValueError(f"unknown config keys {sorted(unknown)}; known: "
                          f"{sorted(set(DEFAULT_CONFIG) | OPTIONAL_KEYS | {'name'})}")
-    unknown = set(config.get("data") or {}) - DATA_KEYS
+    if not isinstance(config.get("data", {}), dict):
+        raise ValueError(f'data must be a dict like {{"name": "digits"}}; got {config["data"]!r}')
+    unknown = set(config.get("data", {})) - DATA_KEYS
     if unknown:
         raise ValueError(f"unknown keys {sorted(unknown)} in data; known: {sorted(DATA_KEYS)}")
     if config.get("keep_best", "val_nll") != "val_nll":
@@ -179,7 +184,7 @@ def normalize_config(config: dict) -> dict:
             raise ValueError(f"{key} must be an integer >= 1; got {cfg[key]!r}")
     for key, low in (("lr", "> 0"), ("weight_decay", ">= 0"), ("momentum", ">= 0"), ("mixup_alpha", "> 0")):
         v = cfg.get(key)
-        if v is None or (key == "mixup_alpha" and v is False):
+        if v is None:  # an optional key that is off (dropped above)
             continue
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 if low == "> 0" else v >= 0):
             raise ValueError(f"{key} must be a number {low}; got {v!r}")
@@ -315,7 +320,7 @@ def load_data_splits(data_cfg: dict, return_stats: bool = False):
 
     d = _merge(DEFAULT_CONFIG["data"], data_cfg)
     if d["name"] not in DATASETS:
-        raise ValueError(f"data name must be one of {', '.join(sorted(DATASETS))}; got {d['name']!r}")
+        raise ValueError(f"data.name must be one of {', '.join(sorted(DATASETS))}; got {d['name']!r}")
     Xtr, ytr, Xva, yva, Xte, yte = DATASETS[d["name"]](d)
     view = d.get("view")
     if view:
@@ -415,8 +420,9 @@ class RunResult:
     config : dict
         The normalized run config (:func:`normalize_config`).
     history : pandas.DataFrame
-        One row per epoch: ``epoch``, ``train_loss``, the validation and test error, NLL and
-        ECE, and the step's own columns (the gamma-Net's gammas in chapter 5).
+        One row per epoch: ``epoch``, ``train_loss``, ``val_error``, ``val_nll``,
+        ``test_error``, ``test_nll``, ``test_ece``, and the step's own columns (the gamma-Net's
+        gammas in chapter 5).
     outputs : dict of str to numpy.ndarray
         ``val_logits``, ``val_labels``, ``test_logits``, ``test_labels`` of the kept epoch,
         and what the config asks for beyond them; read them with :meth:`logits`,
@@ -448,7 +454,8 @@ class RunResult:
 
     def logits(self, split: str = "test"):
         """Logits of a split ("val", "test", or another stored set such as "best_test"): (n, K),
-        or (n,) for a single sigmoid logit."""
+        or (n,) for a single sigmoid logit ("epoch_test", kept with ``keep_epoch_logits``: one
+        such array per epoch)."""
         if f"{split}_logits" not in self.outputs:
             stored = sorted(k[: -len("_logits")] for k in self.outputs if k.endswith("_logits"))
             raise KeyError(f"split {split!r} has no logits in this run; stored: {', '.join(stored)}")

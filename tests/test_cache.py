@@ -24,6 +24,8 @@ def test_key_depends_on_config_and_code_version(monkeypatch):
     assert k == C.config_key(dict(CFG)) and len(k) == 20
     assert k != C.config_key({**CFG, "seed": 1})
     assert C.config_key({**CFG, "lr": 1e-3}) == k  # defaults filled before hashing
+    for off in ({"mixup_alpha": None}, {"meta": None}, {"meta": {}}, {"amp": False}, {"augment": None}):
+        assert C.config_key({**CFG, **off}) == k, f"{off} is the run without it: one entry"
     monkeypatch.setattr(C, "CODE_VERSION", C.CODE_VERSION + 1)
     assert C.config_key(CFG) != k
 

@@ -53,8 +53,9 @@ def test_serial_training_skips_a_run_another_job_trains_and_restores_threads(tmp
     grid._write_marker(cache, keys[0], state="running", executor="local", pid=os.getpid(), host=os.uname().nodename)
     monkeypatch.delenv("CALIBCOURSE_THREADS", raising=False)
     threads, lines = torch.get_num_threads(), []
-    assert grid.train_serial(configs, cache, log=lines.append, threads=1) == 0
+    assert grid.train_serial(configs, cache, log=lines.append, threads=1) == 1  # one run left to the other job
     assert "skipped, being trained by another job" in lines[0] and "trained in" in lines[1]
+    assert "1 skipped" in lines[-1]
     assert cache.load(configs["t/run0"]) is None and cache.load(configs["t/run1"]) is not None
     assert torch.get_num_threads() == threads and "CALIBCOURSE_THREADS" not in os.environ
 

@@ -70,9 +70,9 @@ def test_ledger_verdicts_follow_from_intervals_and_round_trip_through_json():
     assert [c.verdict for c in led.claims] == ["held", "inconclusive", "not held", "not tested"]
     # an inconclusive claim says what would decide it: half-width 0.1 vs gap 0.03 -> (0.1 / 0.03)^2 = 11x
     assert led["b"].why == "about 11,100 test samples would decide it, if the estimate held"
-    # without a sample size it says that it cannot tell, not that the estimate sits on the boundary
+    # without a sample size it says by how much the data must grow, not that the estimate sits on the boundary
     e = led.claim("e", claim="lowers", source="x", effect="d", interval=(-0.01, -0.02, 0.01, 0.95))
-    assert e.verdict == "inconclusive" and "sample size was not given" in e.why
+    assert e.verdict == "inconclusive" and e.why == "about 2.2x the data would decide it, if the estimate held"
     led.claims.remove(e)
     claims = json.loads(json.dumps([c.as_dict() for c in led.claims]))
     assert list(claims[0])[:len(R.CLAIM_KEYS)] == list(R.CLAIM_KEYS)

@@ -57,6 +57,9 @@ def test_weight_decay_sgd_and_schedules_run():
     ({"lr": -0.1}, "lr must be a number > 0"),
     ({"weight_decay": -1e-4}, "weight_decay must be a number >= 0"),
     ({"mixup_alpha": -0.2}, "mixup_alpha must be a number > 0"),
+    ({"mixup_alpha": 0}, "mixup_alpha must be a number > 0"),
+    ({"data": "digits"}, "data must be a dict"),
+    ({"data": None}, "data must be a dict"),
     ({"data": {"name": "digits", "n_trian": 100}}, r"unknown keys \['n_trian'\] in data"),
     ({"mixup_alpha": 0.2, "loss": "focal"}, "trains with loss 'ce'"),
     ({"meta": {"outer": "sece"}}, "trains with loss 'focal'"),
@@ -70,7 +73,7 @@ def test_bad_configs_are_rejected(bad, match):
 def test_unknown_keys_message_lists_the_optional_keys_and_losses_keep_their_names():
     with pytest.raises(ValueError, match="mixup_alpha"):  # an optional key is listed among the known
         T.normalize_config({**SMALL, "mixup": 0.2})
-    with pytest.raises(ValueError, match="data name must be one of"):
+    with pytest.raises(ValueError, match="data.name must be one of"):
         T.load_data_splits({"name": "imagenet"})
     with pytest.raises(ValueError, match="built-in loss"):
         T.register_loss("focal", lambda z, y: z.sum())
