@@ -826,9 +826,10 @@ class MatrixScaling(_AffineLogitScaling):
 
     Examples
     --------
-    >>> from calibcourse.data import scaled_logits
-    >>> z2, y = scaled_logits(3000, 3, factor=2.0, spread=1.0, seed=0)
-    >>> W = MatrixScaling().fit(z2, y).coef_
+    A network twice overconfident (``data.scaled_logits``): ``W`` about ``I / 2``.
+
+    >>> from calibcourse import data
+    >>> W = MatrixScaling().fit(*data.scaled_logits(3000, 3, factor=2.0, spread=1.0, seed=0)).coef_
     >>> (W - W[0]).round(1)  # W is identified up to a row added to every row: about I / 2 - (I / 2)[0]
     array([[ 0. ,  0. ,  0. ],
            [-0.5,  0.5,  0. ],
