@@ -103,35 +103,32 @@ except ImportError:  # pragma: no cover
 class TrainJob(_Checkpointable):
     """One run as a submitit job: ``TrainJob()(config, cache_root, threads, checkpoint_every)``.
 
-    Sets torch's threads (``threads``; OpenMP waits passively), marks the run as running,
-    trains it through the cache with checkpoints, and marks it failed (with the error) if it
-    raises. A ``submitit.helpers.Checkpointable``: SLURM requeues it after a preemption or
+    Has the run train with ``threads`` torch threads (OpenMP waits passively), marks it as
+    running, trains it through the cache with checkpoints, and marks it failed (with the
+    error) if it raises. A ``submitit.helpers.Checkpointable``: SLURM requeues it after a preemption or
     a time-out, and the requeued job resumes from the run's checkpoint. It is meant to run
-    in a process of its own: it sets the process's thread count and environment.
+    in a process of its own: it sets the process's environment.
 
     Examples
     --------
     In this process, with a tiny run (the job returns the entry's key and the run's time):
 
-    >>> import os, tempfile, torch
-    >>> before, env = torch.get_num_threads(), dict(os.environ)
+    >>> import os, tempfile
+    >>> env = dict(os.environ)
     >>> cfg = {"data": {"name": "digits", "n_train": 200}, "model": {"name": "mlp", "depth": 1, "width": 8},
     ...        "epochs": 1}
     >>> root = tempfile.mkdtemp()
     >>> out = TrainJob()(cfg, root, threads=1)
     >>> out["key"] == config_key(cfg), [row["state"] for row in status({"a": cfg}, Cache(root))]
     (True, ['done'])
-    >>> torch.set_num_threads(before); os.environ.clear(); os.environ.update(env)
+    >>> os.environ.clear(); os.environ.update(env)
     """
 
     def __call__(self, config: dict, cache_root: str, threads: int | None = None, checkpoint_every: int = 5):
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         os.environ.setdefault("CALIBCOURSE_QUIET", "1")
-        import torch
-
-        if threads:  # train() reads CALIBCOURSE_THREADS (calibcourse.train.run_threads)
+        if threads:  # train() sets torch's threads from it (calibcourse.train.run_threads)
             os.environ["CALIBCOURSE_THREADS"] = str(int(threads))
-            torch.set_num_threads(int(threads))
         cache = Cache(cache_root)
         key = config_key(config)
         _write_marker(cache, key, state="running", pid=os.getpid(), host=socket.gethostname(),
@@ -298,7 +295,7 @@ def check_inputs(configs: dict) -> None:
           ("checkpoint_every", "int, default=5", "Epochs between checkpoints."),
           ("log", "callable, default=print", "Where the progress lines go."),
           ("threads", "int or None, default=1",
-           "Torch's threads while training (None leaves torch's setting); restored afterwards."),
+           "Torch's threads while training (None: ``$CALIBCOURSE_THREADS``, else 1)."),
           returns=("int", "The number of runs left without an entry because another job is training "
                            "them (0 when every run is stored)."))
 def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: int = 5, log=print,
@@ -326,30 +323,22 @@ def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: in
     1 runs in ... s; cache ... MB
     0
     """
-    import torch
-
     cache = cache or Cache()
-    before = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(int(threads))
     start, skipped = time.perf_counter(), 0
-    # train() reads CALIBCOURSE_THREADS (calibcourse.train.run_threads)
-    try:
-        with environ(CALIBCOURSE_THREADS=int(threads) if threads else None):
-            for i, (name, cfg) in enumerate(configs.items(), start=1):
-                t = time.perf_counter()
-                if cache.load(cfg) is not None:
-                    log(f"[{i}/{len(configs)}] {name}: cached")
-                    continue
-                state, detail = _run_state(cache, config_key(cfg))
-                if state == "running":  # a local or SLURM job trains it: its entry will appear
-                    log(f"[{i}/{len(configs)}] {name}: skipped, being trained by another job ({detail})")
-                    skipped += 1
-                    continue
-                cache.get_or_train(cfg, checkpoint_every=checkpoint_every)
-                log(f"[{i}/{len(configs)}] {name}: trained in {time.perf_counter() - t:.1f} s")
-    finally:
-        torch.set_num_threads(before)
+    # train() sets torch's threads from CALIBCOURSE_THREADS (calibcourse.train.run_threads) and restores them
+    with environ(CALIBCOURSE_THREADS=int(threads) if threads else None):
+        for i, (name, cfg) in enumerate(configs.items(), start=1):
+            t = time.perf_counter()
+            if cache.load(cfg) is not None:
+                log(f"[{i}/{len(configs)}] {name}: cached")
+                continue
+            state, detail = _run_state(cache, config_key(cfg))
+            if state == "running":  # a local or SLURM job trains it: its entry will appear
+                log(f"[{i}/{len(configs)}] {name}: skipped, being trained by another job ({detail})")
+                skipped += 1
+                continue
+            cache.get_or_train(cfg, checkpoint_every=checkpoint_every)
+            log(f"[{i}/{len(configs)}] {name}: trained in {time.perf_counter() - t:.1f} s")
     log(f"{len(configs)} runs in {time.perf_counter() - start:.1f} s"
         + (f", {skipped} skipped (being trained by another job: `make status` follows them)" if skipped else "")
         + f"; cache {cache.size_bytes() / 1e6:.1f} MB")
@@ -373,7 +362,8 @@ def train_local(configs: dict, jobs: int, cache: Cache | None = None, checkpoint
     """Train the missing runs on this machine, ``jobs`` at a time, through submitit's ``LocalExecutor``.
 
     Each job is its own process with ``OMP_WAIT_POLICY=PASSIVE`` and ``threads`` torch threads
-    (default ``cores // jobs``; this process's environment is restored afterwards); this call waits for all of them and prints one line per run.
+    (default ``cores // jobs``; this process's environment is restored afterwards); this call
+    waits for all of them and prints one line per run.
     Each job starts a Python process and imports torch (seconds): worth it for runs of minutes.
 
     Examples
