@@ -198,6 +198,13 @@ def fmt_ci(value: float, low: float, high: float, scale: float = 100.0, digits: 
     return f"{scale * value:.{digits}f} [{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
 
 
+def _post_hoc_row(model, method, p, y, n_bins: int, n_boot: int, seed: int) -> dict:
+    """The columns :func:`post_hoc_table` and :func:`post_hoc_binary` share, for one calibrated model."""
+    ci = stats.interval(M.ece, p, y, n_boot=n_boot, seed=seed, n_bins=n_bins)
+    return {"model": model, "method": method, "ece": ci.estimate, "ece_low": ci.low, "ece_high": ci.high,
+            "ece_plugin": ci.plugin, "error": M.error(p, y), "nll": M.nll(p, y)}
+
+
 def post_hoc_table(models: dict, methods: dict, n_bins: int = 15, n_boot: int = 200, seed: int = 0,
                    return_predictions: bool = False):
     """Guo et al.'s Table 1 for our runs: test ECE of every post-hoc method, fitted on validation.
@@ -251,9 +258,7 @@ def post_hoc_table(models: dict, methods: dict, n_bins: int = 15, n_boot: int = 
         for method_name, method in methods.items():
             p = M.logits_to_probs(z_test) if method is None else method.clone().fit(z_val, y_val).predict_proba(z_test)
             predictions[(model_name, method_name)] = p
-            ci = stats.interval(M.ece, p, y_test, n_boot=n_boot, seed=seed, n_bins=n_bins)
-            rows.append({"model": model_name, "method": method_name, "ece": ci.estimate, "ece_low": ci.low,
-                         "ece_high": ci.high, "ece_plugin": ci.plugin, "error": M.error(p, y_test), "nll": M.nll(p, y_test)})
+            rows.append(_post_hoc_row(model_name, method_name, p, y_test, n_bins, n_boot, seed))
     return (pd.DataFrame(rows), predictions) if return_predictions else pd.DataFrame(rows)
 
 
@@ -310,11 +315,8 @@ def post_hoc_binary(models: dict, methods: dict, score, n_bins: int = 15, n_boot
         for method_name, method in methods.items():
             outputs[method_name] = method.clone().fit(s_val, y_val).predict_proba(s_test)
         for method_name, p in outputs.items():
-            ci = stats.interval(M.ece, p, y_test, n_boot=n_boot, seed=seed, n_bins=n_bins)
-            rows.append({"model": model_name, "method": method_name, "ece": ci.estimate, "ece_low": ci.low,
-                         "ece_high": ci.high, "ece_plugin": ci.plugin, "mce": M.mce(p, y_test, n_bins=n_bins),
-                         "nll": M.nll(p, y_test), "error": M.error(p, y_test),
-                         "test_errors": int(round(M.error(p, y_test) * len(y_test))),
+            row = _post_hoc_row(model_name, method_name, p, y_test, n_bins, n_boot, seed)
+            rows.append({**row, "mce": M.mce(p, y_test, n_bins=n_bins), "test_errors": int(round(row["error"] * len(y_test))),
                          "n_test": len(y_test), "n_val": len(y_val)})
             predictions[(model_name, method_name)] = (p, y_test)
     return pd.DataFrame(rows).set_index(["model", "method"]), predictions

@@ -22,6 +22,18 @@ def fake_run(seed, factor, shared_test=False):
                                           "test_logits": factor * z[300:], "test_labels": y[300:]})
 
 
+def binary_run(seed, n, scale, temperature):
+    """A sigmoid run, split in halves: logits ``scale * N(0, 1)``, labels drawn from sigmoid(z / temperature)."""
+    from scipy.special import expit
+
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n) * scale
+    y = (rng.random(n) < expit(z / temperature)).astype(int)
+    h = n // 2
+    return z, y, RunResult({}, pd.DataFrame(), {"val_logits": z[:h], "val_labels": y[:h],
+                                                "test_logits": z[h:], "test_labels": y[h:]})
+
+
 def test_run_summary_matches_metrics_and_temperature():
     r = fake_run(0, 3.0)
     s = R.run_summary(r, n_boot=50)
@@ -119,11 +131,7 @@ def test_post_hoc_table_reads_a_binary_run_through_the_sigmoid():
     """One logit per sample is P(y = 1) = sigmoid(z), never a softmax across samples."""
     from scipy.special import expit
 
-    rng = np.random.default_rng(0)
-    z = rng.normal(size=400) * 2
-    y = (rng.random(400) < expit(z)).astype(int)
-    r = RunResult({}, pd.DataFrame(), {"val_logits": z[:200], "val_labels": y[:200],
-                                       "test_logits": z[200:], "test_labels": y[200:]})
+    z, y, r = binary_run(0, 400, scale=2, temperature=1)
     df = R.post_hoc_table({"m": r}, {"uncalibrated": None}, n_boot=20)
     assert df.loc[0, "nll"] == pytest.approx(M.nll(expit(z[200:]), y[200:]))
 
@@ -134,11 +142,7 @@ def test_post_hoc_binary_fits_on_validation_and_scores_on_test():
 
     from calibcourse import calibrators as C
 
-    rng = np.random.default_rng(1)
-    z = rng.normal(size=600) * 3
-    y = (rng.random(600) < expit(z / 2)).astype(int)
-    r = RunResult({}, pd.DataFrame(), {"val_logits": z[:300], "val_labels": y[:300],
-                                       "test_logits": z[300:], "test_labels": y[300:]})
+    z, y, r = binary_run(1, 600, scale=3, temperature=2)
     table, preds = R.post_hoc_binary({"m": r}, {"isotonic": C.IsotonicCalibration()},
                                      score=lambda res, split: res.probs(split), n_boot=20)
     iso = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(expit(z[:300]), y[:300])
@@ -166,15 +170,9 @@ def test_post_hoc_table_returns_the_predictions_it_scored():
 
 
 def test_post_hoc_binary_view_states_units_and_matches_the_table():
-    from scipy.special import expit
-
     from calibcourse import calibrators as C
 
-    rng = np.random.default_rng(2)
-    z = rng.normal(size=600) * 3
-    y = (rng.random(600) < expit(z / 2)).astype(int)
-    r = RunResult({}, pd.DataFrame(), {"val_logits": z[:300], "val_labels": y[:300],
-                                       "test_logits": z[300:], "test_labels": y[300:]})
+    _, _, r = binary_run(2, 600, scale=3, temperature=2)
     table, _ = R.post_hoc_binary({"m": r}, {"Platt": C.PlattScaling()}, score=lambda res, s: res.probs(s), n_boot=20)
     view = R.post_hoc_binary_view(table)
     assert list(view.columns) == ["test errors", "ECE (%) [95 % interval]", "MCE (%)", "NLL (nats)"]
