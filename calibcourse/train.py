@@ -21,9 +21,9 @@ rate by 10; default 50 % and 75 % of ``epochs``), ``warmup`` (``{"epochs": 1, "l
 0.01}``: that rate for the first epochs, then the config's), ``nesterov`` (default:
 Nesterov momentum whenever ``momentum > 0``), ``mixup_alpha`` (train on mixup batches,
 :class:`MixupStep`), ``meta`` (the meta-learned gamma-Net of chapter 5, :class:`MetaStep`) and
-``keep_best`` (``"val_nll"``: keep the outputs of the epoch with the lowest validation NLL). A run can checkpoint every few epochs and
-resume from the checkpoint with the same result as an uninterrupted run
-(``train(config, checkpoint=path)``). ``CALIBCOURSE_SMOKE="E:B[:S]"`` caps every run at
+``keep_best`` (``"val_nll"``: keep the outputs of the epoch with the lowest validation NLL).
+A run can checkpoint every few epochs and resume from the checkpoint with the same result as
+an uninterrupted run (``train(config, checkpoint=path)``). ``CALIBCOURSE_SMOKE="E:B[:S]"`` caps every run at
 ``E`` epochs of ``B`` batches of ``S`` samples (the smoke run of the ``full`` profile; its
 results are marked ``info["smoke"]`` and never stored in the committed cache).
 """
@@ -182,12 +182,12 @@ def normalize_config(config: dict) -> dict:
     for key in ("epochs", "batch_size"):
         if not isinstance(cfg[key], int) or isinstance(cfg[key], bool) or cfg[key] < 1:
             raise ValueError(f"{key} must be an integer >= 1; got {cfg[key]!r}")
-    for key, low in (("lr", "> 0"), ("weight_decay", ">= 0"), ("momentum", ">= 0"), ("mixup_alpha", "> 0")):
+    for key, positive in (("lr", True), ("weight_decay", False), ("momentum", False), ("mixup_alpha", True)):
         v = cfg.get(key)
         if v is None:  # an optional key that is off (dropped above)
             continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 if low == "> 0" else v >= 0):
-            raise ValueError(f"{key} must be a number {low}; got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 if positive else v >= 0):
+            raise ValueError(f"{key} must be a number {'> 0' if positive else '>= 0'}; got {v!r}")
     _check_step_loss(cfg)
     json.dumps(cfg)  # must be JSON-serialisable to be hashed
     return cfg
@@ -456,10 +456,7 @@ class RunResult:
         """Logits of a split ("val", "test", or another stored set such as "best_test"): (n, K),
         or (n,) for a single sigmoid logit ("epoch_test", kept with ``keep_epoch_logits``: one
         such array per epoch)."""
-        if f"{split}_logits" not in self.outputs:
-            stored = sorted(k[: -len("_logits")] for k in self.outputs if k.endswith("_logits"))
-            raise KeyError(f"split {split!r} has no logits in this run; stored: {', '.join(stored)}")
-        return self.outputs[f"{split}_logits"]
+        return self._stored(split, "logits")
 
     def probs(self, split: str = "test"):
         """Probabilities of a split: :func:`calibcourse.metrics.logits_to_probs` of its logits."""
@@ -469,10 +466,15 @@ class RunResult:
 
     def labels(self, split: str = "test"):
         """Integer labels of a split, in the order of its logits."""
-        if f"{split}_labels" not in self.outputs:
-            stored = sorted(k[: -len("_labels")] for k in self.outputs if k.endswith("_labels"))
-            raise KeyError(f"split {split!r} has no labels in this run; stored: {', '.join(stored)}")
-        return self.outputs[f"{split}_labels"]
+        return self._stored(split, "labels")
+
+    def _stored(self, split: str, kind: str):
+        """``outputs["<split>_<kind>"]``, or a KeyError that names the splits stored with that kind."""
+        key = f"{split}_{kind}"
+        if key not in self.outputs:
+            stored = sorted(k[: -len(kind) - 1] for k in self.outputs if k.endswith(f"_{kind}"))
+            raise KeyError(f"split {split!r} has no {kind} in this run; stored: {', '.join(stored)}")
+        return self.outputs[key]
 
 
 def predict_logits(model, X, batch_size: int = 2048) -> np.ndarray:
