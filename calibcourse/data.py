@@ -439,8 +439,9 @@ def scaled_logits(n: int, n_classes: int = 10, factor: float = 2.0, spread: floa
         raise ValueError(f"factor and spread must be > 0; got {factor!r}, {spread!r}")
     rng = np.random.default_rng(seed)
     z = rng.normal(size=(n, n_classes)) * spread
-    q = np.exp(z - z.max(axis=1, keepdims=True))
-    q /= q.sum(axis=1, keepdims=True)
+    from .metrics import softmax
+
+    q = softmax(z)
     u = rng.random((n, 1))
     y = np.minimum((q.cumsum(axis=1) < u).sum(axis=1), n_classes - 1)
     return factor * z, y
