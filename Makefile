@@ -13,7 +13,7 @@ export MPLBACKEND ?= Agg
 BOOK_STAMP := $(VENV)/.book-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: book test bench clean venv train status smoke labs assignments grade check-pages chromium
+.PHONY: book test bench clean venv train status reproduce smoke labs assignments grade check-pages chromium
 
 $(BOOK_STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,9 +38,10 @@ labs: $(BOOK_STAMP)
 # fill the result cache for a profile: every training run of the book that has no entry
 #   make train PROFILE=full                                  one after another, in this process
 #   make train PROFILE=full EXECUTOR=local JOBS=2            2 at a time on this machine (submitit)
-#     (torch threads per run: THREADS, default 1 for serial and cores/JOBS for local)
+#     (torch threads per run: THREADS, default 1 for every executor; each entry records it)
 #   make train PROFILE=full EXECUTOR=slurm PARTITION=gpu GPUS=1 TIME=720 ACCOUNT=proj [CPUS=8 MEM=32G]
-#   make status PROFILE=full                                 done / running / failed / missing per run
+#   make status PROFILE=full                                 done / running / failed / missing per run,
+#                                                            and the stale entries (older training code)
 # CALIBCOURSE_CACHE=dir puts the cache elsewhere (for SLURM: a folder every node sees).
 EXECUTOR ?= serial
 JOBS ?= 1
@@ -56,6 +57,13 @@ train: $(TRAIN_STAMP)
 
 status: $(TRAIN_STAMP)
 	$(PY) -m calibcourse.cli status $(PROFILE)
+
+# retrain a profile into a temporary cache on this machine, compare every run with its committed
+# entry (provenance, outputs, printed measures), recompute the claims ledger from the retrained
+# runs and list every verdict that changed (exit 1 if one did): PROFILE=ci unless given
+REPRODUCE_PROFILE = $(if $(filter command line,$(origin PROFILE)),$(PROFILE),ci)
+reproduce: $(TRAIN_STAMP)
+	$(PY) -m calibcourse.reproduce --profile $(REPRODUCE_PROFILE) --jobs $(JOBS) $(if $(THREADS),--threads $(THREADS))
 
 # every config of a profile trained for one batch on small files in the real formats, every page
 # executed against them and the book rendered, all in a temporary folder (PROFILE=full in .ci/run)

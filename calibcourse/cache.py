@@ -1,11 +1,12 @@
 """A result cache that a build can trust (every chapter that trains reads through it).
 
 A run is stored once under ``data/cache/<key>/``, where ``key`` is the sha256
-of its canonical config (:func:`calibcourse.train.normalize_config`) and
-:data:`CODE_VERSION`. An entry holds
+of its canonical config (:func:`calibcourse.train.normalize_config`). An entry holds
 
-* ``manifest.json``: config, key, code version, package versions, device, wall
-  time, and the sha256 of every other file;
+* ``manifest.json``: config, key, package versions, facts of the run (device, wall
+  time), its ``provenance`` (:func:`calibcourse.provenance.current`: torch, threads, CPU
+  capability, device and the fingerprint of the training code that produced it) and the
+  sha256 of every other file;
 * ``outputs.npz``: logits and labels (loaded with ``allow_pickle=False``);
 * ``history.csv``: the per-epoch history.
 
@@ -19,8 +20,12 @@ recomputed, never used.
 store knows configs only as the dicts it hashes: which runs a profile holds is
 :mod:`calibcourse.experiments`'s business.
 
-Bump :data:`CODE_VERSION` whenever a change to the training code changes its
-numbers; a test re-trains ``ci`` runs and compares them with their committed entries.
+The key does not depend on the code: a change to the training code makes an entry
+*stale* (its recorded code fingerprint differs from :func:`calibcourse.provenance.code_fingerprint`;
+:meth:`Cache.stale` lists them, and so does ``make status``), and ``make train`` leaves it as it
+is until it is removed or retrained. ``tests/test_cache.py`` retrains ``ci`` runs and compares
+them with their committed entries: bit for bit where the provenance is this machine's, at the
+precision the book prints elsewhere.
 """
 from __future__ import annotations
 
@@ -39,13 +44,13 @@ import numpy as np
 
 from ._docs import document
 
-__all__ = ["Cache", "CacheError", "config_key", "get_or_train", "CODE_VERSION", "DEFAULT_ROOT"]
+__all__ = ["Cache", "CacheError", "config_key", "get_or_train", "DEFAULT_ROOT"]
 
-#: Version of the training code; part of every key. Bump it when results change.
-CODE_VERSION = 1
 FORMAT = 1
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "data" / "cache"
 FILES = ("outputs.npz", "history.csv")
+_THREADS = ("threads", "int or None, default=None",
+            "Torch's threads if the run trains (:func:`calibcourse.provenance.resolve_threads`: None is 1).")
 
 
 class CacheError(RuntimeError):
@@ -58,8 +63,7 @@ def _sha256(path: Path) -> str:
 
 @document("config",
           returns=("str",
-                   "The first 20 hex digits of the sha256 of the canonical config and "
-                   ":data:`CODE_VERSION`."))
+                   "The first 20 hex digits of the sha256 of the canonical config."))
 def config_key(config: dict) -> str:
     """The cache key of a run config.
 
@@ -73,8 +77,7 @@ def config_key(config: dict) -> str:
     """
     from .train import normalize_config
 
-    canon = json.dumps({"config": normalize_config(config), "code_version": CODE_VERSION},
-                       sort_keys=True, separators=(",", ":"))
+    canon = json.dumps({"config": normalize_config(config)}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()[:20]
 
 
@@ -188,7 +191,8 @@ class Cache:
         except (CacheError, ValueError, OSError) as exc:
             warnings.warn(f"cache entry {key} is unusable and will be recomputed: {exc}", stacklevel=2)
             return None
-        return RunResult(normalize_config(config), history, outputs, manifest.get("info", {}))
+        return RunResult(normalize_config(config), history, outputs, manifest.get("info", {}),
+                         provenance=manifest.get("provenance", {}))
 
     # ------------------------------------------------------------------ write
     @document(("result", "calibcourse.train.RunResult",
@@ -213,8 +217,9 @@ class Cache:
             (tmp / "outputs.npz").write_bytes(buf.getvalue())
             result.history.to_csv(tmp / "history.csv", index=False, float_format="%.10g")
             manifest = {
-                "format": FORMAT, "key": key, "code_version": CODE_VERSION,
-                "config": result.config, "info": result.info, "packages": _package_versions(),
+                "format": FORMAT, "key": key,
+                "config": result.config, "info": result.info, "provenance": result.provenance,
+                "packages": _package_versions(),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "files": {name: _sha256(tmp / name) for name in FILES},
             }
@@ -244,8 +249,12 @@ class Cache:
               ("checkpoint_every", "int, optional",
                "Checkpoint every this many epochs into :meth:`checkpoint_path` and resume from it; "
                "None (the default) trains without checkpoints."),
+              _THREADS,
+              ("on_checkpoint", "callable, optional",
+               "Called with the epoch after each checkpoint (:func:`calibcourse.train.train`)."),
               returns=("calibcourse.train.RunResult", "The result."))
-    def get_or_train(self, config: dict, progress: bool | None = None, checkpoint_every: int | None = None):
+    def get_or_train(self, config: dict, progress: bool | None = None, checkpoint_every: int | None = None,
+                     threads: int | None = None, on_checkpoint=None):
         """The cached result of ``config``, training (and storing) it first if needed.
 
         With ``checkpoint_every``, a run killed part-way leaves a checkpoint (no entry) and
@@ -257,7 +266,8 @@ class Cache:
         if cached is not None:
             return cached
         ckpt = self.checkpoint_path(config_key(config)) if checkpoint_every else None
-        result = train(config, progress=progress, checkpoint=ckpt, checkpoint_every=checkpoint_every or 1)
+        result = train(config, progress=progress, checkpoint=ckpt, checkpoint_every=checkpoint_every or 1,
+                       threads=threads, on_checkpoint=on_checkpoint)
         self.store(result)
         if ckpt is not None:
             ckpt.unlink(missing_ok=True)
@@ -277,6 +287,41 @@ class Cache:
             except CacheError as exc:
                 bad.append((key, str(exc)))
         return bad
+
+    @document(("keys", "iterable of str, optional", "The entries to look at (default: every entry)."),
+              returns=("dict", "``{key: reason}`` of every entry whose provenance records no code "
+                               "fingerprint or another one than the current training code's, with the "
+                               "modules that changed."))
+    def stale(self, keys=None) -> dict:
+        """The entries that another version of the training code produced.
+
+        A stale entry is still used (the key is the config's); retrain it to bring it up to date
+        (remove it, then ``make train``).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from calibcourse.experiments import experiments
+        >>> cache = Cache(tempfile.mkdtemp())
+        >>> path = cache.store(Cache().load(experiments("ci")["ch2/model/small"]))
+        >>> cache.stale() == {} or "changed" in next(iter(cache.stale().values()))
+        True
+        """
+        from .provenance import code_fingerprint, code_modules
+
+        now, mods, out = code_fingerprint(), code_modules(), {}
+        for key in self.keys() if keys is None else [k for k in keys if self.path(k).exists()]:
+            try:
+                prov = self.check(key).get("provenance") or {}
+            except CacheError:
+                continue  # verify() reports it
+            if "code" not in prov:
+                out[key] = "no provenance recorded"
+            elif prov["code"] != now:
+                old = prov.get("code_modules", {})
+                changed = sorted(m for m in set(old) | set(mods) if old.get(m) != mods.get(m))
+                out[key] = f"training code changed since it ran ({', '.join(changed) or 'unknown modules'})"
+        return out
 
     @document(returns=("int", "The number of entries removed."))
     def clear(self) -> int:
@@ -298,8 +343,9 @@ class Cache:
 
 @document("config", "progress",
           ("root", "str or pathlib.Path, optional", "The cache folder (see :class:`Cache`)."),
+          _THREADS,
           returns=("calibcourse.train.RunResult", "The result."))
-def get_or_train(config: dict, progress: bool | None = None, root=None):
+def get_or_train(config: dict, progress: bool | None = None, root=None, threads: int | None = None):
     """The cached result of ``config``, trained first if needed: ``Cache(root).get_or_train(config)``.
 
     Examples
@@ -308,7 +354,7 @@ def get_or_train(config: dict, progress: bool | None = None, root=None):
     >>> get_or_train(experiments("ci")["ch2/model/small"]).info["n_test"]  # a committed entry: nothing trains
     1000
     """
-    return Cache(root).get_or_train(config, progress=progress)
+    return Cache(root).get_or_train(config, progress=progress, threads=threads)
 
 
 if __name__ == "__main__":  # `python -m calibcourse.cache ...`: the command line lives in calibcourse.cli

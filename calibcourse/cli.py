@@ -12,7 +12,9 @@ entry; ``clear`` removes the cache; ``train`` trains every run of a profile that
 no entry (:func:`calibcourse.experiments.experiments`): one after another in this process
 (``serial``, the default), ``--jobs`` at a time on this machine (``local``) or one SLURM
 job per run (``slurm``), through submitit (:mod:`calibcourse.grid`); ``status`` says
-which runs are done, running, failed or missing (exit status 1 unless all are done).
+which runs are done, running, failed or missing (exit status 1 unless all are done) and which
+done entries are stale (another version of the training code produced them:
+:meth:`calibcourse.cache.Cache.stale`).
 ``python -m calibcourse.cache ...`` is the same command.
 """
 from __future__ import annotations
@@ -76,7 +78,7 @@ def _train(cache: Cache, args) -> int:
     log = lambda line: print(line, flush=True)  # noqa: E731
     if args.executor == "serial":
         skipped = grid.train_serial(configs, cache, checkpoint_every=args.checkpoint_every, log=log,
-                                    threads=args.threads or 1)
+                                    threads=args.threads)
         return 1 if skipped else 0  # runs another job trains have no entry yet
     if args.executor == "local":
         failed = grid.train_local(configs, args.jobs, cache, checkpoint_every=args.checkpoint_every, log=log,
@@ -84,7 +86,7 @@ def _train(cache: Cache, args) -> int:
         return 1 if failed else 0
     slurm = {"partition": args.partition, "gpus": args.gpus, "time": args.time, "account": args.account,
              "cpus": args.cpus, "mem": args.mem}
-    grid.submit_slurm(configs, cache, slurm, checkpoint_every=args.checkpoint_every, log=log)
+    grid.submit_slurm(configs, cache, slurm, checkpoint_every=args.checkpoint_every, log=log, threads=args.threads)
     return 0
 
 
@@ -114,11 +116,11 @@ def main(argv=None) -> int:
     ap.add_argument("--executor", default="serial", choices=EXECUTORS,
                     help="train: serial (this process), local (--jobs processes through submitit), "
                          "slurm (one SLURM job per run through submitit)")
-    ap.add_argument("--jobs", type=int, default=1, help="local: runs at a time (each with cores/jobs threads)")
+    ap.add_argument("--jobs", type=int, default=1, help="local: runs at a time")
     ap.add_argument("--checkpoint-every", type=int, default=5, help="epochs between checkpoints (default 5)")
     ap.add_argument("--threads", type=int, default=None,
-                    help="torch threads per run (default: 1 for serial, cores/jobs for local); CPU results "
-                         "are byte-identical between executors when this is the same")
+                    help="torch threads per run, for every executor (default 1); CPU results are "
+                         "byte-identical between executors with the same count, and each entry records it")
     slurm = ap.add_argument_group("slurm (one job per run)")
     slurm.add_argument("--partition", default=None)
     slurm.add_argument("--gpus", type=int, default=None, help="GPUs per job (default 1)")
@@ -139,6 +141,8 @@ def main(argv=None) -> int:
         ap.error(f"{args.command} needs a PROFILE: {', '.join(PROFILES)}")
     if args.jobs < 1:
         ap.error(f"--jobs must be >= 1; got {args.jobs}")
+    if args.threads is not None and args.threads < 1:
+        ap.error(f"--threads must be >= 1; got {args.threads}")
     if args.command == "status":
         return _status(cache, args.profile)
     return _train(cache, args)

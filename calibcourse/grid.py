@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import sys
 import time
@@ -35,6 +36,7 @@ from pathlib import Path
 from ._docs import document
 from ._env import environ
 from .cache import Cache, CacheError, config_key
+from .provenance import resolve_threads
 
 __all__ = ["TrainJob", "missing", "status", "unique_runs", "check_inputs", "train_serial", "train_local", "submit_slurm", "STATES",
            "SLURM_DEFAULTS"]
@@ -103,11 +105,14 @@ except ImportError:  # pragma: no cover
 class TrainJob(_Checkpointable):
     """One run as a submitit job: ``TrainJob()(config, cache_root, threads, checkpoint_every)``.
 
-    Has the run train with ``threads`` torch threads (OpenMP waits passively), marks it as
+    Has the run train with ``threads`` torch threads (None: 1, the policy of
+    :mod:`calibcourse.provenance`; OpenMP waits passively), marks it as
     running, trains it through the cache with checkpoints, and marks it failed (with the
     error) if it raises. A ``submitit.helpers.Checkpointable``: SLURM requeues it after a preemption or
     a time-out, and the requeued job resumes from the run's checkpoint. It is meant to run
-    in a process of its own: it sets the process's environment.
+    in a process of its own: it sets the process's environment. ``kill_after_epoch`` is a
+    preemption drill: the job kills itself (SIGKILL) right after the checkpoint of that epoch
+    is written, which is how ``tests/test_grid.py`` checks that the next ``make train`` resumes.
 
     Examples
     --------
@@ -124,23 +129,36 @@ class TrainJob(_Checkpointable):
     >>> os.environ.clear(); os.environ.update(env)
     """
 
-    def __call__(self, config: dict, cache_root: str, threads: int | None = None, checkpoint_every: int = 5):
+    def __call__(self, config: dict, cache_root: str, threads: int | None = None, checkpoint_every: int = 5,
+                 kill_after_epoch: int | None = None):
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         os.environ.setdefault("CALIBCOURSE_QUIET", "1")
-        if threads:  # train() sets torch's threads from it (calibcourse.train.run_threads)
-            os.environ["CALIBCOURSE_THREADS"] = str(int(threads))
         cache = Cache(cache_root)
         key = config_key(config)
         _write_marker(cache, key, state="running", pid=os.getpid(), host=socket.gethostname(),
                       slurm_job_id=os.environ.get("SLURM_JOB_ID"), started=time.time())
         try:
-            result = cache.get_or_train(config, progress=False, checkpoint_every=checkpoint_every)
+            result = cache.get_or_train(config, progress=False, checkpoint_every=checkpoint_every, threads=threads,
+                                        on_checkpoint=_killer(kill_after_epoch))
         except BaseException as exc:
             _write_marker(cache, key, state="failed", error=f"{type(exc).__name__}: {exc}",
                           traceback=traceback.format_exc()[-4000:])
             raise
         _marker(cache, key).unlink(missing_ok=True)
         return {"key": key, "wall_time_s": result.info.get("wall_time_s")}
+
+
+def _killer(epoch: int | None):
+    """None, or a checkpoint hook that kills this process (SIGKILL: no handler runs) once the
+    checkpoint of ``epoch`` or later is written: a preemption at a known point."""
+    if epoch is None:
+        return None
+
+    def kill(done: int) -> None:
+        if done >= epoch:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return kill
 
 
 def _need_submitit():
@@ -195,6 +213,9 @@ def _run_state(cache: Cache, key: str) -> tuple[str, str]:
 def status(configs: dict, cache: Cache | None = None) -> list[dict]:
     """Which runs are done (a valid entry), running, failed (the job raised or died) or missing.
 
+    A done run whose entry another version of the training code produced has its reason in
+    ``stale`` (:meth:`calibcourse.cache.Cache.stale`; empty otherwise).
+
     Examples
     --------
     >>> import tempfile
@@ -203,11 +224,13 @@ def status(configs: dict, cache: Cache | None = None) -> list[dict]:
     ['missing']
     """
     cache = cache or Cache()
+    keys = {name: config_key(cfg) for name, cfg in configs.items()}
+    stale = cache.stale(set(keys.values()))
     rows = []
-    for name, cfg in configs.items():
-        key = config_key(cfg)
+    for name, key in keys.items():
         state, detail = _run_state(cache, key)
-        rows.append({"name": name, "key": key, "state": state, "detail": detail})
+        rows.append({"name": name, "key": key, "state": state, "detail": detail,
+                     "stale": stale.get(key, "") if state == "done" else ""})
     return rows
 
 
@@ -294,19 +317,19 @@ def check_inputs(configs: dict) -> None:
           ("cache", "calibcourse.cache.Cache, optional", "The cache (default: :class:`Cache()`)."),
           ("checkpoint_every", "int, default=5", "Epochs between checkpoints."),
           ("log", "callable, default=print", "Where the progress lines go."),
-          ("threads", "int or None, default=1",
-           "Torch's threads while training (None: ``$CALIBCOURSE_THREADS``, else 1)."),
+          ("threads", "int or None, default=None",
+           "Torch's threads of each run (:func:`calibcourse.provenance.resolve_threads`: None is 1)."),
           returns=("int", "The number of runs left without an entry because another job is training "
                            "them (0 when every run is stored)."))
 def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: int = 5, log=print,
-                 threads: int | None = 1) -> int:
+                 threads: int | None = None) -> int:
     """Train the runs without an entry one after another in this process (``make train``).
 
     A run that a local or SLURM job is training (:func:`status` says "running") is skipped.
 
-    ``threads`` defaults to 1, what a local job gets on two cores with two jobs: CPU
-    convolutions and batch norm round differently with another number of threads, and the
-    entries must not depend on the executor that wrote them.
+    ``threads`` defaults to 1, as for every executor: CPU convolutions and batch norm round
+    differently with another number of threads, and the entries must not depend on the
+    executor that wrote them.
 
     Examples
     --------
@@ -325,29 +348,23 @@ def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: in
     """
     cache = cache or Cache()
     start, skipped = time.perf_counter(), 0
-    # train() sets torch's threads from CALIBCOURSE_THREADS (calibcourse.train.run_threads) and restores them
-    with environ(CALIBCOURSE_THREADS=int(threads) if threads else None):
-        for i, (name, cfg) in enumerate(configs.items(), start=1):
-            t = time.perf_counter()
-            if cache.load(cfg) is not None:
-                log(f"[{i}/{len(configs)}] {name}: cached")
-                continue
-            state, detail = _run_state(cache, config_key(cfg))
-            if state == "running":  # a local or SLURM job trains it: its entry will appear
-                log(f"[{i}/{len(configs)}] {name}: skipped, being trained by another job ({detail})")
-                skipped += 1
-                continue
-            cache.get_or_train(cfg, checkpoint_every=checkpoint_every)
-            log(f"[{i}/{len(configs)}] {name}: trained in {time.perf_counter() - t:.1f} s")
+    threads = resolve_threads(threads)
+    for i, (name, cfg) in enumerate(configs.items(), start=1):
+        t = time.perf_counter()
+        if cache.load(cfg) is not None:
+            log(f"[{i}/{len(configs)}] {name}: cached")
+            continue
+        state, detail = _run_state(cache, config_key(cfg))
+        if state == "running":  # a local or SLURM job trains it: its entry will appear
+            log(f"[{i}/{len(configs)}] {name}: skipped, being trained by another job ({detail})")
+            skipped += 1
+            continue
+        cache.get_or_train(cfg, checkpoint_every=checkpoint_every, threads=threads)
+        log(f"[{i}/{len(configs)}] {name}: trained in {time.perf_counter() - t:.1f} s")
     log(f"{len(configs)} runs in {time.perf_counter() - start:.1f} s"
         + (f", {skipped} skipped (being trained by another job: `make status` follows them)" if skipped else "")
         + f"; cache {cache.size_bytes() / 1e6:.1f} MB")
     return skipped
-
-
-def _threads_per_job(jobs: int) -> int:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores // max(1, jobs))
 
 
 @document(("configs", "dict", "``{name: config}``."),
@@ -355,14 +372,15 @@ def _threads_per_job(jobs: int) -> int:
           ("cache", "calibcourse.cache.Cache, optional", "The cache (default: :class:`Cache()`)."),
           ("checkpoint_every", "int, default=5", "Epochs between checkpoints."),
           ("log", "callable, default=print", "Where the progress lines go."),
-          ("threads", "int, optional", "Torch's threads per job (default: cores // jobs)."),
+          ("threads", "int or None, default=None",
+           "Torch's threads of each run (:func:`calibcourse.provenance.resolve_threads`: None is 1)."),
           returns=("int", "The number of runs that failed (0 when all are done)."))
 def train_local(configs: dict, jobs: int, cache: Cache | None = None, checkpoint_every: int = 5, log=print,
                 threads: int | None = None) -> int:
     """Train the missing runs on this machine, ``jobs`` at a time, through submitit's ``LocalExecutor``.
 
     Each job is its own process with ``OMP_WAIT_POLICY=PASSIVE`` and ``threads`` torch threads
-    (default ``cores // jobs``; this process's environment is restored afterwards); this call
+    (default 1: use ``jobs`` for the cores; this process's environment is restored afterwards); this call
     waits for all of them and prints one line per run.
     Each job starts a Python process and imports torch (seconds): worth it for runs of minutes.
 
@@ -389,7 +407,7 @@ def train_local(configs: dict, jobs: int, cache: Cache | None = None, checkpoint
         raise ValueError(f"jobs must be an integer >= 1; got {jobs!r}")
     cache = cache or Cache()
     todo = list(missing(configs, cache).items())
-    threads = threads or _threads_per_job(jobs)
+    threads = resolve_threads(threads)
     with environ(OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS=threads):  # the jobs inherit them
         return _run_local(todo, configs, jobs, cache, threads, checkpoint_every, log, submitit)
 
@@ -434,9 +452,12 @@ def _run_local(todo, configs, jobs, cache, threads, checkpoint_every, log, submi
                                       "``cpus``, ``mem``; missing keys from :data:`SLURM_DEFAULTS`."),
           ("checkpoint_every", "int, default=5", "Epochs between checkpoints."),
           ("log", "callable, default=print", "Where the lines go."),
+          ("threads", "int or None, default=None",
+           "Torch's threads of each run (:func:`calibcourse.provenance.resolve_threads`: None is 1; "
+           "``cpus`` reserves the cores, this decides the arithmetic)."),
           returns=("dict", "``{name: SLURM job id}`` of the jobs submitted."))
 def submit_slurm(configs: dict, cache: Cache | None = None, slurm: dict | None = None, checkpoint_every: int = 5,
-                 log=print) -> dict:
+                 log=print, threads: int | None = None) -> dict:
     """Submit one SLURM job per missing run (``sbatch`` through submitit's ``SlurmExecutor``) and return.
 
     The jobs run this repository's Python (``sys.executable``) on the nodes, so the
@@ -467,7 +488,7 @@ def submit_slurm(configs: dict, cache: Cache | None = None, slurm: dict | None =
         time=int(params["time"]), gpus_per_node=int(params["gpus"]), cpus_per_task=int(params["cpus"]),
         ntasks_per_node=1, job_name="calibcourse", signal_delay_s=120,
         **{k: params[k] for k in ("partition", "account", "mem") if params[k]})
-    threads = int(params["cpus"])
+    threads = resolve_threads(threads)
     submitted = {}
     for key, (name, cfg) in missing(configs, cache).items():
         executor.update_parameters(job_name=f"calibcourse-{name}".replace("/", "-"))
@@ -486,7 +507,10 @@ def print_status(rows: list, out=None) -> int:
     out = out or sys.stdout
     width = max((len(r["name"]) for r in rows), default=10)
     for r in rows:
-        print(f"{r['name']:{width}s}  {r['state']:8s} {r['detail']}", file=out)
+        stale = f"  STALE: {r['stale']}" if r.get("stale") else ""
+        print(f"{r['name']:{width}s}  {r['state']:8s} {r['detail']}{stale}", file=out)
     counts = {s: sum(r["state"] == s for r in rows) for s in STATES}
-    print(", ".join(f"{n} {s}" for s, n in counts.items()), file=out)
+    n_stale = sum(bool(r.get("stale")) for r in rows)
+    print(", ".join(f"{n} {s}" for s, n in counts.items())
+          + (f" ({n_stale} stale: retrain them to bring their provenance up to date)" if n_stale else ""), file=out)
     return len(rows) - counts["done"]

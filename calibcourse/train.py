@@ -38,7 +38,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["default_device", "predict_logits", "run_threads", "CPU_THREADS", "train", "RunResult", "make_model",
+from .provenance import current, resolve_threads
+
+__all__ = ["default_device", "predict_logits", "train", "RunResult", "make_model",
            "make_step", "Step", "PlainStep", "MixupStep", "MetaStep", "DEFAULT_CONFIG", "normalize_config",
            "load_data_splits", "LOSSES", "register_loss"]
 
@@ -428,7 +430,10 @@ class RunResult:
         and what the config asks for beyond them; read them with :meth:`logits`,
         :meth:`probs` and :meth:`labels`.
     info : dict
-        Facts about the run: device, threads, wall time, parameters, split sizes.
+        Facts about the run: device, wall time, parameters, split sizes.
+    provenance : dict
+        What decides its last bits (:func:`calibcourse.provenance.current`: torch, threads,
+        CPU capability, device, code fingerprint); empty for a cache entry that recorded none.
     model : torch.nn.Module or None
         The trained network when the run was just trained, ``None`` when it was read from
         the cache (which stores outputs, not weights).
@@ -450,6 +455,7 @@ class RunResult:
     history: "object"  # pandas DataFrame
     outputs: dict = field(default_factory=dict)  # name -> numpy array
     info: dict = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
     model: "object" = field(default=None, repr=False, compare=False)
 
     def logits(self, split: str = "test"):
@@ -990,49 +996,16 @@ def _save_checkpoint(path, state: dict) -> None:
     os.replace(tmp, path)
 
 
-#: torch's intra-op threads while a run trains, unless the environment variable
-#: ``CALIBCOURSE_THREADS`` says otherwise (``make train THREADS=n`` sets it). How a sum is split
-#: over threads changes its last bits on the CPU, and training amplifies them: the same config
-#: trained with 1 and with 2 threads ends with logits that differ by whole units. So a run uses
-#: this one number whatever the machine, the caller's setting or the number of parallel jobs
-#: (which is how the cores are used), and its entry is the same wherever it is trained.
-CPU_THREADS = 1
-
-
-def run_threads() -> int:
-    """The number of torch threads a run trains with: ``$CALIBCOURSE_THREADS``, else :data:`CPU_THREADS`.
-
-    Returns
-    -------
-    int
-        At least 1.
-
-    Examples
-    --------
-    >>> import os
-    >>> run_threads() == int(os.environ.get("CALIBCOURSE_THREADS") or CPU_THREADS)
-    True
-    """
-    raw = os.environ.get("CALIBCOURSE_THREADS")
-    if not raw:
-        return CPU_THREADS
-    try:
-        n = int(raw)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ValueError(f"CALIBCOURSE_THREADS must be an integer >= 1; got {raw!r}")
-    return n
-
-
-def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoint_every: int = 5) -> RunResult:
+def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoint_every: int = 5,
+          threads: int | None = None, on_checkpoint=None) -> RunResult:
     """Train one run config; return its :class:`RunResult`.
 
     The config names the data, the model (:func:`make_model`), the optimizer and the
     per-batch step (:func:`make_step`); the loop is the same for every method.
-    The run sets torch's intra-op threads to :func:`run_threads` (:data:`CPU_THREADS` unless
-    ``CALIBCOURSE_THREADS`` is set), whatever the caller set: they decide a CPU run's last bits.
-    The caller's setting is restored afterwards. Chapters read runs through
+    The run sets torch's intra-op threads to ``threads`` (the thread policy of
+    :mod:`calibcourse.provenance`: 1 unless the caller says otherwise), whatever the caller's
+    torch setting was: they decide a CPU run's last bits. The caller's setting is restored
+    afterwards, and the result records the run's provenance. Chapters read runs through
     :mod:`calibcourse.cache`, which trains a config only when its result is not stored.
 
     Parameters
@@ -1051,12 +1024,19 @@ def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoin
         stored (:meth:`calibcourse.cache.Cache.get_or_train` does).
     checkpoint_every : int, default=5
         Epochs between checkpoints.
+    threads : int or None, default=None
+        Torch's intra-op threads while the run trains; None means
+        :data:`calibcourse.provenance.DEFAULT_THREADS` (1).
+    on_checkpoint : callable, optional
+        Called with the epoch right after each checkpoint is written (the run grid's
+        preemption drill kills its job there: :class:`calibcourse.grid.TrainJob`).
 
     Returns
     -------
     RunResult
         The history, the outputs of the final epoch (or of the epoch with the lowest
-        validation NLL with ``keep_best``), the facts of the run and the trained model.
+        validation NLL with ``keep_best``), the facts of the run, its provenance and the
+        trained model.
 
     Examples
     --------
@@ -1064,24 +1044,24 @@ def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoin
     ...            "epochs": 2, "seed": 0}, progress=False)
     >>> list(r.history.columns)
     ['epoch', 'train_loss', 'val_error', 'val_nll', 'test_error', 'test_nll', 'test_ece']
-    >>> r.logits("test").shape, r.info["cpu_threads"] == run_threads()
-    ((359, 10), True)
+    >>> r.logits("test").shape, r.provenance["threads"]
+    ((359, 10), 1)
     >>> again = train(r.config, progress=False)  # the same config and seed: the same numbers
     >>> bool(np.array_equal(again.logits("test"), r.logits("test")))
     True
     """
     import torch
 
-    threads = run_threads()
+    threads = resolve_threads(threads)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        return _train(config, progress, checkpoint, checkpoint_every)
+        return _train(config, progress, checkpoint, checkpoint_every, on_checkpoint)
     finally:
         torch.set_num_threads(before)
 
 
-def _train(config: dict, progress: bool | None, checkpoint, checkpoint_every: int) -> RunResult:
+def _train(config: dict, progress: bool | None, checkpoint, checkpoint_every: int, on_checkpoint=None) -> RunResult:
     import pandas as pd
     import torch
     from tqdm.auto import tqdm
@@ -1186,6 +1166,8 @@ def _train(config: dict, progress: bool | None, checkpoint, checkpoint_every: in
                 "scaler": step.scaler.state_dict() if step.scaler is not None else None,
                 "step": step.state_dict(), "rng": _rng_state(dev, gens), "rows": rows, "best": best,
                 "epoch_logits": epoch_logits, "step_time": step_time})
+            if on_checkpoint is not None:
+                on_checkpoint(epoch)
     outputs = {"val_logits": zva, "val_labels": yva, "test_logits": zte, "test_labels": yte,
                **step.outputs(Xte_t)}
     if best:
@@ -1194,7 +1176,7 @@ def _train(config: dict, progress: bool | None, checkpoint, checkpoint_every: in
     if cfg["keep_epoch_logits"]:
         outputs["epoch_val_logits"] = np.stack(epoch_logits["val"])
         outputs["epoch_test_logits"] = np.stack(epoch_logits["test"])
-    info = {"device": str(dev), "cpu_threads": torch.get_num_threads(),
+    info = {"device": str(dev),
             "wall_time_s": round(time.perf_counter() - start, 3),
             "step_time_s": round(step_time, 3),
             "n_parameters": int(sum(p.numel() for p in model.parameters())),
@@ -1204,5 +1186,6 @@ def _train(config: dict, progress: bool | None, checkpoint, checkpoint_every: in
     if caps is not None:
         info["smoke"] = (f"{run_cfg['epochs']} epochs of at most {max_batches} batches"
                          + (f" of at most {max_rows} samples" if max_rows else ""))
-    return RunResult(cfg, pd.DataFrame(rows), outputs, info, model=model)
+    provenance = current(threads=torch.get_num_threads(), device=dev)
+    return RunResult(cfg, pd.DataFrame(rows), outputs, info, provenance=provenance, model=model)
 

@@ -19,15 +19,36 @@ def result():
     return T.train(CFG, progress=False)
 
 
-def test_key_depends_on_config_and_code_version(monkeypatch):
+def test_key_is_the_sha256_of_the_canonical_config():
+    import hashlib
+
     k = C.config_key(CFG)
+    canon = json.dumps({"config": T.normalize_config(CFG)}, sort_keys=True, separators=(",", ":"))
+    assert k == hashlib.sha256(canon.encode()).hexdigest()[:20]
     assert k == C.config_key(dict(CFG)) and len(k) == 20
     assert k != C.config_key({**CFG, "seed": 1})
     assert C.config_key({**CFG, "lr": 1e-3}) == k  # defaults filled before hashing
     for off in ({"mixup_alpha": None}, {"meta": None}, {"meta": {}}, {"amp": False}, {"augment": None}):
         assert C.config_key({**CFG, **off}) == k, f"{off} is the run without it: one entry"
-    monkeypatch.setattr(C, "CODE_VERSION", C.CODE_VERSION + 1)
-    assert C.config_key(CFG) != k
+
+
+def test_manifest_records_the_runs_provenance_and_a_code_change_makes_it_stale(tmp_path, result, monkeypatch):
+    from calibcourse import provenance as P
+
+    cache = C.Cache(tmp_path)
+    path = cache.store(result)
+    prov = json.loads((path / "manifest.json").read_text())["provenance"]
+    assert set(P.KEYS) <= set(prov) and prov["threads"] == 1 and prov["code"] == P.code_fingerprint()
+    import torch
+
+    assert prov["torch"] == torch.__version__ and prov["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert cache.load(CFG).provenance == prov and cache.stale() == {}
+    # another version of the training code: the entry is still found (the key is the config's) but stale
+    monkeypatch.setattr(P, "code_fingerprint", lambda entry=P.TRAINING_ENTRY: "0" * 16)
+    monkeypatch.setattr(P, "code_modules", lambda entry=P.TRAINING_ENTRY: {**prov["code_modules"],
+                                                                           "calibcourse.meta": "changed"})
+    assert cache.load(CFG) is not None
+    assert cache.stale() == {path.name: "training code changed since it ran (calibcourse.meta)"}
 
 
 def test_store_then_load_roundtrip(tmp_path, result):
@@ -97,18 +118,83 @@ def test_cli_list_verify_clear(tmp_path, result):
     assert run("train").returncode != 0  # needs a profile
 
 
-@pytest.mark.parametrize("name", ["ch2/depth/level2/s0", "ch2/width/level1/s0", "ch3/nine/small_sigmoid_overfit"])
+#: ci runs whose training amplifies a last-bit difference into one a reader can see. Measured on
+#: the machine that trained the committed cache (AVX512, 1 thread): each ci run retrained with
+#: ATEN_CPU_CAPABILITY=default (torch's portable kernels), with ATEN_CPU_CAPABILITY=avx2, and with
+#: 2 threads. These 22 moved a printed measure beyond calibcourse.reproduce.TOLERANCE in at least one
+#: of the three (test error by up to 2.2 points, ECE by up to 8.0 points for the DECE-trained runs:
+#: batch norm at a high rate, over-trained MLPs and LeNet, the ResNet-20 recipe, and chapter 5's
+#: losses that raise probabilities to powers, mix inputs, or feed a gamma-Net back on itself); the
+#: other 16 moved by less than 0.01 points in all three. A sensitive run is the same run with
+#: different noise: where its provenance differs, its printed numbers are reported, not compared,
+#: and what must reproduce is the verdicts built on them (`make reproduce`, README "Reproducibility").
+SENSITIVE = {"ch1/mlp", "ch2/batchnorm/plain/s0", "ch2/batchnorm/bn/s0", "ch2/nll_overfit", "ch3/nine/large",
+             "ch4/recipe", "ch5/Focal (gamma 2)/s0", "ch5/Label smoothing (epsilon 0.01)/s0",
+             "ch5/Mixup (alpha 0.1)/s0", "ch5/MMCE (weight 1)/s0", "ch5/CE-DECE (weight 0.1)/s0",
+             "ch5/FLgamma-DECE/s0", "ch5/FLgamma-SECE/s0", "ch5/grid/Focal (gamma 3)/s0",
+             "ch5/grid/Label smoothing (epsilon 0.1)/s0", "ch5/grid/Mixup (alpha 0.2)/s0",
+             "ch5/grid/Mixup (alpha 0.4)/s0", "ch5/grid/MMCE (weight 16)/s0", "ch5/grid/CE-DECE (weight 0.5)/s0",
+             "ch5/grid/CE-DECE (weight 1)/s0", "ch5/ablation/fixed gamma/s0", "ch5/ablation/cap 20, clip 1/s0"}
+
+
+def _ci_runs():
+    from calibcourse.grid import unique_runs
+
+    return [name for name, _ in unique_runs(experiments("ci")).values()]
+
+
+def test_the_sensitive_list_names_ci_runs():
+    assert SENSITIVE <= set(_ci_runs()), sorted(SENSITIVE - set(_ci_runs()))
+
+
+@pytest.mark.parametrize("name", _ci_runs())
 def test_committed_ci_entries_match_a_fresh_training_run(name):
-    """A change to the training code that forgets to bump CODE_VERSION fails here."""
+    """Every ci run (about a minute in all), retrained here with the entry's thread count.
+
+    * Where the entry was trained on a machine like this one (the same torch, threads, CPU
+      capability and device), the outputs are the committed bits; if the training code changed
+      since (a stale entry), bits that differ mean the change moved the numbers: retrain.
+    * Where the machine differs, the measures the book prints from the run (test error and ECE in
+      points, NLL) agree within calibcourse.reproduce.TOLERANCE (0.05 points, 0.001 nats: below one
+      unit of the last printed digit), except for the SENSITIVE runs above, whose moves are
+      reported. Either way a warning names the provenance that differed.
+    """
+    from calibcourse import provenance as P
+    from calibcourse.reproduce import TOLERANCE, compare_runs, within_tolerance
+
     cfg = experiments("ci")[name]
     committed = C.Cache().load(cfg)
     assert committed is not None, (f"no committed cache entry for ci run {name!r} (key {C.config_key(cfg)}): "
-                                   "run `python -m calibcourse.cache train ci` and commit data/cache")
-    fresh = T.train(cfg, progress=False)
-    np.testing.assert_allclose(fresh.logits("test"), committed.logits("test"),
-                               rtol=1e-5, atol=1e-6,
-                               err_msg="training code changed its results: bump calibcourse.cache.CODE_VERSION "
-                                       "and re-train the cache")
+                                   "run `make train PROFILE=ci` and commit data/cache")
+    threads = committed.provenance.get("threads", P.DEFAULT_THREADS)
+    fresh = T.train(cfg, progress=False, threads=threads)
+    c = compare_runs(committed, fresh)
+    machine = {k: v for k, v in c["provenance"].items() if k != "code"}
+    stale = "code" in c["provenance"]
+    if not machine:
+        assert c["identical"], (f"{name}: trained on a machine like this one, yet the outputs differ by up to "
+                                f"{c['max_abs']:.2e}" + (": the training code changed its numbers since the entry "
+                                                         "was trained; retrain it (make train)" if stale else ""))
+        return
+    differs = ", ".join(f"{k}: {a} committed, {b} here" for k, (a, b) in machine.items())
+    moved = ", ".join(f"{k} {b - a:+.3f}" for k, (a, b) in c["metrics"].items())
+    assert all(np.isfinite(b) for _, b in c["metrics"].values()), c["metrics"]
+    if name in SENSITIVE:
+        warnings.warn(f"{name}: provenance differs ({differs}); a sensitive run, its printed measures moved by "
+                      f"{moved} (its verdicts: make reproduce)", UserWarning, stacklevel=1)
+        return
+    assert within_tolerance(c), (f"{name}: the provenance differs ({differs}) and a printed measure moved beyond "
+                                 f"{TOLERANCE}: {moved}")
+    warnings.warn(f"{name}: provenance differs ({differs}); outputs differ by up to {c['max_abs']:.1e}, "
+                  f"printed measures by {moved}: within {TOLERANCE}", UserWarning, stacklevel=1)
+
+
+def test_every_committed_entry_records_its_provenance():
+    from calibcourse import provenance as P
+
+    for key in C.Cache().keys():
+        prov = C.Cache().check(key).get("provenance") or {}
+        assert set(P.KEYS) <= set(prov), f"entry {key} records no provenance {sorted(set(P.KEYS) - set(prov))}"
 
 
 def test_committed_cache_verifies():

@@ -167,10 +167,13 @@ def test_make_model_fills_input_arguments_and_keeps_the_configs():
     assert m(torch.zeros(2, 1, 16, 16)).shape == (2, 3)  # input_size from the config wins
 
 
-def test_a_run_does_not_depend_on_the_callers_thread_count():
+def test_a_run_uses_the_threads_it_is_given_not_the_callers_and_records_them():
     # two threads split the sums differently; training amplifies the last bits into different
-    # logits, so every CPU run uses train.CPU_THREADS and the caller's setting comes back
-    # (a 1-D CNN: its convolutions are split over threads; without the pin its logits differ by ~1e-7)
+    # logits, so a run uses the threads it is given (default 1), whatever the caller set, records
+    # them in its provenance, and the caller's setting comes back
+    # (a 1-D CNN: its convolutions are split over threads)
+    from calibcourse import provenance as P
+
     cfg = {"data": {"name": "mnist1d", "mnist1d_train": 600, "mnist1d_test": 200},
            "model": {"name": "cnn1d", "channels": 32}, "epochs": 2}
     before = torch.get_num_threads()
@@ -180,18 +183,13 @@ def test_a_run_does_not_depend_on_the_callers_thread_count():
         assert torch.get_num_threads() == 2
         torch.set_num_threads(1)
         b = T.train(cfg, progress=False)
+        c = T.train(cfg, progress=False, threads=2)
+        assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
-    assert a.info["cpu_threads"] == b.info["cpu_threads"] == T.CPU_THREADS
+    assert a.provenance["threads"] == b.provenance["threads"] == P.DEFAULT_THREADS == 1
     np.testing.assert_array_equal(a.logits("test"), b.logits("test"))
-
-
-def test_run_threads_reads_the_environment_and_rejects_nonsense(monkeypatch):
-    monkeypatch.delenv("CALIBCOURSE_THREADS", raising=False)
-    assert T.run_threads() == T.CPU_THREADS == 1
-    monkeypatch.setenv("CALIBCOURSE_THREADS", "3")
-    assert T.run_threads() == 3
-    for bad in ("0", "two"):
-        monkeypatch.setenv("CALIBCOURSE_THREADS", bad)
-        with pytest.raises(ValueError, match="CALIBCOURSE_THREADS"):
-            T.run_threads()
+    assert c.provenance["threads"] == 2 and P.differences(a.provenance, c.provenance) == {"threads": (1, 2)}
+    for bad in (0, 1.5, "2", True):
+        with pytest.raises(ValueError, match="threads must be an integer >= 1"):
+            T.train(cfg, progress=False, threads=bad)

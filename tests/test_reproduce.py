@@ -1,0 +1,125 @@
+"""calibcourse.provenance and calibcourse.reproduce: the fingerprint of the training code, the
+provenance of a run, and `make reproduce` on a small profile."""
+import ast
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from calibcourse import cache as C
+from calibcourse import provenance as P
+from calibcourse import reproduce as R
+from calibcourse import train as T
+
+TINY = {"data": {"name": "digits", "n_train": 300}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 2}
+
+
+def test_code_modules_follow_the_imports_of_a_run_and_ignore_docstrings(tmp_path, monkeypatch):
+    mods = P.code_modules()
+    # what a run executes: the loop, the models, the losses, the meta-learner, the data, and what they import
+    for m in ("calibcourse.train", "calibcourse.models", "calibcourse.losses", "calibcourse.meta",
+              "calibcourse.data", "calibcourse.metrics", "calibcourse.provenance"):
+        assert m in mods, m
+    for m in ("calibcourse.build", "calibcourse.report", "calibcourse.grid", "calibcourse.reproduce"):
+        assert m not in mods, f"{m} is not executed by a run"
+    # an independent recomputation of one module's fingerprint
+    src = (P._package_dir() / "models.py").read_text()
+    tree = P._strip_docstrings(ast.parse(src))
+    assert mods["calibcourse.models"] == hashlib.sha256(ast.unparse(tree).encode()).hexdigest()[:12]
+    # a docstring or a comment changes nothing; code does
+    a = "def f(x):\n    'doc'\n    return x + 1  # one\n"
+    b = "def f(x):\n    '''other doc'''\n    # a comment\n    return x + 1\n"
+    c = "def f(x):\n    return x + 2\n"
+    fp = lambda s: ast.unparse(P._strip_docstrings(ast.parse(s)))  # noqa: E731
+    assert fp(a) == fp(b) != fp(c)
+
+
+def test_a_package_module_named_by_from_import_is_followed():
+    tree = ast.parse("from . import meta\nfrom .losses import focal\nimport calibcourse.data\nimport os\n")
+    assert P._imports("calibcourse.train", tree) == {"calibcourse", "calibcourse.meta", "calibcourse.losses",
+                                                      "calibcourse.data"}
+    with pytest.raises(ValueError, match="entry must name a module"):
+        P.code_modules("calibcourse.nothing_here")
+
+
+def test_current_provenance_is_this_machines():
+    import platform
+
+    import torch
+
+    p = P.current(threads=3)
+    assert p["threads"] == 3 and p["torch"] == torch.__version__ and p["device"] == "cpu"
+    assert p["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert p["machine"] == platform.machine() and p["code"] == P.code_fingerprint()
+    assert P.differences(None, p) == {k: (None, p[k]) for k in P.KEYS}
+    with pytest.raises(ValueError, match="threads must be an integer >= 1"):
+        P.current(threads=-1)
+
+
+def test_compare_runs_measures_what_the_book_prints():
+    from scipy.special import softmax
+
+    from calibcourse.data import scaled_logits
+
+    z, y = scaled_logits(2000, 4, factor=2.0, seed=1)
+    a = T.RunResult({}, None, {"test_logits": z, "test_labels": y}, provenance={"threads": 1})
+    same = R.compare_runs(a, T.RunResult({}, None, {"test_logits": z.copy(), "test_labels": y},
+                                         provenance={"threads": 1}))
+    assert same["identical"] and same["max_abs"] == 0.0 and same["provenance"] == {}
+    z2 = z.copy()
+    z2[:50, 0] += 5.0  # fifty samples lean towards class 0
+    d = R.compare_runs(a, T.RunResult({}, None, {"test_logits": z2, "test_labels": y}, provenance={"threads": 2}))
+    assert not d["identical"] and d["max_abs"] == pytest.approx(5.0) and d["provenance"] == {"threads": (1, 2)}
+    # the measures against a direct computation (scipy's softmax): error in points, NLL in nats
+    p2 = softmax(z2, axis=1)
+    assert d["metrics"]["error"][1] == pytest.approx(100 * np.mean(p2.argmax(1) != y))
+    assert d["metrics"]["nll"][1] == pytest.approx(-np.mean(np.log(p2[np.arange(len(y)), y])))
+    tight = {"error": 0.0, "ece": 0.0, "nll": 0.0}
+    assert R.within_tolerance(same, tight) and not R.within_tolerance(d, tight)
+    with pytest.raises(ValueError, match="store different outputs: val_logits"):
+        R.compare_runs(a, T.RunResult({}, None, {"test_logits": z, "test_labels": y, "val_logits": z}))
+
+
+def test_changed_verdicts_lists_changes_and_claims_in_one_ledger_only():
+    before = [{"chapter": 1, "id": "a", "verdict": "held"}, {"chapter": 2, "id": "b", "verdict": "not held"}]
+    after = [{"chapter": 1, "id": "a", "verdict": "held"}, {"chapter": 2, "id": "b", "verdict": "inconclusive"},
+             {"chapter": 3, "id": "c", "verdict": "held"}]
+    assert R.changed_verdicts(before, after) == [
+        {"chapter": 2, "id": "b", "before": "not held", "after": "inconclusive"},
+        {"chapter": 3, "id": "c", "before": None, "after": "held"}]
+    assert R.changed_verdicts(after, after) == []
+
+
+def test_reproduce_retrains_a_profile_and_compares_each_run(tmp_path, monkeypatch):
+    import calibcourse.experiments as E
+
+    configs = {"t/a": {**TINY, "seed": 0}, "t/b": {**TINY, "seed": 1}, "t/b-again": {**TINY, "seed": 1}}
+    monkeypatch.setattr(E, "experiments", lambda profile: configs)
+    committed = C.Cache(tmp_path / "committed")
+    # the committed cache lacks a run: nothing trains, the command says what to do
+    committed.store(T.train(configs["t/a"], progress=False))
+    with pytest.raises(FileNotFoundError, match=r"no entry for 1 run\(s\) of profile 'ci' \(t/b\)"):
+        R.reproduce("ci", committed_root=committed.root, ledger=False, log=lambda line: None)
+    committed.store(T.train(configs["t/b"], progress=False, threads=2))  # another thread count
+    lines = []
+    out = R.reproduce("ci", committed_root=committed.root, ledger=False, workdir=tmp_path / "work",
+                      log=lines.append)
+    assert sorted(out["comparisons"]) == ["t/a", "t/b"]  # one run per distinct config
+    a, b = out["comparisons"]["t/a"], out["comparisons"]["t/b"]
+    assert a["identical"] and a["provenance"] == {}
+    assert b["provenance"] == {"threads": (2, 1)}
+    assert any("t/a: provenance same; outputs byte-identical" in ln for ln in lines)
+    assert any(ln.startswith("  t/b: provenance threads 2->1") for ln in lines)
+    assert out["changed"] is None and (tmp_path / "work" / "cache").is_dir()
+    manifest = json.loads((C.Cache(tmp_path / "work" / "cache").path(C.config_key(configs["t/a"]))
+                           / "manifest.json").read_text())
+    assert manifest["provenance"]["threads"] == 1
+
+
+def test_the_command_line_says_what_is_missing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CALIBCOURSE_CACHE", str(tmp_path / "empty"))
+    assert R.main(["--profile", "ci", "--no-ledger"]) == 2
+    assert "has no entry for" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        R.main(["--jobs", "0"])
