@@ -300,11 +300,18 @@ class Cache:
 
         Examples
         --------
-        >>> import tempfile
-        >>> from calibcourse.experiments import experiments
+        >>> import json, tempfile
+        >>> from calibcourse.train import train
+        >>> cfg = {"data": {"name": "digits", "n_train": 200}, "model": {"name": "mlp", "depth": 1, "width": 8},
+        ...        "epochs": 1}
         >>> cache = Cache(tempfile.mkdtemp())
-        >>> path = cache.store(Cache().load(experiments("ci")["ch2/model/small"]))
-        >>> cache.stale() == {} or "changed" in next(iter(cache.stale().values()))
+        >>> path = cache.store(train(cfg, progress=False))
+        >>> cache.stale()  # trained by this code
+        {}
+        >>> m = json.loads((path / "manifest.json").read_text())
+        >>> m["provenance"] = {}
+        >>> _ = (path / "manifest.json").write_text(json.dumps(m))
+        >>> cache.stale() == {path.name: "no provenance recorded"}
         True
         """
         from .provenance import code_fingerprint, code_modules
