@@ -138,8 +138,12 @@ CH5_GRIDS = {
     "CE-DECE": ("weight", (0.1, 0.5, 1.0), lambda v: {"loss": "ce_dece", "loss_kwargs": {"weight": v}}),
 }
 CH5_MAX_VAL_ERROR_GAP = 0.02
-#: the weights chosen on validation in the default profile (checked by the chapter against the grid)
-CH5_CHOSEN = {"Focal": 2.0, "Label smoothing": 0.01, "Mixup": 0.1, "MMCE": 1.0, "CE-DECE": 0.1}
+#: the weights chosen on validation in the default profile: the final runs use them, the chapter says
+#: whether they are still the grid's choice, and tests/test_experiments.py checks that they are on
+#: the committed cache. The choice is fragile: it rests on one seed, and Focal's gamma 1 and 2 are
+#: within 0.02 points of validation ECE of each other (retrained on another CPU, the committed
+#: cache chose gamma 2, MMCE 1 and CE-DECE 0.1)
+CH5_CHOSEN = {"Focal": 1.0, "Label smoothing": 0.01, "Mixup": 0.1, "MMCE": 4.0, "CE-DECE": 0.5}
 
 
 def _grid_label(family: str, value: float) -> str:

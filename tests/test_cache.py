@@ -129,11 +129,11 @@ def test_cli_list_verify_clear(tmp_path, result):
 #: different noise: where its provenance differs, its printed numbers are reported, not compared,
 #: and what must reproduce is the verdicts built on them (`make reproduce`, README "Reproducibility").
 SENSITIVE = {"ch1/mlp", "ch2/batchnorm/plain/s0", "ch2/batchnorm/bn/s0", "ch2/nll_overfit", "ch3/nine/large",
-             "ch4/recipe", "ch5/Focal (gamma 2)/s0", "ch5/Label smoothing (epsilon 0.01)/s0",
-             "ch5/Mixup (alpha 0.1)/s0", "ch5/MMCE (weight 1)/s0", "ch5/CE-DECE (weight 0.1)/s0",
+             "ch4/recipe", "ch5/grid/Focal (gamma 2)/s0", "ch5/Label smoothing (epsilon 0.01)/s0",
+             "ch5/Mixup (alpha 0.1)/s0", "ch5/grid/MMCE (weight 1)/s0", "ch5/grid/CE-DECE (weight 0.1)/s0",
              "ch5/FLgamma-DECE/s0", "ch5/FLgamma-SECE/s0", "ch5/grid/Focal (gamma 3)/s0",
              "ch5/grid/Label smoothing (epsilon 0.1)/s0", "ch5/grid/Mixup (alpha 0.2)/s0",
-             "ch5/grid/Mixup (alpha 0.4)/s0", "ch5/grid/MMCE (weight 16)/s0", "ch5/grid/CE-DECE (weight 0.5)/s0",
+             "ch5/grid/Mixup (alpha 0.4)/s0", "ch5/grid/MMCE (weight 16)/s0", "ch5/CE-DECE (weight 0.5)/s0",
              "ch5/grid/CE-DECE (weight 1)/s0", "ch5/ablation/fixed gamma/s0", "ch5/ablation/cap 20, clip 1/s0"}
 
 

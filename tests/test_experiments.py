@@ -16,6 +16,15 @@ def test_every_ci_and_default_run_has_its_committed_entry(profile):
     assert missing == [], f"runs of profile {profile} without a committed entry in data/cache: {missing}"
 
 
+def test_chapter_5s_final_weights_are_the_validation_choice_on_the_committed_cache(monkeypatch):
+    """The final runs use CH5_CHOSEN; the chapter computes the choice from the grid's runs and says
+    whether they agree. On the committed cache they must: a retrained grid that chooses otherwise
+    means CH5_CHOSEN (and the final runs) must follow it."""
+    monkeypatch.delenv("CALIBCOURSE_CACHE", raising=False)
+    choice = E.ch5_choice("default")
+    assert {family: c["chosen"] for family, c in choice.items()} == E.CH5_CHOSEN
+
+
 @pytest.mark.parametrize("profile", ["ci", "default"])
 def test_the_small_profiles_use_none_of_the_full_recipe_keys(profile):
     for name, cfg in E.experiments(profile).items():
