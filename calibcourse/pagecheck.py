@@ -291,7 +291,7 @@ def check_pages(pages, root=None, timeout: float = 30.0, chromium: str | None = 
     >>> _ = (root / "page.html").write_text(
     ...     '<html><body><p>ECE = \\(\\sum_m |B_m|\\)</p>'
     ...     '<figure><img src="missing.png" alt="a diagram"><figcaption>Look.</figcaption></figure></body></html>')
-    >>> [problem.rule for problem in check_pages([root / "page.html"], root=root, timeout=10)]
+    >>> [problem.rule for problem in check_pages([root / "page.html"], root=root, timeout=120)]
     ['math', 'math', 'image', 'console']
     """
     pages = [Path(p) for p in pages]

@@ -21,3 +21,24 @@ def make_predictions(n, k, seed=0, sharpness=3.0, acc_boost=0.6, dtype=np.float6
 @pytest.fixture
 def preds():
     return make_predictions
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_restored():
+    """No test leaks a torch thread count into the next: how a CPU sum is split over threads changes
+    its last bits, so a count left behind would make later comparisons depend on test order."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    yield
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(before if before is not None else _startup_threads())
+
+
+def _startup_threads() -> int:
+    """torch's thread count at start-up in this process (it was imported during the test)."""
+    import os
+
+    return int(os.environ.get("OMP_NUM_THREADS") or len(os.sched_getaffinity(0)))
