@@ -49,8 +49,10 @@ __all__ = ["Cache", "CacheError", "config_key", "get_or_train", "DEFAULT_ROOT"]
 FORMAT = 1
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "data" / "cache"
 FILES = ("outputs.npz", "history.csv")
-_THREADS = ("threads", "int or None, default=None",
-            "Torch's threads if the run trains (:func:`calibcourse.provenance.resolve_threads`: None is 1).")
+#: the thread policy's argument, as the cache and the run grid document it
+THREADS_PARAMETER = ("threads", "int or None, default=None",
+                     "Torch's threads of each run that trains (:func:`calibcourse.provenance.resolve_threads`: "
+                     "None is 1).")
 
 
 class CacheError(RuntimeError):
@@ -249,7 +251,7 @@ class Cache:
               ("checkpoint_every", "int, optional",
                "Checkpoint every this many epochs into :meth:`checkpoint_path` and resume from it; "
                "None (the default) trains without checkpoints."),
-              _THREADS,
+              THREADS_PARAMETER,
               ("on_checkpoint", "callable, optional",
                "Called with the epoch after each checkpoint (:func:`calibcourse.train.train`)."),
               returns=("calibcourse.train.RunResult", "The result."))
@@ -350,7 +352,7 @@ class Cache:
 
 @document("config", "progress",
           ("root", "str or pathlib.Path, optional", "The cache folder (see :class:`Cache`)."),
-          _THREADS,
+          THREADS_PARAMETER,
           returns=("calibcourse.train.RunResult", "The result."))
 def get_or_train(config: dict, progress: bool | None = None, root=None, threads: int | None = None):
     """The cached result of ``config``, trained first if needed: ``Cache(root).get_or_train(config)``.

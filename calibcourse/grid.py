@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ._docs import document
 from ._env import environ
-from .cache import Cache, CacheError, config_key
+from .cache import THREADS_PARAMETER, Cache, CacheError, config_key
 from .provenance import resolve_threads
 
 __all__ = ["TrainJob", "missing", "status", "unique_runs", "check_inputs", "train_serial", "train_local", "submit_slurm", "STATES",
@@ -317,8 +317,7 @@ def check_inputs(configs: dict) -> None:
           ("cache", "calibcourse.cache.Cache, optional", "The cache (default: :class:`Cache()`)."),
           ("checkpoint_every", "int, default=5", "Epochs between checkpoints."),
           ("log", "callable, default=print", "Where the progress lines go."),
-          ("threads", "int or None, default=None",
-           "Torch's threads of each run (:func:`calibcourse.provenance.resolve_threads`: None is 1)."),
+          THREADS_PARAMETER,
           returns=("int", "The number of runs left without an entry because another job is training "
                            "them (0 when every run is stored)."))
 def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: int = 5, log=print,
@@ -372,8 +371,7 @@ def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: in
           ("cache", "calibcourse.cache.Cache, optional", "The cache (default: :class:`Cache()`)."),
           ("checkpoint_every", "int, default=5", "Epochs between checkpoints."),
           ("log", "callable, default=print", "Where the progress lines go."),
-          ("threads", "int or None, default=None",
-           "Torch's threads of each run (:func:`calibcourse.provenance.resolve_threads`: None is 1)."),
+          THREADS_PARAMETER,
           returns=("int", "The number of runs that failed (0 when all are done)."))
 def train_local(configs: dict, jobs: int, cache: Cache | None = None, checkpoint_every: int = 5, log=print,
                 threads: int | None = None) -> int:
@@ -452,9 +450,7 @@ def _run_local(todo, configs, jobs, cache, threads, checkpoint_every, log, submi
                                       "``cpus``, ``mem``; missing keys from :data:`SLURM_DEFAULTS`."),
           ("checkpoint_every", "int, default=5", "Epochs between checkpoints."),
           ("log", "callable, default=print", "Where the lines go."),
-          ("threads", "int or None, default=None",
-           "Torch's threads of each run (:func:`calibcourse.provenance.resolve_threads`: None is 1; "
-           "``cpus`` reserves the cores, this decides the arithmetic)."),
+          THREADS_PARAMETER,
           returns=("dict", "``{name: SLURM job id}`` of the jobs submitted."))
 def submit_slurm(configs: dict, cache: Cache | None = None, slurm: dict | None = None, checkpoint_every: int = 5,
                  log=print, threads: int | None = None) -> dict:
@@ -463,7 +459,8 @@ def submit_slurm(configs: dict, cache: Cache | None = None, slurm: dict | None =
     The jobs run this repository's Python (``sys.executable``) on the nodes, so the
     repository, its virtual environment and the cache must be on a shared file system.
     Requeued on preemption or time-out (up to 3 times), each requeued job resuming from the
-    run's last checkpoint. ``make status`` follows them.
+    run's last checkpoint. ``make status`` follows them. ``cpus`` reserves a job's cores;
+    ``threads`` (default 1, as everywhere) decides how its sums are split, and so its bits.
 
     Examples
     --------

@@ -141,6 +141,12 @@ def within_tolerance(comparison: dict, tolerance: dict | None = None) -> bool:
     Returns
     -------
     bool
+
+    Examples
+    --------
+    >>> c = {"metrics": {"error": (8.70, 8.72), "ece": (4.40, 4.43), "nll": (0.300, 0.3004)}}
+    >>> within_tolerance(c), within_tolerance(c, {"error": 0.01, "ece": 0.05, "nll": 0.001})
+    (True, False)
     """
     tolerance = tolerance or TOLERANCE
     return all(abs(a - b) <= tolerance[k] for k, (a, b) in comparison["metrics"].items())
@@ -310,7 +316,10 @@ def main(argv=None) -> int:
 
     Examples
     --------
-    >>> main(["--profile", "huge"])  # doctest: +SKIP
+    >>> main(["--jobs", "0"])  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+        ...
+    SystemExit: 2
     """
     ap = argparse.ArgumentParser(prog="python -m calibcourse.reproduce", description=__doc__.split("\n")[0])
     ap.add_argument("--profile", default="ci", choices=PROFILES)
