@@ -56,6 +56,9 @@ DEFAULT_TIMEOUT = 120  # seconds per submission
 DEFAULT_MEMORY_MB = 4096  # per submission, all its processes together
 OUTPUT_LIMIT = 2_000_000  # characters of cell output kept per submission
 DEFAULT_SECRET = "calibcourse"
+#: the clock of the per-submission time limit (seconds; a test replaces it to cut a submission at a
+#: point it chooses instead of after a number of seconds that depends on the machine's load)
+_clock = time.monotonic
 _CHECK_CALL = re.compile(r"checks\.(check_\w+)\(\s*(\w+)\s*[,)]")
 
 #: the arguments several functions take
@@ -566,14 +569,62 @@ def _rss_bytes(pids) -> int:
     return total
 
 
-def _kill_tree(pid: int):
-    """Stop, then kill, a process and all its descendants (stopped processes cannot fork)."""
-    for sig in (signal.SIGSTOP, signal.SIGSTOP, signal.SIGKILL):
-        for p in [pid] + _tree(pid):
-            try:
-                os.kill(p, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
+#: seconds to wait for killed processes to exit: a safety net (a process stuck in the kernel), never
+#: reached normally; a killed process with gigabytes of memory takes a moment to go
+KILL_WAIT = 300.0
+
+
+def _kill_tree(pid: int, itself: bool = True) -> list[int]:
+    """Stop, then kill, a process (unless ``itself`` is false) and all its descendants (stopped
+    processes cannot fork), then wait until every one killed has exited (a zombie counts as
+    exited). Returns the pids killed that had not exited after :data:`KILL_WAIT` seconds."""
+    def members():
+        return ([pid] if itself else []) + _tree(pid)
+
+    for _ in range(2):
+        for p in members():
+            _signal(p, signal.SIGSTOP)
+    killed = members()
+    handles = {p: _pidfd(p) for p in killed}  # opened before the kill: the pid cannot be reused meanwhile
+    for p in killed:
+        _signal(p, signal.SIGKILL)
+    return _wait_exited(handles, KILL_WAIT)
+
+
+def _signal(pid: int, sig):
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _pidfd(pid: int):
+    """A pidfd of ``pid`` (readable once it exits), or None where it is gone or pidfds are missing."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _wait_exited(handles: dict, timeout: float) -> list[int]:
+    """Wait until the process of each pidfd in ``{pid: pidfd}`` has exited, ``timeout`` seconds at
+    most; close the pidfds. Returns the pids still running then."""
+    import select
+
+    left, end = {fd: pid for pid, fd in handles.items() if fd is not None}, time.monotonic() + timeout
+    try:
+        poll = select.poll()
+        for fd in left:
+            poll.register(fd, select.POLLIN)
+        while left and (wait := end - time.monotonic()) > 0:
+            for fd, _ in poll.poll(wait * 1000):
+                poll.unregister(fd)
+                del left[fd]
+        return sorted(left.values())
+    finally:
+        for fd in handles.values():
+            if fd is not None:
+                os.close(fd)
 
 
 FILE_SIZE_LIMIT = 512 * 2**20  # bytes of one file a submission writes
@@ -627,6 +678,7 @@ def grade_one(submission, tests: dict, timeout: float = DEFAULT_TIMEOUT, memory_
     copy = workdir / submission.name
     shutil.copy(submission, copy)
     start, status, tail = time.monotonic(), None, io.BytesIO()
+    limit_start = _clock()
     proc = subprocess.Popen([sys.executable, "-m", "calibcourse.assignments", "_run", str(copy), str(private),
                              str(workdir)], cwd=workdir, env=_child_env(tmp), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -643,8 +695,7 @@ def grade_one(submission, tests: dict, timeout: float = DEFAULT_TIMEOUT, memory_
     reader.start()
     try:
         while proc.poll() is None:
-            elapsed = time.monotonic() - start
-            if elapsed > timeout:
+            if _clock() - limit_start > timeout:
                 status = f"time limit: cut after {timeout:g} s"
             elif _rss_bytes([proc.pid] + _tree(proc.pid)) > memory_mb * 2**20:
                 status = f"memory limit: cut above {memory_mb} MB"
@@ -890,12 +941,8 @@ def main(argv=None) -> int:
             _limit_self()
             try:
                 run_submission(args.submission, args.private, args.workdir)
-            finally:  # what the submission started and left running
-                for pid in _tree(os.getpid()):
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except (ProcessLookupError, PermissionError):
-                        pass
+            finally:  # what the submission started and left running, gone before this process ends
+                _kill_tree(os.getpid(), itself=False)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

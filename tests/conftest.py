@@ -34,7 +34,9 @@ def _torch_threads_restored():
     yield
     torch = sys.modules.get("torch")
     if torch is not None:
-        torch.set_num_threads(before if before is not None else _startup_threads())
+        want = before if before is not None else _startup_threads()
+        if torch.get_num_threads() != want:  # only where the test changed it
+            torch.set_num_threads(want)
 
 
 def _startup_threads() -> int:
