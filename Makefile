@@ -29,11 +29,11 @@ $(TEST_STAMP): $(BOOK_STAMP) requirements-test.txt
 venv: $(BOOK_STAMP)
 
 book: $(BOOK_STAMP)
-	$(PY) -m calibcourse.build --profile $(PROFILE) --edition $(EDITION)
+	$(PY) -m calibcourse.tools.build --profile $(PROFILE) --edition $(EDITION)
 
 # downloadable lab notebooks, student and instructor editions: _build/labs/{student,instructor}/
 labs: $(BOOK_STAMP)
-	$(PY) -m calibcourse.build --labs
+	$(PY) -m calibcourse.tools.build --labs
 
 # fill the result cache for a profile: every training run of the book that has no entry
 #   make train PROFILE=full                                  one after another, in this process
@@ -51,26 +51,27 @@ $(TRAIN_STAMP): $(BOOK_STAMP) requirements-train.txt
 	@touch $@
 
 train: $(TRAIN_STAMP)
-	$(PY) -m calibcourse.cli train $(PROFILE) --executor $(EXECUTOR) --jobs $(JOBS) $(if $(THREADS),--threads $(THREADS)) \
+	$(PY) -m calibcourse.tools.cli train $(PROFILE) --executor $(EXECUTOR) --jobs $(JOBS) $(if $(THREADS),--threads $(THREADS)) \
 	  $(if $(PARTITION),--partition $(PARTITION)) $(if $(GPUS),--gpus $(GPUS)) $(if $(TIME),--time $(TIME)) \
 	  $(if $(ACCOUNT),--account $(ACCOUNT)) $(if $(CPUS),--cpus $(CPUS)) $(if $(MEM),--mem $(MEM))
 
 status: $(TRAIN_STAMP)
-	$(PY) -m calibcourse.cli status $(PROFILE)
+	$(PY) -m calibcourse.tools.cli status $(PROFILE)
 
 # retrain a profile into a temporary cache on this machine, compare every run with its committed
 # entry (provenance, outputs, printed measures), recompute the claims ledger from the retrained
 # runs and list every verdict that changed (exit 1 if one did): PROFILE=ci unless given
 REPRODUCE_PROFILE = $(if $(filter command line,$(origin PROFILE)),$(PROFILE),ci)
 reproduce: $(TRAIN_STAMP)
-	$(PY) -m calibcourse.reproduce --profile $(REPRODUCE_PROFILE) --jobs $(JOBS) $(if $(THREADS),--threads $(THREADS))
+	$(PY) -m calibcourse.tools.reproduce --profile $(REPRODUCE_PROFILE) --jobs $(JOBS) $(if $(THREADS),--threads $(THREADS))
 
 # every config of a profile trained for one batch on small files in the real formats, every page
 # executed against them and the book rendered, all in a temporary folder (PROFILE=full in .ci/run)
 smoke: $(BOOK_STAMP)
-	$(PY) -m calibcourse.smoke --profile $(PROFILE)
+	$(PY) -m calibcourse.tools.smoke --profile $(PROFILE)
 
 test: $(TEST_STAMP) chromium
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
 # Debian's chromium and its matching driver, for the rendered-page check (apt, where missing)
@@ -81,7 +82,7 @@ chromium:
 # every page of the built book in headless Chromium: typeset math, loaded images, no console
 # errors, no machine paths or warnings in the text (run `make book` first)
 check-pages: $(TEST_STAMP) chromium
-	$(PY) -m calibcourse.pagecheck _build/html
+	$(PY) -m calibcourse.tools.pagecheck _build/html
 
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(TEST_STAMP) requirements-bench.txt
@@ -104,12 +105,12 @@ $(GRADE_STAMP): $(BOOK_STAMP) requirements-grade.txt
 $(TEST_STAMP): requirements-grade.txt requirements-train.txt
 
 assignments: $(GRADE_STAMP)
-	$(PY) -m calibcourse.assignments assign
+	$(PY) -m calibcourse.tools.assignments assign
 
 # make grade LAB=lab1_ece SUBMISSIONS=dir [TIMEOUT=seconds] [JOBS=2] -> _build/grades/<lab>.csv + feedback
 grade: $(GRADE_STAMP)
 	@test -n "$(LAB)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade LAB=<lab> SUBMISSIONS=<dir> [TIMEOUT=<seconds>] [JOBS=<n>]"; exit 2; }
-	$(PY) -m calibcourse.assignments grade --lab "$(LAB)" --submissions "$(SUBMISSIONS)" \
+	$(PY) -m calibcourse.tools.assignments grade --lab "$(LAB)" --submissions "$(SUBMISSIONS)" \
 	  $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(JOBS),--jobs $(JOBS))
 
 clean:

@@ -33,8 +33,8 @@ from scipy.special import logsumexp
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from calibcourse import metrics as M  # noqa: E402
-from calibcourse.calibrators import TemperatureScaling  # noqa: E402
-from calibcourse.data import scaled_logits  # noqa: E402
+from calibcourse.calibration.calibrators import TemperatureScaling  # noqa: E402
+from calibcourse.calibration.synthetic import scaled_logits  # noqa: E402
 
 
 def data(n=10_000, k=100, factor=7.0, seed=0):

@@ -1,4 +1,4 @@
-"""Benchmark calibcourse.metrics against its peers, in one run (``make bench``).
+"""Benchmark calibcourse.calibration.metrics against its peers, in one run (``make bench``).
 
     OMP_WAIT_POLICY=PASSIVE python bench/bench_metrics.py [--quick]
 

@@ -35,7 +35,7 @@ def forward_flops(cfg) -> float:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from calibcourse.train import make_model, normalize_config
+    from calibcourse.study.train import make_model, normalize_config
 
     c = normalize_config(cfg)
     name = c["data"]["name"]
@@ -43,7 +43,7 @@ def forward_flops(cfg) -> float:
     k = 1 if c["loss"] == "bce" else (2 if c["data"].get("view") else CLASSES[name])
     model = c["model"]
     if model["name"] == "frozen_features":  # the frozen DenseNet-121 forward only, the head is negligible
-        from calibcourse.models import densenet121_small
+        from calibcourse.study.models import densenet121_small
 
         net, k = densenet121_small(num_classes=2, stem="imagenet"), None
     else:
@@ -59,8 +59,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tflops", type=float, default=5.0, help="assumed sustained TFLOP/s of one GPU")
     ap.add_argument("--meta-factor", type=float, default=5.0, help="cost of a meta-learned step in plain steps")
     args = ap.parse_args(argv)
-    from calibcourse.cache import config_key
-    from calibcourse.experiments import experiments
+    from calibcourse.study.cache import config_key
+    from calibcourse.study.experiments import experiments
 
     seen, rows = set(), defaultdict(lambda: {"runs": 0, "hours": 0.0})
     cost_of = {}

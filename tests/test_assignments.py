@@ -14,7 +14,7 @@ import jupytext
 import nbformat
 import pytest
 
-from calibcourse import assignments as A
+from calibcourse.tools import assignments as A
 
 ROOT = Path(__file__).resolve().parent.parent
 LABS = [p.stem for p in A.lab_sources()]
@@ -140,7 +140,7 @@ def test_assignments_are_written_with_points_stated_and_solutions_only_in_the_so
         with zipfile.ZipFile(p["autograder"]) as z:
             names = z.namelist()
             tests = {n: z.read(n).decode() for n in names if n.startswith("tests/")}
-            assert "files/calibcourse/checks.py" in names and "environment.yml" in names
+            assert "files/calibcourse/study/checks.py" in names and "environment.yml" in names
             assert "jupyter-book" not in z.read("environment.yml").decode()
         assert len(tests) == len(qs)
         for q in qs:  # the hidden test: the same check on another seed
@@ -237,7 +237,7 @@ def test_grading_survives_what_students_hand_in(built, tmp_path, monkeypatch):
     assert rows["not_a_notebook.ipynb"]["status"].startswith("not a notebook")
     for row in rows.values():
         assert float(row["total"]) == sum(float(row[q.name]) for q in qs) and float(row["max_total"]) == sum(full)
-    # feedback: which check failed and why, in calibcourse.checks' words; no hidden seed shown
+    # feedback: which check failed and why, in calibcourse.study.checks' words; no hidden seed shown
     fb = (tmp_path / "grades" / lab / "last_raises.txt").read_text()
     assert f"{qs[-1].name} (" in fb and f"function {qs[-1].function}): 0 / " in fb
     assert "the function raised ZeroDivisionError: my bug" in fb

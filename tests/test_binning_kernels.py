@@ -1,10 +1,10 @@
-"""calibcourse.binning and calibcourse.kernels: the shared numerics, against plain loops and dense sums."""
+"""calibcourse.calibration.binning and calibcourse.calibration.kernels: the shared numerics, against plain loops and dense sums."""
 import numpy as np
 import pytest
 import torch
 
-from calibcourse import binning as B
-from calibcourse import kernels as K
+from calibcourse.calibration import binning as B
+from calibcourse.calibration import kernels as K
 
 
 # ------------------------------------------------------------------ binning

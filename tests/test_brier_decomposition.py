@@ -3,7 +3,7 @@ definitions computed sample by sample, and bad input named."""
 import numpy as np
 import pytest
 
-from calibcourse import metrics
+from calibcourse.calibration import metrics
 
 
 def discrete_forecasts(n, k, seed):

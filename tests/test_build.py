@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from calibcourse import build
+from calibcourse.tools import build
 
 HEADER = textwrap.dedent("""\
     ---
@@ -118,7 +118,7 @@ def test_fingerprint_changes_with_requirements_and_data(tmp_path):
 
 def test_failing_cell_names_notebook_cell_and_exception(tmp_path):
     write_book(tmp_path, {"good": GOOD, "bad": BAD})
-    proc = subprocess.run([sys.executable, "-m", "calibcourse.build", "--root", str(tmp_path),
+    proc = subprocess.run([sys.executable, "-m", "calibcourse.tools.build", "--root", str(tmp_path),
                            "--profile", "ci", "--no-html"], capture_output=True, text=True)
     assert proc.returncode != 0
     err = proc.stderr
@@ -173,8 +173,8 @@ def test_student_edition_hides_solutions_and_stubs_exercises(tmp_path):
 
 
 LEDGER_PAGE = ("# Claims\n\n" + code('profile = "default"', ["parameters"]) + code(textwrap.dedent("""\
-    from calibcourse import stats
-    from calibcourse.report import Ledger
+    from calibcourse.calibration import stats
+    from calibcourse.study.ledger import Ledger
     ledger = Ledger(chapter=2)
     ledger.claim("t-held", claim="lowers", source="guo2017calibration", effect="d",
                  interval=stats.Difference(-0.03, -0.05, -0.01, 0.95, n=1000), direction="below")
@@ -198,7 +198,7 @@ def test_write_ledger_collects_claims_into_json_and_a_page(tmp_path):
     # a verdict that does not follow from its interval stops the build
     import nbformat
 
-    from calibcourse.report import CLAIMS_GLUE_NAME
+    from calibcourse.study.ledger import CLAIMS_GLUE_NAME
 
     path = tmp_path / "book" / "generated" / "claims.ipynb"
     nb = nbformat.read(path, as_version=4)

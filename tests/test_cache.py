@@ -1,4 +1,4 @@
-"""calibcourse.cache: keys, atomic writes, corruption handling, the CLI, committed entries."""
+"""calibcourse.study.cache: keys, atomic writes, corruption handling, the CLI, committed entries."""
 import json
 import subprocess
 import sys
@@ -7,9 +7,9 @@ import warnings
 import numpy as np
 import pytest
 
-from calibcourse import cache as C
-from calibcourse import train as T
-from calibcourse.experiments import experiments
+from calibcourse.study import cache as C
+from calibcourse.study import train as T
+from calibcourse.study.experiments import experiments
 
 CFG = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 1, "seed": 0}
 
@@ -33,7 +33,7 @@ def test_key_is_the_sha256_of_the_canonical_config():
 
 
 def test_manifest_records_the_runs_provenance_and_a_code_change_makes_it_stale(tmp_path, result, monkeypatch):
-    from calibcourse import provenance as P
+    from calibcourse.study import provenance as P
 
     cache = C.Cache(tmp_path)
     path = cache.store(result)
@@ -46,9 +46,9 @@ def test_manifest_records_the_runs_provenance_and_a_code_change_makes_it_stale(t
     # another version of the training code: the entry is still found (the key is the config's) but stale
     monkeypatch.setattr(P, "code_fingerprint", lambda entry=P.TRAINING_ENTRY: "0" * 16)
     monkeypatch.setattr(P, "code_modules", lambda entry=P.TRAINING_ENTRY: {**prov["code_modules"],
-                                                                           "calibcourse.meta": "changed"})
+                                                                           "calibcourse.study.meta": "changed"})
     assert cache.load(CFG) is not None
-    assert cache.stale() == {path.name: "training code changed since it ran (calibcourse.meta)"}
+    assert cache.stale() == {path.name: "training code changed since it ran (calibcourse.study.meta)"}
 
 
 def test_store_then_load_roundtrip(tmp_path, result):
@@ -106,7 +106,7 @@ def test_corrupt_entry_is_reported_and_recomputed_never_used(tmp_path, result, d
 def test_cli_list_verify_clear(tmp_path, result):
     cache = C.Cache(tmp_path)
     path = cache.store(result)
-    run = lambda *a: subprocess.run([sys.executable, "-m", "calibcourse.cache", *a, "--root", str(tmp_path)],
+    run = lambda *a: subprocess.run([sys.executable, "-m", "calibcourse.study.cache", *a, "--root", str(tmp_path)],
                                     capture_output=True, text=True)
     out = run("list")
     assert out.returncode == 0 and path.name in out.stdout and "1 entries" in out.stdout
@@ -121,7 +121,7 @@ def test_cli_list_verify_clear(tmp_path, result):
 #: ci runs whose training amplifies a last-bit difference into one a reader can see. Measured on
 #: the machine that trained the committed cache (AVX512, 1 thread): each ci run retrained with
 #: ATEN_CPU_CAPABILITY=default (torch's portable kernels), with ATEN_CPU_CAPABILITY=avx2, and with
-#: 2 threads. These 22 moved a printed measure beyond calibcourse.reproduce.TOLERANCE in at least one
+#: 2 threads. These 22 moved a printed measure beyond calibcourse.tools.reproduce.TOLERANCE in at least one
 #: of the three (test error by up to 2.2 points, ECE by up to 8.0 points for the DECE-trained runs:
 #: batch norm at a high rate, over-trained MLPs and LeNet, the ResNet-20 recipe, and chapter 5's
 #: losses that raise probabilities to powers, mix inputs, or feed a gamma-Net back on itself); the
@@ -138,7 +138,7 @@ SENSITIVE = {"ch1/mlp", "ch2/batchnorm/plain/s0", "ch2/batchnorm/bn/s0", "ch2/nl
 
 
 def _ci_runs():
-    from calibcourse.grid import unique_runs
+    from calibcourse.tools.grid import unique_runs
 
     return [name for name, _ in unique_runs(experiments("ci")).values()]
 
@@ -155,12 +155,12 @@ def test_committed_ci_entries_match_a_fresh_training_run(name):
       capability and device), the outputs are the committed bits; if the training code changed
       since (a stale entry), bits that differ mean the change moved the numbers: retrain.
     * Where the machine differs, the measures the book prints from the run (test error and ECE in
-      points, NLL) agree within calibcourse.reproduce.TOLERANCE (0.05 points, 0.001 nats: below one
+      points, NLL) agree within calibcourse.tools.reproduce.TOLERANCE (0.05 points, 0.001 nats: below one
       unit of the last printed digit), except for the SENSITIVE runs above, whose moves are
       reported. Either way a warning names the provenance that differed.
     """
-    from calibcourse import provenance as P
-    from calibcourse.reproduce import TOLERANCE, compare_runs, within_tolerance
+    from calibcourse.study import provenance as P
+    from calibcourse.tools.reproduce import TOLERANCE, compare_runs, within_tolerance
 
     cfg = experiments("ci")[name]
     committed = C.Cache().load(cfg)
@@ -190,7 +190,7 @@ def test_committed_ci_entries_match_a_fresh_training_run(name):
 
 
 def test_every_committed_entry_records_its_provenance():
-    from calibcourse import provenance as P
+    from calibcourse.study import provenance as P
 
     for key in C.Cache().keys():
         prov = C.Cache().check(key).get("provenance") or {}

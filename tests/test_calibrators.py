@@ -1,4 +1,4 @@
-"""calibcourse.calibrators against independent references, known truths and bad input.
+"""calibcourse.calibration.calibrators against independent references, known truths and bad input.
 
 The behaviour and bad-input tests run over the registries ``C.BINARY`` and ``C.MULTICLASS``:
 a calibrator is tested by being registered.
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from calibcourse import calibrators as C
-from calibcourse import metrics as M
-from calibcourse.data import scaled_logits
+from calibcourse.calibration import calibrators as C
+from calibcourse.calibration import metrics as M
+from calibcourse.calibration.synthetic import scaled_logits
 
 
 def overconfident(n, k, factor, seed=0, spread=1.5):

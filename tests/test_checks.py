@@ -1,13 +1,13 @@
-"""calibcourse.checks: right implementations pass, wrong ones fail with a reason, unfilled ones never crash."""
+"""calibcourse.study.checks: right implementations pass, wrong ones fail with a reason, unfilled ones never crash."""
 import numpy as np
 import pytest
 import torch
 from scipy.optimize import minimize_scalar
 
-from calibcourse import calibrators as C
-from calibcourse import checks
-from calibcourse import losses as L
-from calibcourse import metrics as M
+from calibcourse.calibration import calibrators as C
+from calibcourse.study import checks
+from calibcourse.calibration import losses as L
+from calibcourse.calibration import metrics as M
 
 
 # ------------------------------------------------------------------ what a student might write
@@ -208,7 +208,7 @@ def test_check_softmax_temperature():
 
 
 def test_check_grid_temperature_names_the_nll_optimum(capsys):
-    from calibcourse.calibrators import TemperatureScaling
+    from calibcourse.calibration.calibrators import TemperatureScaling
 
     def by(column):
         return lambda zv, yv, g, n: TemperatureScaling.grid(zv, yv, g, n_bins=n).best(column)

@@ -1,12 +1,12 @@
-"""calibcourse.coverage's known-truth predictor: its calibration errors against closed forms and
+"""calibcourse.study.coverage's known-truth predictor: its calibration errors against closed forms and
 scipy quadrature, binning's under-estimate (Kumar et al. 2019), and the finite-sample ECE's
 over-estimate against de Moivre's mean absolute deviation of a binomial."""
 import numpy as np
 import pytest
 from scipy import integrate, special
 
-from calibcourse import metrics
-from calibcourse.coverage import SineMiscalibration, expected_ece
+from calibcourse.calibration import metrics
+from calibcourse.study.coverage import SineMiscalibration, expected_ece
 
 
 def quad_ce(sm, lo, hi, norm):

@@ -1,4 +1,4 @@
-"""calibcourse.data: embedded sets, synthetic truth, full-set loaders on real-format files, views."""
+"""calibcourse.study.data: embedded sets, synthetic truth, full-set loaders on real-format files, views."""
 import gzip
 import pickle
 import random
@@ -7,8 +7,9 @@ import struct
 import numpy as np
 import pytest
 
-from calibcourse import data as D
-from calibcourse import metrics as M
+from calibcourse.calibration.synthetic import SyntheticCalibration
+from calibcourse.study import data as D
+from calibcourse.calibration import metrics as M
 
 
 def test_mnist5k_is_shuffled_balanced_and_scaled():
@@ -37,18 +38,18 @@ def test_mnist1d_shapes_determinism_and_rng_untouched():
 
 
 def test_synthetic_true_ece_closed_form_and_binned_estimate():
-    s = D.SyntheticCalibration(n_classes=2, a=1.0, b=1.0, power=2.0)
+    s = SyntheticCalibration(n_classes=2, a=1.0, b=1.0, power=2.0)
     # c uniform on [1/2, 1]: integral of (c - c^2) * 2 dc over [1/2, 1] = 1/6
     assert s.true_ece() == pytest.approx(1 / 6, abs=1e-10)
     p, y = s.sample(400_000, seed=0)
     assert M.ece(p, y, n_bins=20) == pytest.approx(1 / 6, abs=3e-3)
-    calibrated = D.SyntheticCalibration(n_classes=10, power=1.0)
+    calibrated = SyntheticCalibration(n_classes=10, power=1.0)
     assert calibrated.true_ece() == 0.0
     p, y = calibrated.sample(200_000, seed=1)
     np.testing.assert_allclose(p.sum(1), 1.0)
     assert M.ece(p, y) < 0.01
     with pytest.raises(ValueError, match="n_classes"):
-        D.SyntheticCalibration(n_classes=1)
+        SyntheticCalibration(n_classes=1)
 
 
 def test_synthetic_sign_changing_miscalibration_truth_by_quadrature_and_binning_under_estimates():
@@ -57,7 +58,7 @@ def test_synthetic_sign_changing_miscalibration_truth_by_quadrature_and_binning_
     binned ECE is below it (gaps of both signs cancel inside a bin) and a huge sample's ECE reaches it."""
     from scipy import stats as st
 
-    s = D.SyntheticCalibration(n_classes=10, a=2.0, b=2.0, power=1.0, amplitude=0.08, period=0.2)
+    s = SyntheticCalibration(n_classes=10, a=2.0, b=2.0, power=1.0, amplitude=0.08, period=0.2)
     u = (np.arange(400_000) + 0.5) / 400_000
     c = 0.1 + 0.9 * u
     riemann = np.mean(np.abs(s.true_accuracy_given_confidence(c) - c) * st.beta.pdf(u, 2.0, 2.0))
@@ -71,11 +72,11 @@ def test_synthetic_sign_changing_miscalibration_truth_by_quadrature_and_binning_
         assert s.true_binned_ece(m) < s.true_ece() - 0.005
     p, y = s.sample(1_000_000, seed=3)
     assert M.ece(p, y, n_bins=5) == pytest.approx(s.true_binned_ece(5), abs=3e-3)
-    assert D.SyntheticCalibration(amplitude=0.0).true_accuracy_given_confidence(0.7) == pytest.approx(0.7)
+    assert SyntheticCalibration(amplitude=0.0).true_accuracy_given_confidence(0.7) == pytest.approx(0.7)
     assert np.all((s.true_accuracy_given_confidence(np.linspace(0, 1, 101)) >= 0)
                   & (s.true_accuracy_given_confidence(np.linspace(0, 1, 101)) <= 1))
     with pytest.raises(ValueError, match="amplitude"):
-        D.SyntheticCalibration(amplitude=-0.1)
+        SyntheticCalibration(amplitude=-0.1)
 
 
 def test_stratified_split_keeps_proportions_and_is_deterministic():

@@ -1,10 +1,10 @@
-"""calibcourse.experiments / labels: committed keys, names that hold in every profile, the papers' recipes."""
+"""calibcourse.study.experiments / labels: committed keys, names that hold in every profile, the papers' recipes."""
 import pytest
 
-from calibcourse import cache as C
-from calibcourse import experiments as E
-from calibcourse import labels as L
-from calibcourse import train as T
+from calibcourse.study import cache as C
+from calibcourse.study import experiments as E
+from calibcourse.study import labels as L
+from calibcourse.study import train as T
 
 
 @pytest.mark.parametrize("profile", ["ci", "default"])

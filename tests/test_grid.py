@@ -1,4 +1,4 @@
-"""calibcourse.grid and the command line: the run grid on submitit (local processes, SLURM), status,
+"""calibcourse.tools.grid and the command line: the run grid on submitit (local processes, SLURM), status,
 missing inputs, a killed job that leaves no entry and resumes."""
 import os
 import stat
@@ -45,7 +45,7 @@ def test_status_says_missing_done_running_and_failed(tmp_path):
 def test_status_names_entries_that_older_training_code_produced(tmp_path, monkeypatch):
     import io
 
-    from calibcourse import provenance as P
+    from calibcourse.study import provenance as P
 
     cache = C.Cache(tmp_path)
     configs = _configs(2)
@@ -54,13 +54,13 @@ def test_status_names_entries_that_older_training_code_produced(tmp_path, monkey
     assert [r["stale"] for r in rows] == ["", ""]  # current code; a missing run is not stale
     mods = dict(P.code_modules())
     monkeypatch.setattr(P, "code_fingerprint", lambda entry=P.TRAINING_ENTRY: "f" * 16)
-    monkeypatch.setattr(P, "code_modules", lambda entry=P.TRAINING_ENTRY: {**mods, "calibcourse.losses": "new"})
+    monkeypatch.setattr(P, "code_modules", lambda entry=P.TRAINING_ENTRY: {**mods, "calibcourse.calibration.losses": "new"})
     rows = grid.status(configs, cache)
-    assert rows[0]["state"] == "done" and rows[0]["stale"] == "training code changed since it ran (calibcourse.losses)"
+    assert rows[0]["state"] == "done" and rows[0]["stale"] == "training code changed since it ran (calibcourse.calibration.losses)"
     out = io.StringIO()
     assert grid.print_status(rows, out) == 1  # one run not done
     text = out.getvalue()
-    assert "STALE: training code changed since it ran (calibcourse.losses)" in text
+    assert "STALE: training code changed since it ran (calibcourse.calibration.losses)" in text
     assert text.splitlines()[-1] == "1 done, 0 running, 0 failed, 1 missing (1 stale: retrain them to bring their provenance up to date)"
 
 
@@ -81,7 +81,7 @@ def test_serial_training_skips_a_run_another_job_trains_and_restores_threads(tmp
 
 
 def test_environ_restores_set_and_unset_variables(monkeypatch):
-    from calibcourse._env import environ
+    from calibcourse.tools._env import environ
 
     monkeypatch.setenv("CALIBCOURSE_A", "old")
     monkeypatch.delenv("CALIBCOURSE_B", raising=False)
@@ -110,7 +110,7 @@ def test_cli_status_prints_each_run_and_exits_1_until_all_are_done(tmp_path, cap
 
 # ------------------------------------------------------------------ inputs
 def test_a_missing_data_set_or_weights_file_stops_train_naming_the_file(tmp_path, monkeypatch, capsys):
-    from calibcourse.experiments import experiments
+    from calibcourse.study.experiments import experiments
 
     monkeypatch.setenv("CALIBCOURSE_DATA", str(tmp_path / "nodata"))
     monkeypatch.setenv("CALIBCOURSE_WEIGHTS", str(tmp_path / "noweights"))
@@ -128,7 +128,7 @@ def test_a_missing_data_set_or_weights_file_stops_train_naming_the_file(tmp_path
     assert cli.main(["train", "full", "--root", str(tmp_path / "cache")]) == 2
     assert "cifar-100-python" in capsys.readouterr().err and not (tmp_path / "cache").exists()
     # with the files there (small ones in the real formats), nothing is missing
-    from calibcourse.smoke import _write_fake_weights, write_fake_data
+    from calibcourse.tools.smoke import _write_fake_weights, write_fake_data
 
     write_fake_data(tmp_path / "nodata")
     _write_fake_weights(tmp_path / "noweights")

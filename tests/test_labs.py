@@ -6,7 +6,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from calibcourse import build, editions
+from calibcourse.tools import build, editions
 
 ROOT = Path(__file__).resolve().parent.parent
 LABS = sorted((ROOT / "notebooks" / "labs").glob("*.md"))

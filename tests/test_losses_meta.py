@@ -1,13 +1,13 @@
-"""calibcourse.losses and calibcourse.meta: closed forms, finite-difference gradients, the bilevel step."""
+"""calibcourse.calibration.losses and calibcourse.study.meta: closed forms, finite-difference gradients, the bilevel step."""
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from calibcourse import losses as L
-from calibcourse import metrics as M
-from calibcourse.meta import GammaNet, MetaTrainer, lookahead_outer_loss, lookahead_step
-from calibcourse.models import MLP
+from calibcourse.calibration import losses as L
+from calibcourse.calibration import metrics as M
+from calibcourse.study.meta import GammaNet, MetaTrainer, lookahead_outer_loss, lookahead_step
+from calibcourse.study.models import MLP
 
 
 def data(n=64, k=5, seed=0, dtype=torch.float64):
@@ -181,7 +181,7 @@ def test_meta_trainer_step_updates_both_networks():
 
 
 def test_meta_run_through_train_logs_gammas():
-    from calibcourse.train import train
+    from calibcourse.study.train import train
 
     cfg = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 2,
            "loss": "focal", "meta": {"outer": "sece", "meta_lr": 1e-3, "val_batch": 64}}

@@ -1,11 +1,11 @@
-"""calibcourse.metrics against independent references, closed forms and bad input."""
+"""calibcourse.calibration.metrics against independent references, closed forms and bad input."""
 import numpy as np
 import pytest
 import torch
 from conftest import make_predictions
 
-from calibcourse import metrics as M
-from calibcourse.report import calibration_report
+from calibcourse.calibration import metrics as M
+from calibcourse.calibration.report import calibration_report
 
 CASES = [(200, 2, 0), (1000, 3, 1), (5000, 10, 2), (3000, 100, 3)]
 
@@ -299,7 +299,7 @@ def test_calibration_report_has_every_measure():
                 "sece", "smooth_ece", "ece_low", "ece_high"):
         assert col in df.columns
     # with intervals, each calibration error is stats.interval's (bias-corrected) estimate and interval
-    from calibcourse import stats
+    from calibcourse.calibration import stats
     r = stats.interval(M.ece, p, y, n_boot=20, seed=0, n_bins=15)
     assert (df.loc["m", "ece"], df.loc["m", "ece_low"], df.loc["m", "ece_high"]) == pytest.approx(
         (r.estimate, r.low, r.high), abs=1e-15)

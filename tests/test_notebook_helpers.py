@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from calibcourse import experiments as E
-from calibcourse import notebook
+from calibcourse.study import experiments as E
+from calibcourse.study import notebook
 
 
 def test_glue_value_converts_numpy_scalars_and_booleans(monkeypatch):

@@ -8,27 +8,38 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "calibcourse"
-MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+LAYERS = ("calibration", "study", "tools")
+#: every module of the three layers, as ``layer.module``
+MODULES = sorted(f"{p.parent.name}.{p.stem}" for layer in LAYERS for p in (PACKAGE / layer).glob("*.py")
+                 if p.stem != "__init__")
 
 
 def _imports(module: str) -> set[str]:
-    """The calibcourse modules ``module`` imports anywhere (top level or inside a function)."""
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    """The calibcourse modules (``layer.module``) ``module`` imports anywhere (top level or inside a function)."""
+    layer = module.split(".")[0]
+    tree = ast.parse((PACKAGE / f"{module.replace('.', '/')}.py").read_text())
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level == 1:  # from . import x / from .x import y
-                found.update([node.module] if node.module else [a.name for a in node.names])
-            elif node.module and node.module.startswith("calibcourse"):
-                found.add(node.module.split(".")[1] if "." in node.module else "")
+                found.update([f"{layer}.{node.module}"] if node.module else [f"{layer}.{a.name}" for a in node.names])
+            elif node.module and node.module.startswith("calibcourse."):
+                base = node.module.split(".", 1)[1]
+                found.add(base)
+                found.update(f"{base}.{a.name}" for a in node.names)  # from calibcourse.study import cache
         elif isinstance(node, ast.Import):
-            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("calibcourse."))
-    return {m.split(".")[0] for m in found if m} & set(MODULES)
+            found.update(a.name.split(".", 1)[1] for a in node.names if a.name.startswith("calibcourse."))
+    return found & set(MODULES)
+
+
+def test_every_module_sits_in_a_layer():
+    # the layers are the package: nothing beside them but the package's entry points
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py"]
 
 
 def test_the_package_has_no_import_circle():
     graph = {m: _imports(m) for m in MODULES}
-    assert graph["cache"] & {"experiments", "cli", "labels"} == set(), "the store knows nothing of the registry"
+    assert graph["study.cache"] & {"study.experiments", "tools.cli", "study.labels"} == set(), "the store knows nothing of the registry"
     done, path = set(), []
 
     def visit(m):
@@ -49,8 +60,8 @@ def test_the_package_has_no_import_circle():
 
 def test_import_circle_detection_sees_function_level_imports(tmp_path):
     # the check above must not be blind to `from .x import y` inside a function
-    assert "cache" in _imports("experiments")
-    assert "experiments" in _imports("cli")
+    assert "study.cache" in _imports("study.experiments")
+    assert "study.experiments" in _imports("tools.cli")
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -58,9 +69,10 @@ def test_all_names_exist_and_private_names_stay_home(module):
     mod = importlib.import_module(f"calibcourse.{module}")
     for name in getattr(mod, "__all__", []):
         assert hasattr(mod, name), f"calibcourse.{module}.__all__ lists {name!r}, which does not exist"
-    source = (PACKAGE / f"{module}.py").read_text()
+    source = (PACKAGE / f"{module.replace('.', '/')}.py").read_text()
     # `M._x`, `binning._x`, ...: another module's private name (modules starting with _ are shared helpers)
-    aliases = {"M": "metrics", "C": "calibrators", "L": "losses"} | {m: m for m in MODULES}
+    aliases = ({"M": "calibration.metrics", "C": "calibration.calibrators", "L": "calibration.losses"}
+               | {m.split(".")[1]: m for m in MODULES})
     for alias, target in aliases.items():
         for use in re.findall(rf"\b{alias}\.(_[a-z]\w*)", source):
             if target != module:
@@ -69,7 +81,7 @@ def test_all_names_exist_and_private_names_stay_home(module):
 
 #: Modules whose public API is documented numpydoc-style; a module joins when it is.
 #: every public module: a new module is documented by being added
-DOCUMENTED = [m for m in MODULES if not m.startswith("_")]
+DOCUMENTED = [m for m in MODULES if not m.split(".")[1].startswith("_")]
 
 
 def _public_callables(module):

@@ -1,4 +1,4 @@
-"""The rendered-page check (calibcourse.pagecheck) on tiny hand-made pages: each rule catches
+"""The rendered-page check (calibcourse.tools.pagecheck) on tiny hand-made pages: each rule catches
 the page that breaks it, and a clean page (typeset math, a loaded image) passes."""
 import os
 import shutil
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from calibcourse import pagecheck
+from calibcourse.tools import pagecheck
 
 HAVE_BROWSER = bool(shutil.which("chromium") and shutil.which("chromedriver"))
 try:
@@ -158,7 +158,7 @@ def test_sphinxext_keeps_one_of_each_script():
     # sphinx_thebe registers its inline config twice (at two priorities): a SyntaxError in every page
     from sphinx.builders.html._assets import _JavaScript
 
-    from calibcourse.sphinxext import dedupe_assets
+    from calibcourse.tools.sphinxext import dedupe_assets
 
     thebe = "const THEBE_JS_URL = 'x'"
     ctx = {"script_files": [_JavaScript(None, body=thebe, priority=500), _JavaScript("a.js"),

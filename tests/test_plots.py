@@ -1,4 +1,4 @@
-"""calibcourse.plots: each function draws what it says and returns its figure."""
+"""calibcourse.calibration.plots: each function draws what it says and returns its figure."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from conftest import make_predictions
 
-from calibcourse import metrics as M
-from calibcourse import plots
+from calibcourse.calibration import metrics as M
+from calibcourse.calibration import plots
 
 
 def test_reliability_diagram_bars_are_bin_accuracies():
@@ -64,7 +64,7 @@ def test_calibration_maps_draw_each_calibrators_predictions_and_the_bin_frequenc
     """The curves are the fitted maps themselves: predict_proba on the plotted grid, for every method."""
     from scipy.special import expit
 
-    from calibcourse import calibrators as C
+    from calibcourse.calibration import calibrators as C
 
     rng = np.random.default_rng(0)
     p = expit(rng.normal(0, 3, 3000))

@@ -1,12 +1,13 @@
-"""calibcourse.report: what the chapters print is what the metrics compute."""
+"""calibcourse.study.tables and calibcourse.study.ledger: what the chapters print is what the metrics compute."""
 import numpy as np
 import pandas as pd
 import pytest
 
-from calibcourse import metrics as M
-from calibcourse import report as R
-from calibcourse.calibrators import TemperatureScaling
-from calibcourse.train import RunResult
+from calibcourse.calibration import metrics as M
+from calibcourse.study import ledger as L
+from calibcourse.study import tables as R
+from calibcourse.calibration.calibrators import TemperatureScaling
+from calibcourse.study.train import RunResult
 
 
 def fake_run(seed, factor, shared_test=False):
@@ -53,7 +54,7 @@ def test_sweep_table_means_and_stds_over_seeds():
     assert df.loc[3.0, "ece_plugin"] == pytest.approx(np.mean(eces))
     assert df.loc[3.0, "ece_plugin_std"] == pytest.approx(np.std(eces, ddof=1))
     # the interval is that of the mean over seeds, around a bias-corrected mean
-    from calibcourse import stats
+    from calibcourse.calibration import stats
 
     probs, y = R.seed_predictions({k: v for k, v in runs.items() if "/3.0/" in k})
     ci = stats.seeds_interval(M.ece, probs, y, n_boot=20)
@@ -68,9 +69,9 @@ def test_fmt_ci():
 def test_ledger_verdicts_follow_from_intervals_and_round_trip_through_json():
     import json
 
-    from calibcourse import stats
+    from calibcourse.calibration import stats
 
-    led = R.Ledger(chapter=3, glue=False)
+    led = L.Ledger(chapter=3, glue=False)
     led.claim("a", claim="lowers", source="guo2017calibration", effect="d ECE",
               interval=stats.Difference(-0.02, -0.03, -0.01, 0.95, n=100), direction="below")
     led.claim("b", claim="by at least 23 %", source="sharipov2025lecture", effect="relative d ECE",
@@ -87,21 +88,21 @@ def test_ledger_verdicts_follow_from_intervals_and_round_trip_through_json():
     assert e.verdict == "inconclusive" and e.why == "about 2.2x the data would decide it, if the estimate held"
     led.claims.remove(e)
     claims = json.loads(json.dumps([c.as_dict() for c in led.claims]))
-    assert list(claims[0])[:len(R.CLAIM_KEYS)] == list(R.CLAIM_KEYS)
-    R.check_claims(claims)
+    assert list(claims[0])[:len(L.CLAIM_KEYS)] == list(L.CLAIM_KEYS)
+    L.check_claims(claims)
     claims[1]["verdict"] = "held"          # a hand-edited verdict is caught
     with pytest.raises(ValueError, match="does not follow from its interval"):
-        R.check_claims(claims)
+        L.check_claims(claims)
     md = led.table_markdown()
     assert md.count("\n") == 5 and "(> 0)" in md and "(< -23 %)" in md and "**not held**" in md and "{cite}`guo2017calibration`" in md
-    page = R.ledger_page([c.as_dict() for c in led.claims], {"guo2017calibration": "Guo et al."})
+    page = L.ledger_page([c.as_dict() for c in led.claims], {"guo2017calibration": "Guo et al."})
     assert "## Guo et al." in page and "2 held" not in page and "1 held, 1 not held, 1 inconclusive, 1 not tested" in page
 
 
 def test_ledger_rejects_bad_claims():
-    from calibcourse import stats
+    from calibcourse.calibration import stats
 
-    led = R.Ledger(chapter=1, glue=False)
+    led = L.Ledger(chapter=1, glue=False)
     d = stats.Difference(0.0, -1.0, 1.0, 0.95)
     led.claim("x", claim="c", source="s", effect="e", interval=d)
     with pytest.raises(ValueError, match="declared twice"):
@@ -111,11 +112,11 @@ def test_ledger_rejects_bad_claims():
     with pytest.raises(ValueError, match="direction"):
         led.claim("z", claim="c", source="s", effect="e", interval=d, direction="lower")
     with pytest.raises(ValueError, match="chapter must be"):
-        R.Ledger(chapter=7)
+        L.Ledger(chapter=7)
 
 
 def test_post_hoc_table_fits_on_validation_and_scores_on_test():
-    from calibcourse import calibrators as C
+    from calibcourse.calibration import calibrators as C
 
     r = fake_run(3, 3.0)
     df = R.post_hoc_table({"m": r}, {"uncalibrated": None, "TS": C.TemperatureScaling()}, n_boot=20)
@@ -140,7 +141,7 @@ def test_post_hoc_binary_fits_on_validation_and_scores_on_test():
     from scipy.special import expit
     from sklearn.isotonic import IsotonicRegression
 
-    from calibcourse import calibrators as C
+    from calibcourse.calibration import calibrators as C
 
     z, y, r = binary_run(1, 600, scale=3, temperature=2)
     table, preds = R.post_hoc_binary({"m": r}, {"isotonic": C.IsotonicCalibration()},
@@ -155,7 +156,7 @@ def test_post_hoc_binary_fits_on_validation_and_scores_on_test():
 
 
 def test_post_hoc_table_returns_the_predictions_it_scored():
-    from calibcourse import calibrators as C
+    from calibcourse.calibration import calibrators as C
 
     r = fake_run(3, 3.0)
     df, preds = R.post_hoc_table({"m": r}, {"uncalibrated": None, "TS": C.TemperatureScaling()}, n_boot=20,
@@ -170,7 +171,7 @@ def test_post_hoc_table_returns_the_predictions_it_scored():
 
 
 def test_post_hoc_binary_view_states_units_and_matches_the_table():
-    from calibcourse import calibrators as C
+    from calibcourse.calibration import calibrators as C
 
     _, _, r = binary_run(2, 600, scale=3, temperature=2)
     table, _ = R.post_hoc_binary({"m": r}, {"Platt": C.PlattScaling()}, score=lambda res, s: res.probs(s), n_boot=20)
@@ -182,7 +183,7 @@ def test_post_hoc_binary_view_states_units_and_matches_the_table():
 
 
 def test_seed_table_measures_every_seed_and_fits_post_hoc_rows_on_validation():
-    from calibcourse import calibrators as C
+    from calibcourse.calibration import calibrators as C
 
     ce = {s: fake_run(s, 3.0, shared_test=True) for s in (0, 1, 2)}
     soft = {s: fake_run(s, 1.0, shared_test=True) for s in (0, 1, 2)}
@@ -211,7 +212,7 @@ def test_seed_table_measures_every_seed_and_fits_post_hoc_rows_on_validation():
 
 
 def test_paired_table_and_comparisons_view_agree_with_stats():
-    from calibcourse import stats
+    from calibcourse.calibration import stats
 
     ref, other = fake_run(0, 1.0, shared_test=True), fake_run(0, 3.0, shared_test=True)
     y = ref.labels()

@@ -1,4 +1,4 @@
-"""calibcourse.provenance and calibcourse.reproduce: the fingerprint of the training code, the
+"""calibcourse.study.provenance and calibcourse.tools.reproduce: the fingerprint of the training code, the
 provenance of a run, and `make reproduce` on a small profile."""
 import ast
 import hashlib
@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from calibcourse import cache as C
-from calibcourse import provenance as P
-from calibcourse import reproduce as R
-from calibcourse import train as T
+from calibcourse.study import cache as C
+from calibcourse.study import provenance as P
+from calibcourse.tools import reproduce as R
+from calibcourse.study import train as T
 
 TINY = {"data": {"name": "digits", "n_train": 300}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 2}
 
@@ -18,15 +18,15 @@ TINY = {"data": {"name": "digits", "n_train": 300}, "model": {"name": "mlp", "de
 def test_code_modules_follow_the_imports_of_a_run_and_ignore_docstrings(tmp_path, monkeypatch):
     mods = P.code_modules()
     # what a run executes: the loop, the models, the losses, the meta-learner, the data, and what they import
-    for m in ("calibcourse.train", "calibcourse.models", "calibcourse.losses", "calibcourse.meta",
-              "calibcourse.data", "calibcourse.metrics", "calibcourse.provenance"):
+    for m in ("calibcourse.study.train", "calibcourse.study.models", "calibcourse.calibration.losses", "calibcourse.study.meta",
+              "calibcourse.study.data", "calibcourse.calibration.metrics", "calibcourse.study.provenance"):
         assert m in mods, m
-    for m in ("calibcourse.build", "calibcourse.report", "calibcourse.grid", "calibcourse.reproduce"):
+    for m in ("calibcourse.tools.build", "calibcourse.study.ledger", "calibcourse.tools.grid", "calibcourse.tools.reproduce"):
         assert m not in mods, f"{m} is not executed by a run"
     # an independent recomputation of one module's fingerprint
     src = (P._package_dir() / "models.py").read_text()
     tree = P._strip_docstrings(ast.parse(src))
-    assert mods["calibcourse.models"] == hashlib.sha256(ast.unparse(tree).encode()).hexdigest()[:12]
+    assert mods["calibcourse.study.models"] == hashlib.sha256(ast.unparse(tree).encode()).hexdigest()[:12]
     # a docstring or a comment changes nothing; code does
     a = "def f(x):\n    'doc'\n    return x + 1  # one\n"
     b = "def f(x):\n    '''other doc'''\n    # a comment\n    return x + 1\n"
@@ -36,9 +36,9 @@ def test_code_modules_follow_the_imports_of_a_run_and_ignore_docstrings(tmp_path
 
 
 def test_a_package_module_named_by_from_import_is_followed():
-    tree = ast.parse("from . import meta\nfrom .losses import focal\nimport calibcourse.data\nimport os\n")
-    assert P._imports("calibcourse.train", tree) == {"calibcourse", "calibcourse.meta", "calibcourse.losses",
-                                                      "calibcourse.data"}
+    tree = ast.parse("from . import meta\nfrom .losses import focal\nimport calibcourse.study.data\nimport os\n")
+    assert P._imports("calibcourse.study.train", tree) == {"calibcourse", "calibcourse.study.meta", "calibcourse.calibration.losses",
+                                                      "calibcourse.study.data"}
     with pytest.raises(ValueError, match="entry must name a module"):
         P.code_modules("calibcourse.nothing_here")
 
@@ -60,7 +60,7 @@ def test_current_provenance_is_this_machines():
 def test_compare_runs_measures_what_the_book_prints():
     from scipy.special import softmax
 
-    from calibcourse.data import scaled_logits
+    from calibcourse.calibration.synthetic import scaled_logits
 
     z, y = scaled_logits(2000, 4, factor=2.0, seed=1)
     a = T.RunResult({}, None, {"test_logits": z, "test_labels": y}, provenance={"threads": 1})
@@ -92,7 +92,7 @@ def test_changed_verdicts_lists_changes_and_claims_in_one_ledger_only():
 
 
 def test_reproduce_retrains_a_profile_and_compares_each_run(tmp_path, monkeypatch):
-    import calibcourse.experiments as E
+    import calibcourse.study.experiments as E
 
     configs = {"t/a": {**TINY, "seed": 0}, "t/b": {**TINY, "seed": 1}, "t/b-again": {**TINY, "seed": 1}}
     monkeypatch.setattr(E, "experiments", lambda profile: configs)

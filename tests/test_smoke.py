@@ -1,13 +1,13 @@
-"""calibcourse.smoke: small files in the real formats, and full configs trained on them for a batch."""
+"""calibcourse.tools.smoke: small files in the real formats, and full configs trained on them for a batch."""
 import gzip
 
 import numpy as np
 import pytest
 
-from calibcourse import cache as C
-from calibcourse import data as D
-from calibcourse import smoke as S
-from calibcourse.experiments import experiments
+from calibcourse.study import cache as C
+from calibcourse.study import data as D
+from calibcourse.tools import smoke as S
+from calibcourse.study.experiments import experiments
 
 
 def test_fake_data_are_read_by_the_real_loaders(tmp_path):

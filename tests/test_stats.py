@@ -1,4 +1,4 @@
-"""calibcourse.stats: intervals against closed forms and scipy, the verdict rule, and the coverage
+"""calibcourse.calibration.stats: intervals against closed forms and scipy, the verdict rule, and the coverage
 and false-"held" rates of the book's intervals, measured on synthetic predictions with known truth.
 
 The rates asserted here are the ones chapter 1 reports (it recomputes them); the tolerances are
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from calibcourse import metrics as M
-from calibcourse import stats
-from calibcourse.data import SyntheticCalibration
+from calibcourse.calibration import metrics as M
+from calibcourse.calibration import stats
+from calibcourse.calibration.synthetic import SyntheticCalibration
 
 
 # --------------------------------------------------------------------------- the verdict rule
@@ -162,7 +162,7 @@ def test_bad_input_names_the_argument(call, match):
 
 
 # --------------------------------------------------------------------------- coverage, measured
-from calibcourse.coverage import coverage_single, false_held_rate  # noqa: E402
+from calibcourse.study.coverage import coverage_single, false_held_rate  # noqa: E402
 
 
 def test_coverage_of_the_single_ece_interval():

@@ -1,9 +1,9 @@
-"""calibcourse.train: one config -> a reproducible run with its history and outputs."""
+"""calibcourse.study.train: one config -> a reproducible run with its history and outputs."""
 import numpy as np
 import torch
 import pytest
 
-from calibcourse import train as T
+from calibcourse.study import train as T
 
 SMALL = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 32}, "epochs": 3, "seed": 0}
 
@@ -16,7 +16,7 @@ def test_train_records_history_and_outputs():
     n_test = r.info["n_test"]
     assert r.outputs["test_logits"].shape == (n_test, 10) and r.outputs["test_labels"].shape == (n_test,)
     assert r.history["test_error"].iloc[-1] < 0.5, "a 3-epoch MLP on sklearn digits learns something"
-    from calibcourse import metrics as M
+    from calibcourse.calibration import metrics as M
     assert r.history["test_ece"].iloc[-1] == pytest.approx(M.ece(r.probs(), r.labels()))
 
 
@@ -172,7 +172,7 @@ def test_a_run_uses_the_threads_it_is_given_not_the_callers_and_records_them():
     # logits, so a run uses the threads it is given (default 1), whatever the caller set, records
     # them in its provenance, and the caller's setting comes back
     # (a 1-D CNN: its convolutions are split over threads)
-    from calibcourse import provenance as P
+    from calibcourse.study import provenance as P
 
     cfg = {"data": {"name": "mnist1d", "mnist1d_train": 600, "mnist1d_test": 200},
            "model": {"name": "cnn1d", "channels": 32}, "epochs": 2}

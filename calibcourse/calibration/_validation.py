@@ -1,0 +1,189 @@
+"""Input checks shared by metrics, calibrators and plots.
+
+Every public function validates up front and raises a ``ValueError`` that names
+the argument and says what is wrong, in the style of scikit-learn.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+#: Rows of a probability matrix must sum to 1 within this absolute tolerance.
+SUM_TOL = 1e-4
+
+
+def to_numpy(x, name: str) -> np.ndarray:
+    """Return ``x`` (numpy array, torch tensor, list) as a numpy array without copying when possible."""
+    if x is None:
+        raise ValueError(f"{name} is None; expected an array")
+    if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch tensor, no torch import needed
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":
+            x = x.float()
+        x = x.numpy()
+    arr = np.asarray(x)
+    if arr.dtype == object:
+        raise ValueError(f"{name} must be numeric; got an array of Python objects")
+    return arr
+
+
+def check_finite(arr: np.ndarray, name: str) -> None:
+    if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+        bad = ~np.isfinite(arr)
+        kind = "NaN" if np.isnan(arr[bad]).any() else "inf"
+        raise ValueError(f"{name} contains {kind} values ({int(bad.sum())} of {arr.size}); "
+                         "calibration measures need finite numbers")
+
+
+def check_probs(probs, name: str = "probs", allow_1d: bool = True) -> np.ndarray:
+    """Validate probabilities; return a float array of shape (n, K) or (n,).
+
+    Shape (n,) is read as the probability of class 1 of a binary problem.
+    Rows of an (n, K) array must sum to 1 within ``SUM_TOL``.
+    """
+    p = probs_array(probs, name, allow_1d)
+    lo, hi = _min_max(p)
+    check_prob_values(p, name, lo, hi, row_sums=_row_sums if p.ndim == 2 else None)
+    return p
+
+
+def probs_array(probs, name: str = "probs", allow_1d: bool = True) -> np.ndarray:
+    """The type and shape checks of :func:`check_probs`: a float array of shape (n, K) or (n,), values unchecked."""
+    p = to_numpy(probs, name)
+    if p.dtype.kind not in "fiub":
+        raise ValueError(f"{name} must be a numeric array; got dtype {p.dtype}")
+    if p.dtype.kind != "f":
+        p = p.astype(np.float64)
+    if p.ndim == 1 and not allow_1d:
+        raise ValueError(f"{name} must have shape (n, K); got shape {p.shape}")
+    if p.ndim not in (1, 2):
+        raise ValueError(f"{name} must have shape (n,) for binary or (n, K); got shape {p.shape}")
+    if p.shape[0] == 0:
+        raise ValueError(f"{name} is empty: at least one sample is needed")
+    if p.ndim == 2 and p.shape[1] < 2:
+        raise ValueError(f"{name} must have at least 2 columns (classes); got shape {p.shape}")
+    return p
+
+
+def check_prob_values(p: np.ndarray, name: str, lo: float, hi: float, row_sums=None) -> None:
+    """The value checks of :func:`check_probs`, from the minimum ``lo``, the maximum ``hi`` and
+    the row sums (an array, or a function of ``p`` that computes them; None for shape (n,))."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        check_finite(p, name)  # names NaN or inf and counts them
+    if lo < 0 or hi > 1:
+        raise ValueError(f"{name} must lie in [0, 1]; got values from {lo:g} to {hi:g} "
+                         "(pass logits through calibcourse.calibration.metrics.softmax first)")
+    if row_sums is not None:
+        s = row_sums(p) if callable(row_sums) else row_sums
+        dev = np.abs(s - 1.0)
+        worst = int(dev.argmax())
+        if dev[worst] > SUM_TOL:
+            raise ValueError(f"rows of {name} must sum to 1 (tolerance {SUM_TOL:g}); "
+                             f"row {worst} sums to {s[worst]:.6g}")
+
+
+def _torch_view(a: np.ndarray):
+    """A zero-copy torch view of a float array (torch reduces in one multi-threaded pass)."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return None
+    if a.dtype not in (np.float32, np.float64) or not a.flags.c_contiguous:
+        return None
+    return torch.from_numpy(a)
+
+
+def _min_max(a: np.ndarray):
+    t = _torch_view(a)
+    if t is None:
+        return a.min(), a.max()
+    lo, hi = t.aminmax()
+    return float(lo), float(hi)
+
+
+def _row_sums(a: np.ndarray) -> np.ndarray:
+    t = _torch_view(a)
+    if t is None:
+        return a.sum(axis=1, dtype=np.float64)
+    import torch
+
+    return (t @ torch.ones(t.shape[1], dtype=t.dtype)).double().numpy()  # a matrix-vector product: one fast pass
+
+
+def check_labels(labels, n: int, n_classes: int | None, name: str = "labels") -> np.ndarray:
+    """Validate integer class labels of length ``n`` in ``[0, n_classes)``; return int64 array."""
+    y = to_numpy(labels, name)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"{name} must have shape (n,); got shape {y.shape}")
+    if y.shape[0] != n:
+        raise ValueError(f"{name} has {y.shape[0]} entries but the predictions have {n}; "
+                         "they must have the same length")
+    if y.dtype.kind == "b":
+        y = y.astype(np.int64)
+    elif y.dtype.kind == "f":
+        check_finite(y, name)
+        if not np.all(np.equal(np.mod(y, 1), 0)):
+            raise ValueError(f"{name} must be integer class indices; got non-integer values "
+                             f"such as {y[np.mod(y, 1) != 0][0]!r}")
+        y = y.astype(np.int64)
+    elif y.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be integer class indices; got dtype {y.dtype}")
+    y = y.astype(np.int64, copy=False)
+    if y.size and y.min() < 0:
+        raise ValueError(f"{name} must be >= 0; got {y.min()}")
+    if n_classes is not None and y.size and y.max() >= n_classes:
+        raise ValueError(f"{name} must be < the number of classes ({n_classes}); got {y.max()}")
+    return y
+
+
+def check_n_bins(n_bins, name: str = "n_bins") -> int:
+    if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral):
+        raise ValueError(f"{name} must be an integer >= 1; got {n_bins!r}")
+    if n_bins < 1:
+        raise ValueError(f"{name} must be >= 1; got {n_bins}")
+    return int(n_bins)
+
+
+def check_choice(value, choices, name: str):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value
+
+
+def check_logits(logits, name: str = "logits", ndim: int | None = 2,
+                 reject_probabilities: bool = False) -> np.ndarray:
+    """Validate real-valued scores (logits); return float64. ``ndim=None`` accepts any rank >= 1.
+
+    With ``reject_probabilities``, scores that can be told to be probabilities are
+    an error: a vector ``(n,)`` whose values all lie in [0, 1], or a matrix
+    ``(n, K)`` whose rows all lie in [0, 1] and sum to 1 (within ``SUM_TOL``).
+    """
+    z = to_numpy(logits, name)
+    if z.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must be a numeric array; got dtype {z.dtype}")
+    z = z.astype(np.float64, copy=False)
+    if ndim is None and z.ndim == 0:
+        raise ValueError(f"{name} must be an array; got a scalar")
+    if ndim is not None and z.ndim != ndim:
+        shape = "(n, K)" if ndim == 2 else "(n,)"
+        raise ValueError(f"{name} must have shape {shape}; got shape {z.shape}")
+    if z.shape[0] == 0:
+        raise ValueError(f"{name} is empty: at least one sample is needed")
+    lo, hi = _min_max(z)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        check_finite(z, name)  # names NaN or inf and counts them
+    if reject_probabilities and lo >= 0 and hi <= 1:
+        if z.ndim == 1:
+            raise ValueError(f"{name} all lie in [0, 1], as probabilities do, but logits were expected; "
+                             "give probabilities of class 1 to a calibrator with input_type='probabilities'")
+        if z.ndim == 2 and np.abs(_row_sums(z) - 1.0).max() <= SUM_TOL:
+            raise ValueError(f"{name} look like probabilities, not logits: every row lies in [0, 1] and "
+                             "sums to 1; pass the network's logits (or numpy.log of the probabilities)")
+    return z
+
+
+def is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch")

@@ -1,0 +1,193 @@
+"""Binning of scores in [0, 1]: the one home of bin edges, bin assignment and per-bin sums.
+
+Every binned quantity of the package is computed here: the binned calibration
+errors and reliability bins of :mod:`calibcourse.calibration.metrics` (and so the
+reliability diagrams of :mod:`calibcourse.calibration.plots` and the graders of
+:mod:`calibcourse.study.checks`, which compare with them), and the bins that
+:class:`~calibcourse.calibration.calibrators.HistogramBinning` and
+:class:`~calibcourse.calibration.calibrators.BBQ` fit.
+
+Bin convention (Guo et al. 2017)
+--------------------------------
+With ``M`` equal-width bins (``strategy="uniform"``), bin ``m`` is
+``I_m = ((m-1)/M, m/M]``, closed on the right; a score of exactly 0 goes in the
+first bin, exactly 1 in the last. The edges are ``numpy.linspace(0, 1, M + 1)``.
+
+Equal-mass bins (``strategy="quantile"``, the adaptive bins of Nixon et al.
+2019) cut the sorted scores into ``M`` runs whose sizes differ by at most one,
+as ``numpy.array_split`` does; their edges are the midpoints between runs (0
+and 1 at the ends).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from calibcourse.calibration._docs import document
+from calibcourse.calibration._validation import check_choice, check_n_bins
+
+__all__ = ["STRATEGIES", "uniform_edges", "bin_index", "quantile_bins", "assign_bins", "bin_sums"]
+
+#: The two ways to cut [0, 1] into bins.
+STRATEGIES = ("uniform", "quantile")
+
+
+@document(("n_bins", "int", "Number of bins, at least 1."),
+          returns=("numpy.ndarray", "``numpy.linspace(0, 1, n_bins + 1)``."))
+def uniform_edges(n_bins: int) -> np.ndarray:
+    """The ``n_bins + 1`` edges of equal-width bins of [0, 1].
+
+    Examples
+    --------
+    >>> uniform_edges(4)
+    array([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    """
+    return np.linspace(0.0, 1.0, check_n_bins(n_bins) + 1)
+
+
+@document(("x", "array_like of shape (n,)", "Scores."),
+          ("edges", "array_like of shape (M + 1,)", "Non-decreasing bin edges."),
+          returns=("numpy.ndarray of shape (n,)", "Integer bin indices in ``[0, M)``."))
+def bin_index(x, edges) -> np.ndarray:
+    """Index ``m`` of the bin ``(edges[m], edges[m + 1]]`` that holds each score.
+
+    A score at or below ``edges[0]`` goes to the first bin, one above
+    ``edges[-1]`` to the last, so every score has a bin.
+
+    Examples
+    --------
+    >>> bin_index([0.0, 0.25, 0.26, 1.0], uniform_edges(4))
+    array([0, 0, 1, 3])
+    """
+    edges = np.asarray(edges)
+    return np.searchsorted(edges[1:-1], x, side="left")
+
+
+@document("x",
+          ("n_bins", "int", "Number of bins, at least 1."))
+def quantile_bins(x, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Equal-mass bins: the sorted scores cut into ``n_bins`` runs of sizes as ``numpy.array_split``.
+
+    Returns
+    -------
+    index : numpy.ndarray of shape (n,)
+        The run (bin) of each score. Tied scores on a boundary between runs are
+        split between them, so that every bin has its share of the samples.
+    edges : numpy.ndarray of shape (n_bins + 1,)
+        0, the midpoints between consecutive runs, and 1 (1 for the missing
+        inner edges when there are fewer scores than bins).
+
+    Examples
+    --------
+    >>> index, edges = quantile_bins(np.array([0.9, 0.1, 0.2, 0.4]), 2)
+    >>> index
+    array([1, 0, 0, 1])
+    >>> edges
+    array([0. , 0.3, 1. ])
+    """
+    n_bins = check_n_bins(n_bins)
+    x = np.asarray(x)
+    n = x.shape[0]
+    order = np.argsort(x, kind="stable")
+    sizes = np.full(n_bins, n // n_bins)
+    sizes[: n % n_bins] += 1
+    index = np.empty(n, dtype=np.int64)
+    index[order] = np.repeat(np.arange(n_bins), sizes)
+    ends = np.cumsum(sizes)
+    s = x[order]
+    inner = [(s[e - 1] + s[e]) / 2 for e in ends[:-1] if 0 < e < n]
+    inner = inner + [1.0] * (n_bins - 1 - len(inner))
+    return index, np.concatenate([[0.0], inner, [1.0]])
+
+
+@document("x", "n_bins", "strategy")
+def assign_bins(x, n_bins: int = 15, strategy: str = "uniform") -> tuple[np.ndarray, np.ndarray]:
+    """The bin of every score and the bin edges, for either strategy.
+
+    Returns
+    -------
+    index : numpy.ndarray of shape (n,)
+        Integer bin indices in ``[0, n_bins)``.
+    edges : numpy.ndarray of shape (n_bins + 1,)
+        The bin edges.
+
+    Examples
+    --------
+    >>> assign_bins(np.array([0.1, 0.5, 0.7]), n_bins=2)[0]
+    array([0, 0, 1])
+    >>> assign_bins(np.array([0.1, 0.5, 0.7]), n_bins=2, strategy="quantile")[0]
+    array([0, 0, 1])
+    """
+    n_bins = check_n_bins(n_bins)
+    check_choice(strategy, STRATEGIES, "strategy")
+    if strategy == "quantile":
+        return quantile_bins(x, n_bins)
+    return _uniform_index(np.asarray(x, dtype=np.float64), n_bins), uniform_edges(n_bins)
+
+
+def _uniform_index(x: np.ndarray, n_bins: int) -> np.ndarray:
+    """``bin_index(x, uniform_edges(n_bins))`` by arithmetic: a few vectorized passes instead of a binary search.
+
+    ``numpy.linspace`` makes edge ``m`` exactly ``m * (1 / n_bins)`` in floating point (and the
+    last one exactly 1), so the candidate ``ceil(x * n_bins) - 1``, which rounding may put one
+    bin off near an edge, is corrected by comparing ``x`` with the same products.
+    """
+    step = 1.0 / n_bins
+    c = np.ceil(x * n_bins)
+    c -= 1
+    np.clip(c, 0, n_bins - 1, out=c)
+    c -= (x <= c * step) & (c > 0)                  # at or below the bin's lower edge: one bin down
+    c += (x > (c + 1) * step) & (c < n_bins - 1)    # above its upper edge: one bin up
+    return c.astype(np.int64)
+
+
+def bin_sums(x, *weights, n_bins: int = 15, strategy: str = "uniform"):
+    """Count and weight sums per bin of ``x``: the statistics every binned measure is made of.
+
+    Parameters
+    ----------
+    x : numpy.ndarray of shape (n,) or (n, K)
+        Scores in [0, 1]. A matrix is binned column by column (the class-wise
+        measures): every column gets its own ``n_bins`` bins.
+    *weights : numpy.ndarray, each of the shape of ``x``
+        Values to sum per bin (e.g. the scores themselves and the outcomes).
+    n_bins : int, default=15
+        Number of bins, at least 1.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width Guo bins or equal-mass bins.
+
+    Returns
+    -------
+    count : numpy.ndarray of shape (n_bins,) or (K, n_bins)
+        Number of scores per bin (float).
+    sums : list of numpy.ndarray
+        One array of the shape of ``count`` per weight: its sum per bin.
+    edges : numpy.ndarray of shape (n_bins + 1,), or (K, n_bins + 1) for quantile bins of a matrix
+        The bin edges.
+
+    Examples
+    --------
+    >>> conf = np.array([0.1, 0.3, 0.8, 0.9])
+    >>> correct = np.array([0.0, 1.0, 1.0, 1.0])
+    >>> count, (sum_conf, sum_correct), edges = bin_sums(conf, conf, correct, n_bins=2)
+    >>> count, sum_conf, sum_correct
+    (array([2., 2.]), array([0.4, 1.7]), array([1., 2.]))
+    """
+    n_bins = check_n_bins(n_bins)
+    check_choice(strategy, STRATEGIES, "strategy")
+    x = np.asarray(x)
+    if x.ndim == 2 and strategy == "quantile":
+        per_column = [bin_sums(x[:, c], *(w[:, c] for w in weights), n_bins=n_bins, strategy=strategy)
+                      for c in range(x.shape[1])]
+        count = np.stack([col[0] for col in per_column])
+        sums = [np.stack([col[1][i] for col in per_column]) for i in range(len(weights))]
+        return count, sums, np.stack([col[2] for col in per_column])
+    index, edges = assign_bins(x.ravel(), n_bins, strategy)
+    shape = (n_bins,)
+    if x.ndim == 2:  # column c's bins are n_bins * c ... n_bins * (c + 1) - 1
+        index = (index.reshape(x.shape) + n_bins * np.arange(x.shape[1])).ravel()
+        shape = (x.shape[1], n_bins)
+    size = int(np.prod(shape))
+    count = np.bincount(index, minlength=size).astype(np.float64).reshape(shape)
+    sums = [np.bincount(index, weights=np.asarray(w, dtype=np.float64).ravel(), minlength=size).reshape(shape)
+            for w in weights]
+    return count, sums, edges

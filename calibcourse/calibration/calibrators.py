@@ -1,0 +1,933 @@
+"""Post-hoc calibration methods (chapter 3: binary methods; chapter 4: multiclass).
+
+One API for all, in the style of scikit-learn's ``calibration.py``::
+
+    cal = TemperatureScaling().fit(val_logits, val_labels)   # returns self
+    probs = cal.predict_proba(test_logits)
+    cal.temperature_                                           # fitted attributes end in "_"
+
+Binary methods (:data:`BINARY`: ``HistogramBinning``, ``IsotonicCalibration``,
+``BBQ``, ``PlattScaling``) take ``scores`` of shape ``(n,)`` and labels in
+{0, 1}, and ``predict_proba`` returns P(y = 1) of shape ``(n,)``.
+
+Multiclass methods (:data:`MULTICLASS`: ``TemperatureScaling``,
+``VectorScaling``, ``MatrixScaling``, ``OneVsAll``) take scores of shape
+``(n, K)`` and return probabilities of shape ``(n, K)``.
+``TemperatureScaling``, ``VectorScaling`` and ``MatrixScaling`` scale logits;
+``TemperatureScaling`` also takes the single logit of a sigmoid network, shape
+``(n,)``, and then returns P(y = 1).
+
+What the scores are: ``input_type``
+-----------------------------------
+The binary methods and ``OneVsAll`` take ``input_type="probabilities"`` (the
+default of all of them) or ``input_type="logits"``, and convert with the
+sigmoid, the softmax or the logit as they need. Probabilities passed as logits
+are an error wherever they can be told apart: scores that all lie in [0, 1]
+for a binary method, rows that all lie in [0, 1] and sum to 1 for a
+multiclass one.
+
+Inputs may be numpy arrays or torch tensors; a torch input gives a torch output.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import expit, gammaln, logsumexp
+from scipy.special import logit as _logit
+
+from calibcourse.calibration import binning
+from calibcourse.calibration import metrics as M
+from calibcourse.calibration._docs import document
+from calibcourse.calibration._validation import (check_choice, check_labels, check_logits, check_n_bins, check_probs, is_torch,
+                          to_numpy)
+
+__all__ = ["HistogramBinning", "IsotonicCalibration", "BBQ", "PlattScaling", "TemperatureScaling",
+           "TemperatureGrid", "VectorScaling", "MatrixScaling", "OneVsAll", "NotFittedError", "INPUT_TYPES", "BINARY",
+           "MULTICLASS", "CALIBRATORS"]
+
+EPS = 1e-12
+#: What the scores given to a binary method or to ``OneVsAll`` are.
+INPUT_TYPES = ("probabilities", "logits")
+
+
+class NotFittedError(ValueError, AttributeError):
+    """``predict_proba`` was called before ``fit``."""
+
+
+def _like(out: np.ndarray, ref):
+    """Return ``out`` as a torch tensor if ``ref`` is one (same device, float dtype of ref)."""
+    if is_torch(ref):
+        import torch
+
+        dtype = ref.dtype if ref.is_floating_point() else torch.float64
+        return torch.as_tensor(out, dtype=dtype, device=ref.device)
+    return out
+
+
+class _Calibrator:
+    """The interface every calibrator implements (the docstrings of ``fit`` and ``predict_proba`` live here)."""
+
+    _fitted_attr = ""
+
+    @document(("scores", "array_like or torch.Tensor",
+               "Binary methods: shape ``(n,)``, of the class's ``input_type``. Multiclass methods: logits "
+               "of shape ``(n, K)`` (``OneVsAll``: probabilities or logits, by ``input_type``)."),
+              "labels",
+              returns=("self", "The fitted calibrator."))
+    def fit(self, scores, labels):
+        """Fit the calibration map on a calibration (validation) set.
+
+        """
+        raise NotImplementedError
+
+    @document(("scores", "array_like or torch.Tensor", "Of the kind and shape given to :meth:`fit`."),
+              returns=("numpy.ndarray or torch.Tensor",
+                       "P(y = 1) of shape ``(n,)`` for a binary method (and for ``TemperatureScaling`` of "
+                       "a single logit), else probabilities of shape ``(n, K)``. Torch in, torch out."))
+    def predict_proba(self, scores):
+        """Calibrated probabilities of new scores.
+
+        """
+        raise NotImplementedError
+
+    def _check_fitted(self):
+        if not hasattr(self, self._fitted_attr):
+            raise NotFittedError(f"This {type(self).__name__} is not fitted yet; call "
+                                 f"fit(scores, labels) on a calibration set first")
+
+    def __repr__(self):
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+    @document(returns=("dict", "``{parameter name: value}``."))
+    def get_params(self) -> dict:
+        """The constructor's parameters and their values, as scikit-learn's ``get_params``.
+
+        """
+        import inspect
+
+        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        return {n: getattr(self, n) for n in names}
+
+    def clone(self, **overrides):
+        """An unfitted copy with the same parameters, some of them replaced.
+
+        Parameters
+        ----------
+        **overrides
+            Parameters to change in the copy.
+
+        Returns
+        -------
+        calibrator
+            A new, unfitted instance of the same class.
+        """
+        return type(self)(**{**self.get_params(), **overrides})
+
+
+# =========================================================================== binary
+class _BinaryCalibrator(_Calibrator):
+    def _check_scores(self, scores, want="probabilities") -> np.ndarray:
+        """Validated scores of shape (n,), converted to ``want`` (probabilities or logits)."""
+        check_choice(self.input_type, INPUT_TYPES, "input_type")
+        s = to_numpy(scores, "scores")
+        if s.ndim == 2 and s.shape[1] == 2 and self.input_type == "probabilities":
+            s = s[:, 1]  # (n, 2) probabilities: use P(y = 1)
+        s = check_logits(s, "scores", ndim=1, reject_probabilities=self.input_type == "logits")
+        if self.input_type == "probabilities":
+            if s.min() < 0 or s.max() > 1:
+                raise ValueError(f"scores must be probabilities of class 1 in [0, 1] for "
+                                 f"input_type='probabilities'; got values from {s.min():g} to {s.max():g} "
+                                 "(pass input_type='logits' for real-valued scores)")
+            return s if want == "probabilities" else _logit(np.clip(s, EPS, 1 - EPS))
+        return expit(s) if want == "probabilities" else s
+
+    def _fit_data(self, scores, labels, want="probabilities"):
+        s = self._check_scores(scores, want=want)
+        y = check_labels(labels, s.shape[0], 2)
+        if np.unique(y).size < 2:
+            raise ValueError(f"labels of the calibration set contain one class only ({y[0]}); "
+                             "a binary calibrator needs both classes")
+        return s, y
+
+
+@document("n_bins", "strategy", "input_type")
+class HistogramBinning(_BinaryCalibrator):
+    r"""Histogram binning (Zadrozny and Elkan 2001).
+
+    Cuts the scores into ``n_bins`` bins (:mod:`calibcourse.calibration.binning`: Guo's bins
+    :math:`B_m = (a_m, a_{m+1}]`, closed on the right, a score of exactly 0 in the
+    first) and predicts, for every score in bin ``m``, the fraction of positives of
+    the calibration samples in it (an empty bin predicts its midpoint):
+
+    .. math:: \theta_m = \arg\min_\theta \sum_i \mathbb 1(\hat p_i \in B_m)(\theta - y_i)^2
+              = \frac{1}{|B_m|}\sum_{i \in B_m} y_i
+
+    Attributes
+    ----------
+    bin_edges_ : numpy.ndarray of shape (n_bins + 1,)
+        The bin edges.
+    bin_values_ : numpy.ndarray of shape (n_bins,)
+        :math:`\theta_m`, the prediction of each bin.
+    bin_counts_ : numpy.ndarray of shape (n_bins,)
+        Calibration samples per bin.
+
+    Examples
+    --------
+    >>> p = np.array([0.1, 0.2, 0.3, 0.6, 0.7, 0.9])
+    >>> y = np.array([0, 0, 1, 1, 1, 1])
+    >>> hb = HistogramBinning(n_bins=2).fit(p, y)
+    >>> hb.bin_values_
+    array([0.33333333, 1.        ])
+    >>> hb.predict_proba(np.array([0.05, 0.5, 0.95]))
+    array([0.33333333, 0.33333333, 1.        ])
+    """
+
+    _fitted_attr = "bin_values_"
+
+    def __init__(self, n_bins: int = 15, strategy: str = "uniform", input_type: str = "probabilities"):
+        self.n_bins = n_bins
+        self.strategy = strategy
+        self.input_type = input_type
+
+    def fit(self, scores, labels):
+        n_bins = check_n_bins(self.n_bins)
+        check_choice(self.strategy, binning.STRATEGIES, "strategy")
+        p, y = self._fit_data(scores, labels)
+        if p.shape[0] < n_bins:
+            raise ValueError(f"too few samples for the bins asked: {p.shape[0]} samples, "
+                             f"n_bins={n_bins}")
+        edges = binning.assign_bins(p, n_bins, self.strategy)[1]
+        # calibration scores are binned by the edges, as new scores will be (ties on an edge go below)
+        idx = binning.bin_index(p, edges)
+        counts = np.bincount(idx, minlength=n_bins).astype(float)
+        pos = np.bincount(idx, weights=y, minlength=n_bins)
+        mid = (edges[:-1] + edges[1:]) / 2
+        self.bin_edges_ = edges
+        self.bin_counts_ = counts
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.bin_values_ = np.where(counts > 0, pos / counts, mid)
+        return self
+
+    def predict_proba(self, scores):
+        self._check_fitted()
+        p = self._check_scores(scores)
+        return _like(self.bin_values_[binning.bin_index(p, self.bin_edges_)], scores)
+
+
+def _pool_adjacent_violators(y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted least-squares non-decreasing fit to ``y`` (already ordered by score)."""
+    values, weights, sizes = [], [], []
+    for yi, wi in zip(y, w):
+        values.append(yi)
+        weights.append(wi)
+        sizes.append(1)
+        while len(values) > 1 and values[-2] > values[-1]:  # pool the violating pair
+            v2, w2, s2 = values.pop(), weights.pop(), sizes.pop()
+            v1, w1, s1 = values.pop(), weights.pop(), sizes.pop()
+            values.append((v1 * w1 + v2 * w2) / (w1 + w2))
+            weights.append(w1 + w2)
+            sizes.append(s1 + s2)
+    return np.repeat(values, sizes)
+
+
+@document("input_type")
+class IsotonicCalibration(_BinaryCalibrator):
+    r"""Isotonic regression (Zadrozny and Elkan 2002) by pool-adjacent-violators.
+
+    The non-decreasing step function :math:`f` minimizing
+    :math:`\sum_i (f(\hat p_i) - y_i)^2`: histogram binning whose bin edges and
+    values are both learned, under :math:`\theta_1 \le \dots \le \theta_M`.
+    Equal scores are pooled first; between fitted points ``predict_proba``
+    interpolates linearly and outside them it clips (as scikit-learn's
+    ``IsotonicRegression(out_of_bounds="clip")``, which this matches exactly).
+
+    Attributes
+    ----------
+    x_thresholds_ : numpy.ndarray
+        The distinct calibration scores, increasing.
+    y_thresholds_ : numpy.ndarray
+        The fitted non-decreasing values at ``x_thresholds_``.
+
+    Examples
+    --------
+    >>> iso = IsotonicCalibration().fit(np.array([0.1, 0.4, 0.6, 0.9]), np.array([0, 1, 0, 1]))
+    >>> iso.y_thresholds_
+    array([0. , 0.5, 0.5, 1. ])
+    >>> iso.predict_proba(np.array([0.0, 0.25, 1.0]))
+    array([0.  , 0.25, 1.  ])
+    """
+
+    _fitted_attr = "y_thresholds_"
+
+    def __init__(self, input_type: str = "probabilities"):
+        self.input_type = input_type
+
+    def fit(self, scores, labels):
+        p, y = self._fit_data(scores, labels)
+        x_unique, inverse = np.unique(p, return_inverse=True)
+        w = np.bincount(inverse).astype(float)
+        y_mean = np.bincount(inverse, weights=y) / w
+        fitted = _pool_adjacent_violators(y_mean, w)
+        self.x_thresholds_ = x_unique
+        self.y_thresholds_ = fitted
+        return self
+
+    def predict_proba(self, scores):
+        self._check_fitted()
+        p = self._check_scores(scores)
+        return _like(np.interp(p, self.x_thresholds_, self.y_thresholds_), scores)
+
+
+@document(("n_bins", "int or sequence of int, optional",
+           "The numbers of bins of the models; by default the paper's range above."),
+          ("C", "float, default=10.0", "The paper's constant of the range of ``B``."),
+          ("prior_strength", "float, default=2.0",
+           "``N'``, the equivalent sample size of the Beta priors (2 in the paper)."),
+          "input_type")
+class BBQ(_BinaryCalibrator):
+    r"""Bayesian Binning into Quantiles (Naeini, Cooper and Hauskrecht 2015).
+
+    Averages equal-frequency histogram-binning models with ``B`` bins, for
+    every ``B`` from :math:`\lfloor N^{1/3}/C \rfloor` to
+    :math:`\lceil C N^{1/3} \rceil` (or the ``n_bins`` given), each
+    weighted by its Bayesian (BDeu) score
+
+    .. math:: P(D \mid M) = \prod_{b=1}^{B}
+              \frac{\Gamma(\tfrac{N'}{B})}{\Gamma(N_b + \tfrac{N'}{B})}
+              \frac{\Gamma(m_b + \alpha_b)}{\Gamma(\alpha_b)}
+              \frac{\Gamma(n_b + \beta_b)}{\Gamma(\beta_b)},\quad
+              \alpha_b = \tfrac{N'}{B} p_b,\ \beta_b = \tfrac{N'}{B}(1 - p_b)
+
+    where bin ``b`` holds ``m_b`` positives and ``n_b`` negatives, ``p_b`` is
+    its midpoint and ``N' = prior_strength``; models have a uniform prior. A
+    model predicts the posterior mean :math:`(m_b + \alpha_b) / (N_b + N'/B)`
+    of the bin a score falls in.
+
+    Attributes
+    ----------
+    n_bins_ : list of int
+        ``B`` of each model.
+    bin_edges_, bin_values_ : list of numpy.ndarray
+        The edges and predictions of each model.
+    log_scores_ : numpy.ndarray
+        The log BDeu score of each model.
+    model_weights_ : numpy.ndarray
+        The posterior weight of each model (summing to 1).
+
+    Examples
+    --------
+    >>> bbq = BBQ(n_bins=[1, 2]).fit(np.array([0.1, 0.4, 0.6, 0.9]), np.array([0, 0, 1, 1]))
+    >>> bbq.model_weights_.round(3)  # two bins explain the data better than one
+    array([0.072, 0.928])
+    """
+
+    _fitted_attr = "model_weights_"
+
+    def __init__(self, n_bins=None, C: float = 10.0, prior_strength: float = 2.0,
+                 input_type: str = "probabilities"):
+        self.n_bins = n_bins
+        self.C = C
+        self.prior_strength = prior_strength
+        self.input_type = input_type
+
+    def _model_range(self, n: int):
+        if self.n_bins is not None:
+            bins = [check_n_bins(b, "n_bins") for b in np.atleast_1d(self.n_bins)]
+        else:
+            root = n ** (1.0 / 3.0)
+            lo = max(1, int(math.floor(root / self.C)))
+            hi = int(math.ceil(root * self.C))
+            bins = list(range(lo, hi + 1))
+        bins = [b for b in bins if b <= n]
+        if not bins:
+            raise ValueError(f"too few samples for the bins asked: {n} samples, n_bins={self.n_bins}")
+        return bins
+
+    def fit(self, scores, labels):
+        if not (self.prior_strength > 0):
+            raise ValueError(f"prior_strength must be > 0; got {self.prior_strength!r}")
+        p, y = self._fit_data(scores, labels)
+        n = p.shape[0]
+        self.n_bins_, self.bin_edges_, self.bin_values_, log_scores = [], [], [], []
+        for b in self._model_range(n):
+            idx, edges = binning.quantile_bins(p, b)
+            n_b = np.bincount(idx, minlength=b).astype(float)
+            m_b = np.bincount(idx, weights=y, minlength=b)
+            mid = (edges[:-1] + edges[1:]) / 2
+            a0 = self.prior_strength / b
+            alpha, beta = a0 * mid, a0 * (1 - mid)
+            alpha, beta = np.maximum(alpha, EPS), np.maximum(beta, EPS)
+            log_score = np.sum(gammaln(a0) - gammaln(n_b + a0) + gammaln(m_b + alpha) - gammaln(alpha)
+                               + gammaln(n_b - m_b + beta) - gammaln(beta))
+            self.n_bins_.append(b)
+            self.bin_edges_.append(edges)
+            self.bin_values_.append((m_b + alpha) / (n_b + a0))
+            log_scores.append(log_score)
+        log_scores = np.array(log_scores)
+        w = np.exp(log_scores - logsumexp(log_scores))
+        self.log_scores_ = log_scores
+        self.model_weights_ = w / w.sum()
+        return self
+
+    def predict_proba(self, scores):
+        self._check_fitted()
+        p = self._check_scores(scores)
+        out = np.zeros_like(p)
+        for w, edges, values in zip(self.model_weights_, self.bin_edges_, self.bin_values_):
+            out += w * values[binning.bin_index(p, edges)]
+        return _like(out, scores)
+
+
+def _fit_logistic_1d(z: np.ndarray, y: np.ndarray, tol: float = 1e-12, max_iter: int = 100):
+    """Unregularized logistic regression of y on z by Newton's method: returns (a, b)."""
+    X = np.stack([z, np.ones_like(z)], 1)
+    theta = np.zeros(2)
+
+    def loss(t):
+        u = X @ t
+        return np.mean(np.logaddexp(0, u) - y * u)
+
+    for _ in range(max_iter):
+        q = expit(X @ theta)
+        grad = X.T @ (q - y) / len(y)
+        hess = (X * (q * (1 - q))[:, None]).T @ X / len(y) + 1e-12 * np.eye(2)
+        step = np.linalg.solve(hess, grad)
+        t, f0 = 1.0, loss(theta)
+        while loss(theta - t * step) > f0 + 1e-4 * t * grad @ (-step) and t > 1e-10:
+            t /= 2  # backtracking keeps Newton safe when the classes are nearly separable
+        theta = theta - t * step
+        if np.max(np.abs(t * step)) < tol:
+            break
+    return float(theta[0]), float(theta[1])
+
+
+@document("input_type")
+class PlattScaling(_BinaryCalibrator):
+    r"""Platt scaling (Platt 1999): :math:`\hat q = \sigma(a z + b)`.
+
+    ``a`` and ``b`` minimize the NLL of the calibration labels, i.e. an
+    unregularized logistic regression on the logit ``z`` (Newton's method, to
+    1e-12). Probabilities are turned into logits first.
+
+    Attributes
+    ----------
+    a_, b_ : float
+        The slope and intercept on the logit.
+
+    Examples
+    --------
+    >>> z = np.array([-2.0, -1.0, 1.0, 2.0, -0.5, 0.5])
+    >>> y = np.array([0, 0, 1, 1, 1, 0])
+    >>> platt = PlattScaling(input_type="logits").fit(z, y)
+    >>> round(platt.a_, 4), round(platt.b_, 4)
+    (1.3511, 0.0)
+    >>> PlattScaling().fit(z, y)
+    Traceback (most recent call last):
+    ...
+    ValueError: scores must be probabilities of class 1 in [0, 1] for input_type='probabilities'; got values from -2 to 2 (pass input_type='logits' for real-valued scores)
+    """
+
+    _fitted_attr = "a_"
+
+    def __init__(self, input_type: str = "probabilities"):
+        self.input_type = input_type
+
+    def fit(self, scores, labels):
+        z, y = self._fit_data(scores, labels, want="logits")
+        self.a_, self.b_ = _fit_logistic_1d(z, y.astype(float))
+        return self
+
+    def predict_proba(self, scores):
+        self._check_fitted()
+        z = self._check_scores(scores, want="logits")
+        return _like(expit(self.a_ * z + self.b_), scores)
+
+
+# =========================================================================== multiclass
+def _multiclass_data(logits, labels, name="logits"):
+    z = check_logits(logits, name, ndim=None, reject_probabilities=True)
+    binary = z.ndim == 1
+    if binary:
+        z = np.stack([np.zeros_like(z), z], 1)  # sigmoid(z) = softmax([0, z])[1]
+    if z.ndim != 2 or z.shape[1] < 2:
+        raise ValueError(f"{name} must have shape (n, K) with K >= 2, or (n,) for one sigmoid "
+                         f"logit; got shape {to_numpy(logits, name).shape}")
+    if labels is None:
+        return z, None, binary
+    y = check_labels(labels, z.shape[0], z.shape[1])
+    if np.unique(y).size < 2:
+        raise ValueError(f"labels of the calibration set contain one class only ({y[0]}); "
+                         "a calibrator needs at least two")
+    return z, y, binary
+
+
+class _Separated(ValueError):
+    """The NLL keeps decreasing as T -> 0: every label is the argmax."""
+
+
+def _newton_in_beta(moments, beta: float, tol: float, max_iter: int):
+    """Safeguarded Newton on the convex NLL(beta) from ``beta``: returns (beta, NLL at the last evaluation).
+
+    ``moments(beta) -> (dNLL/dbeta, d2NLL/dbeta2, NLL)``. g < 0 left of the optimum and
+    g > 0 right of it bracket it; a Newton step that leaves the bracket is replaced by
+    bisection (or by quadrupling while there is no upper end). Stops when a step is below
+    ``tol * max(1, beta)`` or the bracket is narrower than ``tol``.
+    """
+    lo, hi, nll = 0.0, np.inf, np.nan
+    for _ in range(max_iter):
+        g, h, nll = moments(beta)
+        if h > 0 and abs(g / h) < tol * max(1.0, beta):  # converged: take the last, tiny Newton step
+            return beta - g / h, nll
+        if g < 0:
+            lo = beta
+        else:
+            hi = beta
+        new = beta - g / h if h > 0 else np.inf
+        if not (lo < new < hi):
+            new = beta * 4 if hi == np.inf else (lo + hi) / 2
+        if new > 1e12:
+            raise _Separated("the optimal temperature is 0: the calibration set is perfectly "
+                             "separated by the logits (every label is the argmax)")
+        step = abs(new - beta)
+        beta = new
+        if step < tol * max(1.0, beta) or hi - lo < tol:
+            break
+    return beta, nll
+
+
+@document(("tol", "float, default=1e-10",
+           "Tolerance on :math:`\\beta = 1/T` (relative when :math:`\\beta > 1`)."),
+          ("max_iter", "int, default=200", "Newton steps at most, per stage."))
+class TemperatureScaling(_Calibrator):
+    r"""Temperature scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(z / T)`.
+
+    One ``T > 0`` for all classes, minimizing the NLL of the calibration set.
+    In :math:`\beta = 1/T` the NLL
+    :math:`\frac1n\sum_i [\log\sum_k e^{\beta z_{ik}} - \beta z_{iy_i}]` is
+    convex, with derivative :math:`\frac1n\sum_i (\mathbb E_{q_i}[z_i] - z_{iy_i})`
+    and second derivative :math:`\frac1n\sum_i \mathrm{Var}_{q_i}[z_i] \ge 0`;
+    it is solved exactly by safeguarded Newton steps inside a bracket, not by a
+    few LBFGS steps: first on an evenly spaced subsample of at most 2048
+    rows (a starting point), then in float32 on all rows, then in float64 to
+    ``tol``. The argmax, and so the accuracy, does not change.
+
+    Logits of shape ``(n,)`` are the single logit of a sigmoid network:
+    :math:`\hat q = \sigma(z / T)`.
+
+    Attributes
+    ----------
+    temperature_ : float
+        The fitted temperature ``T``.
+    nll_ : float
+        The calibration set's NLL at ``T``.
+
+    Examples
+    --------
+    >>> from calibcourse.calibration.synthetic import scaled_logits
+    >>> z3, y = scaled_logits(2000, 5, factor=3.0, seed=0)  # a network three times overconfident
+    >>> ts = TemperatureScaling().fit(z3, y)
+    >>> round(ts.temperature_, 2)  # the true 3, estimated from 2000 labels
+    2.95
+    >>> ts.predict_proba(z3[:1]).round(3), M.softmax(z3[:1] / 3).round(3)  # about the true probabilities
+    (array([[0.192, 0.13 , 0.421, 0.186, 0.07 ]]), array([[0.193, 0.131, 0.418, 0.187, 0.072]]))
+    """
+
+    _fitted_attr = "temperature_"
+    #: rows of the subsample that finds the starting point
+    _SUBSAMPLE = 2048
+
+    def __init__(self, tol: float = 1e-10, max_iter: int = 200):
+        self.tol = tol
+        self.max_iter = max_iter
+
+    def fit(self, logits, labels):
+        import torch
+
+        z, y, _ = _multiclass_data(logits, labels)
+        # shift each row by its max: beta * (z - max z) <= 0 never overflows, and the shift
+        # cancels in E_q[z] - z_y; torch runs the passes over the (n, K) array on every core
+        zt = torch.from_numpy(z)
+        zc = zt - zt.max(1, keepdim=True).values
+        zc_y = zc[torch.arange(len(y)), torch.from_numpy(y)]
+        if bool((zc_y == 0).all()):  # the NLL decreases all the way to T = 0
+            raise ValueError("the optimal temperature is 0: the calibration set is perfectly separated by "
+                             "the logits (every label is the argmax)")
+        if float((zc.mean(1) - zc_y).mean()) >= 0:  # dNLL/dbeta at beta = 0
+            import os
+            import warnings
+
+            if os.environ.get("CALIBCOURSE_SMOKE"):
+                # the smoke run of a profile (calibcourse.tools.smoke) trains every network for one batch:
+                # logits without signal are expected there; the pages only need to execute
+                warnings.warn("the logits carry no signal about the labels; smoke run: T = 1", stacklevel=2)
+                self.temperature_ = 1.0
+                return self
+            raise ValueError("the logits carry no signal about the labels (the NLL does not decrease "
+                             "for any T > 0): temperature scaling is undefined here")
+
+        def moments(a, a_y):
+            rows = max(1, 2**18 // a.shape[1])  # a block of rows whose temporaries stay in the cache
+            buf = torch.empty(min(rows, a.shape[0]), a.shape[1], dtype=a.dtype)
+            sums = torch.empty(3, a.shape[0], dtype=a.dtype)
+
+            def at(beta):
+                """dNLL/dbeta, d2NLL/dbeta2 and NLL at beta, in a's dtype (float32 is ~2x faster)."""
+                for i in range(0, a.shape[0], rows):  # s_j = sum_k a^j exp(beta a), j = 0, 1, 2, per row
+                    blk = a[i: i + rows]
+                    q = buf[: blk.shape[0]]
+                    torch.mul(blk, beta, out=q).exp_()
+                    torch.sum(q, 1, out=sums[0, i: i + rows])
+                    torch.sum(q.mul_(blk), 1, out=sums[1, i: i + rows])
+                    torch.sum(q.mul_(blk), 1, out=sums[2, i: i + rows])
+                s = sums[0]
+                m1, m2 = sums[1] / s, sums[2] / s
+                nll = float((s.log() - beta * a_y).double().mean())
+                return float((m1 - a_y).double().mean()), float((m2 - m1 * m1).double().mean()), nll
+            return at
+
+        zc32, zc_y32 = zc.float(), zc_y.float()
+        beta = 1.0
+        stride = len(y) // self._SUBSAMPLE
+        if stride >= 4:  # a starting point from every stride-th row: a few cheap passes instead of full ones
+            try:
+                beta, _ = _newton_in_beta(moments(zc32[::stride], zc_y32[::stride]), beta, 1e-3, self.max_iter)
+            except _Separated:
+                beta = 1.0
+        try:  # float32 until the step is below 1e-4, then float64 (float32 brackets may be off by rounding)
+            beta, _ = _newton_in_beta(moments(zc32, zc_y32), beta, 1e-4, self.max_iter)
+            beta, nll = _newton_in_beta(moments(zc, zc_y), beta, self.tol, self.max_iter)
+        except _Separated as exc:
+            raise ValueError(str(exc)) from None
+        self.nll_ = nll
+        self.temperature_ = 1.0 / beta
+        return self
+
+    def predict_proba(self, logits):
+        self._check_fitted()
+        z, _, binary = _multiclass_data(logits, None)
+        q = M.softmax(z / self.temperature_)
+        return _like(q[:, 1] if binary else q, logits)
+
+    @staticmethod
+    @document(("logits", "array_like of shape (n, K) or (n,)", "Logits (or one sigmoid logit per sample)."),
+              "labels",
+              ("temperatures", "sequence of float, optional",
+               "Positive temperatures; default 0.25 to 5 in steps of 0.05."),
+              "n_bins",
+              returns=("TemperatureGrid",
+                       "Arrays ``temperature``, ``ece``, ``nll``, one entry per temperature; "
+                       "``best(\"ece\")`` is the hand search's choice."))
+    def grid(logits, labels, temperatures=None, n_bins: int = 15) -> "TemperatureGrid":
+        """ECE and NLL of ``softmax(z / T)`` for every T of ``temperatures``: the hand search.
+
+        Note that the ECE-optimal T of a grid is fitted to a biased, noisy
+        objective; the NLL-optimal T is what ``fit`` finds exactly. The grid
+        computes; a table of a result ``g`` is ``pandas.DataFrame(g._asdict())``.
+
+        Examples
+        --------
+        >>> z = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 1.0]])
+        >>> g = TemperatureScaling.grid(z, np.array([0, 1, 1, 1]), temperatures=[0.5, 1.0, 2.0])
+        >>> g.temperature, g.nll.round(3)
+        (array([0.5, 1. , 2. ]), array([1.045, 0.674, 0.603]))
+        >>> g.best("nll"), g.best("ece")
+        (2.0, 2.0)
+        """
+        z, y, binary = _multiclass_data(logits, labels)
+        ts = np.round(np.arange(0.25, 5.0001, 0.05), 4) if temperatures is None else np.asarray(temperatures, float)
+        if ts.ndim != 1 or ts.size == 0 or np.any(~np.isfinite(ts)) or np.any(ts <= 0):
+            raise ValueError("temperatures must be a non-empty 1-D sequence of positive numbers")
+        ece, nll = np.empty(ts.size), np.empty(ts.size)
+        for i, t in enumerate(ts):
+            q = M.softmax(z / t)
+            q = q[:, 1] if binary else q
+            ece[i], nll[i] = M.ece(q, y, n_bins=n_bins), M.nll(q, y)
+        return TemperatureGrid(temperature=ts.copy(), ece=ece, nll=nll)
+
+
+class TemperatureGrid(NamedTuple):
+    """The validation ECE and NLL over a grid of temperatures (:meth:`TemperatureScaling.grid`).
+
+    Attributes
+    ----------
+    temperature : numpy.ndarray of shape (m,)
+        The temperatures, in the order given.
+    ece : numpy.ndarray of shape (m,)
+        Top-label ECE of ``softmax(z / T)`` (a fraction, not percent).
+    nll : numpy.ndarray of shape (m,)
+        Mean negative log-likelihood in nats.
+
+    Examples
+    --------
+    >>> g = TemperatureGrid(np.array([1.0, 2.0]), np.array([0.10, 0.05]), np.array([0.9, 0.7]))
+    >>> g.best("ece"), g.best("nll")
+    (2.0, 2.0)
+    """
+
+    temperature: np.ndarray
+    ece: np.ndarray
+    nll: np.ndarray
+
+    def best(self, by: str = "ece") -> float:
+        """The temperature with the smallest ``by`` (the first one on ties).
+
+        Parameters
+        ----------
+        by : {"ece", "nll"}, default="ece"
+            The column to minimize.
+
+        Returns
+        -------
+        float
+            That temperature.
+        """
+        if by not in ("ece", "nll"):
+            raise ValueError(f"by must be 'ece' or 'nll', got {by!r}")
+        return float(self.temperature[int(np.argmin(getattr(self, by)))])
+
+
+def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagonal: float = 0.0,
+                       bias_l2: float = 0.0, tie_weights: bool = False):
+    """Minimize NLL(softmax(W z + b)) (+ penalties) with L-BFGS and an analytic gradient.
+
+    mode "vector": W = diag(w) (or w * I with ``tie_weights``); "matrix": W full.
+    Penalties: ``l2 * ||W - I||^2`` (matrix: all entries), ``off_diagonal * sum_{i != j} W_ij^2``
+    and ``bias_l2 * ||b||^2`` (the ODIR of Kull et al. 2019), each divided by K^2 or K.
+    """
+    from scipy.optimize import minimize
+
+    n, k = z.shape
+    onehot = np.zeros((n, k))
+    onehot[np.arange(n), y] = 1.0
+    nw = 1 if tie_weights else (k if mode == "vector" else k * k)
+    nb = k if bias else 0
+    w0 = np.ones(nw) if mode == "vector" else np.eye(k).ravel()
+    x0 = np.concatenate([w0, np.zeros(nb)])
+    eye = np.eye(k)
+    off = 1.0 - eye
+
+    def unpack(x):
+        w = x[:nw]
+        b = x[nw:] if bias else np.zeros(k)
+        if mode == "vector":
+            W = np.diag(np.full(k, w[0]) if tie_weights else w)
+        else:
+            W = w.reshape(k, k)
+        return W, b
+
+    def f(x):
+        W, b = unpack(x)
+        u = z @ W.T + b
+        lse = logsumexp(u, axis=1, keepdims=True)
+        q = np.exp(u - lse)
+        loss = np.mean(lse[:, 0] - np.sum(u * onehot, 1))
+        d = (q - onehot) / n                      # dL/du
+        gW = d.T @ z                              # dL/dW
+        gb = d.sum(0)
+        if mode == "matrix":
+            loss += l2 / k**2 * np.sum((W - eye) ** 2) + off_diagonal / (k * (k - 1)) * np.sum((W * off) ** 2)
+            gW = gW + 2 * l2 / k**2 * (W - eye) + 2 * off_diagonal / (k * (k - 1)) * W * off
+        if bias and bias_l2:
+            loss += bias_l2 / k * np.sum(b**2)
+            gb = gb + 2 * bias_l2 / k * b
+        if mode == "vector":
+            gw = np.array([np.trace(gW)]) if tie_weights else np.diag(gW).copy()
+        else:
+            gw = gW.ravel()
+        return loss, np.concatenate([gw, gb if bias else []])
+
+    res = minimize(f, x0, jac=True, method="L-BFGS-B",
+                   options={"maxiter": 2000, "gtol": 1e-8, "ftol": 1e-12})
+    W, b = unpack(res.x)
+    return W, b, res
+
+
+class _AffineLogitScaling(_Calibrator):
+    """Shared by vector and matrix scaling: ``softmax(transform(z))`` of fitted ``coef_``, ``intercept_``."""
+
+    _fitted_attr = "coef_"
+
+    def predict_proba(self, logits):
+        self._check_fitted()
+        z, _, binary = _multiclass_data(logits, None)
+        if z.shape[1] != self.coef_.shape[0]:
+            raise ValueError(f"logits have {z.shape[1]} classes but the calibrator was fitted on "
+                             f"{self.coef_.shape[0]}")
+        q = M.softmax(self._transform(z))
+        return _like(q[:, 1] if binary else q, logits)
+
+
+@document(("bias", "bool, default=True", "Fit the bias ``b`` (else ``b = 0``)."),
+          ("tie_weights", "bool, default=False",
+           "One weight shared by all classes. ``tie_weights=True, bias=False`` is temperature scaling with "
+           ":math:`w = 1/T`."))
+class VectorScaling(_AffineLogitScaling):
+    r"""Vector scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(w \odot z + b)`.
+
+    A weight per class and a bias per class, minimizing NLL (convex; L-BFGS
+    with an analytic gradient). Positive weights keep the order of each logit
+    but, unlike TS, may change the argmax.
+
+    Attributes
+    ----------
+    coef_ : numpy.ndarray of shape (K,)
+        The weights ``w``.
+    intercept_ : numpy.ndarray of shape (K,)
+        The biases ``b``.
+    result_ : scipy.optimize.OptimizeResult
+        The optimizer's report.
+
+    Examples
+    --------
+    >>> from calibcourse.calibration.synthetic import scaled_logits
+    >>> z2, y = scaled_logits(2000, 3, factor=2.0, spread=1.0, seed=0)
+    >>> VectorScaling(tie_weights=True, bias=False).fit(z2, y).coef_.round(1)  # w = 1/T
+    array([0.5, 0.5, 0.5])
+    """
+
+    def __init__(self, bias: bool = True, tie_weights: bool = False):
+        self.bias = bias
+        self.tie_weights = tie_weights
+
+    def fit(self, logits, labels):
+        z, y, _ = _multiclass_data(logits, labels)
+        W, b, self.result_ = _fit_affine_logits(z, y, "vector", self.bias, tie_weights=self.tie_weights)
+        self.coef_ = np.diag(W).copy()
+        self.intercept_ = b
+        return self
+
+    def _transform(self, z):
+        return z * self.coef_ + self.intercept_
+
+
+@document(("l2", "float, default=0.0", "Penalty ``l2 * ||W - I||^2 / K^2``."),
+          ("off_diagonal", "float, default=0.0",
+           "The ODIR penalty of Kull et al. (2019), ``off_diagonal * sum_{i != j} W_ij^2 / (K(K-1))``."),
+          ("bias_l2", "float, default=0.0", "Penalty ``bias_l2 * ||b||^2 / K``."))
+class MatrixScaling(_AffineLogitScaling):
+    r"""Matrix scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(W z + b)`.
+
+    ``K^2 + K`` parameters fitted by NLL (convex; L-BFGS from ``W = I``).
+    Unregularized it is a multinomial logistic regression on the logits, and
+    overfits small calibration sets with many classes (Guo et al., Table 1,
+    CIFAR-100).
+
+    Attributes
+    ----------
+    coef_ : numpy.ndarray of shape (K, K)
+        ``W``.
+    intercept_ : numpy.ndarray of shape (K,)
+        ``b``.
+    result_ : scipy.optimize.OptimizeResult
+        The optimizer's report.
+
+    Examples
+    --------
+    A network twice overconfident (:func:`~calibcourse.calibration.synthetic.scaled_logits`): ``W`` about ``I / 2``.
+
+    >>> from calibcourse.calibration.synthetic import scaled_logits
+    >>> W = MatrixScaling().fit(*scaled_logits(3000, 3, factor=2.0, spread=1.0, seed=0)).coef_
+    >>> (W - W[0]).round(1)  # W is identified up to a row added to every row: about I / 2 - (I / 2)[0]
+    array([[ 0. ,  0. ,  0. ],
+           [-0.5,  0.5,  0. ],
+           [-0.5,  0. ,  0.5]])
+    """
+
+    def __init__(self, l2: float = 0.0, off_diagonal: float = 0.0, bias_l2: float = 0.0):
+        self.l2 = l2
+        self.off_diagonal = off_diagonal
+        self.bias_l2 = bias_l2
+
+    def fit(self, logits, labels):
+        for name in ("l2", "off_diagonal", "bias_l2"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a number >= 0; got {v!r}")
+        z, y, _ = _multiclass_data(logits, labels)
+        W, b, self.result_ = _fit_affine_logits(z, y, "matrix", True, l2=self.l2,
+                                                off_diagonal=self.off_diagonal, bias_l2=self.bias_l2)
+        self.coef_, self.intercept_ = W, b
+        return self
+
+    def _transform(self, z):
+        return z @ self.coef_.T + self.intercept_
+
+
+@document(("binary_method", "binary calibrator, default=HistogramBinning()",
+           "One of :data:`BINARY` (its own ``input_type`` is overridden: it gets probabilities)."),
+          "input_type")
+class OneVsAll(_Calibrator):
+    r"""Guo et al.'s multiclass extension of a binary method.
+
+    For each class ``k`` a copy of ``binary_method`` is fitted on the
+    probability :math:`\hat p_k` against :math:`\mathbb 1[y = k]`; the
+    calibrated vector :math:`[\hat q^{(1)}, \dots, \hat q^{(K)}]` is then
+    divided by its sum (a row whose calibrated values are all 0 becomes
+    uniform). The predicted class may change.
+
+    Attributes
+    ----------
+    calibrators_ : list
+        The fitted binary calibrator of each class.
+
+    Examples
+    --------
+    >>> probs = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6], [0.6, 0.3, 0.1],
+    ...                   [0.3, 0.4, 0.3], [0.1, 0.1, 0.8]])
+    >>> ova = OneVsAll(IsotonicCalibration()).fit(probs, np.array([0, 1, 2, 1, 1, 2]))
+    >>> ova.predict_proba(probs[:2])
+    array([[1., 0., 0.],
+           [0., 1., 0.]])
+    """
+
+    _fitted_attr = "calibrators_"
+
+    def __init__(self, binary_method=None, input_type: str = "probabilities"):
+        self.binary_method = binary_method
+        self.input_type = input_type
+
+    def _probs(self, scores):
+        check_choice(self.input_type, INPUT_TYPES, "input_type")
+        if self.input_type == "logits":
+            return M.softmax(check_logits(scores, "logits", reject_probabilities=True))
+        return check_probs(scores, "probabilities", allow_1d=False).astype(np.float64)
+
+    def fit(self, scores, labels):
+        method = self.binary_method if self.binary_method is not None else HistogramBinning()
+        if not isinstance(method, _BinaryCalibrator):
+            raise ValueError("binary_method must be a binary calibrator such as HistogramBinning(), "
+                             f"IsotonicCalibration(), BBQ() or PlattScaling(); got {method!r}")
+        p = self._probs(scores)
+        y = check_labels(labels, p.shape[0], p.shape[1])
+        missing = sorted(set(range(p.shape[1])) - set(np.unique(y).tolist()))
+        if missing:
+            raise ValueError(f"labels of the calibration set lack classes {missing[:10]}: a one-vs-all "
+                             "calibrator needs positives and negatives of every class")
+        self.calibrators_ = [method.clone(input_type="probabilities").fit(p[:, k], (y == k).astype(int))
+                             for k in range(p.shape[1])]
+        return self
+
+    def predict_proba(self, scores):
+        self._check_fitted()
+        p = self._probs(scores)
+        if p.shape[1] != len(self.calibrators_):
+            raise ValueError(f"scores have {p.shape[1]} classes but the calibrator was fitted on "
+                             f"{len(self.calibrators_)}")
+        q = np.stack([c.predict_proba(p[:, k]) for k, c in enumerate(self.calibrators_)], 1)
+        s = q.sum(1, keepdims=True)
+        q = np.where(s > 0, q / np.where(s > 0, s, 1), 1.0 / q.shape[1])
+        return _like(q, scores)
+
+
+#: Every binary calibrator: ``name -> class`` (scores of shape (n,), P(y = 1) out). The tests
+#: run every registered calibrator through the same checks.
+BINARY = {"histogram_binning": HistogramBinning, "isotonic": IsotonicCalibration, "bbq": BBQ,
+          "platt": PlattScaling}
+#: Every multiclass calibrator: ``name -> class`` (scores of shape (n, K), probabilities (n, K) out).
+MULTICLASS = {"temperature": TemperatureScaling, "vector": VectorScaling, "matrix": MatrixScaling,
+              "one_vs_all": OneVsAll}
+#: All calibrators.
+CALIBRATORS = {**BINARY, **MULTICLASS}

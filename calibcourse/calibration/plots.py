@@ -1,0 +1,480 @@
+"""Figures of calibration (chapter 1 introduces the reliability diagram; chapters 2-5 reuse all).
+
+Every function returns the matplotlib ``Figure`` it drew on, and most take an
+``ax`` (or a pair of axes) so that they can be placed in a grid. The numbers
+they draw come from :mod:`calibcourse.calibration.metrics` (bins: :mod:`calibcourse.calibration.binning`,
+smoothing: :mod:`calibcourse.calibration.kernels`).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from calibcourse.calibration import metrics as M
+from calibcourse.calibration._docs import document
+from calibcourse.calibration._validation import check_labels, check_probs
+from calibcourse.calibration.kernels import kernel_regression
+
+__all__ = ["reliability_diagram", "reliability_grid", "smooth_reliability_diagram",
+           "ece_vs_bins", "training_curves", "sweep_plot", "calibration_maps", "bilevel_diagram"]
+
+ACC_COLOR = "#1f77b4"
+GAP_COLOR = "#d62728"
+
+
+def _plt():
+    import matplotlib.pyplot as plt  # imported late: the metrics need no plotting stack
+
+    return plt
+
+
+def _checked(probs, labels):
+    """Validated (probs, labels, top-label confidence, predicted class)."""
+    p = check_probs(probs)
+    y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
+    conf, pred = M.top_label(p)
+    return p, y, conf, pred
+
+
+@document("probs", "labels", "n_bins",
+          ("ax", "matplotlib Axes or pair of Axes, optional",
+           "``None`` (a new figure), one Axes (the diagram only) or a pair ``(ax_diagram, ax_histogram)``."),
+          "title",
+          ("show_histogram", "bool, default=True", "Draw the histogram below (only when ``ax`` is None)."),
+          "strategy",
+          ("legend", "bool, default=True", "Draw the legends (a grid draws them once, in its first panel)."),
+          returns=("matplotlib.figure.Figure", "The figure drawn on."))
+def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | None = None,
+                        show_histogram: bool = True, strategy: str = "uniform", legend: bool = True):
+    """Guo-style reliability diagram of top-label confidences.
+
+    Top: bars of acc(B_m) per bin (:func:`calibcourse.calibration.metrics.reliability_bins`),
+    the gap to conf(B_m) shaded red, the diagonal of perfect calibration, ECE
+    and MCE in the corner. Bottom (when ``show_histogram``): the histogram of
+    confidences with the mean confidence and the accuracy marked.
+
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> fig = reliability_diagram(probs, np.array([0, 1, 1, 1]), n_bins=5)
+    >>> fig.axes[0].texts[0].get_text().splitlines()
+    ['ECE = 25.00%', 'MCE = 40.00%']
+    """
+    plt = _plt()
+    probs, y, conf, pred = _checked(probs, labels)
+    rb = M.reliability_bins(probs, y, n_bins=n_bins, strategy=strategy)
+    if ax is None:
+        if show_histogram:
+            fig, (ax_rel, ax_hist) = plt.subplots(2, 1, figsize=(4.2, 5.6), sharex=True,
+                                                  gridspec_kw={"height_ratios": [3, 1.2]})
+        else:
+            fig, ax_rel = plt.subplots(figsize=(4.2, 4.2))
+            ax_hist = None
+    elif isinstance(ax, (tuple, list, np.ndarray)):
+        ax_rel, ax_hist = ax
+        fig = ax_rel.figure
+    else:
+        ax_rel, ax_hist = ax, None
+        fig = ax.figure
+    left = rb.edges[:-1]
+    width = np.diff(rb.edges)
+    nonempty = rb.count > 0
+    acc = np.where(nonempty, rb.accuracy, 0.0)
+    ax_rel.bar(left, acc, width=width, align="edge", color=ACC_COLOR, edgecolor="black",
+               linewidth=0.6, label="accuracy")
+    gap_lo = np.where(nonempty, np.minimum(rb.accuracy, rb.confidence), 0.0)
+    gap_h = np.where(nonempty, np.abs(rb.gap), 0.0)
+    ax_rel.bar(left, gap_h, bottom=gap_lo, width=width, align="edge", color=GAP_COLOR,
+               alpha=0.35, edgecolor=GAP_COLOR, hatch="//", linewidth=0.6, label="gap")
+    ax_rel.plot([0, 1], [0, 1], "--", color="gray", label="perfect calibration")
+    e = M.ece(probs, y, n_bins=n_bins, strategy=strategy)
+    m = M.mce(probs, y, n_bins=n_bins, strategy=strategy)
+    ax_rel.text(0.96, 0.04, f"ECE = {100 * e:.2f}%\nMCE = {100 * m:.2f}%", transform=ax_rel.transAxes,
+                va="bottom", ha="right", fontsize=9,
+                bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85})
+    ax_rel.set_xlim(0, 1)
+    ax_rel.set_ylim(0, 1)
+    ax_rel.set_ylabel("accuracy")
+    if legend:
+        ax_rel.legend(loc="upper left", fontsize=7, framealpha=0.85)
+    if title:
+        ax_rel.set_title(title)
+    if ax_hist is not None:
+        frac = rb.count / rb.count.sum()
+        ax_hist.bar(left, frac, width=width, align="edge", color="gray", edgecolor="black",
+                    linewidth=0.6)
+        mean_conf, acc_all = conf.mean(), np.mean(pred == y)
+        ax_hist.axvline(mean_conf, color=GAP_COLOR, ls="--", label=f"avg. confidence {100 * mean_conf:.1f} %")
+        ax_hist.axvline(acc_all, color=ACC_COLOR, ls="-", label=f"accuracy {100 * acc_all:.1f} %")
+        ax_hist.set_xlim(0, 1)
+        ax_hist.set_ylabel("fraction")
+        ax_hist.set_xlabel("confidence")
+        ax_hist.legend(fontsize=7, loc="upper left")
+    else:
+        ax_rel.set_xlabel("confidence")
+    return fig
+
+
+@document(("panels", "dict", "``{title: (probs, labels)}``, one diagram each, in order."),
+          "n_bins",
+          ("ncols", "int, optional", "Diagrams per row (default: up to 4)."),
+          ("show_histogram", "bool, default=True", "A histogram of confidences under each diagram."),
+          ("highlight", "str, optional", "The title of a panel to frame in red (e.g. the best temperature)."),
+          ("panel_size", "float, default=3.3", "Width of a panel in inches."),
+          returns=("matplotlib.figure.Figure", "The figure."))
+def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
+                     show_histogram: bool = True, highlight: str | None = None,
+                     panel_size: float = 3.3):
+    """Side-by-side reliability diagrams, one per entry of ``panels``.
+
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> fig = reliability_grid({"a": (probs, [0, 1, 1, 1]), "b": (probs, [0, 0, 1, 1])}, highlight="b")
+    >>> [ax.get_title() for ax in fig.axes if ax.get_title()]
+    ['a', 'b']
+    """
+    plt = _plt()
+    if not panels:
+        raise ValueError("panels is empty: give at least one {title: (probs, labels)}")
+    n = len(panels)
+    ncols = ncols or min(n, 4)
+    nrows = int(np.ceil(n / ncols))
+    fig = plt.figure(figsize=(panel_size * ncols, panel_size * nrows * (1.45 if show_histogram else 1.1)))
+    # one cell per panel, well apart (titles and axis labels never reach a neighbour); inside a cell the
+    # histogram sits close under its diagram, which gives up its tick labels to it
+    outer = fig.add_gridspec(nrows, ncols, hspace=0.42, wspace=0.42)
+    for i, (name, (p, y)) in enumerate(panels.items()):
+        r, c = divmod(i, ncols)
+        if show_histogram:
+            inner = outer[r, c].subgridspec(2, 1, height_ratios=[3, 1.1], hspace=0.1)
+            ax_rel = fig.add_subplot(inner[0])
+            axes = (ax_rel, fig.add_subplot(inner[1], sharex=ax_rel))
+            ax_rel.tick_params(labelbottom=False)
+        else:
+            ax_rel = axes = fig.add_subplot(outer[r, c])
+        reliability_diagram(p, y, n_bins=n_bins, ax=axes, title=str(name), legend=i == 0)
+        if highlight is not None and str(name) == str(highlight):
+            for spine in ax_rel.spines.values():
+                spine.set_edgecolor(GAP_COLOR)
+                spine.set_linewidth(2.5)
+    return fig
+
+
+@document("probs", "labels",
+          ("bandwidth", "float, default=0.05", "The kernel bandwidth."),
+          ("n_boot", "int, default=100", "Bootstrap resamples of the band."),
+          ("level", "float, default=0.95", "Coverage of the band."),
+          "seed", "ax", "title",
+          ("grid", "int, default=200", "Points of [0, 1] where the curve is evaluated."),
+          returns=("matplotlib.figure.Figure", "The figure drawn on."))
+def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: int = 100,
+                               level: float = 0.95, seed: int = 0, ax=None, title: str | None = None,
+                               grid: int = 200):
+    """Kernel-smoothed reliability curve with a bootstrap band.
+
+    The curve is the Nadaraya-Watson estimate of P(correct | confidence = t)
+    with a Gaussian kernel (:func:`calibcourse.calibration.kernels.kernel_regression`, the
+    SACC of :func:`calibcourse.calibration.metrics.sece`); the band is the pointwise
+    ``level`` percentile interval over ``n_boot`` resamples.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(0.5, 1, 300)
+    >>> fig = smooth_reliability_diagram(p, (rng.random(300) < p).astype(int), n_boot=10)
+    >>> fig.axes[0].get_xlabel()
+    'confidence'
+    """
+    plt = _plt()
+    p, y, conf, pred = _checked(probs, labels)
+    correct = (pred == y).astype(float)
+    t = np.linspace(0, 1, grid)
+    est, den = kernel_regression(t, conf, correct, bandwidth)
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(n_boot):
+        i = rng.integers(0, conf.shape[0], conf.shape[0])
+        boots.append(kernel_regression(t, conf[i], correct[i], bandwidth)[0])
+    with warnings.catch_warnings():  # no data near t in any resample: NaN, outside the support drawn
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo, hi = np.nanquantile(np.array(boots), [(1 - level) / 2, (1 + level) / 2], axis=0)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(4.2, 4.2))
+    else:
+        fig = ax.figure
+    support = den / den.max() > 1e-3
+    ax.fill_between(t[support], lo[support], hi[support], color=ACC_COLOR, alpha=0.25,
+                    label=f"{int(level * 100)}% bootstrap band")
+    ax.plot(t[support], est[support], color=ACC_COLOR, lw=2, label="smoothed accuracy")
+    ax.plot([0, 1], [0, 1], "--", color="gray", label="perfect calibration")
+    s = M.sece(p, y, bandwidth=bandwidth)
+    ax.text(0.04, 0.96, f"SECE = {100 * s:.2f}%", transform=ax.transAxes, va="top", fontsize=9,
+            bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85})
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("confidence")
+    ax.set_ylabel("accuracy")
+    ax.legend(loc="lower right", fontsize=8)
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+@document(("models", "dict", "``{name: (probs, labels)}``, one line each."),
+          ("bins", "sequence of int, default=(10, 15, 20, 50, 100, 200, 500, 1000)", "The numbers of bins."),
+          "strategy",
+          ("axes", "pair of matplotlib Axes, optional", "Where to draw (default: a new figure)."),
+          returns=("matplotlib.figure.Figure", "The figure."))
+def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strategy: str = "uniform",
+                axes=None):
+    """ECE (left) and MCE (right), in percent, against the number of bins (the robustness figure of
+    Wang et al. 2023).
+
+    Examples
+    --------
+    >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    >>> fig = ece_vs_bins({"model": (probs, np.array([0, 1, 1, 1]))}, bins=(1, 5))
+    >>> fig.axes[0].lines[0].get_ydata().round(3)  # one bin: mean confidence = accuracy = 0.75
+    array([ 0., 25.])
+    """
+    plt = _plt()
+    if axes is None:
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig = axes[0].figure
+    for name, (p, y) in models.items():
+        e = [100 * M.ece(p, y, n_bins=b, strategy=strategy) for b in bins]
+        m = [100 * M.mce(p, y, n_bins=b, strategy=strategy) for b in bins]
+        axes[0].plot(bins, e, marker="o", label=str(name))
+        axes[1].plot(bins, m, marker="o", label=str(name))
+    for a, what in zip(axes, ("ECE", "MCE")):
+        a.set_xscale("log")
+        a.set_xlabel("number of bins")
+        a.set_ylabel(f"{what} (%)")
+        a.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    return fig
+
+
+@document(("history", "pandas.DataFrame or dict", "Equal-length sequences, e.g. ``RunResult.history``."),
+          ("x", 'str, default="epoch"', "The column of the horizontal axis."),
+          ("error", 'str, default="test_error"', "The column drawn on the left axis."),
+          ("nll", 'str, default="test_nll"', "The column drawn on the right axis."),
+          "ax",
+          ("mark_nll_minimum", "bool, default=True", "Mark the epoch of minimal NLL."),
+          "title",
+          returns=("matplotlib.figure.Figure", "The figure."))
+def training_curves(history, x: str = "epoch", error: str = "test_error", nll: str = "test_nll",
+                    ax=None, mark_nll_minimum: bool = True, title: str | None = None):
+    """Test error in percent (left axis) and test NLL in nats (right axis) per epoch, Guo et al. Fig. 3.
+
+    Examples
+    --------
+    >>> fig = training_curves({"epoch": [1, 2, 3], "test_error": [0.3, 0.2, 0.2], "test_nll": [0.9, 0.7, 0.8]})
+    >>> fig.axes[1].get_legend().get_texts()[-1].get_text()
+    'NLL minimum (epoch 2)'
+    """
+    plt = _plt()
+    h = {k: np.asarray(history[k]) for k in (x, error, nll)}
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+    else:
+        fig = ax.figure
+    ax.plot(h[x], 100 * h[error], color=ACC_COLOR, label="test error")
+    ax.set_xlabel(x)
+    ax.set_ylabel("test error (%)", color=ACC_COLOR)
+    ax2 = ax.twinx()
+    ax2.plot(h[x], h[nll], color=GAP_COLOR, label="test NLL")
+    ax2.set_ylabel("test NLL (nats)", color=GAP_COLOR)
+    if mark_nll_minimum:
+        i = int(np.argmin(h[nll]))
+        ax2.axvline(h[x][i], color="gray", ls=":", label=f"NLL minimum ({x} {h[x][i]})")
+        ax2.legend(loc="upper center", fontsize=8)
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+@document(("table", "pandas.DataFrame",
+           "The output of :func:`calibcourse.study.tables.sweep_table`: index = swept value, columns ``m`` and "
+           "(optionally) ``m_std`` per measure ``m``."),
+          ("xlabel", "str", "Label of the swept value."),
+          ("columns", 'sequence of str, default=("error", "ece", "temperature")',
+           "The measures, one panel each."),
+          ("logx", "bool, default=False", "Logarithmic horizontal axis."),
+          ("titles", "sequence of str, optional", "One title per panel."),
+          ("axes", "sequence of matplotlib Axes, optional", "Where to draw (default: a new figure)."),
+          ("categorical", "bool, default=False",
+           'Evenly spaced values labelled by the index (e.g. "plain" / "bn").'),
+          returns=("matplotlib.figure.Figure", "The figure."))
+def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx: bool = False,
+               titles=None, axes=None, categorical: bool = False):
+    """One panel per measure against a swept value (Guo et al. Fig. 2), mean +- std over seeds.
+
+    Error, ECE and MCE are drawn in percent, NLL in nats.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"error": [0.3, 0.2], "error_std": [0.01, 0.02]}, index=[1, 4])
+    >>> len(sweep_plot(table, "depth", columns=["error"]).axes)
+    1
+    """
+    plt = _plt()
+    labels = {"error": "test error (%)", "ece": "test ECE (%)", "temperature": "fitted temperature T",
+              "nll": "test NLL (nats)", "mce": "test MCE (%)", "ece_ts": "ECE after TS (%)"}
+    percent = {"error", "ece", "mce", "ece_ts"}  # fractions in the table, percent on the axis
+    if axes is None:
+        fig, axes = plt.subplots(1, len(columns), figsize=(2.7 * len(columns), 2.7))
+    axes = np.atleast_1d(axes)
+    fig = axes[0].figure
+    values = list(table.index)
+    x = np.arange(len(values), dtype=float) if categorical else np.asarray(values, dtype=float)
+    for i, (ax, col) in enumerate(zip(axes, columns)):
+        scale = 100.0 if col in percent else 1.0
+        y = scale * table[col].to_numpy(dtype=float)
+        err = scale * table[f"{col}_std"].to_numpy(dtype=float) if f"{col}_std" in table else None
+        if err is not None and np.all(np.isnan(err)):
+            err = None
+        ax.errorbar(x, y, yerr=err, marker="o", capsize=3)
+        if col == "temperature":
+            ax.axhline(1.0, color="gray", ls=":", lw=1)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(labels.get(col, col))
+        if logx and not categorical:
+            ax.set_xscale("log")
+        if logx or categorical:
+            from matplotlib.ticker import NullFormatter
+
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_xticks(x)
+            ax.set_xticklabels([f"{v:g}" if isinstance(v, (int, float)) else str(v) for v in values])
+        if titles:
+            ax.set_title(titles[i])
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+#: the score grid on which :func:`calibration_maps` draws each map: uniform in [0, 1] plus points that
+#: crowd towards 0 and 1 (a sigmoid of a uniform logit grid), where the scores of a confident network lie
+MAP_GRID = np.unique(np.r_[np.linspace(0.0, 1.0, 1001), 1.0 / (1.0 + np.exp(-np.linspace(-12, 12, 961)))])
+
+
+@document(("calibrators", "dict", "``{name: fitted binary calibrator}``, one curve each, in order; each takes "
+                                  "P(y = 1) (``input_type='probabilities'``)."),
+          ("scores", "array_like of shape (n,)", "The calibration set's P(y = 1), on which they were fitted."),
+          ("labels", "array_like of shape (n,)", "Its 0/1 labels."),
+          ("n_bins", "int, default=15", "Equal-width bins of the empirical frequencies (the dots)."),
+          "ax", "title",
+          returns=("matplotlib.figure.Figure", "The figure drawn on."))
+def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=None, title: str | None = None):
+    """Fitted calibration maps of binary calibrators on one axis, against the empirical frequencies.
+
+    Each calibrator is drawn as ``calibrator.predict_proba`` on :data:`MAP_GRID`: a step function
+    for histogram binning, a staircase for isotonic regression, averaged steps for BBQ, a sigmoid
+    for Platt scaling. The dots are the fraction of positives among the calibration scores of
+    each equal-width bin (:func:`calibcourse.calibration.metrics.reliability_bins` with
+    ``reliability="positive_class"``), placed at the bin's mean score, with a 95 % Wilson
+    interval and the bin's count written beside it: what every map tries to follow, and how
+    little data some bins hold.
+
+    Examples
+    --------
+    >>> from calibcourse.calibration.calibrators import HistogramBinning
+    >>> p, y = np.array([0.1, 0.2, 0.3, 0.6, 0.7, 0.9]), np.array([0, 0, 1, 1, 1, 1])
+    >>> fig = calibration_maps({"binning": HistogramBinning(n_bins=2).fit(p, y)}, p, y, n_bins=2)
+    >>> line = fig.axes[0].lines[0]
+    >>> line.get_label(), float(line.get_ydata()[0]), float(line.get_ydata()[-1])
+    ('binning', 0.3333333333333333, 1.0)
+    """
+    plt = _plt()
+    if not calibrators:
+        raise ValueError("calibrators is empty: give at least one {name: fitted calibrator}")
+    p = check_probs(scores, name="scores")
+    if p.ndim != 1:
+        raise ValueError(f"scores must be P(y = 1) of shape (n,); got shape {p.shape}")
+    y = check_labels(labels, p.shape[0], 2)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.8, 5.2))
+    else:
+        fig = ax.figure
+    for i, (name, calibrator) in enumerate(calibrators.items()):
+        ax.plot(MAP_GRID, calibrator.predict_proba(MAP_GRID), color=f"C{i}", lw=1.8, label=str(name), zorder=3)
+    rb = M.reliability_bins(p, y, n_bins=n_bins, reliability="positive_class")
+    full = rb.count > 0
+    n, k = rb.count[full], rb.accuracy[full] * rb.count[full]
+    z = 1.959963984540054  # Wilson interval of a binomial proportion
+    centre = (k + z**2 / 2) / (n + z**2)
+    half = z * np.sqrt(k * (n - k) / n + z**2 / 4) / (n + z**2)
+    freq = rb.accuracy[full]
+    ax.errorbar(rb.confidence[full], freq, yerr=[np.clip(freq - (centre - half), 0, None),
+                                                  np.clip(centre + half - freq, 0, None)],
+                fmt="o", color="black", ms=4, capsize=2, lw=0.8, zorder=4,
+                label=f"calibration set: fraction of positives per bin\n({n_bins} bins, 95 % interval, count beside)")
+    for x, f, c in zip(rb.confidence[full], freq, n):
+        ax.annotate(f"{int(c)}", (x, f), xytext=(4, -10 if f > 0.5 else 5), textcoords="offset points",
+                    fontsize=7.5, color="dimgray")
+    ax.plot([0, 1], [0, 1], ":", color="gray", lw=1, label="identity (the score unchanged)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("score: the network's P(y = 1)", fontsize=10)
+    ax.set_ylabel("calibrated P(y = 1)", fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8.5, frameon=False)  # under the axes
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+@document(returns=("matplotlib.figure.Figure", "The diagram."))
+@document(("lookahead", "{'same', 'sgd'}, default 'same'",
+           "The look-ahead's update rule, as ``meta.lookahead`` of the training config: "
+           "``'same'`` is the real step's optimizer with its current state (Adam in chapter 5), "
+           "``'sgd'`` a plain gradient step at the same learning rate."),
+          returns=("matplotlib.figure.Figure", "The diagram."))
+def bilevel_diagram(lookahead: str = "same"):
+    """The bilevel loop of meta-regularization (chapter 5), drawn with boxes and arrows.
+
+    Examples
+    --------
+    >>> len(bilevel_diagram().axes[0].patches)  # six boxes
+    6
+    """
+    rules = {"same": "look-ahead: the real step\n$\\theta' = \\mathrm{Adam}(\\theta, \\nabla_\\theta \\mathrm{FL}_\\gamma)$",
+             "sgd": "look-ahead (SGD)\n$\\theta' = \\theta - \\eta\\nabla_\\theta \\mathrm{FL}_\\gamma$"}
+    if lookahead not in rules:
+        raise ValueError(f"lookahead must be one of {', '.join(rules)}; got {lookahead!r}")
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    ax.set_axis_off()
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 4)
+    boxes = {
+        "train": (0.2, 2.6, "training batch\n$(x, y)$"),
+        "backbone": (2.6, 2.6, "backbone $\\theta$\nfeatures, logits"),
+        "gnet": (2.6, 0.4, "$\\gamma$-Net $\\phi$\n$\\gamma_i = |\\tilde x_i W| / \\tau$"),
+        "focal": (5.0, 2.6, "focal loss\n$\\mathrm{FL}_{\\gamma}(\\theta)$"),
+        "step": (7.4, 2.6, rules[lookahead]),
+        "sece": (7.4, 0.4, "SECE of $\\theta'$\non a validation batch"),
+    }
+    for key, (x, y, text) in boxes.items():
+        ax.add_patch(plt.Rectangle((x, y), 2.1, 1.0, fc="#eef3fb" if key != "sece" else "#fdecea",
+                                   ec="black", lw=1))
+        ax.text(x + 1.05, y + 0.5, text, ha="center", va="center", fontsize=8.5)
+
+    def arrow(x0, y0, x1, y1, text="", color="black"):
+        ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                    arrowprops={"arrowstyle": "->", "color": color, "lw": 1.3})
+        if text:
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, text, fontsize=7.5, ha="center", color=color)
+
+    arrow(2.3, 3.1, 2.6, 3.1)
+    arrow(4.7, 3.1, 5.0, 3.1, "")
+    arrow(3.65, 2.6, 3.65, 1.4, "features", "gray")
+    arrow(4.7, 0.9, 5.5, 2.6, "$\\gamma_i$")
+    arrow(7.1, 3.1, 7.4, 3.1)
+    arrow(8.45, 2.6, 8.45, 1.4)
+    arrow(7.4, 0.75, 4.7, 0.75, "outer: $\\nabla_\\phi$ SECE (through $\\theta'$)", "#d62728")
+    ax.text(5.0, 3.85, "inner: the backbone learns with per-sample $\\gamma$", ha="center", fontsize=8.5)
+    return fig

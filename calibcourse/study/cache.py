@@ -1,0 +1,367 @@
+"""A result cache that a build can trust (every chapter that trains reads through it).
+
+A run is stored once under ``data/cache/<key>/``, where ``key`` is the sha256
+of its canonical config (:func:`calibcourse.study.train.normalize_config`). An entry holds
+
+* ``manifest.json``: config, key, package versions, facts of the run (device, wall
+  time), its ``provenance`` (:func:`calibcourse.study.provenance.current`: torch, threads, CPU
+  capability, device and the fingerprint of the training code that produced it) and the
+  sha256 of every other file;
+* ``outputs.npz``: logits and labels (loaded with ``allow_pickle=False``);
+* ``history.csv``: the per-epoch history.
+
+Writes are atomic (a temporary folder, then a rename), so an interrupted run
+leaves no entry. An entry whose checksum or format is wrong is reported and
+recomputed, never used.
+
+    python -m calibcourse.tools.cli list | verify | train PROFILE | clear [--root DIR]
+
+(:mod:`calibcourse.tools.cli`; ``calibcourse list|verify|clear`` runs the same command). The
+store knows configs only as the dicts it hashes: which runs a profile holds is
+:mod:`calibcourse.study.experiments`'s business.
+
+The key does not depend on the code: a change to the training code makes an entry
+*stale* (its recorded code fingerprint differs from :func:`calibcourse.study.provenance.code_fingerprint`;
+:meth:`Cache.stale` lists them, and so does ``make status``), and ``make train`` leaves it as it
+is until it is removed or retrained. ``tests/test_cache.py`` retrains ``ci`` runs and compares
+them with their committed entries: bit for bit where the provenance is this machine's, at the
+precision the book prints elsewhere.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import platform
+import shutil
+import time
+import uuid
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from calibcourse.calibration._docs import document
+
+__all__ = ["Cache", "CacheError", "config_key", "get_or_train", "DEFAULT_ROOT"]
+
+FORMAT = 1
+DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "data" / "cache"
+FILES = ("outputs.npz", "history.csv")
+#: the thread policy's argument, as the cache and the run grid document it
+THREADS_PARAMETER = ("threads", "int or None, default=None",
+                     "Torch's threads of each run that trains (:func:`calibcourse.study.provenance.resolve_threads`: "
+                     "None is 1).")
+
+
+class CacheError(RuntimeError):
+    """An entry is corrupt, incomplete or of a different format."""
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@document("config",
+          returns=("str",
+                   "The first 20 hex digits of the sha256 of the canonical config."))
+def config_key(config: dict) -> str:
+    """The cache key of a run config.
+
+    Examples
+    --------
+    >>> cfg = {"data": {"name": "mnist1d"}, "model": {"name": "mlp"}, "epochs": 2}
+    >>> config_key(cfg) == config_key({**cfg, "lr": 1e-3})  # 1e-3 is the default
+    True
+    >>> len(config_key(cfg))
+    20
+    """
+    from calibcourse.study.train import normalize_config
+
+    canon = json.dumps({"config": normalize_config(config)}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canon.encode()).hexdigest()[:20]
+
+
+def _package_versions() -> dict:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for name in ("torch", "numpy", "scipy", "scikit-learn", "mnist1d", "mlxtend"):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:  # pragma: no cover
+            pass
+    return out
+
+
+@document(("root", "str or pathlib.Path, optional",
+           "The folder; default the environment variable ``CALIBCOURSE_CACHE``, else ``data/cache`` of the "
+           "repository (:data:`DEFAULT_ROOT`)."))
+class Cache:
+    """The result cache: one verified entry per run config under ``root``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from calibcourse.study.experiments import experiments
+    >>> result = Cache().load(experiments("ci")["ch2/model/small"])  # from the committed cache
+    >>> cache = Cache(tempfile.mkdtemp())
+    >>> cache.store(result).name == config_key(result.config)
+    True
+    >>> cache.keys() == [config_key(result.config)] and cache.verify() == []
+    True
+    """
+
+    def __init__(self, root=None):
+        self.root = Path(root or os.environ.get("CALIBCOURSE_CACHE") or DEFAULT_ROOT)
+
+    # ------------------------------------------------------------------ paths
+    @document(("key", "str", "A key of :func:`config_key`."),
+              returns=("pathlib.Path", "``root / key`` (which may not exist)."))
+    def path(self, key: str) -> Path:
+        """The folder of entry ``key``.
+
+        """
+        return self.root / key
+
+    @document(returns=("list of str",
+                       "Folder names under ``root`` (temporary folders of writes in progress excluded)."))
+    def keys(self) -> list[str]:
+        """The keys of every entry, sorted.
+
+        """
+        if not self.root.exists():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    # ------------------------------------------------------------------ read
+    @document(("key", "str", "The entry."),
+              returns=("dict", "The manifest."))
+    def check(self, key: str) -> dict:
+        """Verify an entry against its manifest.
+
+        Raises
+        ------
+        CacheError
+            The manifest is missing, not JSON, of another format or key, or a
+            file is missing or does not match its checksum.
+        """
+        d = self.path(key)
+        mf = d / "manifest.json"
+        if not mf.is_file():
+            raise CacheError(f"{key}: manifest.json missing")
+        try:
+            manifest = json.loads(mf.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise CacheError(f"{key}: manifest.json is not valid JSON ({exc})") from None
+        if manifest.get("format") != FORMAT:
+            raise CacheError(f"{key}: format {manifest.get('format')!r}, expected {FORMAT}")
+        if manifest.get("key") != key:
+            raise CacheError(f"{key}: manifest names key {manifest.get('key')!r}")
+        for name in FILES:
+            f = d / name
+            if not f.is_file():
+                raise CacheError(f"{key}: {name} missing")
+            expected = manifest.get("files", {}).get(name)
+            if expected != _sha256(f):
+                raise CacheError(f"{key}: {name} checksum mismatch (file changed or corrupt)")
+        return manifest
+
+    @document("config",
+              returns=("calibcourse.study.train.RunResult or None",
+                       "The result, or None when there is no usable entry."))
+    def load(self, config: dict):
+        """The cached result of ``config``, or None.
+
+        A corrupt entry is reported (a warning naming it and the problem) and
+        treated as missing, so the caller recomputes it.
+
+        """
+        import pandas as pd
+
+        from calibcourse.study.train import RunResult, normalize_config
+
+        key = config_key(config)
+        if not self.path(key).exists():
+            return None
+        try:
+            manifest = self.check(key)
+            with np.load(self.path(key) / "outputs.npz", allow_pickle=False) as z:
+                outputs = {k: z[k] for k in z.files}
+            history = pd.read_csv(self.path(key) / "history.csv")
+        except (CacheError, ValueError, OSError) as exc:
+            warnings.warn(f"cache entry {key} is unusable and will be recomputed: {exc}", stacklevel=2)
+            return None
+        return RunResult(normalize_config(config), history, outputs, manifest.get("info", {}),
+                         provenance=manifest.get("provenance", {}))
+
+    # ------------------------------------------------------------------ write
+    @document(("result", "calibcourse.study.train.RunResult",
+               "A run's result (its ``config``, ``history``, ``outputs`` and ``info``)."),
+              returns=("pathlib.Path", "The entry's folder."))
+    def store(self, result) -> Path:
+        """Write ``result`` atomically (a temporary folder, then a rename).
+
+        An existing (e.g. corrupt) entry of the same key is replaced.
+
+        """
+        key = config_key(result.config)
+        if result.info.get("smoke") and self.root.resolve() == DEFAULT_ROOT.resolve():
+            raise CacheError(f"{key}: a smoke run ({result.info['smoke']}) is never stored in the committed "
+                             f"cache {DEFAULT_ROOT}; point CALIBCOURSE_CACHE at a temporary folder")
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        try:
+            buf = io.BytesIO()
+            np.savez_compressed(buf, **{k: np.asarray(v) for k, v in result.outputs.items()})
+            (tmp / "outputs.npz").write_bytes(buf.getvalue())
+            result.history.to_csv(tmp / "history.csv", index=False, float_format="%.10g")
+            manifest = {
+                "format": FORMAT, "key": key,
+                "config": result.config, "info": result.info, "provenance": result.provenance,
+                "packages": _package_versions(),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "files": {name: _sha256(tmp / name) for name in FILES},
+            }
+            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+            final = self.path(key)
+            if final.exists():
+                trash = self.root / f".trash-{key}-{uuid.uuid4().hex[:8]}"
+                os.replace(final, trash)
+                os.replace(tmp, final)
+                shutil.rmtree(trash, ignore_errors=True)
+            else:
+                os.replace(tmp, final)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        return self.path(key)
+
+    @document(("key", "str", "The entry."),
+              returns=("pathlib.Path", "``root/.checkpoints/<key>.pt`` (which may not exist)."))
+    def checkpoint_path(self, key: str) -> Path:
+        """Where a run of ``key`` keeps its checkpoint while it trains (never an entry).
+
+        """
+        return self.root / ".checkpoints" / f"{key}.pt"
+
+    @document("config", "progress",
+              ("checkpoint_every", "int, optional",
+               "Checkpoint every this many epochs into :meth:`checkpoint_path` and resume from it; "
+               "None (the default) trains without checkpoints."),
+              THREADS_PARAMETER,
+              ("on_checkpoint", "callable, optional",
+               "Called with the epoch after each checkpoint (:func:`calibcourse.study.train.train`)."),
+              returns=("calibcourse.study.train.RunResult", "The result."))
+    def get_or_train(self, config: dict, progress: bool | None = None, checkpoint_every: int | None = None,
+                     threads: int | None = None, on_checkpoint=None):
+        """The cached result of ``config``, training (and storing) it first if needed.
+
+        With ``checkpoint_every``, a run killed part-way leaves a checkpoint (no entry) and
+        the next call resumes from it; the checkpoint is removed once the entry is stored.
+        """
+        from calibcourse.study.train import train
+
+        cached = self.load(config)
+        if cached is not None:
+            return cached
+        ckpt = self.checkpoint_path(config_key(config)) if checkpoint_every else None
+        result = train(config, progress=progress, checkpoint=ckpt, checkpoint_every=checkpoint_every or 1,
+                       threads=threads, on_checkpoint=on_checkpoint)
+        self.store(result)
+        if ckpt is not None:
+            ckpt.unlink(missing_ok=True)
+        return result
+
+    # ------------------------------------------------------------------ maintenance
+    @document(returns=("list of (str, str)",
+                       "``(key, problem)`` for every bad entry; empty when all are good."))
+    def verify(self) -> list[tuple[str, str]]:
+        """Check every entry.
+
+        """
+        bad = []
+        for key in self.keys():
+            try:
+                self.check(key)
+            except CacheError as exc:
+                bad.append((key, str(exc)))
+        return bad
+
+    @document(("keys", "iterable of str, optional", "The entries to look at (default: every entry)."),
+              returns=("dict", "``{key: reason}`` of every entry whose provenance records no code "
+                               "fingerprint or another one than the current training code's, with the "
+                               "modules that changed."))
+    def stale(self, keys=None) -> dict:
+        """The entries that another version of the training code produced.
+
+        A stale entry is still used (the key is the config's); retrain it to bring it up to date
+        (remove it, then ``make train``).
+
+        Examples
+        --------
+        >>> import json, tempfile
+        >>> from calibcourse.study.train import train
+        >>> cfg = {"data": {"name": "digits", "n_train": 200}, "model": {"name": "mlp", "depth": 1, "width": 8},
+        ...        "epochs": 1}
+        >>> cache = Cache(tempfile.mkdtemp())
+        >>> path = cache.store(train(cfg, progress=False))
+        >>> cache.stale()  # trained by this code
+        {}
+        >>> m = json.loads((path / "manifest.json").read_text())
+        >>> m["provenance"] = {}
+        >>> _ = (path / "manifest.json").write_text(json.dumps(m))
+        >>> cache.stale() == {path.name: "no provenance recorded"}
+        True
+        """
+        from calibcourse.study.provenance import code_fingerprint, code_modules
+
+        now, mods, out = code_fingerprint(), code_modules(), {}
+        for key in self.keys() if keys is None else [k for k in keys if self.path(k).exists()]:
+            try:
+                prov = self.check(key).get("provenance") or {}
+            except CacheError:
+                continue  # verify() reports it
+            if "code" not in prov:
+                out[key] = "no provenance recorded"
+            elif prov["code"] != now:
+                old = prov.get("code_modules", {})
+                changed = sorted(m for m in set(old) | set(mods) if old.get(m) != mods.get(m))
+                out[key] = f"training code changed since it ran ({', '.join(changed) or 'unknown modules'})"
+        return out
+
+    @document(returns=("int", "The number of entries removed."))
+    def clear(self) -> int:
+        """Remove the cache folder.
+
+        """
+        n = len(self.keys())
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        return n
+
+    @document(returns=("int", "Bytes."))
+    def size_bytes(self) -> int:
+        """Total size of the files under ``root``.
+
+        """
+        return sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file()) if self.root.exists() else 0
+
+
+@document("config", "progress",
+          ("root", "str or pathlib.Path, optional", "The cache folder (see :class:`Cache`)."),
+          THREADS_PARAMETER,
+          returns=("calibcourse.study.train.RunResult", "The result."))
+def get_or_train(config: dict, progress: bool | None = None, root=None, threads: int | None = None):
+    """The cached result of ``config``, trained first if needed: ``Cache(root).get_or_train(config)``.
+
+    Examples
+    --------
+    >>> from calibcourse.study.experiments import experiments
+    >>> get_or_train(experiments("ci")["ch2/model/small"]).info["n_test"]  # a committed entry: nothing trains
+    1000
+    """
+    return Cache(root).get_or_train(config, progress=progress, threads=threads)
+

@@ -1,0 +1,359 @@
+"""The claims ledger (chapter 1 onwards): every claim a chapter tests, with its effect, interval and verdict.
+
+A claim is declared where it is tested (:meth:`Ledger.claim`); the chapter-end table and the
+book's "What held" page (``_build/claims.json``) both read it.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from calibcourse.calibration import stats
+from calibcourse.study.tables import fmt_difference
+
+__all__ = ["Claim", "Ledger", "CLAIM_KEYS", "CLAIMS_GLUE_NAME", "check_claims", "ledger_page"]
+
+#: the keys of every claim in ``_build/claims.json``, in order (extra keys follow them)
+CLAIM_KEYS = ("id", "chapter", "claim", "source", "effect", "estimate", "low", "high", "level", "null",
+              "direction", "verdict", "n_test", "n_seeds")
+#: the glue name under which a chapter stores its claims in its executed notebook
+CLAIMS_GLUE_NAME = "calibcourse-claims"
+_VERDICT_MARK = {"held": "held", "not held": "**not held**", "inconclusive": "*inconclusive*",
+                 "not tested": "not tested"}
+
+
+@dataclass
+class Claim:
+    """One claim of a source, tested on one effect (see :meth:`Ledger.claim`).
+
+    Numbers are in the effect's own units (fractions for ECE and error); ``scale`` and
+    ``unit`` say how to print them (100 and "points" print 0.012 as "1.2 points").
+
+    Attributes
+    ----------
+    id, chapter, claim, source, effect
+        Its unique id, the chapter that tests it, the claim in words, the bibliography key
+        of its source and what is estimated.
+    estimate, low, high, level : float or None
+        The effect's estimate and interval (None when not tested).
+    null, direction
+        The claimed side: the effect lies ``direction`` ("below"/"above") ``null``.
+    verdict : str
+        "held", "not held", "inconclusive" or "not tested" (:func:`calibcourse.calibration.stats.verdict`).
+    n_test, n_seeds : int or None
+        Test samples and seeds behind the interval.
+    section, why, cost : str or None
+        The page section that tests it; why it is inconclusive or not tested; what it costs.
+    detectable : float or None
+        The effect the test detects with 80 % power.
+    scale, unit
+        How to print the numbers.
+
+    Examples
+    --------
+    >>> c = Claim("ch4-ts", 4, "TS lowers the ECE", "guo2017calibration", "ECE(TS) - ECE(none)",
+    ...           -0.03, -0.04, -0.02, 0.95, 0.0, "below", "held", 5000, 1)
+    >>> c.interval_text, c.null_text, list(c.as_dict())[:3]
+    ('-3.0 [-4.0, -2.0] points', '< 0', ['id', 'chapter', 'claim'])
+    """
+
+    id: str
+    chapter: int
+    claim: str
+    source: str
+    effect: str
+    estimate: float | None
+    low: float | None
+    high: float | None
+    level: float | None
+    null: float | None
+    direction: str | None
+    verdict: str
+    n_test: int | None
+    n_seeds: int | None
+    section: str | None = None
+    why: str | None = None
+    cost: str | None = None
+    detectable: float | None = None
+    scale: float = 100.0
+    unit: str = "points"
+
+    def as_dict(self) -> dict:
+        """The claim as ``_build/claims.json`` stores it: :data:`CLAIM_KEYS` first, then the rest."""
+        d = asdict(self)
+        return {**{k: d[k] for k in CLAIM_KEYS}, **{k: v for k, v in d.items() if k not in CLAIM_KEYS}}
+
+    @property
+    def digits(self) -> int:
+        """Decimals when printed: 3 for a raw scale (NLL in nats), 1 for percent."""
+        return 3 if self.scale == 1 else 1
+
+    def fmt(self, value) -> str:
+        """One number of the claim, signed, in its unit's scale (``"-"`` for None)."""
+        return "-" if value is None else f"{self.scale * value:+.{self.digits}f}"
+
+    @property
+    def interval_text(self) -> str:
+        """``"-1.2 [-1.9, -0.5] points"`` (or ``"not tested"``)."""
+        if self.estimate is None:
+            return "not tested"
+        return fmt_difference((self.estimate, self.low, self.high), self.scale, self.unit, self.digits)
+
+    @property
+    def null_text(self) -> str:
+        """The claimed side, e.g. ``"< 0"`` (``"-"`` when not tested)."""
+        if self.null is None:
+            return "-"
+        side = "<" if self.direction == "below" else ">"
+        value = f"{self.scale * self.null:.{self.digits}f}".rstrip("0").rstrip(".")
+        return f"{side} {value}{'' if self.unit in ('', 'points') else ' ' + self.unit}"
+
+
+class Ledger:
+    """The claims a chapter tests, declared where they are tested (chapters 1-5).
+
+    Each :meth:`claim` computes its verdict from its interval with
+    :func:`calibcourse.calibration.stats.verdict` (no verdict is written by hand), glues
+    ``<id>-verdict``, ``<id>-interval`` and ``<id>-detectable`` for the prose, and is stored;
+    :meth:`table` renders the chapter-end table and :meth:`publish` stores the claims in the
+    executed notebook, from which the book build writes ``_build/claims.json`` and the
+    "What held" page.
+
+    Parameters
+    ----------
+    chapter : int
+        The chapter (1-5) whose claims it holds.
+    glue : bool, default=True
+        Glue each claim's verdict, interval and detectable effect into the executing notebook
+        (False outside a notebook).
+
+    Examples
+    --------
+    >>> from calibcourse.calibration import stats
+    >>> ledger = Ledger(chapter=4, glue=False)
+    >>> c = ledger.claim("ch4-ts", claim="TS lowers the ECE", source="guo2017calibration",
+    ...                  effect="ECE(TS) - ECE(uncalibrated)",
+    ...                  interval=stats.Difference(-0.03, -0.04, -0.02, 0.95, n=5000),
+    ...                  direction="below", n_test=5000, n_seeds=1)
+    >>> c.verdict, c.interval_text
+    ('held', '-3.0 [-4.0, -2.0] points')
+    """
+
+    def __init__(self, chapter: int, glue: bool = True):
+        if chapter not in (1, 2, 3, 4, 5):
+            raise ValueError(f"chapter must be 1-5; got {chapter!r}")
+        self.chapter, self.glue, self.claims = chapter, glue, []
+
+    def claim(self, id: str, claim: str, source: str, effect: str, interval=None, null: float = 0.0,
+              direction: str = "below", n_test: int | None = None, n_seeds: int | None = None,
+              section: str | None = None, why: str | None = None, cost: str | None = None,
+              scale: float = 100.0, unit: str = "points") -> Claim:
+        """Declare and test one claim; return it.
+
+        Parameters
+        ----------
+        id : str
+            Unique in the book, e.g. ``"ch2-depth"``.
+        claim, source, effect : str
+            The claim in words (with its size, if it has one), the bibliography key of the
+            paper or reference document that makes it, and what is estimated, in words.
+        interval : calibcourse.calibration.stats.Difference or None
+            The effect's estimate and interval; None for a claim with no numeric test (then
+            ``why`` must say why) -- its verdict is ``"not tested"``.
+        null, direction
+            As in :func:`calibcourse.calibration.stats.verdict`: the claim says the effect lies
+            ``direction`` ("below" / "above") ``null`` (0, or the claimed size).
+        n_test, n_seeds : int
+            Test samples and seeds behind the interval (default: the interval's own).
+        section : str
+            The MyST label of the section that tests it (the "What held" page links to it).
+        cost : str
+            What the effect costs, in words with its numbers (e.g. the error change).
+        scale, unit
+            How to print the effect (100, "points": percentage points).
+        """
+
+        if any(c.id == id for c in self.claims):
+            raise ValueError(f"claim id {id!r} is declared twice")
+        for name, v in (("id", id), ("claim", claim), ("source", source), ("effect", effect)):
+            if not isinstance(v, str) or not v.strip():
+                raise ValueError(f"{name} must be a non-empty string; got {v!r}")
+        if interval is None:
+            if not why:
+                raise ValueError(f"claim {id!r} has no interval: say in why= why it is not tested")
+            c = Claim(id, self.chapter, claim, source, effect, None, None, None, None, None, None,
+                      "not tested", n_test, n_seeds, section, why, cost, None, scale, unit)
+        else:
+            est, low, high, level = (float(v) for v in interval[:4])
+            v = stats.verdict(low, high, null=null, direction=direction)
+            detect = interval.detectable() if hasattr(interval, "detectable") else None
+            n_test = int(n_test if n_test is not None else getattr(interval, "n", 0))
+            n_seeds = int(n_seeds if n_seeds is not None else getattr(interval, "n_seeds", 1))
+            if v == "inconclusive" and not why:
+                why = _what_would_decide(est, low, high, float(null), n_test, n_seeds)
+            c = Claim(id, self.chapter, claim, source, effect, est, low, high, level, float(null), direction,
+                      v, n_test, n_seeds, section, why, cost, detect, scale, unit)
+        self.claims.append(c)
+        if self.glue:
+            from calibcourse.study.notebook import glue_value
+
+            glue_value(f"{id}-verdict", c.verdict)
+            glue_value(f"{id}-interval", c.interval_text)
+            glue_value(f"{id}-detectable", "-" if c.detectable is None else f"{c.scale * c.detectable:.1f}")
+        return c
+
+    def __getitem__(self, id: str) -> Claim:
+        for c in self.claims:
+            if c.id == id:
+                return c
+        raise KeyError(f"no claim {id!r} in this ledger; declared: {', '.join(c.id for c in self.claims)}")
+
+    def table_markdown(self) -> str:
+        """The chapter-end table: claim, source, effect, estimate [interval], verdict."""
+        lines = ["| claim | source | effect (what is estimated) | estimate [95 % interval] | verdict (claimed side) |",
+                 "|---|---|---|---|---|"]
+        for c in self.claims:
+            effect = c.effect + (f"; {c.cost}" if c.cost else "")
+            verdict = _VERDICT_MARK[c.verdict] + (f" ({c.why})" if c.why else "")
+            side = f" ({c.null_text})" if c.null is not None else ""
+            lines.append(f"| {c.claim} | {{cite}}`{c.source}` | {effect} | {c.interval_text} | {verdict}{side} |")
+        return "\n".join(lines)
+
+    def table(self):
+        """The chapter-end table, for display (a ``Markdown`` object rendered as MyST); also
+        :meth:`publish`-es the claims."""
+        from IPython.display import Markdown
+
+        self.publish()
+        return Markdown(self.table_markdown())
+
+    def publish(self) -> None:
+        """Store the claims in the executed notebook (glue ``calibcourse-claims``, not displayed)."""
+        import json
+
+        if self.glue:
+            from myst_nb import glue
+
+            glue(CLAIMS_GLUE_NAME, json.dumps([c.as_dict() for c in self.claims]), display=False)
+
+
+def _what_would_decide(est, low, high, null, n_test, n_seeds) -> str:
+    """For an inconclusive claim: how much more data would decide it, if the estimate held.
+
+    An interval's half-width shrinks like 1/sqrt(n); it excludes ``null`` once it is smaller
+    than ``|estimate - null|``, i.e. with (half-width / |estimate - null|)^2 times the data.
+    """
+    gap = abs(est - null)
+    half = (high - low) / 2
+    if gap < 1e-12:
+        return "the estimate sits on the boundary: no test set size decides it; a larger effect would"
+    factor = (half / gap) ** 2
+    if n_seeds and n_seeds > 1:
+        return f"about {factor:.1f}x the test samples and seeds would decide it, if the estimate held"
+    if not n_test:  # the interval's sample size was not given
+        return f"about {factor:.1f}x the data would decide it, if the estimate held"
+    return f"about {int(round(n_test * factor, -2)):,} test samples would decide it, if the estimate held"
+
+
+def check_claims(claims: list) -> None:
+    """Validate a list of claim dicts (``_build/claims.json``): keys, unique ids, verdicts that
+    follow from their intervals by :func:`calibcourse.calibration.stats.verdict`.
+
+    Parameters
+    ----------
+    claims : list of dict
+        As :meth:`Claim.as_dict` writes them.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        The first problem, naming the claim.
+
+    Examples
+    --------
+    >>> c = Claim("x", 1, "A", "src", "e", -0.01, -0.02, 0.005, 0.95, 0.0, "below", "held", 100, 1).as_dict()
+    >>> check_claims([c])
+    Traceback (most recent call last):
+        ...
+    ValueError: claim 'x': verdict 'held' does not follow from its interval [-0.02, 0.005] against below 0.0 ('inconclusive')
+    >>> check_claims([{**c, "verdict": "inconclusive"}])
+    """
+
+    seen = set()
+    for c in claims:
+        missing = [k for k in CLAIM_KEYS if k not in c]
+        if missing:
+            raise ValueError(f"claim {c.get('id')!r} lacks the keys {missing}")
+        if c["id"] in seen:
+            raise ValueError(f"claim id {c['id']!r} appears twice")
+        seen.add(c["id"])
+        if c["verdict"] == "not tested":
+            if c["estimate"] is not None or not c.get("why"):
+                raise ValueError(f"claim {c['id']!r} is 'not tested' but has numbers or no why")
+            continue
+        expected = stats.verdict(c["low"], c["high"], null=c["null"], direction=c["direction"])
+        if c["verdict"] != expected:
+            raise ValueError(f"claim {c['id']!r}: verdict {c['verdict']!r} does not follow from its interval "
+                             f"[{c['low']}, {c['high']}] against {c['direction']} {c['null']} ({expected!r})")
+
+
+def ledger_page(claims: list, titles: dict | None = None) -> str:
+    """The "What held" page (MyST): every claim of every chapter, grouped by source.
+
+    Parameters
+    ----------
+    claims : list of dict
+        Every claim of the book (``_build/claims.json``).
+    titles : dict, optional
+        ``{source key: section title}``; default: the key.
+
+    Returns
+    -------
+    str
+        The page's MyST source.
+
+    Examples
+    --------
+    >>> c = Claim("x", 4, "TS lowers the ECE", "guo2017calibration", "ECE(TS) - ECE(none)",
+    ...           -0.03, -0.04, -0.02, 0.95, 0.0, "below", "held", 5000, 1)
+    >>> page = ledger_page([c.as_dict()], titles={"guo2017calibration": "Guo et al. (2017)"})
+    >>> for line in (page.splitlines()[4], page.splitlines()[-1]):
+    ...     print(line)
+    In this build: 1 held, 0 not held, 0 inconclusive, 0 not tested.
+    | 4 | TS lowers the ECE | ECE(TS) - ECE(none) (5,000 test, 1 seed) | -3.0 [-4.0, -2.0] points | held (< 0) | - |
+    """
+    counts = {v: sum(c["verdict"] == v for c in claims) for v in _VERDICT_MARK}
+    lines = ["# What held", "",
+             "Every claim the book tests, grouped by the paper or document that makes it. Each effect is "
+             "estimated with a 95 % interval (paired on the same test samples, and over seeds where a claim "
+             "is about training); the verdict follows from the interval by one rule "
+             "({func}`calibcourse.calibration.stats.verdict`): **held** when the whole interval lies on the side the claim "
+             "states, **not held** when it lies wholly on the other side, *inconclusive* when it contains "
+             "the boundary. A claim with a size is tested on its size. *Detects* is the smallest true "
+             "effect the test finds with 80 % probability: where a verdict is inconclusive, it says how "
+             "large an effect this data could have shown, and a test set (detects / wanted)^2 times larger "
+             "would resolve an effect of the wanted size. The same list is in `_build/claims.json`.", "",
+             f"In this build: {counts['held']} held, {counts['not held']} not held, "
+             f"{counts['inconclusive']} inconclusive, {counts['not tested']} not tested.", ""]
+    by_source: dict = {}
+    for c in claims:
+        by_source.setdefault(c["source"], []).append(c)
+    for source, group in by_source.items():
+        title = (titles or {}).get(source, source)
+        lines += [f"## {title}", "", f"{{cite:p}}`{source}`", "",
+                  "| ch. | claim | effect (test samples, seeds) | estimate [interval] | verdict (claimed side) | "
+                  "detects (80 %) |", "|---|---|---|---|---|---|"]
+        for d in sorted(group, key=lambda d: d["chapter"]):
+            c = Claim(**{k: d.get(k) for k in Claim.__dataclass_fields__ if k in d})
+            where = f"{{ref}}`{c.chapter} <{c.section}>`" if c.section else str(c.chapter)
+            verdict = _VERDICT_MARK[c.verdict] + (f" ({c.why})" if c.why else "")
+            detects = "-" if c.detectable is None else f"{c.scale * c.detectable:.{c.digits}f} {c.unit}".strip()
+            side = f" ({c.null_text})" if c.null is not None else ""
+            sizes = f" ({c.n_test:,} test, {c.n_seeds} seed{'s' if c.n_seeds != 1 else ''})" if c.n_test else ""
+            effect = c.effect + sizes + (f"; {c.cost}" if c.cost else "")
+            lines.append(f"| {where} | {c.claim} | {effect} | {c.interval_text} | {verdict}{side} | {detects} |")
+        lines.append("")
+    return "\n".join(lines)

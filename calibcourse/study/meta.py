@@ -1,0 +1,355 @@
+"""Meta-regularization (chapter 5; Wang and Golebiowski, arXiv 2303.15057).
+
+A gamma-Net maps the penultimate features of a backbone to one focal-loss gamma
+per sample. It is trained *bilevel*: the backbone takes a step on a training
+batch with focal loss at those gammas (inner), and the gamma-Net is updated by
+the calibration loss (SECE or DECE) of the backbone *after* that step, on a
+validation batch (outer), so the outer gradient reaches the gamma-Net through
+the inner update.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from calibcourse.calibration._docs import document
+from calibcourse.calibration.losses import dece_loss, focal_loss, sece_loss
+
+__all__ = ["GammaNet", "MetaTrainer", "lookahead_outer_loss", "lookahead_step", "OUTER_LOSSES", "LOOKAHEADS"]
+
+OUTER_LOSSES = {"sece": sece_loss, "dece": dece_loss}
+
+#: how the look-ahead moves the backbone: "sgd" (a plain gradient step at the optimizer's learning
+#: rate) or "same" (the real step's own update rule and state: Adam, or SGD with momentum)
+LOOKAHEADS = ("sgd", "same")
+
+
+@document(("in_features", "int", "The size ``d`` of the features, >= 1."),
+          ("heads", "int, default=8", "The number ``k`` of attention heads, >= 1."),
+          ("tau", "float, default=1.0", "The temperature, > 0."),
+          ("init_gamma", "float, default=1.0",
+           "The mean gamma of the first batch: the output is rescaled once, on that batch, to start there."))
+class GammaNet(nn.Module):
+    r"""Sample-wise focal-loss gamma from penultimate features ``x`` (b, d).
+
+    .. math:: a = xA \in \mathbb R^{b \times k},\quad p = \mathrm{softmax}(a),\quad
+              \tilde x = p A^\top \in \mathbb R^{b \times d},\quad
+              \gamma = |\tilde x W| / \tau \in \mathbb R^{b}
+
+    ``A`` (d, k) holds ``heads = k`` attention heads, ``W`` (d, 1) is a linear
+    layer and ``tau`` a temperature; the absolute value keeps gamma >= 0.
+    Calling it on features of shape (b, d) returns the b gammas.
+
+    Attributes
+    ----------
+    A : torch.nn.Parameter of shape (d, k)
+        The attention heads.
+    W : torch.nn.Parameter of shape (d, 1)
+        The linear layer.
+
+    Examples
+    --------
+    >>> net = GammaNet(in_features=84, heads=4, init_gamma=2.0)
+    >>> feats = torch.randn(16, 84, generator=torch.Generator().manual_seed(0))
+    >>> gammas = net(feats).detach()
+    >>> gammas.shape, round(float(gammas.mean()), 4), bool((gammas >= 0).all())
+    (torch.Size([16]), 2.0, True)
+    """
+
+    def __init__(self, in_features: int, heads: int = 8, tau: float = 1.0, init_gamma: float = 1.0):
+        super().__init__()
+        if in_features < 1 or heads < 1:
+            raise ValueError(f"in_features and heads must be >= 1; got {in_features}, {heads}")
+        if not tau > 0:
+            raise ValueError(f"tau must be > 0; got {tau}")
+        self.tau = tau
+        self.A = nn.Parameter(torch.randn(in_features, heads) / np.sqrt(in_features))
+        self.W = nn.Parameter(torch.randn(in_features, 1) / np.sqrt(in_features))
+        self.init_gamma = init_gamma
+        self._scale = None  # set on the first batch so that mean gamma starts at init_gamma
+
+    def forward(self, x):
+        p = torch.softmax(x @ self.A, dim=1)
+        xt = p @ self.A.T
+        g = (xt @ self.W).abs()[:, 0] / self.tau
+        if self._scale is None:
+            with torch.no_grad():
+                self._scale = float(self.init_gamma / g.mean().clamp_min(1e-8))
+        return g * self._scale
+
+
+def _safe_sqrt(v):
+    # sqrt with a finite gradient at 0 (torch's is inf, and inf * 0 = NaN where a gradient is 0)
+    return torch.sqrt(v.clamp_min(torch.finfo(v.dtype).tiny))
+
+
+@document(("params", "dict of str to torch.Tensor", "The parameters, e.g. ``dict(model.named_parameters())``."),
+          ("grads", "sequence of torch.Tensor", "Their gradients, in the same order (with ``create_graph=True`` "
+                                                "for a second-order gradient)."),
+          ("optimizer", "torch.optim.Adam or torch.optim.SGD, optional",
+           "The optimizer that holds ``params`` (its first parameter group is read); None: plain SGD."),
+          ("lr", "float, optional", "The learning rate of plain SGD; needed when ``optimizer`` is None."),
+          returns=("dict of str to torch.Tensor", "The stepped parameters, under the same names; "
+                   "the optimizer's state is not changed."))
+def lookahead_step(params: dict, grads, optimizer=None, lr: float | None = None) -> dict:
+    r"""The parameters after one differentiable update ``theta' = theta - step(g)``.
+
+    ``optimizer=None``: plain SGD, :math:`\theta' = \theta - \eta g` at ``lr``. With an
+    optimizer (``torch.optim.Adam`` or ``torch.optim.SGD``): the update it would make next,
+    from its hyperparameters and current state, written in differentiable torch operations,
+    so that :math:`\theta'` keeps the graph of ``grads``. For Adam at step :math:`t`:
+
+    .. math:: m = \beta_1 m_{t-1} + (1-\beta_1) g,\quad v = \beta_2 v_{t-1} + (1-\beta_2) g^2,\quad
+              \theta' = \theta - \eta\, \frac{m / (1-\beta_1^t)}{\sqrt{v / (1-\beta_2^t)} + \epsilon}
+
+    (``weight_decay`` adds :math:`\lambda\theta` to :math:`g` first, as torch does).
+
+    Examples
+    --------
+    >>> w = nn.Parameter(torch.tensor([1.0, -2.0]))
+    >>> g = torch.tensor([0.5, -0.1])
+    >>> lookahead_step({"w": w}, [g], lr=0.1)["w"]            # w - 0.1 * g
+    tensor([ 0.9500, -1.9900], grad_fn=<SubBackward0>)
+
+    With an optimizer it is the step the optimizer would take (Adam's first step: ``lr`` times
+    the sign of ``g``):
+
+    >>> opt = torch.optim.Adam([w], lr=0.1)
+    >>> ahead = lookahead_step({"w": w}, [g], optimizer=opt)["w"]
+    >>> w.grad = g
+    >>> opt.step()
+    >>> bool(torch.allclose(ahead, w)), w.detach()
+    (True, tensor([ 0.9000, -1.9000]))
+    """
+    if optimizer is None:
+        if lr is None:
+            raise ValueError("lr is needed for the plain SGD look-ahead (optimizer=None)")
+        return {name: p - lr * g for (name, p), g in zip(params.items(), grads)}
+    group = optimizer.param_groups[0]
+    lr, wd = group["lr"], group.get("weight_decay", 0.0)
+    out = {}
+    for (name, p), g in zip(params.items(), grads):
+        state = optimizer.state.get(p, {})
+        if wd:
+            g = g + wd * p
+        if isinstance(optimizer, torch.optim.Adam):
+            if group.get("amsgrad") or group.get("maximize"):
+                raise ValueError("the look-ahead supports plain Adam (no amsgrad, no maximize)")
+            b1, b2 = group["betas"]
+            t = int(state["step"]) + 1 if "step" in state else 1
+            m = (1 - b1) * g + (b1 * state["exp_avg"] if "exp_avg" in state else 0)
+            v = (1 - b2) * g * g + (b2 * state["exp_avg_sq"] if "exp_avg_sq" in state else 0)
+            step = (m / (1 - b1 ** t)) / (_safe_sqrt(v / (1 - b2 ** t)) + group["eps"])
+        elif isinstance(optimizer, torch.optim.SGD):
+            mu, damp = group["momentum"], group["dampening"]
+            step = g
+            if mu:
+                buf = state.get("momentum_buffer")
+                buf = g if buf is None else mu * buf + (1 - damp) * g
+                step = g + mu * buf if group["nesterov"] else buf
+        else:
+            raise ValueError(f"the look-ahead supports Adam and SGD; got {type(optimizer).__name__}")
+        out[name] = p - lr * step
+    return out
+
+
+@document(("model", "torch.nn.Module", "The backbone: a model of :mod:`calibcourse.study.models` "
+                                           "(``features(x)`` and ``head``)."),
+          ("gamma_net", "GammaNet", "Maps the backbone's features to one gamma per sample."),
+          ("x_train", "torch.Tensor", "The training batch's inputs."),
+          ("y_train", "torch.Tensor of shape (n,)", "Its labels."),
+          ("x_val", "torch.Tensor", "The validation batch's inputs."),
+          ("y_val", "torch.Tensor of shape (m,)", "Its labels."),
+          ("inner_lr", "float, optional", "The learning rate of the plain SGD look-ahead (``optimizer=None``)."),
+          ("outer", "callable, default=sece_loss", "``outer(logits, labels) -> scalar``, the calibration loss "
+                                                  "(:data:`OUTER_LOSSES`)."),
+          ("optimizer", "torch.optim.Adam or torch.optim.SGD, optional",
+           "The backbone's optimizer: the look-ahead takes its step (:func:`lookahead_step`)."),
+          ("gamma_max", "float, optional", "Caps the gammas, as in the real step."),
+          returns=("torch.Tensor", "A scalar, differentiable with respect to the gamma-Net's parameters."))
+def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner_lr: float | None = None,
+                         outer=sece_loss, optimizer=None, gamma_max: float | None = None):
+    """The outer objective: calibration loss on ``(x_val, y_val)`` of the backbone after one
+    step of focal loss at the gamma-Net's gammas on ``(x_train, y_train)``.
+
+    The step is plain SGD at ``inner_lr`` (``optimizer=None``) or the update rule of
+    ``optimizer`` with its current state (:func:`lookahead_step`). Differentiable with
+    respect to the gamma-Net's parameters (second-order, through the inner gradient, via
+    ``torch.func.functional_call``). The backbone's parameters are not changed.
+
+    Examples
+    --------
+    >>> from calibcourse.study.models import MLP
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> model = MLP(in_features=5, num_classes=3, width=8, depth=1)
+    >>> gamma_net = GammaNet(in_features=8, heads=2)
+    >>> x, y = torch.randn(32, 5, generator=gen), torch.randint(0, 3, (32,), generator=gen)
+    >>> loss = lookahead_outer_loss(model, gamma_net, x[:16], y[:16], x[16:], y[16:], inner_lr=0.5)
+    >>> loss.shape, loss.requires_grad
+    (torch.Size([]), True)
+    >>> loss.backward(inputs=list(gamma_net.parameters()))    # the hypergradient
+    >>> gamma_net.A.grad.shape, gamma_net.W.grad.shape
+    (torch.Size([8, 2]), torch.Size([8, 1]))
+    """
+    params = dict(model.named_parameters())
+    feats = model.features(x_train)
+    gammas = gamma_net(feats.detach())
+    if gamma_max is not None:
+        gammas = gammas.clamp(max=gamma_max)
+    inner = focal_loss(model.head(feats), y_train, gammas)
+    grads = torch.autograd.grad(inner, list(params.values()), create_graph=True)
+    stepped = lookahead_step(params, grads, optimizer, lr=inner_lr)
+    return outer(functional_call(model, stepped, (x_val,)), y_val)
+
+
+class MetaTrainer:
+    """One bilevel step per training batch; used by :func:`calibcourse.study.train.train` when a
+    run config has a ``meta`` section::
+
+        "meta": {"outer": "sece", "heads": 8, "tau": 1.0, "meta_lr": 1e-3, "val_batch": 256,
+                 "bandwidth": 0.05, "lookahead": "same", "gamma_max": None, "grad_clip": None}
+
+    ``lookahead``: ``"same"`` steps the look-ahead with the real step's update rule and state
+    (Adam when the run trains with Adam), ``"sgd"`` with a plain gradient step at the same
+    learning rate (the default, for configs written before the choice existed).
+    ``gamma_max`` caps the gammas (of the look-ahead and of the real step) and ``grad_clip``
+    the norm of the gamma-Net's gradient; neither is in the paper. ``init_gamma`` rescales the
+    gamma-Net's output once, on its first batch, so that the mean gamma starts there.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The backbone (``features(x)`` and ``head``), trained by :meth:`step`.
+    X_val : torch.Tensor
+        Validation inputs; each step draws ``val_batch`` of them (with replacement).
+    y_val : torch.Tensor of shape (n,)
+        Their labels.
+    outer : {"sece", "dece"}, default="sece"
+        The calibration loss of the outer step (:data:`OUTER_LOSSES`).
+    heads, tau, init_gamma
+        Of the :class:`GammaNet`.
+    meta_lr : float, default=1e-3
+        Learning rate of the gamma-Net's Adam.
+    val_batch : int, default=256
+        Validation samples per outer step.
+    bandwidth : float, default=0.05
+        The SECE's bandwidth (``outer="sece"``).
+    gamma_max : float, optional
+        Cap on the gammas.
+    grad_clip : float, optional
+        Cap on the norm of the gamma-Net's gradient.
+    lookahead : {"sgd", "same"}, default="sgd"
+        How the look-ahead steps (:data:`LOOKAHEADS`).
+    seed : int, default=0
+        Seed of the draws of validation batches.
+
+    Attributes
+    ----------
+    gamma_net : GammaNet
+        The gamma-Net, on the backbone's device and dtype.
+    opt : torch.optim.Adam
+        Its optimizer.
+
+    Examples
+    --------
+    >>> from calibcourse.study.models import MLP
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> X, y = torch.randn(64, 5, generator=gen), torch.randint(0, 3, (64,), generator=gen)
+    >>> model = MLP(in_features=5, num_classes=3, width=8, depth=1)
+    >>> trainer = MetaTrainer(model, X[48:], y[48:], heads=2, val_batch=16, init_gamma=2.0)
+    >>> opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    >>> for i in range(0, 48, 16):                  # three training batches
+    ...     loss = trainer.step(X[i:i + 16], y[i:i + 16], opt)
+    >>> isinstance(loss, float), trainer.gammas(X).shape
+    (True, (64,))
+    """
+
+    def __init__(self, model, X_val, y_val, outer: str = "sece", heads: int = 8, tau: float = 1.0,
+                 meta_lr: float = 1e-3, val_batch: int = 256, bandwidth: float = 0.05,
+                 init_gamma: float = 1.0, gamma_max: float | None = None, grad_clip: float | None = None,
+                 lookahead: str = "sgd", seed: int = 0):
+        if outer not in OUTER_LOSSES:
+            raise ValueError(f"meta.outer must be one of {', '.join(OUTER_LOSSES)}; got {outer!r}")
+        if lookahead not in LOOKAHEADS:
+            raise ValueError(f"meta.lookahead must be one of {', '.join(LOOKAHEADS)}; got {lookahead!r}")
+        if gamma_max is not None and not gamma_max > 0:
+            raise ValueError(f"meta.gamma_max must be > 0 or None; got {gamma_max!r}")
+        first = next(model.parameters())
+        self.model = model
+        self.gamma_net = GammaNet(model.head.in_features, heads=heads, tau=tau,
+                                  init_gamma=init_gamma).to(first.device, first.dtype)
+        self.opt = torch.optim.Adam(self.gamma_net.parameters(), lr=meta_lr)
+        self.X_val, self.y_val = X_val, y_val
+        self.val_batch = val_batch
+        self.gamma_max, self.grad_clip, self.lookahead = gamma_max, grad_clip, lookahead
+        self.gen = torch.Generator().manual_seed(seed + 1)
+        base = OUTER_LOSSES[outer]
+        self.outer = (lambda z, y: base(z, y, bandwidth=bandwidth)) if outer == "sece" else base
+
+    def step(self, xb, yb, optimizer) -> float:
+        """One outer update of the gamma-Net, then one real step of the backbone.
+
+        Parameters
+        ----------
+        xb : torch.Tensor
+            A training batch's inputs.
+        yb : torch.Tensor of shape (n,)
+            Its labels.
+        optimizer : torch.optim.Optimizer
+            The backbone's optimizer (its learning rate is the look-ahead's; with
+            ``lookahead="same"`` it must be Adam or SGD).
+
+        Returns
+        -------
+        float
+            The backbone's focal loss on the batch, at the updated gammas, before its step.
+        """
+        dev = xb.device
+        idx = torch.randint(0, len(self.y_val), (self.val_batch,), generator=self.gen)
+        xv, yv = self.X_val[idx].to(dev), self.y_val[idx].to(dev)
+        # outer: update the gamma-Net through a one-step look-ahead of the backbone
+        same = self.lookahead == "same"
+        outer_loss = lookahead_outer_loss(self.model, self.gamma_net, xb, yb, xv, yv,
+                                          inner_lr=optimizer.param_groups[0]["lr"], outer=self.outer,
+                                          optimizer=optimizer if same else None, gamma_max=self.gamma_max)
+        self.opt.zero_grad()
+        outer_loss.backward(inputs=list(self.gamma_net.parameters()))
+        if self.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(self.gamma_net.parameters(), self.grad_clip)
+        self.opt.step()
+        # inner: the real backbone step, focal loss at the updated gammas
+        feats = self.model.features(xb)
+        with torch.no_grad():
+            gammas = self.gamma_net(feats.detach())
+            if self.gamma_max is not None:
+                gammas = gammas.clamp(max=self.gamma_max)
+        loss = focal_loss(self.model.head(feats), yb, gammas)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return float(loss.detach())
+
+    @torch.no_grad()
+    def gammas(self, X, batch: int = 2048) -> np.ndarray:
+        """The gamma-Net's gammas on ``X`` (e.g. the test split), as numpy.
+
+        Parameters
+        ----------
+        X : torch.Tensor
+            Inputs of the backbone.
+        batch : int, default=2048
+            Samples per forward pass.
+
+        Returns
+        -------
+        numpy.ndarray of shape (len(X),)
+            One gamma per sample (uncapped by ``gamma_max``). The backbone is put back in
+            training mode afterwards.
+        """
+        dev = next(self.model.parameters()).device
+        self.model.eval()
+        out = [self.gamma_net(self.model.features(X[i: i + batch].to(dev))).cpu() for i in range(0, len(X), batch)]
+        self.model.train()
+        return torch.cat(out).numpy()

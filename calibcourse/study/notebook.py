@@ -1,0 +1,130 @@
+"""What every chapter notebook does first (profile banner, seeds, figure style), and glue for its prose."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from calibcourse.calibration._docs import document
+from calibcourse.study.profiles import DESCRIPTIONS, check_profile
+
+__all__ = ["setup", "glue_value", "budget", "BUDGETS"]
+
+
+#: per-profile sizes of the chapters' computations, in one place (``ci`` only checks that the
+#: code runs); ``n_boot``: bootstrap resamples behind every interval
+BUDGETS = {
+    "ci": {"n_boot": 50, "n_boot_seeds": 20, "n_reps": 20, "cal_sizes": (100, 1000), "sample_sizes": (100, 1000),
+           "n_resplits": 4, "lab_epochs": 2, "lab_split_sizes": (500, 300)},
+    "default": {"n_boot": 1000, "n_boot_seeds": 300, "n_reps": 200, "cal_sizes": (50, 100, 200, 500, 1000),
+                "sample_sizes": (100, 300, 1000, 3000, 10000), "n_resplits": 20, "lab_epochs": 30,
+                "lab_split_sizes": (None, None)},
+    "full": {"n_boot": 2000, "n_boot_seeds": 1000, "n_reps": 500, "cal_sizes": (50, 100, 200, 500, 1000, 5000),
+             "sample_sizes": (100, 300, 1000, 3000, 10000, 30000), "n_resplits": 20, "lab_epochs": 30,
+             "lab_split_sizes": (None, None)},
+}
+
+
+def budget(profile: str, name: str):
+    """The size ``name`` of :data:`BUDGETS` for ``profile``.
+
+    Parameters
+    ----------
+    profile : {"ci", "default", "full"}
+        The build's profile.
+    name : str
+        A key of :data:`BUDGETS`: ``"n_boot"`` (bootstrap resamples behind every interval),
+        ``"n_boot_seeds"`` (resamples behind an interval over seeds, which uses only their variance),
+        ``"n_reps"`` (replications of a simulation), ``"cal_sizes"`` (calibration-set sizes),
+        ``"sample_sizes"`` (test-set sizes of a simulation), ``"n_resplits"`` (random re-splits in
+        Lab 2), ``"lab_epochs"`` (training epochs in Lab 4), ``"lab_split_sizes"`` (training and
+        test samples Lab 1 keeps of its split; None: all).
+
+    Returns
+    -------
+    int or tuple
+        The size.
+
+    Examples
+    --------
+    >>> budget("default", "n_boot")
+    1000
+    """
+    check_profile(profile)
+    if name not in BUDGETS[profile]:
+        raise KeyError(f"no budget {name!r}; known: {', '.join(BUDGETS[profile])}")
+    import os
+
+    if os.environ.get("CALIBCOURSE_SMOKE"):  # a smoke run (calibcourse.tools.smoke): only checks that pages execute
+        return BUDGETS["ci"][name]
+    return BUDGETS[profile][name]
+
+
+@document("profile",
+          ("data", "str",
+           "The data the page uses, for the banner (e.g. :func:`calibcourse.study.experiments.data_summary`)."),
+          "seed",
+          ("edition", 'str, default="instructor"', "The edition, for the banner."),
+          returns=("None", "The banner is displayed in the notebook."))
+def setup(profile: str, data: str, seed: int = 0, edition: str = "instructor"):
+    """Seed numpy/torch/random, set the figure style, and state the profile and data on the page.
+
+    Examples
+    --------
+    >>> setup("huge", data="none")
+    Traceback (most recent call last):
+    ...
+    ValueError: profile must be one of ci, default, full; got 'huge'
+    """
+    check_profile(profile)
+    random.seed(seed)
+    np.random.seed(seed)
+    try:
+        import torch
+
+        torch.manual_seed(seed)
+    except ImportError:  # pragma: no cover
+        pass
+    import matplotlib.pyplot as plt
+
+    try:  # figures inline in the executed notebook, whatever MPLBACKEND says
+        from IPython import get_ipython
+
+        if get_ipython() is not None:
+            get_ipython().run_line_magic("matplotlib", "inline")
+    except Exception:  # pragma: no cover
+        pass
+    plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 110, "axes.spines.top": False,
+                         "axes.spines.right": False, "font.size": 9})
+    from html import escape
+
+    from IPython.display import HTML, display
+
+    display(HTML(f'<div class="admonition note"><p class="admonition-title">Built with '
+                 f'{escape(DESCRIPTIONS[profile]).replace("`", "")}</p>'
+                 f"<p>Data: {escape(data)}. Edition: {escape(edition)}.</p></div>"))
+
+
+@document("name",
+          ("value", "number, str, bool or numpy scalar", "What to glue."),
+          returns=("int, float or str", "The value as glued."))
+def glue_value(name: str, value):
+    """``myst_nb.glue`` a number or string for use in prose as ``{glue:text}`name:.2f```.
+
+    The format is chosen in the prose, not here. numpy scalars are converted to
+    Python numbers first (myst-nb cannot format their ``repr``) and booleans to
+    "yes" / "no"; nothing is displayed in the cell.
+
+    Examples
+    --------
+    >>> glue_value("n_test", np.int64(1000))  # outside a notebook nothing is recorded
+    1000
+    """
+    from myst_nb import glue
+
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool):
+        value = "yes" if value else "no"
+    glue(name, value, display=False)
+    return value

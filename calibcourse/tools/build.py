@@ -1,0 +1,540 @@
+"""The book build: jupytext -> papermill -> jupyter-book (``make book`` calls this).
+
+    python -m calibcourse.tools.build [--profile ci|default|full] [--edition instructor|student]
+                                [--no-html] [--force] [--root DIR]
+
+1. Reads ``_toc.yml``. A page ``book/generated/<name>`` has its source in
+   ``notebooks/<name>.md`` (a jupytext MyST notebook). Each source is converted
+   to .ipynb and executed by papermill with the parameters ``profile`` and
+   ``edition`` injected; the executed notebook is written, atomically, to
+   ``book/generated/<name>.ipynb`` (git-ignored).
+2. A notebook is skipped when its fingerprint -- the sha256 of its source, of
+   every file of the ``calibcourse`` package, of ``requirements.txt``, of the
+   committed result cache ``data/`` and of its parameters -- equals the one
+   stored after its last successful execution.
+3. ``jupyter-book build --all -W --keep-going`` renders the HTML with notebook
+   execution off; every page is re-read each time, so the warnings of pages
+   that did not change are never hidden, and any ``WARNING``/``ERROR`` line
+   fails the build even if Jupyter Book exits 0.
+4. A failing cell stops the build with a message naming the notebook, the cell
+   (its number and the line of the source where it starts) and the exception;
+   the executed copy of that notebook is removed, the failed one is kept under
+   ``_build/failed/`` for inspection, and the stale HTML is deleted so that no
+   half-built book is left looking done.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from fnmatch import fnmatch
+from pathlib import Path
+
+from calibcourse.calibration._docs import document
+from calibcourse.study.profiles import PROFILES
+
+__all__ = ["EDITIONS", "BuildError", "Page", "toc_entries", "notebook_pages", "fingerprint", "execute_book",
+           "write_ledger", "build_html", "main"]
+
+EDITIONS = ("instructor", "student")
+GENERATED = Path("book") / "generated"
+SOURCES = Path("notebooks")
+FINGERPRINT_SUFFIX = ".fingerprint"
+#: pages the build writes itself (no notebook source): the claims ledger
+LEDGER_PAGE = GENERATED / "what_held"
+CLAIMS_JSON = Path("_build") / "claims.json"
+
+#: the arguments of the build's stages
+_ROOT = ("root", "pathlib.Path", "The book's root (holds ``_config.yml``, ``_toc.yml``, ``notebooks/``).")
+_LOG = ("log", "callable, default=print", "Called with each progress line.")
+
+
+class BuildError(RuntimeError):
+    """A notebook failed or the HTML build reported a warning/error."""
+
+
+@dataclass
+class Page:
+    """A page of the book generated from a jupytext notebook.
+
+    Attributes
+    ----------
+    toc_entry : str
+        Its entry in ``_toc.yml``, e.g. ``"book/generated/01_theory"``.
+    source : pathlib.Path
+        The jupytext source, e.g. ``<root>/notebooks/01_theory.md``.
+    output : pathlib.Path
+        The executed notebook, e.g. ``<root>/book/generated/01_theory.ipynb``.
+
+    Examples
+    --------
+    >>> Page("book/generated/01_theory", Path("notebooks/01_theory.md"),
+    ...      Path("book/generated/01_theory.ipynb")).output.name
+    '01_theory.ipynb'
+    """
+
+    toc_entry: str   # e.g. book/generated/01_theory
+    source: Path     # notebooks/01_theory.md
+    output: Path     # book/generated/01_theory.ipynb
+
+
+# --------------------------------------------------------------------------- table of contents
+@document(("toc", "dict", "A ``_toc.yml`` as ``yaml.safe_load`` reads it."),
+          returns=("list of str", "The entries, in reading order."))
+def toc_entries(toc: dict) -> list[str]:
+    """Every ``file`` (and ``root``) of a Jupyter Book 1.x ``_toc.yml``, in reading order.
+
+    Examples
+    --------
+    >>> toc = {"root": "book/intro", "parts": [
+    ...     {"caption": "Chapters", "chapters": [{"file": "book/generated/01_theory",
+    ...                                           "sections": [{"file": "book/notes"}]}]},
+    ...     {"caption": "Labs", "chapters": [{"file": "book/generated/labs/lab1_ece"}]}]}
+    >>> toc_entries(toc)
+    ['book/intro', 'book/generated/01_theory', 'book/notes', 'book/generated/labs/lab1_ece']
+    """
+    found = [toc["root"]] if "root" in toc else []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                found.append(node["file"])
+            for key in ("parts", "chapters", "sections"):
+                for child in node.get(key, []) or []:
+                    walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return found
+
+
+@document(_ROOT, returns=("list of Page", "In the order of ``_toc.yml``; a missing ``_toc.yml`` or source "
+                                          "raises :class:`BuildError`."))
+def notebook_pages(root: Path) -> list[Page]:
+    r"""The pages of ``_toc.yml`` that are generated from jupytext sources in ``notebooks/``.
+
+    Hand-written pages (outside ``book/generated``) and the claims ledger are not among them.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "notebooks").mkdir()
+    >>> _ = (root / "notebooks" / "01_theory.md").write_text("# Theory")
+    >>> _ = (root / "_toc.yml").write_text("root: book/intro\nchapters:\n"
+    ...                                    "- file: book/generated/01_theory\n- file: book/generated/what_held\n")
+    >>> [(page.toc_entry, page.source.relative_to(root).as_posix()) for page in notebook_pages(root)]
+    [('book/generated/01_theory', 'notebooks/01_theory.md')]
+    """
+    import yaml
+
+    toc_path = root / "_toc.yml"
+    if not toc_path.exists():
+        raise BuildError(f"{toc_path} not found: the build reads the table of contents from it")
+    toc = yaml.safe_load(toc_path.read_text())
+    pages = []
+    for entry in toc_entries(toc):
+        entry = entry.removesuffix(".ipynb").removesuffix(".md")
+        rel = Path(entry)
+        if rel == LEDGER_PAGE:
+            continue  # written by write_ledger from the executed chapters
+        try:
+            name = rel.relative_to(GENERATED)
+        except ValueError:
+            continue  # a hand-written page of book/ (intro, ...)
+        source = root / SOURCES / name.with_suffix(".md")
+        if not source.exists():
+            raise BuildError(f"_toc.yml lists {entry} but its source {source.relative_to(root)} "
+                             "does not exist")
+        pages.append(Page(entry, source, root / rel.with_suffix(".ipynb")))
+    return pages
+
+
+# --------------------------------------------------------------------------- fingerprints
+def _hash_tree(h, base: Path, patterns=("**/*",)) -> None:
+    """Hash every file under ``base`` (names and contents), skipping caches and the temporary
+    directories of cache writes in progress (``.tmp-*``: a training run may be writing one)."""
+    if not base.exists():
+        return
+    files = set()
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__" and not d.startswith(".tmp-")]
+        for name in filenames:
+            p = Path(dirpath) / name
+            if p.suffix != ".pyc" and any(fnmatch(name, pat.rsplit("/", 1)[-1]) for pat in patterns):
+                files.add(p)
+    for p in sorted(files):
+        h.update(str(p.relative_to(base)).encode())
+        h.update(hashlib.sha256(p.read_bytes()).digest())
+
+
+@document(("page", "Page", "The page."),
+          ("params", "dict", 'Its parameters, ``{"profile": ..., "edition": ...}``.'),
+          _ROOT,
+          ("package_dir", "pathlib.Path, optional", "The package's folder (default ``root/calibcourse``); "
+                                                   "its ``.py`` files are hashed."),
+          returns=("str", "The hex digest."))
+def fingerprint(page: Page, params: dict, root: Path, package_dir: Path | None = None) -> str:
+    """sha256 of the page source, the package, requirements.txt, data/ and the parameters.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "notebooks").mkdir()
+    >>> page = Page("book/generated/ch", root / "notebooks" / "ch.md", root / "book" / "generated" / "ch.ipynb")
+    >>> _ = page.source.write_text("# A chapter")
+    >>> fp = fingerprint(page, {"profile": "ci"}, root)
+    >>> fp == fingerprint(page, {"profile": "ci"}, root), fp == fingerprint(page, {"profile": "default"}, root)
+    (True, False)
+    >>> (root / "data").mkdir()
+    >>> _ = (root / "data" / "new.csv").write_text("1,2")             # a change in data/ re-executes
+    >>> fp == fingerprint(page, {"profile": "ci"}, root)
+    False
+    """
+    h = hashlib.sha256()
+    h.update(page.source.read_bytes())
+    h.update(json.dumps(params, sort_keys=True).encode())
+    _hash_tree(h, package_dir or root / "calibcourse", ("**/*.py",))
+    req = root / "requirements.txt"
+    if req.exists():
+        h.update(req.read_bytes())
+    _hash_tree(h, root / "data")
+    return h.hexdigest()
+
+
+def _fp_path(page: Page) -> Path:
+    return page.output.with_name(page.output.name + FINGERPRINT_SUFFIX)
+
+
+def is_up_to_date(page: Page, fp: str) -> bool:
+    f = _fp_path(page)
+    return page.output.exists() and f.exists() and f.read_text().strip() == fp
+
+
+# --------------------------------------------------------------------------- execution
+def _source_line_of_cell(source_text: str, cell_source: str) -> int | None:
+    """1-based line of ``source_text`` where the code of a cell starts (None if not found)."""
+    first = next((ln for ln in cell_source.splitlines() if ln.strip()), None)
+    if first is None:
+        return None
+    for i, line in enumerate(source_text.splitlines(), start=1):
+        if line.rstrip() == first.rstrip():
+            return i
+    return None
+
+
+def _hide_parameter_cells(nb) -> None:
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "parameters" in tags or "injected-parameters" in tags:
+            if "remove-cell" not in tags:
+                cell.metadata.setdefault("tags", []).append("remove-cell")
+
+
+def execute_page(page: Page, params: dict, root: Path, failed_dir: Path) -> None:
+    """Convert ``page.source`` with jupytext and execute it with papermill into ``page.output``."""
+    import jupytext
+    import nbformat
+    import papermill as pm
+
+    from calibcourse.tools.editions import to_edition
+
+    nb = to_edition(jupytext.read(page.source), params.get("edition", "instructor"))
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    page.output.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="calibcourse-build-") as tmp:
+        src_nb = Path(tmp) / "input.ipynb"
+        out_nb = Path(tmp) / "output.ipynb"
+        nbformat.write(nb, src_nb)
+        try:
+            pm.execute_notebook(str(src_nb), str(out_nb), parameters=params, kernel_name="python3",
+                                cwd=str(root), progress_bar=False, log_output=False,
+                                report_mode=False,
+                                extra_arguments=["--IPKernelApp.log_level=ERROR"])
+        except pm.PapermillExecutionError as exc:
+            # papermill numbers cells of its output, which has an injected-parameters cell and an
+            # error banner; find the failing cell in the source notebook by its code instead.
+            code_cells = [c.source for c in nb.cells if c.cell_type == "code"]
+            code_no = next((i for i, src in enumerate(code_cells, 1) if src == exc.source), None)
+            line = _source_line_of_cell(page.source.read_text(), exc.source)
+            kept = failed_dir / page.output.relative_to(root / GENERATED)
+            if out_nb.exists():
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(out_nb, kept)
+            where = f"code cell {code_no}" if code_no else f"cell {exc.cell_index}"
+            if line:
+                where += f" (line {line} of {page.source.relative_to(root)})"
+            snippet = "\n".join("    | " + ln for ln in exc.source.splitlines()[:8])
+            raise BuildError(f"{page.source.relative_to(root)}: {where} raised {exc.ename}: {exc.evalue}\n"
+                             f"{snippet}\n    executed notebook kept at {kept.relative_to(root)}") from None
+        except Exception as exc:  # kernel died, bad notebook, ...
+            raise BuildError(f"{page.source.relative_to(root)}: execution failed: "
+                             f"{type(exc).__name__}: {exc}") from None
+        executed = nbformat.read(out_nb, as_version=4)
+        _hide_parameter_cells(executed)
+        tmp_out = page.output.with_name(page.output.name + ".tmp")
+        nbformat.write(executed, tmp_out)
+        os.replace(tmp_out, page.output)
+
+
+@document(_ROOT, "profile", ("edition", '{"instructor", "student"}, default="instructor"', "The edition."),
+          ("force", "bool, default=False", "Execute every page, changed or not."),
+          ("package_dir", "pathlib.Path, optional", "As in :func:`fingerprint`."),
+          _LOG,
+          returns=("dict", "``{source path relative to root: 'executed' or 'skipped'}``; a failing page "
+                           "raises :class:`BuildError`."))
+def execute_book(root: Path, profile: str = "default", edition: str = "instructor",
+                 force: bool = False, package_dir: Path | None = None, log=print) -> dict:
+    r"""Execute every notebook page whose fingerprint changed, in the order of ``_toc.yml``.
+
+    A page is executed by papermill in a fresh kernel (seconds); after its success its
+    fingerprint is stored next to the output, ``<output>.fingerprint``.
+
+    Examples
+    --------
+    A page whose output and stored fingerprint are current is skipped (here written by hand;
+    executing a page needs a kernel):
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "notebooks").mkdir()
+    >>> _ = (root / "notebooks" / "ch.md").write_text("# A chapter")
+    >>> _ = (root / "_toc.yml").write_text("root: book/intro\nchapters:\n- file: book/generated/ch\n")
+    >>> page, = notebook_pages(root)
+    >>> page.output.parent.mkdir(parents=True)
+    >>> _ = page.output.write_text("{}")
+    >>> fp = fingerprint(page, {"profile": "ci", "edition": "instructor"}, root)
+    >>> _ = page.output.with_name(page.output.name + FINGERPRINT_SUFFIX).write_text(fp)
+    >>> execute_book(root, profile="ci")
+    [1/1] notebooks/ch.md: skipped (unchanged)
+    {'notebooks/ch.md': 'skipped'}
+    """
+    root = Path(root).resolve()
+    failed_dir = root / "_build" / "failed"
+    params = {"profile": profile, "edition": edition}
+    status = {}
+    pages = notebook_pages(root)
+    for i, page in enumerate(pages, start=1):
+        rel = page.source.relative_to(root)
+        fp = fingerprint(page, params, root, package_dir)
+        if not force and is_up_to_date(page, fp):
+            log(f"[{i}/{len(pages)}] {rel}: skipped (unchanged)")
+            status[str(rel)] = "skipped"
+            continue
+        start = time.perf_counter()
+        _fp_path(page).unlink(missing_ok=True)
+        try:
+            execute_page(page, params, root, failed_dir)
+        except BuildError:
+            page.output.unlink(missing_ok=True)
+            log(f"[{i}/{len(pages)}] {rel}: FAILED after {time.perf_counter() - start:.1f} s")
+            raise
+        _fp_path(page).write_text(fp + "\n")
+        log(f"[{i}/{len(pages)}] {rel}: executed in {time.perf_counter() - start:.1f} s")
+        status[str(rel)] = "executed"
+    return status
+
+
+# --------------------------------------------------------------------------- the claims ledger
+def collect_claims(pages: list) -> list:
+    """The claims every executed chapter published (:meth:`calibcourse.study.ledger.Ledger.publish`)."""
+    import ast
+
+    import nbformat
+
+    from calibcourse.study.ledger import CLAIMS_GLUE_NAME
+
+    claims = []
+    for page in pages:
+        if not page.output.exists():
+            continue
+        nb = nbformat.read(page.output, as_version=4)
+        for cell in nb.cells:
+            for out in cell.get("outputs", []):
+                meta = out.get("metadata", {}).get("scrapbook", {})
+                if meta.get("name") != CLAIMS_GLUE_NAME:
+                    continue
+                raw = out["data"].get("application/papermill.record/text/plain")
+                claims.extend(json.loads(ast.literal_eval(raw)))
+    return claims
+
+
+def _bib_titles(bib: Path) -> dict:
+    """``{key: "Guo et al. (2017), On Calibration of Modern Neural Networks"}`` from a .bib file."""
+    import re
+
+    titles = {}
+    for m in re.finditer(r"@\w+\{([^,]+),(.*?)\n\}", bib.read_text(), flags=re.S):
+        key, body = m.group(1).strip(), m.group(2) + "\n"
+        for tex, char in (("\\l", "ł"), ("\\~n", "ñ"), ("\\'o", "ó"), ('\\"u', "ü"), ("\\'e", "é")):
+            body = body.replace(tex, char)
+
+        def field(name):
+            f = re.search(name + r"\s*=\s*\{(.*?)\}\s*,?\s*\n", body, flags=re.S)
+            return re.sub(r"[{}]", "", f.group(1)).strip() if f else ""
+        authors = [a.strip() for a in field("author").split(" and ") if a.strip()]
+        last = authors[0].split(",")[0].strip() if authors else key
+        who = last + (" et al." if len(authors) > 2 else f" and {authors[1].split(',')[0].strip()}"
+                      if len(authors) == 2 else "")
+        titles[key] = f"{who} ({field('year')}), {field('title')}"
+    return titles
+
+
+@document(_ROOT, ("pages", "list of Page", "The executed pages (:func:`notebook_pages`)."), _LOG,
+          returns=("list of dict", "The claims, sorted by chapter and id; an inconsistent ledger raises "
+                                   ":class:`BuildError`."))
+def write_ledger(root: Path, pages: list, log=print) -> list:
+    """Write ``_build/claims.json`` and the "What held" page from the executed chapters.
+
+    The claims are those the chapters published with
+    :meth:`calibcourse.study.ledger.Ledger.publish`; pages not executed yet are left out.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> write_ledger(root, [])
+    claims: 0 -> _build/claims.json (0 held, 0 not held, 0 inconclusive)
+    []
+    >>> sorted(p.relative_to(root).as_posix() for p in root.rglob("*.*"))
+    ['_build/claims.json', 'book/generated/what_held.md']
+    """
+    from calibcourse.study.ledger import check_claims, ledger_page
+
+    root = Path(root).resolve()
+    claims = sorted(collect_claims(pages), key=lambda c: (c["chapter"], c["id"]))
+    try:
+        check_claims(claims)
+    except ValueError as exc:
+        raise BuildError(f"the claims ledger is inconsistent: {exc}") from None
+    out = root / CLAIMS_JSON
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(claims, indent=1) + "\n")
+    os.replace(tmp, out)
+    bib = root / "book" / "references.bib"
+    page = root / LEDGER_PAGE.with_suffix(".md")
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(ledger_page(claims, _bib_titles(bib) if bib.exists() else {}))
+    counts = {v: sum(c["verdict"] == v for c in claims) for v in ("held", "not held", "inconclusive")}
+    log(f"claims: {len(claims)} -> {CLAIMS_JSON} ({counts['held']} held, {counts['not held']} not held, "
+        f"{counts['inconclusive']} inconclusive)")
+    return claims
+
+
+# --------------------------------------------------------------------------- html
+@document(_ROOT, ("edition", '{"instructor", "student"}, default="instructor"',
+                  "The student edition hides the ``{solution}`` blocks (a config written to ``_build/``)."),
+          _LOG,
+          returns=("pathlib.Path", "``root/_build/html``."))
+def build_html(root: Path, edition: str = "instructor", log=print) -> Path:
+    """Render the book with jupyter-book (execution off), failing on any warning.
+
+    Any ``WARNING``, ``ERROR`` or ``Traceback`` line, or a non-zero exit, raises
+    :class:`BuildError` with those lines; the full log goes to ``_build/jupyter-book.log`` and
+    the stale HTML is removed.
+
+    Examples
+    --------
+    Skipped in the doctests: rendering the book takes minutes.
+
+    >>> build_html(Path("."))  # doctest: +SKIP
+    html: built in 95.3 s -> /.../_build/html/index.html
+    PosixPath('/.../_build/html')
+    """
+    root = Path(root).resolve()
+    config = root / "_config.yml"
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(root), "--all", "-W", "--keep-going"]
+    extra_config = None
+    if edition == "student":
+        import yaml
+
+        cfg = yaml.safe_load(config.read_text())
+        cfg.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
+        extra_config = root / "_build" / "_config.student.yml"
+        extra_config.parent.mkdir(parents=True, exist_ok=True)
+        extra_config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        cmd += ["--config", str(extra_config)]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    out = proc.stdout + proc.stderr
+    problems = [ln for ln in out.splitlines() if "WARNING" in ln or "ERROR" in ln
+                or "Traceback" in ln]
+    html = root / "_build" / "html"
+    if proc.returncode != 0 or problems:
+        (root / "_build").mkdir(exist_ok=True)
+        (root / "_build" / "jupyter-book.log").write_text(out)
+        shutil.rmtree(html, ignore_errors=True)
+        shown = "\n".join("    " + ln for ln in (problems or out.splitlines()[-25:])[:40])
+        raise BuildError(f"jupyter-book build failed (exit {proc.returncode}, {len(problems)} "
+                         f"warning/error lines); full log in _build/jupyter-book.log:\n{shown}")
+    log(f"html: built in {time.perf_counter() - start:.1f} s -> {html / 'index.html'}")
+    return html
+
+
+@document(("argv", "list of str, optional", "The arguments (default: the command line's)."),
+          returns=("int", "The exit status: 0, or 1 when the build failed (the reason on stderr)."))
+def main(argv=None) -> int:
+    """Run the command line (``make book``, ``make labs``).
+
+    Examples
+    --------
+    ``--labs`` writes both editions of every lab:
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "notebooks" / "labs").mkdir(parents=True)
+    >>> _ = (root / "notebooks" / "labs" / "lab1_ece.md").write_text("# Lab 1")
+    >>> main(["--root", str(root), "--labs"])
+    _build/labs/student/lab1_ece.ipynb
+    _build/labs/instructor/lab1_ece.ipynb
+    0
+    """
+    ap = argparse.ArgumentParser(prog="python -m calibcourse.tools.build", description=__doc__.split("\n")[0])
+    ap.add_argument("--profile", default="default", choices=PROFILES,
+                    help="ci: seconds-long smoke runs; default: the real book on embedded data; "
+                         "full: MNIST/CIFAR with the papers' architectures (needs the data sets, a GPU)")
+    ap.add_argument("--edition", default="instructor", choices=EDITIONS)
+    ap.add_argument("--root", default=".", help="the book's root (holds _config.yml and _toc.yml)")
+    ap.add_argument("--force", action="store_true", help="re-execute every notebook")
+    ap.add_argument("--no-html", action="store_true", help="execute the notebooks only")
+    ap.add_argument("--labs", metavar="DIR", nargs="?", const="_build/labs",
+                    help="only write the lab notebooks of both editions (.ipynb) under DIR and exit")
+    args = ap.parse_args(argv)
+    root = Path(args.root).resolve()
+    if args.labs:
+        from calibcourse.tools.editions import write_labs
+
+        for path in write_labs(root, root / args.labs):
+            print(path.relative_to(root) if path.is_relative_to(root) else path)
+        return 0
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("CALIBCOURSE_QUIET", "1")  # no progress bars inside executed notebooks
+    start = time.perf_counter()
+    try:
+        execute_book(root, args.profile, args.edition, force=args.force)
+        write_ledger(root, notebook_pages(root))
+        if not args.no_html:
+            build_html(root, args.edition)
+    except BuildError as exc:
+        print(f"\nBUILD FAILED: {exc}", file=sys.stderr)
+        if not args.no_html:
+            shutil.rmtree(root / "_build" / "html", ignore_errors=True)
+        return 1
+    print(f"done in {time.perf_counter() - start:.1f} s (profile {args.profile}, edition {args.edition})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""Two editions from one source (the labs, and the book's solutions).
+
+In a lab's code cells, the lines between ``# BEGIN SOLUTION`` and
+``# END SOLUTION`` are the instructor's solution. The student edition replaces
+them with ``raise NotImplementedError(...)`` at the same indentation, drops
+cells tagged ``solution``, and sets the ``edition`` parameter to "student". In
+the book, sphinx-exercise's ``hide_solutions`` hides the ``{solution}`` blocks
+of the student build (``make book EDITION=student``).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from calibcourse.calibration._docs import document
+
+__all__ = ["BEGIN", "END", "STUB", "strip_solution", "set_edition", "to_edition", "write_labs"]
+
+#: the markers of a solution in a code cell, and what the student edition puts in its place
+BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
+STUB = 'raise NotImplementedError("exercise: write your solution here")'
+
+
+@document(("code", "str", "The source of a code cell."),
+          returns=("str", "The source with each solution block replaced by :data:`STUB` at the block's "
+                          "indentation; a cell without markers comes back unchanged (but for a trailing newline)."))
+def strip_solution(code: str) -> str:
+    """The student version of a code cell's source.
+
+    A nested :data:`BEGIN`, an :data:`END` without :data:`BEGIN` or a :data:`BEGIN` without
+    :data:`END` raises ``ValueError`` with the cell.
+
+    Examples
+    --------
+    >>> cell = '''def ece(probs, labels, n_bins):
+    ...     # BEGIN SOLUTION
+    ...     return metrics.ece(probs, labels, n_bins=n_bins)
+    ...     # END SOLUTION'''
+    >>> print(strip_solution(cell))
+    def ece(probs, labels, n_bins):
+        raise NotImplementedError("exercise: write your solution here")
+    """
+    out, inside = [], False
+    for line in code.splitlines():
+        stripped = line.strip()
+        if stripped == BEGIN:
+            if inside:
+                raise ValueError(f"nested {BEGIN!r} in cell:\n{code}")
+            inside = True
+            out.append(line[: len(line) - len(line.lstrip())] + STUB)
+        elif stripped == END:
+            if not inside:
+                raise ValueError(f"{END!r} without {BEGIN!r} in cell:\n{code}")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"{BEGIN!r} without {END!r} in cell:\n{code}")
+    return "\n".join(out)
+
+
+_NB = ("nb", "nbformat.NotebookNode", "A notebook (e.g. read by jupytext); changed in place.")
+_NB_OUT = ("nbformat.NotebookNode", "``nb``.")
+
+
+def _set_edition_parameter(cell, edition: str):
+    if "parameters" in cell.get("metadata", {}).get("tags", []):
+        cell.source = re.sub(r'edition\s*=\s*"[a-z]+"', f'edition = "{edition}"', cell.source)
+
+
+@document(_NB, ("edition", "str", 'The value to set, e.g. ``"student"``.'), returns=_NB_OUT)
+def set_edition(nb, edition: str):
+    r"""Set ``edition = "<edition>"`` in the notebook's ``parameters`` cell (in place).
+
+    Examples
+    --------
+    >>> import nbformat
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+    ...     'profile = "default"\nedition = "instructor"', metadata={"tags": ["parameters"]})])
+    >>> print(set_edition(nb, "student").cells[0].source)
+    profile = "default"
+    edition = "student"
+    """
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            _set_edition_parameter(cell, edition)
+    return nb
+
+
+@document(_NB, ("edition", '{"instructor", "student"}', "Which edition."), returns=_NB_OUT)
+def to_edition(nb, edition: str):
+    r"""The notebook of ``edition`` ("instructor": markers removed; "student": solutions stubbed).
+
+    The student edition also drops the cells tagged ``solution``; both set the ``edition``
+    parameter. The notebook is changed in place (and returned).
+
+    Examples
+    --------
+    >>> import nbformat
+    >>> new = nbformat.v4
+    >>> def lab():
+    ...     return new.new_notebook(cells=[
+    ...         new.new_code_cell('edition = "instructor"', metadata={"tags": ["parameters"]}),
+    ...         new.new_code_cell("def double(x):\n    # BEGIN SOLUTION\n    return 2 * x\n    # END SOLUTION"),
+    ...         new.new_markdown_cell("Why 2?", metadata={"tags": ["solution"]})])
+    >>> for cell in to_edition(lab(), "student").cells:
+    ...     print(cell.source)
+    edition = "student"
+    def double(x):
+        raise NotImplementedError("exercise: write your solution here")
+    >>> for cell in to_edition(lab(), "instructor").cells:
+    ...     print(cell.source)
+    edition = "instructor"
+    def double(x):
+        return 2 * x
+    Why 2?
+    """
+    if edition not in ("instructor", "student"):
+        raise ValueError(f"edition must be 'instructor' or 'student'; got {edition!r}")
+    cells = []
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if edition == "student" and "solution" in tags:
+            continue
+        if cell.cell_type == "code":
+            if edition == "student":
+                cell.source = strip_solution(cell.source)
+            else:
+                cell.source = "\n".join(ln for ln in cell.source.splitlines() if ln.strip() not in (BEGIN, END))
+            _set_edition_parameter(cell, edition)
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+@document(("root", "str or path", "The repository root: the labs are ``root/notebooks/labs/*.md``."),
+          ("out_dir", "str or path, optional", "Where to write (default ``root/_build/labs``)."),
+          returns=("list of pathlib.Path", "The notebooks written, ``out_dir/<edition>/<lab>.ipynb``."))
+def write_labs(root, out_dir=None) -> list[Path]:
+    r"""Write every lab of ``notebooks/labs/`` as unexecuted .ipynb, one folder per edition.
+
+    ``make labs`` (``python -m calibcourse.tools.build --labs``) calls it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "notebooks" / "labs").mkdir(parents=True)
+    >>> _ = (root / "notebooks" / "labs" / "lab0_demo.md").write_text("# A lab\n")
+    >>> [str(p.relative_to(root)) for p in write_labs(root)]
+    ['_build/labs/student/lab0_demo.ipynb', '_build/labs/instructor/lab0_demo.ipynb']
+    """
+    import jupytext
+    import nbformat
+
+    root = Path(root)
+    out_dir = Path(out_dir or root / "_build" / "labs")
+    written = []
+    for src in sorted((root / "notebooks" / "labs").glob("*.md")):
+        for edition in ("student", "instructor"):
+            nb = to_edition(jupytext.read(src), edition)
+            nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+            nb.metadata.pop("jupytext", None)
+            dest = out_dir / edition / (src.stem + ".ipynb")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, dest)
+            written.append(dest)
+    return written
