@@ -32,7 +32,7 @@ import torch
 from scipy.special import logsumexp
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from calibcourse import metrics as M  # noqa: E402
+from calibcourse.calibration import metrics as M  # noqa: E402
 from calibcourse.calibration.calibrators import TemperatureScaling  # noqa: E402
 from calibcourse.calibration.synthetic import scaled_logits  # noqa: E402
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from calibcourse import metrics as M  # noqa: E402
+from calibcourse.calibration import metrics as M  # noqa: E402
 
 
 def best_of(fn, repeat=5):

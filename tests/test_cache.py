@@ -222,3 +222,15 @@ def test_run_results_give_logits_and_probabilities_by_split():
     assert softmax_run.labels("val").shape == softmax_run.logits("val").shape[:1]
     with pytest.raises(KeyError, match="split 'train' has no logits in this run; stored: test, val"):
         softmax_run.logits("train")
+
+
+def test_the_default_cache_is_the_environment_s_else_the_checkout_s_else_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.delenv("CALIBCOURSE_CACHE", raising=False)
+    assert C.Cache().root == C.REPOSITORY_CACHE  # tests run from a checkout
+    monkeypatch.setenv("CALIBCOURSE_CACHE", str(tmp_path / "mine"))
+    assert C.Cache().root == tmp_path / "mine"
+    monkeypatch.delenv("CALIBCOURSE_CACHE")
+    # an installed copy: no pyproject.toml two folders above its data/cache
+    monkeypatch.setattr(C, "REPOSITORY_CACHE", tmp_path / "site-packages" / "data" / "cache")
+    with pytest.raises(C.CacheError, match="set the environment variable CALIBCOURSE_CACHE"):
+        C.Cache()

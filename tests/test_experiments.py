@@ -11,7 +11,7 @@ from calibcourse.study import train as T
 def test_every_ci_and_default_run_has_its_committed_entry(profile):
     """The default book must not retrain: a change of config key (a new field hashed, a renamed
     default) would leave a run without its entry."""
-    cache = C.Cache(C.DEFAULT_ROOT)
+    cache = C.Cache(C.REPOSITORY_CACHE)
     missing = [name for name, cfg in E.experiments(profile).items() if not cache.path(C.config_key(cfg)).is_dir()]
     assert missing == [], f"runs of profile {profile} without a committed entry in data/cache: {missing}"
 

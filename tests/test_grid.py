@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("submitit")
 
-from calibcourse import cache as C  # noqa: E402
-from calibcourse import cli, grid  # noqa: E402
-from calibcourse import train as T  # noqa: E402
+from calibcourse.study import cache as C  # noqa: E402
+from calibcourse.tools import cli, grid  # noqa: E402
+from calibcourse.study import train as T  # noqa: E402
 
 TINY = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 2, "seed": 0}
 
@@ -113,7 +113,6 @@ def test_a_missing_data_set_or_weights_file_stops_train_naming_the_file(tmp_path
     from calibcourse.study.experiments import experiments
 
     monkeypatch.setenv("CALIBCOURSE_DATA", str(tmp_path / "nodata"))
-    monkeypatch.setenv("CALIBCOURSE_WEIGHTS", str(tmp_path / "noweights"))
     full = experiments("full")
     with pytest.raises(FileNotFoundError) as info:
         grid.check_inputs(full)
@@ -121,7 +120,7 @@ def test_a_missing_data_set_or_weights_file_stops_train_naming_the_file(tmp_path
     for expected in (str(tmp_path / "nodata" / "cifar-100-python" / "train"),
                      str(tmp_path / "nodata" / "MNIST" / "raw" / "train-images-idx3-ubyte"),
                      str(tmp_path / "nodata" / "cifar-10-batches-py" / "data_batch_1"),
-                     str(tmp_path / "noweights" / "densenet121-a639ec97.pth"),
+                     str(tmp_path / "nodata" / "weights" / "densenet121-a639ec97.pth"),
                      "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
                      "https://download.pytorch.org/models/densenet121-a639ec97.pth"):
         assert expected in msg
@@ -131,7 +130,7 @@ def test_a_missing_data_set_or_weights_file_stops_train_naming_the_file(tmp_path
     from calibcourse.tools.smoke import _write_fake_weights, write_fake_data
 
     write_fake_data(tmp_path / "nodata")
-    _write_fake_weights(tmp_path / "noweights")
+    _write_fake_weights(tmp_path / "nodata" / "weights")
     grid.check_inputs(full)
 
 

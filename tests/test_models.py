@@ -81,12 +81,13 @@ def test_frozen_head_on_local_pretrained_densenet(tmp_path, monkeypatch):
     spec = cfg["model"]["backbone"]
     assert spec["pretrained"]["weights"] == experiments.DENSENET_WEIGHTS and "weights_path" not in spec["pretrained"]
     key = config_key(cfg)
-    (tmp_path / experiments.DENSENET_WEIGHTS).write_bytes(weights.read_bytes())
-    monkeypatch.setenv("CALIBCOURSE_WEIGHTS", str(tmp_path))
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / experiments.DENSENET_WEIGHTS).write_bytes(weights.read_bytes())
+    monkeypatch.setenv("CALIBCOURSE_DATA", str(tmp_path))
     assert config_key(experiments.experiments("full")["ch3/frozen_head"]) == key
     model = make_model(normalize_config(cfg), (3, 32, 32), 2, torch.device("cpu"))
     torch.testing.assert_close(model.backbone.net.features.conv0.weight, net.net.features.conv0.weight)
-    monkeypatch.setenv("CALIBCOURSE_WEIGHTS", str(tmp_path / "absent"))
+    monkeypatch.setenv("CALIBCOURSE_DATA", str(tmp_path / "absent"))
     with pytest.raises(FileNotFoundError, match="densenet121-a639ec97.pth"):
         make_model(normalize_config(cfg), (3, 32, 32), 2, torch.device("cpu"))
 

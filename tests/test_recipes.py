@@ -124,7 +124,7 @@ def test_smoke_caps_cut_epochs_batches_and_samples_and_never_reach_the_committed
     r = T.train({**IMG, "epochs": 50}, progress=False)
     assert r.history["epoch"].tolist() == [1, 2] and r.config["epochs"] == 50  # the key is the real config's
     assert r.info["smoke"] == "2 epochs of at most 1 batches of at most 8 samples"
-    monkeypatch.setattr(C, "DEFAULT_ROOT", tmp_path)
+    monkeypatch.setattr(C, "REPOSITORY_CACHE", tmp_path)
     with pytest.raises(C.CacheError, match="never stored in the committed cache"):
         C.Cache(tmp_path).store(r)
     assert C.Cache(tmp_path / "elsewhere").store(r).is_dir()
@@ -134,11 +134,11 @@ def test_smoke_caps_cut_epochs_batches_and_samples_and_never_reach_the_committed
 
 
 def test_missing_weights_file_is_named_with_where_to_get_it(tmp_path, monkeypatch):
-    monkeypatch.setenv("CALIBCOURSE_WEIGHTS", str(tmp_path))
+    monkeypatch.setenv("CALIBCOURSE_DATA", str(tmp_path))
     with pytest.raises(FileNotFoundError) as info:
         T.weights_file("densenet121-a639ec97.pth")
     msg = str(info.value)
-    assert str(tmp_path / "densenet121-a639ec97.pth") in msg
+    assert str(tmp_path / "weights" / "densenet121-a639ec97.pth") in msg
     assert "https://download.pytorch.org/models/densenet121-a639ec97.pth" in msg
 
 

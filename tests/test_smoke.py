@@ -37,9 +37,8 @@ def test_fake_data_are_read_by_the_real_loaders(tmp_path):
 @pytest.mark.parametrize("name", ["ch2/depth/level1/s0", "ch3/frozen_head", "ch3/nine/small_sigmoid_overfit"])
 def test_full_configs_train_for_one_batch_on_the_small_files(tmp_path, monkeypatch, name):
     S.write_fake_data(tmp_path / "data")
-    S._write_fake_weights(tmp_path / "weights")
-    for var, value in (("CALIBCOURSE_SMOKE", S.SMOKE_CAPS), ("CALIBCOURSE_DATA", str(tmp_path / "data")),
-                       ("CALIBCOURSE_WEIGHTS", str(tmp_path / "weights"))):
+    S._write_fake_weights(tmp_path / "data" / "weights")
+    for var, value in (("CALIBCOURSE_SMOKE", S.SMOKE_CAPS), ("CALIBCOURSE_DATA", str(tmp_path / "data"))):
         monkeypatch.setenv(var, value)
     cfg = experiments("full")[name]
     cache = C.Cache(tmp_path / "cache")

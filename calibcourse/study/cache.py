@@ -44,10 +44,47 @@ import numpy as np
 
 from calibcourse.calibration._docs import document
 
-__all__ = ["Cache", "CacheError", "config_key", "get_or_train", "DEFAULT_ROOT"]
+__all__ = ["Cache", "CacheError", "config_key", "get_or_train", "REPOSITORY_CACHE", "default_root"]
 
 FORMAT = 1
-DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "data" / "cache"
+#: the committed cache of a checkout of the repository (``<checkout>/data/cache``)
+REPOSITORY_CACHE = Path(__file__).resolve().parents[2] / "data" / "cache"
+
+
+def default_root() -> Path:
+    """Where the cache is when no folder is given: ``$CALIBCOURSE_CACHE``, else the checkout's ``data/cache``.
+
+    The package knows the repository's committed cache only when it runs from a checkout
+    (``pip install -e .`` or the repository on ``sys.path``); a copy installed elsewhere has
+    no cache of its own and says so instead of writing next to its installed files.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    CacheError
+        Neither ``CALIBCOURSE_CACHE`` nor a checkout's ``data/cache`` is there.
+
+    Examples
+    --------
+    >>> saved = os.environ.pop("CALIBCOURSE_CACHE", None)
+    >>> default_root() == REPOSITORY_CACHE  # run from a checkout: its committed cache
+    True
+    >>> os.environ["CALIBCOURSE_CACHE"] = "/tmp/my-cache"
+    >>> default_root()
+    PosixPath('/tmp/my-cache')
+    >>> if saved is None: del os.environ["CALIBCOURSE_CACHE"]
+    ... else: os.environ["CALIBCOURSE_CACHE"] = saved
+    """
+    env = os.environ.get("CALIBCOURSE_CACHE")
+    if env:
+        return Path(env)
+    if (REPOSITORY_CACHE.parents[1] / "pyproject.toml").is_file() and REPOSITORY_CACHE.is_dir():
+        return REPOSITORY_CACHE
+    raise CacheError("no result cache: set the environment variable CALIBCOURSE_CACHE to a folder (this copy "
+                     f"of calibcourse is not in a checkout of the repository, so it has no {REPOSITORY_CACHE})")
 FILES = ("outputs.npz", "history.csv")
 #: the thread policy's argument, as the cache and the run grid document it
 THREADS_PARAMETER = ("threads", "int or None, default=None",
@@ -96,8 +133,8 @@ def _package_versions() -> dict:
 
 
 @document(("root", "str or pathlib.Path, optional",
-           "The folder; default the environment variable ``CALIBCOURSE_CACHE``, else ``data/cache`` of the "
-           "repository (:data:`DEFAULT_ROOT`)."))
+           "The folder; default :func:`default_root` (``$CALIBCOURSE_CACHE``, else the checkout's "
+           "``data/cache``)."))
 class Cache:
     """The result cache: one verified entry per run config under ``root``.
 
@@ -114,7 +151,7 @@ class Cache:
     """
 
     def __init__(self, root=None):
-        self.root = Path(root or os.environ.get("CALIBCOURSE_CACHE") or DEFAULT_ROOT)
+        self.root = Path(root) if root else default_root()
 
     # ------------------------------------------------------------------ paths
     @document(("key", "str", "A key of :func:`config_key`."),
@@ -207,9 +244,9 @@ class Cache:
 
         """
         key = config_key(result.config)
-        if result.info.get("smoke") and self.root.resolve() == DEFAULT_ROOT.resolve():
+        if result.info.get("smoke") and self.root.resolve() == REPOSITORY_CACHE.resolve():
             raise CacheError(f"{key}: a smoke run ({result.info['smoke']}) is never stored in the committed "
-                             f"cache {DEFAULT_ROOT}; point CALIBCOURSE_CACHE at a temporary folder")
+                             f"cache {REPOSITORY_CACHE}; point CALIBCOURSE_CACHE at a temporary folder")
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()

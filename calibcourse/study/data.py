@@ -11,10 +11,34 @@ import numpy as np
 
 from calibcourse.calibration._docs import document
 
-__all__ = ["load_mnist5k", "load_digits", "load_mnist1d", "load_full",
+__all__ = ["data_root", "load_mnist5k", "load_digits", "load_mnist1d", "load_full",
            "load_mnist", "load_cifar10", "load_cifar100", "DatasetNotFoundError", "required_files",
            "check_available", "one_vs_rest",
            "two_class_subset", "stratified_split", "normalize", "CIFAR10_CLASSES"]
+
+
+def data_root(root=None) -> Path:
+    """The folder of the full data sets and pretrained weights: ``root``, else ``$CALIBCOURSE_DATA``, else ``~/data``.
+
+    The one rule every loader, the run grid's input check and the weights follow (weights sit
+    in its ``weights/`` folder). A config leaves the root out (it is where a machine keeps its
+    data, not part of the run), so a run's cache key is the same on every machine.
+
+    Parameters
+    ----------
+    root : str or pathlib.Path, optional
+        An explicit folder (``~`` is expanded).
+
+    Returns
+    -------
+    pathlib.Path
+
+    Examples
+    --------
+    >>> data_root("~/datasets") == Path.home() / "datasets"
+    True
+    """
+    return Path(os.path.expanduser(str(root or os.environ.get("CALIBCOURSE_DATA") or "~/data")))
 
 
 def load_mnist5k(flatten: bool = True, seed: int = 0):

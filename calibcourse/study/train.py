@@ -271,11 +271,9 @@ def _load_mnist1d(d):
 
 def _load_full(name):
     def load(d):
-        from calibcourse.study.data import load_full
+        from calibcourse.study.data import data_root, load_full
 
-        # the root is where this machine keeps the data, not part of the run: configs leave it out
-        # (a ``data.root`` would enter the cache key) and machines set $CALIBCOURSE_DATA
-        root = d.get("root") or os.environ.get("CALIBCOURSE_DATA") or "~/data"
+        root = data_root(d.get("root"))
         # a smoke run reads small files in the real format: torchvision's md5 check would reject them
         X, y, Xt, yt = load_full(name, root, download=bool(d.get("download", False)), verify=smoke_caps() is None)
         return _own_test_split(X, y, Xt, yt, d["val_fraction"], d["seed"])
@@ -592,16 +590,18 @@ WEIGHTS_SOURCES = {
 
 
 def weights_file(name: str) -> str:
-    """The path of the pretrained weights file ``name``: under the environment variable
-    ``CALIBCOURSE_WEIGHTS``, else ``~/data/weights``. A missing file raises a
+    """The path of the pretrained weights file ``name``: in the ``weights`` folder of
+    :func:`calibcourse.study.data.data_root`. A missing file raises a
     ``FileNotFoundError`` that names it and says how to get it."""
-    folder = os.path.expanduser(os.environ.get("CALIBCOURSE_WEIGHTS") or "~/data/weights")
+    from calibcourse.study.data import data_root
+
+    folder = str(data_root() / "weights")
     path = os.path.join(folder, name)
     if not os.path.isfile(path):
         source = WEIGHTS_SOURCES.get(name, "the file the config names")
         raise FileNotFoundError(f"weights file {path} not found: download {source} on a machine with "
-                                f"internet and put it in {folder} (or point CALIBCOURSE_WEIGHTS at its "
-                                "folder); weights are never downloaded during a run")
+                                f"internet and put it in {folder} (the weights folder of $CALIBCOURSE_DATA, "
+                                "default ~/data); weights are never downloaded during a run")
     return path
 
 

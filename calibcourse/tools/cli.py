@@ -23,7 +23,7 @@ import argparse
 import sys
 
 from calibcourse.calibration._docs import document
-from calibcourse.study.cache import DEFAULT_ROOT, Cache, CacheError, config_key
+from calibcourse.study.cache import Cache, CacheError, config_key
 from calibcourse.study.experiments import experiments
 from calibcourse.study.profiles import PROFILES
 
@@ -112,7 +112,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m calibcourse.tools.cli", description=__doc__.split("\n")[0])
     ap.add_argument("command", choices=("list", "verify", "train", "status", "clear"))
     ap.add_argument("profile", nargs="?", choices=PROFILES, help=f"for train and status: {', '.join(PROFILES)}")
-    ap.add_argument("--root", default=None, help=f"cache folder (default $CALIBCOURSE_CACHE, else {DEFAULT_ROOT})")
+    ap.add_argument("--root", default=None, help="cache folder (default $CALIBCOURSE_CACHE, else the checkout's data/cache)")
     ap.add_argument("--executor", default="serial", choices=EXECUTORS,
                     help="train: serial (this process), local (--jobs processes through submitit), "
                          "slurm (one SLURM job per run through submitit)")

@@ -278,21 +278,21 @@ def check_inputs(configs: dict) -> None:
     """Stop before training when a data set or a weights file that a run reads is not on disk.
 
     Data sets are looked for under ``data.root``, else ``$CALIBCOURSE_DATA``, else ``~/data``
-    (:func:`calibcourse.study.data.check_available`); weights under ``$CALIBCOURSE_WEIGHTS``, else
-    ``~/data/weights`` (:func:`calibcourse.study.train.weights_file`).
+    (:func:`calibcourse.study.data.data_root`, :func:`calibcourse.study.data.check_available`);
+    weights in that folder's ``weights/`` (:func:`calibcourse.study.train.weights_file`).
 
     Examples
     --------
     >>> check_inputs({"a": {"data": {"name": "mnist1d"}, "model": {"name": "mlp"}}})  # generated: nothing to read
     """
-    from calibcourse.study.data import DatasetNotFoundError, check_available
+    from calibcourse.study.data import DatasetNotFoundError, check_available, data_root
     from calibcourse.study.train import weights_file
 
     problems, seen = [], set()
     for name, cfg in configs.items():
         sets, weights = _inputs(cfg)
         for data_name, root in sets:
-            root = root or os.environ.get("CALIBCOURSE_DATA") or "~/data"
+            root = str(data_root(root))
             if (data_name, root) in seen:
                 continue
             seen.add((data_name, root))

@@ -200,7 +200,7 @@ def smoke(profile: str = "full", workdir=None, html: bool = True, processes: int
     the data sets and the pretrained weights; every run of the profile trains capped at
     :data:`SMOKE_CAPS` (``CALIBCOURSE_SMOKE``); every page is executed against those runs
     and the book rendered. Nothing is written into the repository or the committed cache.
-    It sets ``CALIBCOURSE_SMOKE``, ``CALIBCOURSE_DATA``, ``CALIBCOURSE_WEIGHTS``,
+    It sets ``CALIBCOURSE_SMOKE``, ``CALIBCOURSE_DATA``,
     ``CALIBCOURSE_CACHE``, ``CALIBCOURSE_QUIET``, ``OMP_WAIT_POLICY`` and ``PYTHONPATH`` in
     this process's environment while it runs (the pages' kernels inherit them) and restores
     them afterwards.
@@ -221,7 +221,7 @@ def smoke(profile: str = "full", workdir=None, html: bool = True, processes: int
     Returns
     -------
     pathlib.Path
-        The folder: ``data/``, ``weights/``, ``cache/``, ``book/`` (with ``book/_build/html``).
+        The folder: ``data/`` (with ``data/weights/``), ``cache/``, ``book/`` (with ``book/_build/html``).
 
     Raises
     ------
@@ -245,7 +245,7 @@ def smoke(profile: str = "full", workdir=None, html: bool = True, processes: int
     processes = processes or min(2, os.cpu_count() or 1)
     work = Path(workdir or tempfile.mkdtemp(prefix="calibcourse-smoke-")).resolve()
     env = {"CALIBCOURSE_SMOKE": SMOKE_CAPS, "CALIBCOURSE_DATA": str(work / "data"),
-           "CALIBCOURSE_WEIGHTS": str(work / "weights"), "CALIBCOURSE_CACHE": str(work / "cache"),
+           "CALIBCOURSE_CACHE": str(work / "cache"),
            "CALIBCOURSE_QUIET": "1", "OMP_WAIT_POLICY": "PASSIVE",
            # the executed pages import this checkout's package
            "PYTHONPATH": os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
@@ -253,7 +253,7 @@ def smoke(profile: str = "full", workdir=None, html: bool = True, processes: int
     with environ(**env):  # this process's environment is restored after: the work folder may be removed next
         start = time.perf_counter()
         write_fake_data(work / "data")
-        _write_fake_weights(work / "weights")
+        _write_fake_weights(work / "data" / "weights")
         log(f"smoke {profile}: small files in the real formats under {work} ({time.perf_counter() - start:.1f} s)")
         t = time.perf_counter()
         configs = experiments(profile)
