@@ -24,7 +24,7 @@ def test_code_modules_follow_the_imports_of_a_run_and_ignore_docstrings(tmp_path
     for m in ("calibcourse.tools.build", "calibcourse.study.ledger", "calibcourse.tools.grid", "calibcourse.tools.reproduce"):
         assert m not in mods, f"{m} is not executed by a run"
     # an independent recomputation of one module's fingerprint
-    src = (P._package_dir() / "models.py").read_text()
+    src = (P._package_dir() / "study" / "models.py").read_text()
     tree = P._strip_docstrings(ast.parse(src))
     assert mods["calibcourse.study.models"] == hashlib.sha256(ast.unparse(tree).encode()).hexdigest()[:12]
     # a docstring or a comment changes nothing; code does
@@ -36,9 +36,10 @@ def test_code_modules_follow_the_imports_of_a_run_and_ignore_docstrings(tmp_path
 
 
 def test_a_package_module_named_by_from_import_is_followed():
-    tree = ast.parse("from . import meta\nfrom .losses import focal\nimport calibcourse.study.data\nimport os\n")
-    assert P._imports("calibcourse.study.train", tree) == {"calibcourse", "calibcourse.study.meta", "calibcourse.calibration.losses",
-                                                      "calibcourse.study.data"}
+    tree = ast.parse("from . import meta\nfrom ..calibration.losses import focal_loss\nfrom .nothing import x\n"
+                     "import calibcourse.study.data\nimport os\n")
+    assert P._imports("calibcourse.study.train", tree) == {"calibcourse.study", "calibcourse.study.meta",
+                                                          "calibcourse.calibration.losses", "calibcourse.study.data"}
     with pytest.raises(ValueError, match="entry must name a module"):
         P.code_modules("calibcourse.nothing_here")
 
@@ -123,3 +124,30 @@ def test_the_command_line_says_what_is_missing(tmp_path, monkeypatch, capsys):
     assert "has no entry for" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         R.main(["--jobs", "0"])
+
+
+def test_restamp_records_the_current_code_only_when_the_retrained_bits_are_the_same(tmp_path, monkeypatch):
+    import calibcourse.study.experiments as E
+    from calibcourse.study import provenance as P
+
+    configs = {"t/a": {**TINY, "seed": 0}}
+    monkeypatch.setattr(E, "experiments", lambda profile: configs)
+    committed = C.Cache(tmp_path / "committed")
+    key = committed.store(T.train(configs["t/a"], progress=False)).name
+    extra = committed.store(T.train({**TINY, "seed": 5}, progress=False)).name  # of no profile: restamped too
+    assert R.restamp("ci", committed_root=committed.root, log=lambda line: None) == 0  # nothing stale
+    # the code "changes" (another fingerprint), the bits do not: both entries get the current code
+    monkeypatch.setattr(P, "code_fingerprint", lambda entry=P.TRAINING_ENTRY: "after-the-move")
+    assert set(committed.stale()) == {key, extra}
+    assert R.restamp("ci", committed_root=committed.root, log=lambda line: None) == 2
+    m = committed.check(key)
+    assert m["provenance"]["code"] == "after-the-move" and committed.stale() == {} and committed.verify() == []
+    assert m["restamped"][-1]["because"] == "1 ci runs retrained byte-identical under code after-the-move"
+    # an entry whose bits the current code does not reproduce: nothing is written, the run is named
+    monkeypatch.setattr(P, "code_fingerprint", lambda entry=P.TRAINING_ENTRY: "a-change-that-moves-bits")
+    z = committed.load(configs["t/a"])
+    z.outputs["test_logits"] = z.outputs["test_logits"] + 1e-6
+    committed.store(z)
+    with pytest.raises(RuntimeError, match=r"1 of 1 ci runs changed their bits .*\(t/a\)"):
+        R.restamp("ci", committed_root=committed.root, log=lambda line: None)
+    assert committed.check(extra)["provenance"]["code"] == "after-the-move"

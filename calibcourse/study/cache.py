@@ -276,6 +276,53 @@ class Cache:
                 shutil.rmtree(tmp, ignore_errors=True)
         return self.path(key)
 
+    def restamp(self, key: str, provenance: dict, because: str) -> None:
+        """Replace entry ``key``'s recorded training code by ``provenance``'s, keeping the old one.
+
+        Only for a change of the training code that moves no bit (a module moved, a docstring
+        rewritten): :func:`calibcourse.tools.reproduce.restamp` calls it after retraining
+        shows byte-identical outputs. The manifest keeps ``restamped`` (the previous ``code``
+        and ``because``); outputs and history are untouched. Written atomically.
+
+        Parameters
+        ----------
+        key : str
+            The entry.
+        provenance : dict
+            A provenance whose ``code`` and ``code_modules`` are recorded
+            (:func:`calibcourse.study.provenance.current`).
+        because : str
+            The evidence that no bit moved, e.g. ``"38 ci runs retrained byte-identical"``.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from calibcourse.study.train import train
+        >>> cfg = {"data": {"name": "digits", "n_train": 200}, "model": {"name": "mlp", "depth": 1, "width": 8},
+        ...        "epochs": 1}
+        >>> cache = Cache(tempfile.mkdtemp())
+        >>> key = cache.store(train(cfg, progress=False)).name
+        >>> cache.restamp(key, {"code": "0123", "code_modules": {}}, because="an example")
+        >>> m = cache.check(key)
+        >>> m["provenance"]["code"], m["restamped"][-1]["because"], cache.verify()
+        ('0123', 'an example', [])
+        """
+        manifest = self.check(key)
+        prov = manifest.get("provenance") or {}
+        history = list(manifest.get("restamped", []))
+        history.append({"code": prov.get("code"), "because": because,
+                        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        manifest["provenance"] = {**prov, "code": provenance["code"], "code_modules": provenance["code_modules"]}
+        manifest["restamped"] = history
+        path = self.path(key) / "manifest.json"
+        tmp = path.with_name(f".manifest-{uuid.uuid4().hex[:8]}.json")
+        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+
     @document(("key", "str", "The entry."),
               returns=("pathlib.Path", "``root/.checkpoints/<key>.pt`` (which may not exist)."))
     def checkpoint_path(self, key: str) -> Path:

@@ -34,7 +34,7 @@ import numpy as np
 from calibcourse.tools._env import environ
 from calibcourse.study.profiles import PROFILES
 
-__all__ = ["TOLERANCE", "run_metrics", "compare_runs", "within_tolerance", "changed_verdicts", "reproduce",
+__all__ = ["TOLERANCE", "run_metrics", "compare_runs", "within_tolerance", "changed_verdicts", "reproduce", "restamp",
            "main"]
 
 #: How far a run's printed measures may move when its provenance differs (another CPU
@@ -301,6 +301,81 @@ def reproduce(profile: str = "ci", jobs: int = 1, threads: int | None = None, wo
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def restamp(profile: str = "ci", committed_root=None, workdir=None, log=print) -> int:
+    """Record the current training code in every committed entry, after proving no bit moved.
+
+    A change to the training code that moves no number (modules moved between the package's
+    layers, a function split) still changes its fingerprint, so every entry turns *stale*.
+    This retrains ``profile``'s runs here with one thread; if every run whose recorded
+    provenance equals this machine's in everything but the code comes out byte-identical (and
+    at least one does), every entry of the committed cache, of every profile, gets the current
+    code (:meth:`calibcourse.study.cache.Cache.restamp`, which keeps the old fingerprint and this
+    evidence in the manifest). Otherwise nothing is written and the runs that moved are named.
+
+    Parameters
+    ----------
+    profile : str, default="ci"
+        The profile retrained as evidence (the ``ci`` profile runs every kind of training step).
+    committed_root : str or path-like, optional
+        The committed cache (default :class:`calibcourse.study.cache.Cache`'s).
+    workdir : str or path-like, optional
+        Where the retrained cache goes (kept); default a temporary folder, removed.
+    log : callable, default=print
+        Where the report's lines go.
+
+    Returns
+    -------
+    int
+        The number of entries restamped (0 when every entry already had the current code).
+
+    Raises
+    ------
+    RuntimeError
+        A run on this machine's provenance did not reproduce its bits, or none could be compared.
+
+    Examples
+    --------
+    Retraining a profile takes minutes (``tests/test_reproduce.py`` runs a small one):
+
+    >>> restamp("ci")  # doctest: +SKIP
+    """
+    from calibcourse.study.cache import Cache
+    from calibcourse.study.experiments import experiments
+    from calibcourse.study.provenance import KEYS, current
+    from calibcourse.tools.grid import train_serial, unique_runs
+
+    committed = Cache(committed_root)
+    here = current()
+    stale = committed.stale()
+    if not stale:
+        log("every entry records the current training code: nothing to restamp")
+        return 0
+    runs = {name: cfg for name, cfg in unique_runs(experiments(profile)).values()}
+    same = {name: cfg for name, cfg in runs.items() if (e := committed.load(cfg)) is not None
+            and all(e.provenance.get(k) == here[k] for k in KEYS if k != "code")}
+    if not same:
+        raise RuntimeError(f"no committed {profile} run was trained on this machine's provenance "
+                           f"({', '.join(f'{k}={here[k]}' for k in KEYS if k != 'code')}): nothing proves the "
+                           "bits unchanged here; retrain the entries instead (remove them, then make train)")
+    tmp = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="calibcourse-restamp-"))
+    try:
+        fresh = Cache(tmp / "cache")
+        train_serial(same, fresh, log=lambda line: None)
+        moved = [name for name, cfg in same.items() if not compare_runs(committed.load(cfg), fresh.load(cfg))["identical"]]
+    finally:
+        if not workdir:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if moved:
+        raise RuntimeError(f"{len(moved)} of {len(same)} {profile} runs changed their bits under the current code "
+                           f"({', '.join(moved[:5])}{', ...' if len(moved) > 5 else ''}): the change moves numbers; "
+                           "retrain the stale entries instead of restamping them")
+    because = f"{len(same)} {profile} runs retrained byte-identical under code {here['code']}"
+    for key in stale:
+        committed.restamp(key, here, because)
+    log(f"restamped {len(stale)} entries: {because}")
+    return len(stale)
+
+
 def main(argv=None) -> int:
     """Run the command line (``make reproduce``); see the module's docstring for the exit status.
 
@@ -328,6 +403,9 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", metavar="DIR", default=None,
                     help="keep the retrained cache and the executed chapters in DIR")
     ap.add_argument("--no-ledger", action="store_true", help="compare the runs only")
+    ap.add_argument("--restamp", action="store_true",
+                    help="instead: retrain the profile and, if every run on this machine's provenance is "
+                         "byte-identical, record the current training code in every committed entry")
     args = ap.parse_args(argv)
     if args.jobs < 1:
         ap.error(f"--jobs must be >= 1; got {args.jobs}")
@@ -335,6 +413,13 @@ def main(argv=None) -> int:
         ap.error(f"--threads must be >= 1; got {args.threads}")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     start = time.perf_counter()
+    if args.restamp:
+        try:
+            restamp(args.profile, workdir=args.keep, log=lambda line: print(line, flush=True))
+        except RuntimeError as exc:
+            print(f"restamp: {exc}", file=sys.stderr)
+            return 1
+        return 0
     try:
         out = reproduce(args.profile, jobs=args.jobs, threads=args.threads, workdir=args.keep,
                         ledger=not args.no_ledger, log=lambda line: print(line, flush=True))
