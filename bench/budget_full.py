@@ -35,7 +35,8 @@ def forward_flops(cfg) -> float:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from calibcourse.study.train import make_model, normalize_config
+    from calibcourse.study.train import make_model
+    from calibcourse.study.config import normalize_config
 
     c = normalize_config(cfg)
     name = c["data"]["name"]

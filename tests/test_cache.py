@@ -9,6 +9,7 @@ import pytest
 
 from calibcourse.study import cache as C
 from calibcourse.study import train as T
+from calibcourse.study.config import normalize_config
 from calibcourse.study.experiments import experiments
 
 CFG = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 1, "seed": 0}
@@ -23,7 +24,7 @@ def test_key_is_the_sha256_of_the_canonical_config():
     import hashlib
 
     k = C.config_key(CFG)
-    canon = json.dumps({"config": T.normalize_config(CFG)}, sort_keys=True, separators=(",", ":"))
+    canon = json.dumps({"config": normalize_config(CFG)}, sort_keys=True, separators=(",", ":"))
     assert k == hashlib.sha256(canon.encode()).hexdigest()[:20]
     assert k == C.config_key(dict(CFG)) and len(k) == 20
     assert k != C.config_key({**CFG, "seed": 1})
@@ -56,7 +57,7 @@ def test_store_then_load_roundtrip(tmp_path, result):
     path = cache.store(result)
     assert sorted(p.name for p in path.iterdir()) == ["history.csv", "manifest.json", "outputs.npz"]
     manifest = json.loads((path / "manifest.json").read_text())
-    assert manifest["config"] == T.normalize_config(CFG) and "torch" in manifest["packages"]
+    assert manifest["config"] == normalize_config(CFG) and "torch" in manifest["packages"]
     loaded = cache.load(CFG)
     np.testing.assert_array_equal(loaded.logits("test"), result.logits("test"))
     np.testing.assert_allclose(loaded.history["test_nll"], result.history["test_nll"], rtol=1e-9)
@@ -103,10 +104,10 @@ def test_corrupt_entry_is_reported_and_recomputed_never_used(tmp_path, result, d
     assert cache.verify() == []
 
 
-def test_cli_list_verify_clear(tmp_path, result):
+def test_the_calibcourse_command_lists_verifies_and_clears(tmp_path, result):
     cache = C.Cache(tmp_path)
     path = cache.store(result)
-    run = lambda *a: subprocess.run([sys.executable, "-m", "calibcourse.study.cache", *a, "--root", str(tmp_path)],
+    run = lambda *a: subprocess.run([sys.executable, "-m", "calibcourse", *a, "--root", str(tmp_path)],
                                     capture_output=True, text=True)
     out = run("list")
     assert out.returncode == 0 and path.name in out.stdout and "1 entries" in out.stdout
@@ -205,7 +206,7 @@ def test_committed_cache_verifies():
 def test_every_experiment_config_is_valid_and_profiles_name_the_same_runs(profile):
     runs = experiments(profile)
     for name, cfg in runs.items():
-        T.normalize_config(cfg)  # raises on a bad config
+        normalize_config(cfg)  # raises on a bad config
     if profile != "ci":
         assert set(experiments("default")) <= set(runs), "chapters read the same names in every profile"
 

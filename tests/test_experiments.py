@@ -5,6 +5,8 @@ from calibcourse.study import cache as C
 from calibcourse.study import experiments as E
 from calibcourse.study import labels as L
 from calibcourse.study import train as T
+from calibcourse.study.config import normalize_config
+from calibcourse.study.steps import make_optimizer
 
 
 @pytest.mark.parametrize("profile", ["ci", "default"])
@@ -28,7 +30,7 @@ def test_chapter_5s_final_weights_are_the_validation_choice_on_the_committed_cac
 @pytest.mark.parametrize("profile", ["ci", "default"])
 def test_the_small_profiles_use_none_of_the_full_recipe_keys(profile):
     for name, cfg in E.experiments(profile).items():
-        assert not {"augment", "amp", "milestones", "nesterov"} & set(T.normalize_config(cfg)), name
+        assert not {"augment", "amp", "milestones", "nesterov"} & set(normalize_config(cfg)), name
 
 
 def test_names_say_what_varies_and_the_configs_say_the_model():
@@ -61,7 +63,7 @@ def test_full_configs_follow_the_papers_recipes():
     assert (he["optimizer"], he["lr"], he["momentum"], he["nesterov"], he["weight_decay"], he["batch_size"],
             he["epochs"], he["schedule"]) == ("sgd", 0.1, 0.9, False, 1e-4, 128, 164, "step")
     assert he["augment"] == {"crop_padding": 4, "hflip": True} and he["amp"] is True
-    opt, sched = T._optimizer(T.normalize_config(he), __import__("torch").nn.Linear(1, 1))
+    opt, sched = make_optimizer(normalize_config(he), __import__("torch").nn.Linear(1, 1))
     assert sorted(sched.milestones) == [82, 123]  # 50 % and 75 % of 164 epochs
     assert full["ch2/nll_overfit"]["epochs"] == 500  # Guo et al.'s Fig. 3
     ch5 = full["ch5/CE/s0"]
@@ -70,4 +72,4 @@ def test_full_configs_follow_the_papers_recipes():
     assert full["ch5/FLgamma-SECE/s0"]["meta"] == E.CH5_META
     assert full["ch3/frozen_head"]["model"]["backbone"]["pretrained"]["weights"] == E.DENSENET_WEIGHTS
     for name, cfg in full.items():
-        T.normalize_config(cfg)
+        normalize_config(cfg)

@@ -65,7 +65,7 @@ def test_frozen_head_on_local_pretrained_densenet(tmp_path, monkeypatch):
     from torchvision.models import densenet121
 
     from calibcourse.study import experiments
-    from calibcourse.study.train import normalize_config
+    from calibcourse.study.config import normalize_config
 
     weights = tmp_path / "densenet121.pth"
     torch.manual_seed(0)

@@ -5,6 +5,8 @@ import torch
 
 from calibcourse.study import cache as C
 from calibcourse.study import train as T
+from calibcourse.study.config import normalize_config, smoke_caps
+from calibcourse.study.steps import PlainStep, augment_batch, make_optimizer
 
 IMG = {"data": {"name": "digits"}, "model": {"name": "cifar_resnet", "depth": 8, "width": 0.5}, "epochs": 4,
        "seed": 0, "optimizer": "sgd", "lr": 0.05, "schedule": "step", "milestones": [2, 3],
@@ -26,7 +28,7 @@ def test_augment_batch_is_pad_crop_flip_with_the_generators_draws():
     fill = np.array([-1.0, 0.5, 2.0], np.float32)
     g = torch.Generator().manual_seed(3)
     twin = torch.Generator().manual_seed(3)
-    out = T.augment_batch(x, {"crop_padding": 2, "hflip": True}, g, fill).numpy()
+    out = augment_batch(x, {"crop_padding": 2, "hflip": True}, g, fill).numpy()
     oy, ox = torch.randint(0, 5, (6,), generator=twin), torch.randint(0, 5, (6,), generator=twin)
     flips = torch.rand(6, generator=twin) < 0.5
     for i in range(6):
@@ -34,7 +36,7 @@ def test_augment_batch_is_pad_crop_flip_with_the_generators_draws():
         np.testing.assert_array_equal(out[i], ref)
     assert out.shape == (6, 3, 5, 7) and flips.any() and not flips.all()
     # no padding, no flip: the batch itself
-    same = T.augment_batch(x, {"crop_padding": 0, "hflip": False}, torch.Generator(), None)
+    same = augment_batch(x, {"crop_padding": 0, "hflip": False}, torch.Generator(), None)
     assert torch.equal(same, x)
 
 
@@ -43,7 +45,7 @@ def test_optional_keys_are_absent_unless_used_so_old_keys_hold():
     key = C.config_key(base)
     for off in ({"amp": False}, {"augment": None}, {"augment": {}}, {"milestones": None}):
         assert C.config_key({**base, **off}) == key, off
-        assert set(off) - set(T.normalize_config({**base, **off})) == set(off)
+        assert set(off) - set(normalize_config({**base, **off})) == set(off)
     assert C.config_key({**base, "amp": True}) != key
     assert C.config_key({**base, "augment": {"hflip": True}}) != key
 
@@ -56,13 +58,13 @@ def test_optional_keys_are_absent_unless_used_so_old_keys_hold():
                                        ({"milestones": [1]}, "milestones need schedule='step'")])
 def test_bad_recipe_keys_are_refused_naming_the_key(bad, match):
     with pytest.raises(ValueError, match=match):
-        T.normalize_config({**IMG, "schedule": "none", "milestones": None, **bad})
+        normalize_config({**IMG, "schedule": "none", "milestones": None, **bad})
 
 
 def test_step_schedule_divides_the_rate_at_the_milestones():
-    cfg = T.normalize_config({**IMG, "epochs": 8, "milestones": [3, 6]})
+    cfg = normalize_config({**IMG, "epochs": 8, "milestones": [3, 6]})
     model = torch.nn.Linear(2, 2)
-    opt, sched = T._optimizer(cfg, model)
+    opt, sched = make_optimizer(cfg, model)
     rates = []
     for _ in range(8):
         rates.append(opt.param_groups[0]["lr"])
@@ -70,7 +72,7 @@ def test_step_schedule_divides_the_rate_at_the_milestones():
         sched.step()
     np.testing.assert_allclose(rates, [0.05] * 3 + [0.005] * 3 + [0.0005] * 2)
     assert opt.param_groups[0]["nesterov"] is True  # the default for momentum > 0 (older configs)
-    assert T._optimizer(T.normalize_config({**IMG, "nesterov": False}), model)[0].param_groups[0]["nesterov"] is False
+    assert make_optimizer(normalize_config({**IMG, "nesterov": False}), model)[0].param_groups[0]["nesterov"] is False
 
 
 def test_amp_is_ignored_on_the_cpu():
@@ -120,7 +122,7 @@ def test_cache_checkpoints_then_removes_the_checkpoint(tmp_path):
 
 def test_smoke_caps_cut_epochs_batches_and_samples_and_never_reach_the_committed_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("CALIBCOURSE_SMOKE", "2:1:8")
-    assert T.smoke_caps() == (2, 1, 8)
+    assert smoke_caps() == (2, 1, 8)
     r = T.train({**IMG, "epochs": 50}, progress=False)
     assert r.history["epoch"].tolist() == [1, 2] and r.config["epochs"] == 50  # the key is the real config's
     assert r.info["smoke"] == "2 epochs of at most 1 batches of at most 8 samples"
@@ -130,7 +132,7 @@ def test_smoke_caps_cut_epochs_batches_and_samples_and_never_reach_the_committed
     assert C.Cache(tmp_path / "elsewhere").store(r).is_dir()
     monkeypatch.setenv("CALIBCOURSE_SMOKE", "0:1")
     with pytest.raises(ValueError, match="CALIBCOURSE_SMOKE must be"):
-        T.smoke_caps()
+        smoke_caps()
 
 
 def test_missing_weights_file_is_named_with_where_to_get_it(tmp_path, monkeypatch):
@@ -163,20 +165,20 @@ def test_torchvision_densenet_files_load_with_their_old_key_names(tmp_path):
 def test_warmup_uses_its_rate_for_its_epochs_then_the_schedules():
     cfg = {**IMG, "epochs": 4, "milestones": [3], "warmup": {"epochs": 1, "lr": 0.001}}
     seen = []
-    orig = T.PlainStep.__call__
+    orig = PlainStep.__call__
 
     def spy(self, xb, yb):
         seen.append(self.optimizer.param_groups[0]["lr"])
         return orig(self, xb, yb)
 
-    T.PlainStep.__call__ = spy
+    PlainStep.__call__ = spy
     try:
         r = T.train(cfg, progress=False)
     finally:
-        T.PlainStep.__call__ = orig
+        PlainStep.__call__ = orig
     per_epoch = len(seen) // 4
     rates = [seen[i * per_epoch] for i in range(4)]
     np.testing.assert_allclose(rates, [0.001, 0.05, 0.05, 0.005])
     assert r.history["epoch"].tolist() == [1, 2, 3, 4]
     with pytest.raises(ValueError, match="warmup must be"):
-        T.normalize_config({**cfg, "warmup": {"epochs": 4, "lr": 0.01}})
+        normalize_config({**cfg, "warmup": {"epochs": 4, "lr": 0.01}})

@@ -7,7 +7,7 @@ from calibcourse.calibration import metrics as M
 from calibcourse.study import ledger as L
 from calibcourse.study import tables as R
 from calibcourse.calibration.calibrators import TemperatureScaling
-from calibcourse.study.train import RunResult
+from calibcourse.study.results import RunResult
 
 
 def fake_run(seed, factor, shared_test=False):

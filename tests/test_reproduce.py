@@ -11,6 +11,7 @@ from calibcourse.study import cache as C
 from calibcourse.study import provenance as P
 from calibcourse.tools import reproduce as R
 from calibcourse.study import train as T
+from calibcourse.study.results import RunResult
 
 TINY = {"data": {"name": "digits", "n_train": 300}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 2}
 
@@ -64,13 +65,13 @@ def test_compare_runs_measures_what_the_book_prints():
     from calibcourse.calibration.synthetic import scaled_logits
 
     z, y = scaled_logits(2000, 4, factor=2.0, seed=1)
-    a = T.RunResult({}, None, {"test_logits": z, "test_labels": y}, provenance={"threads": 1})
-    same = R.compare_runs(a, T.RunResult({}, None, {"test_logits": z.copy(), "test_labels": y},
+    a = RunResult({}, None, {"test_logits": z, "test_labels": y}, provenance={"threads": 1})
+    same = R.compare_runs(a, RunResult({}, None, {"test_logits": z.copy(), "test_labels": y},
                                          provenance={"threads": 1}))
     assert same["identical"] and same["max_abs"] == 0.0 and same["provenance"] == {}
     z2 = z.copy()
     z2[:50, 0] += 5.0  # fifty samples lean towards class 0
-    d = R.compare_runs(a, T.RunResult({}, None, {"test_logits": z2, "test_labels": y}, provenance={"threads": 2}))
+    d = R.compare_runs(a, RunResult({}, None, {"test_logits": z2, "test_labels": y}, provenance={"threads": 2}))
     assert not d["identical"] and d["max_abs"] == pytest.approx(5.0) and d["provenance"] == {"threads": (1, 2)}
     # the measures against a direct computation (scipy's softmax): error in points, NLL in nats
     p2 = softmax(z2, axis=1)
@@ -79,7 +80,7 @@ def test_compare_runs_measures_what_the_book_prints():
     tight = {"error": 0.0, "ece": 0.0, "nll": 0.0}
     assert R.within_tolerance(same, tight) and not R.within_tolerance(d, tight)
     with pytest.raises(ValueError, match="store different outputs: val_logits"):
-        R.compare_runs(a, T.RunResult({}, None, {"test_logits": z, "test_labels": y, "val_logits": z}))
+        R.compare_runs(a, RunResult({}, None, {"test_logits": z, "test_labels": y, "val_logits": z}))
 
 
 def test_changed_verdicts_lists_changes_and_claims_in_one_ledger_only():

@@ -4,6 +4,9 @@ import torch
 import pytest
 
 from calibcourse.study import train as T
+from calibcourse.study.config import load_data_splits, normalize_config
+from calibcourse.study.results import RunResult, predict_logits
+from calibcourse.study.steps import MetaStep, MixupStep, PlainStep, make_step, register_loss
 
 SMALL = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 32}, "epochs": 3, "seed": 0}
 
@@ -67,22 +70,22 @@ def test_weight_decay_sgd_and_schedules_run():
 ])
 def test_bad_configs_are_rejected(bad, match):
     with pytest.raises(ValueError, match=match):
-        T.normalize_config({**SMALL, **bad})
+        normalize_config({**SMALL, **bad})
 
 
 def test_unknown_keys_message_lists_the_optional_keys_and_losses_keep_their_names():
     with pytest.raises(ValueError, match="mixup_alpha"):  # an optional key is listed among the known
-        T.normalize_config({**SMALL, "mixup": 0.2})
+        normalize_config({**SMALL, "mixup": 0.2})
     with pytest.raises(ValueError, match="data.name must be one of"):
-        T.load_data_splits({"name": "imagenet"})
+        load_data_splits({"name": "imagenet"})
     with pytest.raises(ValueError, match="built-in loss"):
-        T.register_loss("focal", lambda z, y: z.sum())
+        register_loss("focal", lambda z, y: z.sum())
 
 
 def test_register_loss_makes_a_new_loss_available():
     import torch.nn.functional as F
 
-    T.register_loss("ce_smooth_test", lambda z, y, eps=0.1: F.cross_entropy(z, y, label_smoothing=eps))
+    register_loss("ce_smooth_test", lambda z, y, eps=0.1: F.cross_entropy(z, y, label_smoothing=eps))
     r = T.train({**SMALL, "loss": "ce_smooth_test", "loss_kwargs": {"eps": 0.2}, "epochs": 1}, progress=False)
     assert np.isfinite(r.history["train_loss"]).all()
 
@@ -97,18 +100,18 @@ def test_frozen_feature_head_trains_on_a_trained_backbone():
 
 
 def test_diverged_training_is_a_clear_error():
-    T.register_loss("nan_loss_test", lambda z, y: z.sum() * float("nan"))
+    register_loss("nan_loss_test", lambda z, y: z.sum() * float("nan"))
     with pytest.raises(FloatingPointError, match="training diverged in epoch 1"):
         T.train({**SMALL, "loss": "nan_loss_test", "epochs": 1}, progress=False)
 
 
 def test_result_carries_the_trained_model_and_predict_logits_reproduces_the_outputs():
     r = T.train(SMALL, progress=False)
-    assert r.model is not None and "model" in T.RunResult.__dataclass_fields__
-    _, _, _, _, Xte, _ = T.load_data_splits(T.normalize_config(SMALL)["data"])
-    np.testing.assert_array_equal(T.predict_logits(r.model, Xte), r.outputs["test_logits"])
+    assert r.model is not None and "model" in RunResult.__dataclass_fields__
+    _, _, _, _, Xte, _ = load_data_splits(normalize_config(SMALL)["data"])
+    np.testing.assert_array_equal(predict_logits(r.model, Xte), r.outputs["test_logits"])
     import torch
-    np.testing.assert_allclose(T.predict_logits(r.model, torch.from_numpy(Xte), batch_size=7),
+    np.testing.assert_allclose(predict_logits(r.model, torch.from_numpy(Xte), batch_size=7),
                                r.outputs["test_logits"], rtol=1e-5, atol=1e-6)
 
 
@@ -118,21 +121,21 @@ def test_predict_logits_gives_one_column_per_class_and_a_vector_for_one_logit():
     torch.manual_seed(0)
     lin = torch.nn.Linear(3, 1).double()
     X = np.random.default_rng(0).normal(size=(5, 3))
-    z = T.predict_logits(lin.float(), X)
+    z = predict_logits(lin.float(), X)
     assert z.shape == (5,) and z.dtype == np.float64
     np.testing.assert_allclose(z, X @ lin.weight.detach().numpy()[0] + lin.bias.item(), rtol=1e-5)
 
 
-@pytest.mark.parametrize("extra,kind", [({}, T.PlainStep), ({"mixup_alpha": 0.2}, T.MixupStep),
-                                        ({"loss": "focal", "meta": {"outer": "sece"}}, T.MetaStep)])
+@pytest.mark.parametrize("extra,kind", [({}, PlainStep), ({"mixup_alpha": 0.2}, MixupStep),
+                                        ({"loss": "focal", "meta": {"outer": "sece"}}, MetaStep)])
 def test_make_step_picks_one_strategy_per_config(extra, kind):
     import torch
 
-    cfg = T.normalize_config({**SMALL, **extra})
+    cfg = normalize_config({**SMALL, **extra})
     model = T.make_model(cfg, (64,), 10, torch.device("cpu"))
     opt = torch.optim.Adam(model.parameters())
     X, y = np.zeros((8, 64), np.float32), np.arange(8)
-    step = T.make_step(cfg, model, opt, X, y, torch.Generator())
+    step = make_step(cfg, model, opt, X, y, torch.Generator())
     assert type(step) is kind
     before = [p.detach().clone() for p in model.parameters()]
     loss = step(torch.randn(8, 64), torch.arange(8))
@@ -143,13 +146,13 @@ def test_a_plain_step_is_one_optimizer_step_on_the_configured_loss():
     import torch
     import torch.nn.functional as F
 
-    cfg = T.normalize_config({**SMALL, "loss": "label_smoothing", "loss_kwargs": {"smoothing": 0.2}})
+    cfg = normalize_config({**SMALL, "loss": "label_smoothing", "loss_kwargs": {"smoothing": 0.2}})
     torch.manual_seed(0)
     model = T.make_model(cfg, (64,), 10, torch.device("cpu"))
     twin = T.make_model(cfg, (64,), 10, torch.device("cpu"))
     twin.load_state_dict(model.state_dict())
     x, y = torch.randn(8, 64), torch.arange(8)
-    step = T.make_step(cfg, model, torch.optim.SGD(model.parameters(), lr=0.1), None, None, None)
+    step = make_step(cfg, model, torch.optim.SGD(model.parameters(), lr=0.1), None, None, None)
     loss = step(x, y)
     expected = F.cross_entropy(twin(x), y, label_smoothing=0.2)
     assert loss == pytest.approx(float(expected.detach()))
@@ -161,7 +164,7 @@ def test_a_plain_step_is_one_optimizer_step_on_the_configured_loss():
 def test_make_model_fills_input_arguments_and_keeps_the_configs():
     import torch
 
-    cfg = T.normalize_config({"data": {"name": "digits"}, "model": {"name": "lenet5", "input_size": 16}})
+    cfg = normalize_config({"data": {"name": "digits"}, "model": {"name": "lenet5", "input_size": 16}})
     m = T.make_model(cfg, (1, 8, 8), 3, torch.device("cpu"))
     assert m.head.out_features == 3 and m.conv[0].in_channels == 1
     assert m(torch.zeros(2, 1, 16, 16)).shape == (2, 3)  # input_size from the config wins

@@ -35,7 +35,7 @@ grid : int
 input_type : {"probabilities", "logits"}, default="probabilities"
     What the scores are (:data:`calibcourse.calibration.calibrators.INPUT_TYPES`).
 config : dict
-    A run config (see :func:`calibcourse.study.train.normalize_config`).
+    A run config (see :func:`calibcourse.study.config.normalize_config`).
 progress : bool, optional
     Show a progress bar while training (default: unless ``CALIBCOURSE_QUIET`` is set).
 profile : str

@@ -1,7 +1,7 @@
 """A result cache that a build can trust (every chapter that trains reads through it).
 
 A run is stored once under ``data/cache/<key>/``, where ``key`` is the sha256
-of its canonical config (:func:`calibcourse.study.train.normalize_config`). An entry holds
+of its canonical config (:func:`calibcourse.study.config.normalize_config`). An entry holds
 
 * ``manifest.json``: config, key, package versions, facts of the run (device, wall
   time), its ``provenance`` (:func:`calibcourse.study.provenance.current`: torch, threads, CPU
@@ -114,7 +114,7 @@ def config_key(config: dict) -> str:
     >>> len(config_key(cfg))
     20
     """
-    from calibcourse.study.train import normalize_config
+    from calibcourse.study.config import normalize_config
 
     canon = json.dumps({"config": normalize_config(config)}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()[:20]
@@ -206,7 +206,7 @@ class Cache:
         return manifest
 
     @document("config",
-              returns=("calibcourse.study.train.RunResult or None",
+              returns=("calibcourse.study.results.RunResult or None",
                        "The result, or None when there is no usable entry."))
     def load(self, config: dict):
         """The cached result of ``config``, or None.
@@ -217,7 +217,8 @@ class Cache:
         """
         import pandas as pd
 
-        from calibcourse.study.train import RunResult, normalize_config
+        from calibcourse.study.results import RunResult
+        from calibcourse.study.config import normalize_config
 
         key = config_key(config)
         if not self.path(key).exists():
@@ -234,7 +235,7 @@ class Cache:
                          provenance=manifest.get("provenance", {}))
 
     # ------------------------------------------------------------------ write
-    @document(("result", "calibcourse.study.train.RunResult",
+    @document(("result", "calibcourse.study.results.RunResult",
                "A run's result (its ``config``, ``history``, ``outputs`` and ``info``)."),
               returns=("pathlib.Path", "The entry's folder."))
     def store(self, result) -> Path:
@@ -338,7 +339,7 @@ class Cache:
               THREADS_PARAMETER,
               ("on_checkpoint", "callable, optional",
                "Called with the epoch after each checkpoint (:func:`calibcourse.study.train.train`)."),
-              returns=("calibcourse.study.train.RunResult", "The result."))
+              returns=("calibcourse.study.results.RunResult", "The result."))
     def get_or_train(self, config: dict, progress: bool | None = None, checkpoint_every: int | None = None,
                      threads: int | None = None, on_checkpoint=None):
         """The cached result of ``config``, training (and storing) it first if needed.
@@ -437,7 +438,7 @@ class Cache:
 @document("config", "progress",
           ("root", "str or pathlib.Path, optional", "The cache folder (see :class:`Cache`)."),
           THREADS_PARAMETER,
-          returns=("calibcourse.study.train.RunResult", "The result."))
+          returns=("calibcourse.study.results.RunResult", "The result."))
 def get_or_train(config: dict, progress: bool | None = None, root=None, threads: int | None = None):
     """The cached result of ``config``, trained first if needed: ``Cache(root).get_or_train(config)``.
 

@@ -347,7 +347,7 @@ def experiments(profile: str) -> dict:
 
 
 @document("name", "profile", "progress",
-          returns=("calibcourse.study.train.RunResult", "The run's history, logits and labels."))
+          returns=("calibcourse.study.results.RunResult", "The run's history, logits and labels."))
 def run(name: str, profile: str, progress: bool | None = None):
     """The result of experiment ``name`` of ``profile``, read from the cache (trained first if missing).
 

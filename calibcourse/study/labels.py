@@ -1,6 +1,6 @@
 """Human names of a run's model and data, read from its config (never assumed by a chapter).
 
-These take a run config (see :func:`calibcourse.study.train.normalize_config`);
+These take a run config (see :func:`calibcourse.study.config.normalize_config`);
 :mod:`calibcourse.study.experiments` offers them by experiment name and profile.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Summaries of cached runs for the chapters (chapter 2 onwards).
 
-``run_summary`` turns one :class:`~calibcourse.study.train.RunResult` into the
+``run_summary`` turns one :class:`~calibcourse.study.results.RunResult` into the
 numbers a chapter reports (error, NLL, ECE with a bootstrap interval, MCE, the
 temperature fitted on the validation split); ``sweep_table`` aggregates a sweep
 over seeds; the post-hoc, seed and paired tables fill the chapters' tables. The claims a
@@ -20,7 +20,7 @@ __all__ = ["run_summary", "sweep_table", "seed_predictions", "fmt_ci", "fmt_diff
            "grid_choice_view", "paired_table", "comparisons_view"]
 
 
-@document(("result", "calibcourse.study.train.RunResult", "A run with ``val`` and ``test`` logits and labels."),
+@document(("result", "calibcourse.study.results.RunResult", "A run with ``val`` and ``test`` logits and labels."),
           "n_bins", ("n_boot", "int, default=1000", "Bootstrap resamples of the ECE's interval."), "seed",
           returns=("dict", "``error``, ``nll``, ``ece``, ``ece_low``, ``ece_high`` (95 % interval of "
                            ":func:`calibcourse.calibration.stats.interval`: bias-corrected ECE, bias-aware bootstrap "
@@ -33,7 +33,7 @@ def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> 
     Examples
     --------
     >>> from calibcourse.calibration.synthetic import scaled_logits
-    >>> from calibcourse.study.train import RunResult
+    >>> from calibcourse.study.results import RunResult
     >>> z, y = scaled_logits(2000, 3, factor=3.0, seed=0)  # overconfident: T* = 3
     >>> r = RunResult({}, None, {"val_logits": z[:1000], "val_labels": y[:1000], "test_logits": z[1000:],
     ...                          "test_labels": y[1000:]})
@@ -79,7 +79,7 @@ def seed_predictions(results: dict, split: str = "test"):
     Examples
     --------
     >>> from calibcourse.calibration.synthetic import scaled_logits
-    >>> from calibcourse.study.train import RunResult
+    >>> from calibcourse.study.results import RunResult
     >>> z, y = scaled_logits(1000, 3, factor=1.0, seed=0)
     >>> runs = {f"s{s}": RunResult({}, None, {"test_logits": (2 + s) * z, "test_labels": y}) for s in range(2)}
     >>> probs, labels = seed_predictions(runs)
@@ -121,7 +121,7 @@ def sweep_table(results: dict, key_of, n_boot: int = 1000):
     Examples
     --------
     >>> from calibcourse.calibration.synthetic import scaled_logits
-    >>> from calibcourse.study.train import RunResult
+    >>> from calibcourse.study.results import RunResult
     >>> z, y = scaled_logits(2000, 3, factor=1.0, seed=0)
     >>> def run(factor, seed):  # each seed adds noise of its own to the same samples' logits
     ...     zz = factor * z + 0.1 * np.random.default_rng(seed).normal(size=z.shape)
@@ -234,10 +234,10 @@ def post_hoc_table(models: dict, methods: dict, n_bins: int = 15, n_boot: int = 
     An underconfident network (``T* = 1/2``), its temperature fitted on the validation half:
 
     >>> from calibcourse.calibration.synthetic import scaled_logits
-    >>> from calibcourse.study import train
+    >>> from calibcourse.study.results import RunResult
     >>> from calibcourse.calibration.calibrators import TemperatureScaling
     >>> z, y = scaled_logits(3000, 4, factor=0.5, seed=2)
-    >>> net = train.RunResult({}, None, dict(val_logits=z[:1500], val_labels=y[:1500], test_logits=z[1500:],
+    >>> net = RunResult({}, None, dict(val_logits=z[:1500], val_labels=y[:1500], test_logits=z[1500:],
     ...                                      test_labels=y[1500:]))
     >>> table = post_hoc_table({"net": net}, {"none": None, "TS": TemperatureScaling()}, n_boot=50)
     >>> table[["model", "method"]].values.tolist(), bool(table.ece[1] < table.ece[0])
@@ -291,7 +291,7 @@ def post_hoc_binary(models: dict, methods: dict, score, n_bins: int = 15, n_boot
     --------
     >>> import pandas as pd
     >>> from calibcourse.calibration.calibrators import PlattScaling
-    >>> from calibcourse.study.train import RunResult
+    >>> from calibcourse.study.results import RunResult
     >>> rng = np.random.default_rng(0)
     >>> z = rng.normal(size=2000); y = (rng.random(2000) < 1 / (1 + np.exp(-z))).astype(int)
     >>> r = RunResult({}, pd.DataFrame(), {"val_logits": 3 * z[:1000], "val_labels": y[:1000],
@@ -422,7 +422,7 @@ def seed_table(methods: dict, post_hoc: dict | None = None, split: str = "test")
     Examples
     --------
     >>> import pandas as pd
-    >>> from calibcourse.study.train import RunResult
+    >>> from calibcourse.study.results import RunResult
     >>> z = np.array([[2.0, 0.0], [0.0, 1.0], [3.0, 0.0], [0.0, 2.0]]); y = np.array([0, 1, 1, 1])
     >>> run = RunResult({}, pd.DataFrame(), {"val_logits": z, "val_labels": y, "test_logits": z, "test_labels": y})
     >>> per_seed, probs = seed_table({"CE": {0: run}})
@@ -568,7 +568,7 @@ def paired_table(pairs: dict, labels, measures: dict | None = None, reference: s
     Examples
     --------
     >>> import pandas as pd
-    >>> from calibcourse.study.train import RunResult
+    >>> from calibcourse.study.results import RunResult
     >>> rng = np.random.default_rng(0)
     >>> z = rng.normal(size=(400, 3)); y = rng.integers(0, 3, 400)
     >>> run = lambda zz: RunResult({}, pd.DataFrame(), {"test_logits": zz, "test_labels": y})

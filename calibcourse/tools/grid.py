@@ -255,7 +255,7 @@ def missing(configs: dict, cache: Cache | None = None) -> dict:
 # --------------------------------------------------------------------------- inputs
 def _inputs(config: dict):
     """``(data set names, weights file names)`` a config reads from disk (its backbone's included)."""
-    from calibcourse.study.train import DATASETS
+    from calibcourse.study.config import DATASETS
 
     sets, weights = [], []
     name = config.get("data", {}).get("name")

@@ -51,7 +51,7 @@ def run_metrics(result, split: str = "test", n_bins: int = 15) -> dict:
 
     Parameters
     ----------
-    result : calibcourse.study.train.RunResult
+    result : calibcourse.study.results.RunResult
         A run.
     split : str, default="test"
         The split.
@@ -66,7 +66,7 @@ def run_metrics(result, split: str = "test", n_bins: int = 15) -> dict:
     Examples
     --------
     >>> from calibcourse.calibration.synthetic import scaled_logits
-    >>> from calibcourse.study.train import RunResult
+    >>> from calibcourse.study.results import RunResult
     >>> z, y = scaled_logits(1000, 3, factor=2.0, seed=0)
     >>> m = run_metrics(RunResult({}, None, {"test_logits": z, "test_labels": y}))
     >>> sorted(m), 0 < m["ece"] < 100
@@ -83,7 +83,7 @@ def compare_runs(committed, fresh) -> dict:
 
     Parameters
     ----------
-    committed, fresh : calibcourse.study.train.RunResult
+    committed, fresh : calibcourse.study.results.RunResult
         The committed entry and the same config retrained.
 
     Returns
@@ -97,7 +97,7 @@ def compare_runs(committed, fresh) -> dict:
     Examples
     --------
     >>> from calibcourse.calibration.synthetic import scaled_logits
-    >>> from calibcourse.study.train import RunResult
+    >>> from calibcourse.study.results import RunResult
     >>> z, y = scaled_logits(500, 3, factor=2.0, seed=0)
     >>> a = RunResult({}, None, {"test_logits": z, "test_labels": y}, provenance={"threads": 1})
     >>> b = RunResult({}, None, {"test_logits": z + 1e-4, "test_labels": y}, provenance={"threads": 2})

@@ -11,7 +11,7 @@ hundred GPU-hours) is not on a CI machine, so the smoke run checks everything el
    (random weights) under the name of torchvision's ImageNet file;
 2. every config of the profile is trained into a temporary cache with
    ``CALIBCOURSE_SMOKE="1:1:16"`` (one epoch of one batch of at most 16 samples,
-   :func:`calibcourse.study.train.smoke_caps`; the configs, and so their cache keys, are the real
+   :func:`calibcourse.study.config.smoke_caps`; the configs, and so their cache keys, are the real
    ones, so the pages find them);
 3. every chapter and lab is executed with ``profile = "full"`` against that cache
    (:mod:`calibcourse.tools.build`, on a copy of the book's sources in the temporary folder; the
