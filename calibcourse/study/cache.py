@@ -141,12 +141,13 @@ class Cache:
     Examples
     --------
     >>> import tempfile
-    >>> from calibcourse.study.experiments import experiments
-    >>> result = Cache().load(experiments("ci")["ch2/model/small"])  # from the committed cache
+    >>> cfg = {"data": {"name": "digits", "n_train": 200}, "model": {"name": "mlp", "depth": 1, "width": 8},
+    ...        "epochs": 1}
     >>> cache = Cache(tempfile.mkdtemp())
-    >>> cache.store(result).name == config_key(result.config)
-    True
+    >>> result = cache.get_or_train(cfg, progress=False)  # trained once, then read from disk
     >>> cache.keys() == [config_key(result.config)] and cache.verify() == []
+    True
+    >>> bool((cache.load(cfg).logits("test") == result.logits("test")).all())
     True
     """
 
@@ -444,9 +445,13 @@ def get_or_train(config: dict, progress: bool | None = None, root=None, threads:
 
     Examples
     --------
-    >>> from calibcourse.study.experiments import experiments
-    >>> get_or_train(experiments("ci")["ch2/model/small"]).info["n_test"]  # a committed entry: nothing trains
-    1000
+    >>> import tempfile
+    >>> cfg = {"data": {"name": "digits", "n_train": 200}, "model": {"name": "mlp", "depth": 1, "width": 8},
+    ...        "epochs": 1}
+    >>> root = tempfile.mkdtemp()
+    >>> first = get_or_train(cfg, progress=False, root=root)  # trains and stores
+    >>> bool((get_or_train(cfg, root=root).logits("test") == first.logits("test")).all())  # read back
+    True
     """
     return Cache(root).get_or_train(config, progress=progress, threads=threads)
 
