@@ -287,3 +287,147 @@ def test_capped_gammas_reach_the_lookahead_capped():
     capped = lookahead_outer_loss(model, gnet, xt, yt, xv, yv, 0.5, outer, gamma_max=2.0)
     (gW,) = torch.autograd.grad(capped, [gnet.W])
     assert torch.all(gW == 0), "above the cap the gammas are constant: no meta-gradient"
+
+
+# ------------------------------------------------------------------ chapter 5's diagnosis (issue 24)
+def _trainer_setup(seed=0, n=96, **kw):
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    X, y = torch.randn(n, 5, generator=g), torch.randint(0, 3, (n,), generator=g)
+    model = MLP(in_features=5, num_classes=3, width=8, depth=1)
+    trainer = MetaTrainer(model, X[64:], y[64:], heads=2, val_batch=16, seed=seed, **kw)
+    return X, y, model, trainer
+
+
+def test_bounded_gamma_net_is_the_formula_with_the_logit_bias_and_no_rescale():
+    from scipy.special import expit, logit
+
+    torch.manual_seed(3)
+    net = GammaNet(in_features=6, heads=3, tau=0.5, init_gamma=1.0, bound=5.0).double()
+    x = torch.randn(20, 6, dtype=torch.float64)
+    A, W = net.A.detach().numpy(), net.W.detach().numpy()
+    a = x.numpy() @ A
+    p = np.exp(a - a.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    b = float(net.b.detach())
+    assert b == pytest.approx(logit(1.0 / 5.0), rel=1e-7)  # initialised at logit(init_gamma / bound)
+    expected = 5.0 * expit((p @ A.T @ W)[:, 0] / 0.5 + b)
+    np.testing.assert_allclose(net(x).detach().numpy(), expected, rtol=1e-12)
+    assert net._scale is None  # no first-batch rescale
+    with torch.no_grad():
+        net.W.zero_()  # x~W = 0: every sample sits exactly at init_gamma
+    np.testing.assert_allclose(net(x).detach().numpy(), 5.0 * expit(b) * np.ones(20), rtol=1e-12)
+    np.testing.assert_allclose(net(x).detach().numpy(), np.ones(20), rtol=1e-6)
+    with pytest.raises(ValueError, match="bound must exceed init_gamma"):
+        GammaNet(in_features=6, bound=1.0, init_gamma=1.0)
+
+
+def test_the_bounded_gamma_net_stays_below_its_bound_however_far_it_is_pushed():
+    net = GammaNet(in_features=4, heads=2, bound=5.0)
+    x = torch.randn(50, 4)
+    with torch.no_grad():
+        net.W.mul_(1e4)
+        g = net(x)
+        assert bool((g >= 0).all() and (g <= 5.0).all())
+        net.b.fill_(1e5)
+        assert bool((net(x) <= 5.0).all()) and float(net(x).min()) > 4.99
+        net.b.fill_(-1e5)
+        assert bool((net(x) >= 0.0).all()) and float(net(x).max()) < 0.01
+
+
+def test_null_control_never_moves_the_gamma_net_but_trains_the_backbone():
+    X, y, model, trainer = _trainer_setup(control="null")
+    before = {k: v.clone() for k, v in trainer.gamma_net.state_dict().items()}
+    backbone = [p.detach().clone() for p in model.parameters()]
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for i in range(0, 64, 16):
+        trainer.step(X[i:i + 16], y[i:i + 16], opt)
+    for k, v in trainer.gamma_net.state_dict().items():
+        assert torch.equal(v, before[k]), k
+    assert any(not torch.equal(a, b.detach()) for a, b in zip(backbone, model.parameters()))
+    # without the control the same loop moves the gamma-Net
+    X, y, model, trainer = _trainer_setup()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for i in range(0, 64, 16):
+        trainer.step(X[i:i + 16], y[i:i + 16], opt)
+    assert not torch.equal(trainer.gamma_net.W.detach(), before["W"])
+
+
+def test_permuted_control_uses_the_seeds_permutation_of_the_meta_validation_labels():
+    from calibcourse.study.meta import permuted_labels
+
+    for seed in (0, 7):
+        X, y, model, trainer = _trainer_setup(seed=seed, control="permuted", meta_val=0.5)
+        y_meta = y[64:80]  # the first half of the 32 validation samples
+        perm = torch.randperm(16, generator=torch.Generator().manual_seed(seed))
+        assert torch.equal(trainer.y_val, y_meta[perm])
+        assert torch.equal(trainer.y_val, permuted_labels(y_meta, seed))
+        assert torch.equal(trainer.X_val, X[64:80])  # inputs in their order: only the labels move
+        assert torch.equal(trainer.y_val.sort().values, y_meta.sort().values)
+    assert not torch.equal(permuted_labels(torch.arange(50), 0), permuted_labels(torch.arange(50), 1))
+
+
+def test_meta_val_keeps_the_first_part_of_the_validation_split():
+    X, y, model, trainer = _trainer_setup(meta_val=0.25)
+    assert torch.equal(trainer.X_val, X[64:72]) and torch.equal(trainer.y_val, y[64:72])
+
+
+def test_head_only_lookahead_equals_a_last_layer_step_written_by_hand():
+    torch.manual_seed(0)
+    X, y = data(n=48, k=4, seed=1, dtype=torch.float32)
+    model = MLP(in_features=4, num_classes=4, width=8, depth=2)
+    net = GammaNet(in_features=8, heads=2)
+    lr = 0.3
+    got = lookahead_outer_loss(model, net, X[:24], y[:24], X[24:], y[24:], inner_lr=lr, params="head")
+    # by hand: the features are fixed, only head.weight and head.bias take a gradient step
+    f_tr, f_va = model.features(X[:24]), model.features(X[24:])
+    gam = net(f_tr.detach())
+    W, b = model.head.weight, model.head.bias
+    inner = L.focal_loss(f_tr @ W.T + b, y[:24], gam)
+    gW, gb = torch.autograd.grad(inner, [W, b], create_graph=True)
+    expected = L.sece_loss(f_va @ (W - lr * gW).T + (b - lr * gb), y[24:])
+    assert torch.allclose(got, expected, rtol=1e-6, atol=1e-7)
+    h_got = torch.autograd.grad(got, [net.A, net.W])
+    h_exp = torch.autograd.grad(expected, [net.A, net.W])
+    for a, e in zip(h_got, h_exp):
+        assert torch.allclose(a, e, rtol=1e-5, atol=1e-8)
+    # and it differs from the whole-network look-ahead
+    full = lookahead_outer_loss(model, net, X[:24], y[:24], X[24:], y[24:], inner_lr=lr)
+    assert not torch.allclose(full, got)
+
+
+def test_ce_plus_cal_meta_loss_is_cross_entropy_plus_the_weighted_calibration_loss():
+    X, y, model, trainer = _trainer_setup(meta_loss="ce+cal", cal_weight=0.7, bandwidth=0.1)
+    z = torch.randn(30, 3, dtype=torch.float32)
+    yy = torch.randint(0, 3, (30,))
+    expected = F.cross_entropy(z, yy) + 0.7 * L.sece_loss(z, yy, bandwidth=0.1)
+    assert torch.allclose(trainer.outer(z, yy), expected)
+    _, _, _, plain = _trainer_setup(bandwidth=0.1)
+    assert torch.allclose(plain.outer(z, yy), L.sece_loss(z, yy, bandwidth=0.1))
+
+
+@pytest.mark.parametrize("option, value", [("control", "zero"), ("meta_loss", "cal+ce"), ("cal_weight", -1.0),
+                                           ("lookahead_params", "last"), ("meta_val", 1.0), ("meta_val", 0.0),
+                                           ("gamma_bound", 0.5)])
+def test_bad_diagnosis_options_are_refused_by_name(option, value):
+    with pytest.raises(ValueError, match=f"meta.{option}"):
+        _trainer_setup(**{option: value})
+    with pytest.raises(ValueError, match="params must be one of"):
+        lookahead_outer_loss(MLP(in_features=2, num_classes=2, width=4, depth=1), GammaNet(4, heads=1),
+                             torch.zeros(2, 2), torch.zeros(2, dtype=torch.long), torch.zeros(2, 2),
+                             torch.zeros(2, dtype=torch.long), inner_lr=0.1, params="body")
+
+
+def test_options_off_by_default_train_bit_for_bit_as_before():
+    """Explicit defaults and their absence give the same bits (the committed ci entry is checked by
+    tests/test_cache.py, which retrains every ci run, chapter 5's included)."""
+    from calibcourse.study.train import train
+
+    base = {"data": {"name": "mnist1d", "mnist1d_train": 600, "mnist1d_test": 200},
+            "model": {"name": "cnn1d", "channels": 8}, "loss": "focal", "epochs": 1, "batch_size": 128,
+            "meta": {"outer": "sece", "heads": 2, "val_batch": 32, "lookahead": "same"}}
+    explicit = {**base, "meta": {**base["meta"], "gamma_bound": None, "control": None, "meta_loss": "cal",
+                                 "cal_weight": 1.0, "lookahead_params": "all", "meta_val": None}}
+    a, b = train(base, progress=False), train(explicit, progress=False)
+    assert np.array_equal(a.logits("test"), b.logits("test"))
+    assert np.array_equal(a.outputs["test_gammas"], b.outputs["test_gammas"])

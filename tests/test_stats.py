@@ -184,3 +184,81 @@ def test_false_held_rate_of_paired_verdicts():
     assert false_held_rate("shifted", 1000, 150, "hull") <= 0.10
     assert false_held_rate("calibrated", 1000, 100, "hull") <= 0.10
     assert false_held_rate("calibrated", 1000, 100, "percentile") >= 0.2
+
+
+# ------------------------------------------------------------------ seeds paired by seed (issue 24)
+def _paired_seed_predictions(n_seeds=6, n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(0.5, 1, n)
+    y = (rng.random(n) < q).astype(int)
+    shared = rng.uniform(0.0, 0.06, n_seeds)               # what a seed fixes for both methods (overconfidence)
+    a = [np.clip(q + 0.03 + s + rng.normal(0, 0.003), 0, 1) for s in shared]
+    b = [np.clip(q + s, 0, 1) for s in shared]
+    return a, b, y
+
+
+def test_paired_seeds_without_test_part_is_scipys_paired_t_interval():
+    a, b, y = _paired_seed_predictions()
+    d = stats.paired_seeds_difference(M.ece, a, b, y, n_boot=0, reliability="positive_class")
+    va = [M.ece(p, y, reliability="positive_class") for p in a]
+    vb = [M.ece(p, y, reliability="positive_class") for p in b]
+    ci = sps.ttest_rel(va, vb).confidence_interval(0.95)
+    assert d.estimate == pytest.approx(np.mean(va) - np.mean(vb), rel=1e-12)
+    assert (d.low, d.high) == pytest.approx((ci.low, ci.high), rel=1e-10)
+    assert d.df == pytest.approx(len(a) - 1) and d.v_test == 0.0
+    np.testing.assert_allclose(d.per_seed, np.subtract(va, vb), rtol=1e-12)
+    assert d.n_positive == int(np.sum(np.subtract(va, vb) > 0)) and d.sign_text.endswith(f"of {len(a)} seeds")
+
+
+def test_paired_seeds_with_one_seed_is_the_paired_bootstrap():
+    a, b, y = _paired_seed_predictions(n_seeds=1)
+    d = stats.paired_seeds_difference(M.ece, a, b, y, n_boot=400, seed=3, reliability="positive_class")
+    ref = stats.paired_difference(M.ece, a[0], b[0], y, n_boot=400, seed=3, method="bc",
+                                  reliability="positive_class")
+    # the same resamples: the same bias-corrected estimate; a normal interval of the same replicates
+    assert d.estimate == pytest.approx(ref.estimate, rel=1e-10) and d.v_seed == 0.0 and np.isinf(d.df)
+    basic = stats.paired_difference(M.ece, a[0], b[0], y, n_boot=400, seed=3, method="basic",
+                                    reliability="positive_class")
+    assert (d.high - d.low) == pytest.approx(basic.high - basic.low, rel=0.15)
+
+
+def test_paired_seeds_interval_adds_both_parts_and_is_narrower_than_unpaired():
+    a, b, y = _paired_seed_predictions()
+    d = stats.paired_seeds_difference(M.ece, a, b, y, n_boot=300, reliability="positive_class")
+    seeds_only = stats.paired_seeds_difference(M.ece, a, b, y, n_boot=0, reliability="positive_class")
+    assert d.v_test > 0 and d.v_seed == pytest.approx(seeds_only.v_seed)
+    assert (d.high - d.low) > (seeds_only.high - seeds_only.low)
+    welch = stats.seeds_difference(M.ece, a, b, y, n_boot=300, reliability="positive_class")
+    assert (d.high - d.low) < (welch.high - welch.low)   # what the seeds share cancels when paired
+    assert d.sign_text == "worse in 6 of 6 seeds"
+
+
+def test_paired_seeds_rejects_unpaired_input():
+    a, b, y = _paired_seed_predictions()
+    with pytest.raises(ValueError, match="same seeds"):
+        stats.paired_seeds_difference(M.ece, a, b[:-1], y)
+    with pytest.raises(ValueError, match="n_boot must be 0"):
+        stats.paired_seeds_difference(M.ece, a, b, y, n_boot=5)
+
+
+def test_the_ledger_says_more_seeds_not_more_data_when_the_seed_spread_dominates():
+    from calibcourse.study.ledger import Ledger
+
+    rng = np.random.default_rng(5)
+    n = 20000
+    q = rng.uniform(0.5, 1, n)
+    y = (rng.random(n) < q).astype(int)
+    # three seeds whose effect varies a lot from seed to seed: undecided, and only seeds would help
+    a = [np.clip(q + s, 0, 1) for s in (0.0, 0.03, 0.06)]
+    b = [np.clip(q + 0.02, 0, 1)] * 3
+    d = stats.paired_seeds_difference(M.ece, a, b, y, n_boot=200, reliability="positive_class")
+    assert d.v_seed > d.v_test
+    c = Ledger(5, glue=False).claim("x", "a is worse calibrated", "wang2023", "ECE(a) - ECE(b)", d,
+                                    direction="above")
+    assert c.verdict == "inconclusive" and c.n_seeds == 3
+    assert "seeds would decide it" in c.why and "more test data cannot" in c.why and "of 3 seeds" in c.why
+    # the number of seeds it names does decide it at the same mean difference and spread
+    k = int(c.why.split("about ")[1].split(" seeds")[0])
+    s2 = d.v_seed * d.n_seeds
+    assert sps.t.ppf(0.975, k - 1) * np.sqrt(d.v_test + s2 / k) < abs(d.estimate)
+    assert sps.t.ppf(0.975, k - 2) * np.sqrt(d.v_test + s2 / (k - 1)) >= abs(d.estimate)

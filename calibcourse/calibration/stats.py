@@ -563,3 +563,146 @@ def verdict(low: float, high: float, null: float = 0.0, direction: str = "below"
     if direction == "below":
         return "held" if below else "not held" if above else "inconclusive"
     return "held" if above else "not held" if below else "inconclusive"
+
+
+# --------------------------------------------------------------------------- seeds paired by seed
+class PairedSeeds(NamedTuple):
+    """The result of :func:`paired_seeds_difference`: a :class:`Difference`'s first fields, then
+    the per-seed differences, the sign count and the two variance parts.
+
+    Attributes
+    ----------
+    estimate, low, high, level, plugin, n, n_seeds, method
+        As in :class:`Difference` (``method`` is ``"paired seeds"``).
+    per_seed : numpy.ndarray of shape (n_seeds,)
+        ``metric(a_s) - metric(b_s)`` of each seed ``s`` on the full test set.
+    n_positive : int
+        The seeds where the difference is > 0 ("a is worse in ``n_positive`` of ``n_seeds``
+        seeds" for a measure where lower is better).
+    v_test, v_seed : float
+        The variance of the mean difference from the test samples (bootstrap) and from the seeds
+        (the per-seed differences' variance over ``n_seeds``).
+    df : float
+        The t quantile's degrees of freedom (inf where only the test part is left).
+    """
+
+    estimate: float
+    low: float
+    high: float
+    level: float
+    plugin: float
+    n: int
+    n_seeds: int
+    method: str
+    per_seed: np.ndarray
+    n_positive: int
+    v_test: float
+    v_seed: float
+    df: float
+
+    def detectable(self, power: float = 0.8) -> float:
+        """As :meth:`Difference.detectable`."""
+        return Difference(*self[:8]).detectable(power)
+
+    @property
+    def sign_text(self) -> str:
+        """``"worse in k of n seeds"`` (the first predictor's measure above the second's)."""
+        return f"worse in {self.n_positive} of {self.n_seeds} seeds"
+
+
+def paired_seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: int = 2000,
+                            level: float = 0.95, seed: int = 0, **metric_kwargs) -> PairedSeeds:
+    r"""Mean over seeds of ``metric(a_s) - metric(b_s)``, the two predictors paired by seed.
+
+    Where both methods of seed ``s`` share what the seed fixes (initialization, data order), the
+    comparison is the per-seed difference :math:`d_s` on the same test samples. The estimate is
+    their mean :math:`\bar d`, bias-corrected as in :func:`interval` (the same bootstrap resample
+    for every seed of both predictors); the interval is
+
+    .. math:: \tilde d \pm t_{\nu}\, \sqrt{V_\text{test} + s_d^2 / S},
+
+    with :math:`V_\text{test}` the bootstrap variance of :math:`\bar d` over test samples,
+    :math:`s_d^2` the sample variance of the :math:`S` per-seed differences, and
+    :math:`\nu` from Welch-Satterthwaite (:math:`S - 1` for the seed part, the bootstrap's
+    practically infinite). With ``n_boot=0`` there is no test part and the interval is the paired
+    t interval of ``scipy.stats.ttest_rel``; with one seed there is no seed part and it is the
+    normal interval of the paired bootstrap. The sign count says in how many seeds ``a`` is above
+    ``b``. Unlike :func:`seeds_difference` (two independent sets of seeds, Welch), what the paired
+    seeds share cancels in each :math:`d_s`.
+
+    Parameters
+    ----------
+    metric : callable
+        ``metric(probs, labels, **metric_kwargs) -> float``.
+    probs_a_list, probs_b_list : list of array-like
+        One array of test predictions per seed, seed ``s`` of ``a`` paired with seed ``s`` of ``b``;
+        the same number of seeds, all of the same samples.
+    labels : array-like of shape (n,)
+        The shared test labels.
+    n_boot : int, default=2000
+        Bootstrap resamples of the test set (0: no test part, the seeds alone).
+    level : float, default=0.95
+        The interval's coverage.
+    seed : int, default=0
+        Seed of the bootstrap's resamples.
+    **metric_kwargs
+        Passed to ``metric``.
+
+    Returns
+    -------
+    PairedSeeds
+        The estimate, interval, per-seed differences, sign count and variance parts.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibcourse.calibration import metrics, stats
+    >>> rng = np.random.default_rng(0)
+    >>> q = rng.uniform(0.5, 1, 3000); y = (rng.random(3000) < q).astype(int)
+    >>> shift = [0.0, 0.02, -0.01, 0.01]                               # what each seed shares
+    >>> a = [np.clip(q + 0.08 + s, 0, 1) for s in shift]               # overconfident
+    >>> b = [np.clip(q + s, 0, 1) for s in shift]
+    >>> d = stats.paired_seeds_difference(metrics.ece, a, b, y, n_boot=200, reliability="positive_class")
+    >>> d.sign_text, stats.verdict(d.low, d.high, direction="above")
+    ('worse in 4 of 4 seeds', 'held')
+    """
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    _check_metric(metric)
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not (n_boot == 0 or n_boot >= 10):
+        raise ValueError(f"n_boot must be 0 (no test part) or an integer >= 10; got {n_boot!r}")
+    _check_common(10, level, "hull")
+    a_list = _check_seed_list(probs_a_list, labels, "probs_a_list")
+    b_list = _check_seed_list(probs_b_list, labels, "probs_b_list")
+    if len(a_list) != len(b_list):
+        raise ValueError(f"probs_a_list and probs_b_list must hold the same seeds (paired); got "
+                         f"{len(a_list)} and {len(b_list)} seeds")
+    if a_list[0].shape != b_list[0].shape:
+        raise ValueError(f"probs_a_list and probs_b_list must hold predictions of the same samples; got "
+                         f"shapes {a_list[0].shape} and {b_list[0].shape}")
+    y = _check_pair(a_list[0], labels)[1]
+    fa = [_resampler(metric, p, y, metric_kwargs) for p in a_list]
+    fb = [_resampler(metric, p, y, metric_kwargs) for p in b_list]
+    per_seed = np.array([va - vb for (va, _), (vb, _) in zip(fa, fb)], dtype=float)
+    k = len(per_seed)
+    plugin = float(per_seed.mean())
+    if n_boot:
+        reps = _finite([np.mean([f(i) - g(i) for (_, f), (_, g) in zip(fa, fb)])
+                        for i in _resamples(len(y), n_boot, seed)])
+        est, v_test = 2 * plugin - reps.mean(), float(reps.var(ddof=1))
+    else:
+        est, v_test = plugin, 0.0
+    v_seed = float(per_seed.var(ddof=1) / k) if k > 1 else 0.0
+    total = v_test + v_seed
+    if v_seed > 0:
+        df = total ** 2 / (v_seed ** 2 / (k - 1))
+        q = student_t.ppf(0.5 + level / 2, df)
+    else:
+        df, q = float("inf"), norm.ppf(0.5 + level / 2)
+    half = q * np.sqrt(total)
+    return PairedSeeds(float(est), float(est - half), float(est + half), float(level), plugin, int(len(y)), k,
+                       "paired seeds", per_seed, int(np.sum(per_seed > 0)), v_test, v_seed, float(df))
+
+
+__all__ += ["PairedSeeds", "paired_seeds_difference"]

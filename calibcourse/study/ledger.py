@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 from calibcourse.calibration import stats
 from calibcourse.study.tables import fmt_difference
 
@@ -189,7 +191,10 @@ class Ledger:
             n_test = int(n_test if n_test is not None else getattr(interval, "n", 0))
             n_seeds = int(n_seeds if n_seeds is not None else getattr(interval, "n_seeds", 1))
             if v == "inconclusive" and not why:
-                why = _what_would_decide(est, low, high, float(null), n_test, n_seeds)
+                if hasattr(interval, "v_seed"):  # seeds paired by seed (stats.paired_seeds_difference)
+                    why = _what_would_decide_paired(interval, float(null))
+                else:
+                    why = _what_would_decide(est, low, high, float(null), n_test, n_seeds)
             c = Claim(id, self.chapter, claim, source, effect, est, low, high, level, float(null), direction,
                       v, n_test, n_seeds, section, why, cost, detect, scale, unit)
         self.claims.append(c)
@@ -252,6 +257,57 @@ def _what_would_decide(est, low, high, null, n_test, n_seeds) -> str:
     if not n_test:  # the interval's sample size was not given
         return f"about {factor:.1f}x the data would decide it, if the estimate held"
     return f"about {int(round(n_test * factor, -2)):,} test samples would decide it, if the estimate held"
+
+
+def _what_would_decide_paired(d, null: float) -> str:
+    """For an inconclusive seed-paired claim (:func:`calibcourse.calibration.stats.paired_seeds_difference`):
+    what would decide it, if the mean difference held.
+
+    The interval's half-width is :math:`q\sqrt{V_\text{test} + s_d^2/S}`. More test samples shrink only
+    :math:`V_\text{test}`, more seeds only :math:`s_d^2/S`: where the seed part alone is wider than
+    the gap to ``null``, no test set decides it, and the number of seeds that would is the smallest
+    :math:`S'` with :math:`t_{S'-1}^2 (V_\text{test} + s_d^2/S') < \text{gap}^2` (the t quantile of
+    the seeds alone: conservative), if the test part allows it at all.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> seeds = NS(estimate=0.01, level=0.95, n=10000, n_seeds=3, v_test=1e-6, v_seed=4e-5,
+    ...            per_seed=[0.0, 0.01, 0.02], n_positive=2)
+    >>> _what_would_decide_paired(seeds, 0.0)
+    'the seed spread dominates (98 % of the variance); about 8 seeds would decide it, if the mean difference held; more test data cannot (worse in 2 of 3 seeds)'
+    >>> test = NS(estimate=0.01, level=0.95, n=2000, n_seeds=10, v_test=4e-5, v_seed=1e-6,
+    ...           per_seed=[0.01] * 10, n_positive=10)
+    >>> _what_would_decide_paired(test, 0.0)
+    'the test samples dominate (98 % of the variance); about 3,200 test samples would decide it, if the mean difference held (worse in 10 of 10 seeds)'
+    """
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    gap = abs(d.estimate - null)
+    signs = f" (worse in {d.n_positive} of {d.n_seeds} seeds)"
+    if gap < 1e-12:
+        return "the estimate sits on the boundary: neither more seeds nor more test data decides it" + signs
+    z = norm.ppf(0.5 + d.level / 2)
+    target = (gap / z) ** 2  # the variance of the mean that would put null outside the interval
+    total = d.v_test + d.v_seed
+    share = d.v_seed / total if total > 0 else 0.0
+    if d.v_seed >= d.v_test:
+        s2 = d.v_seed * d.n_seeds  # the per-seed differences' variance
+        if target <= d.v_test:
+            return (f"the seed spread dominates ({100 * share:.0f} % of the variance), and the test samples alone "
+                    "are too few: it needs more seeds and more test data" + signs)
+        seeds = next((k for k in range(2, 1001)
+                      if student_t.ppf(0.5 + d.level / 2, k - 1) ** 2 * (d.v_test + s2 / k) < gap ** 2), None)
+        many = f"about {seeds} seeds" if seeds is not None else "more than 1,000 seeds"
+        return (f"the seed spread dominates ({100 * share:.0f} % of the variance); {many} would decide it, "
+                "if the mean difference held; more test data cannot" + signs)
+    if target <= d.v_seed:
+        return (f"the test samples dominate ({100 * (1 - share):.0f} % of the variance), but the seed spread alone "
+                "is too wide: it needs more test data and more seeds" + signs)
+    factor = d.v_test / (target - d.v_seed)
+    return (f"the test samples dominate ({100 * (1 - share):.0f} % of the variance); about "
+            f"{int(round(d.n * factor, -2)):,} test samples would decide it, if the mean difference held" + signs)
 
 
 def check_claims(claims: list) -> None:

@@ -17,20 +17,34 @@ from torch.func import functional_call
 from calibcourse.calibration._docs import document
 from calibcourse.calibration.losses import dece_loss, focal_loss, sece_loss
 
-__all__ = ["GammaNet", "MetaTrainer", "lookahead_outer_loss", "lookahead_step", "OUTER_LOSSES", "LOOKAHEADS"]
+__all__ = ["GammaNet", "MetaTrainer", "lookahead_outer_loss", "lookahead_step", "permuted_labels", "OUTER_LOSSES",
+           "LOOKAHEADS", "LOOKAHEAD_PARAMS", "META_LOSSES", "CONTROLS"]
 
 OUTER_LOSSES = {"sece": sece_loss, "dece": dece_loss}
 
 #: how the look-ahead moves the backbone: "sgd" (a plain gradient step at the optimizer's learning
 #: rate) or "same" (the real step's own update rule and state: Adam, or SGD with momentum)
 LOOKAHEADS = ("sgd", "same")
+#: which parameters the look-ahead steps: "all" (the paper) or "head" (the last layer, as meta-calibration)
+LOOKAHEAD_PARAMS = ("all", "head")
+#: the outer objective: "cal" (the calibration loss alone, the paper) or "ce+cal" (cross-entropy plus
+#: ``cal_weight`` times the calibration loss, as meta-calibration)
+META_LOSSES = ("cal", "ce+cal")
+#: negative controls of the bilevel loop: None (none), "null" (the outer gradient is set to zero:
+#: the gamma-Net keeps its initial output), "permuted" (the outer loss sees the validation labels
+#: permuted once by the run's seed)
+CONTROLS = (None, "null", "permuted")
 
 
 @document(("in_features", "int", "The size ``d`` of the features, >= 1."),
           ("heads", "int, default=8", "The number ``k`` of attention heads, >= 1."),
           ("tau", "float, default=1.0", "The temperature, > 0."),
           ("init_gamma", "float, default=1.0",
-           "The mean gamma of the first batch: the output is rescaled once, on that batch, to start there."))
+           "Unbounded: the mean gamma of the first batch (the output is rescaled once, on that batch, to "
+           "start there). Bounded: the gamma of every sample at the start, through the bias ``b``."),
+          ("bound", "float, optional",
+           "None (default): the paper's unbounded ``|x~W| / tau``. A number ``gamma_max`` > ``init_gamma``: "
+           "``gamma_max * sigmoid(x~W / tau + b)``, with ``b = logit(init_gamma / gamma_max)`` and no rescale."))
 class GammaNet(nn.Module):
     r"""Sample-wise focal-loss gamma from penultimate features ``x`` (b, d).
 
@@ -41,6 +55,15 @@ class GammaNet(nn.Module):
     ``A`` (d, k) holds ``heads = k`` attention heads, ``W`` (d, 1) is a linear
     layer and ``tau`` a temperature; the absolute value keeps gamma >= 0.
     Calling it on features of shape (b, d) returns the b gammas.
+
+    With ``bound=gamma_max`` the output is bounded instead,
+
+    .. math:: \gamma = \gamma_{\max}\, \sigma(\tilde x W / \tau + b) \in (0, \gamma_{\max}),
+              \qquad b_0 = \operatorname{logit}(\gamma_0 / \gamma_{\max}),
+
+    so that gamma cannot drift past ``gamma_max``, ``tau`` scales the logit (it is not absorbed by
+    a rescale), and every sample starts near ``init_gamma`` (:math:`\gamma_0`; exactly there when
+    :math:`\tilde x W = 0`).
 
     Attributes
     ----------
@@ -56,28 +79,68 @@ class GammaNet(nn.Module):
     >>> gammas = net(feats).detach()
     >>> gammas.shape, round(float(gammas.mean()), 4), bool((gammas >= 0).all())
     (torch.Size([16]), 2.0, True)
+
+    Bounded at 5, starting at 1: the gammas lie in (0, 5), near 1 at the start.
+
+    >>> bounded = GammaNet(in_features=84, heads=4, init_gamma=1.0, bound=5.0)
+    >>> g = bounded(feats).detach()
+    >>> bool((g > 0).all() and (g < 5).all()), round(float(bounded.b.detach()), 4)   # logit(0.2) = -log 4
+    (True, -1.3863)
     """
 
-    def __init__(self, in_features: int, heads: int = 8, tau: float = 1.0, init_gamma: float = 1.0):
+    def __init__(self, in_features: int, heads: int = 8, tau: float = 1.0, init_gamma: float = 1.0,
+                 bound: float | None = None):
         super().__init__()
         if in_features < 1 or heads < 1:
             raise ValueError(f"in_features and heads must be >= 1; got {in_features}, {heads}")
         if not tau > 0:
             raise ValueError(f"tau must be > 0; got {tau}")
+        if bound is not None and not (0 < init_gamma < bound):
+            raise ValueError(f"bound must exceed init_gamma > 0 (gamma starts inside (0, bound)); "
+                             f"got bound={bound!r}, init_gamma={init_gamma!r}")
         self.tau = tau
         self.A = nn.Parameter(torch.randn(in_features, heads) / np.sqrt(in_features))
         self.W = nn.Parameter(torch.randn(in_features, 1) / np.sqrt(in_features))
         self.init_gamma = init_gamma
+        self.bound = bound
+        if bound is not None:  # created only when bounded: the unbounded net's parameters are unchanged
+            self.b = nn.Parameter(torch.tensor(float(np.log(init_gamma / (bound - init_gamma)))))
         self._scale = None  # set on the first batch so that mean gamma starts at init_gamma
 
     def forward(self, x):
         p = torch.softmax(x @ self.A, dim=1)
         xt = p @ self.A.T
+        if self.bound is not None:
+            return self.bound * torch.sigmoid((xt @ self.W)[:, 0] / self.tau + self.b)
         g = (xt @ self.W).abs()[:, 0] / self.tau
         if self._scale is None:
             with torch.no_grad():
                 self._scale = float(self.init_gamma / g.mean().clamp_min(1e-8))
         return g * self._scale
+
+
+def permuted_labels(y, seed: int):
+    """The labels ``y`` permuted once by ``seed`` (the ``"permuted"`` control's outer labels).
+
+    Parameters
+    ----------
+    y : torch.Tensor of shape (n,)
+        The labels.
+    seed : int
+        The permutation is ``torch.randperm(n)`` under ``torch.Generator().manual_seed(seed)``.
+
+    Returns
+    -------
+    torch.Tensor of shape (n,)
+        The same labels in another order: their class counts are kept, their link to the inputs broken.
+
+    Examples
+    --------
+    >>> permuted_labels(torch.arange(6), seed=0)
+    tensor([2, 5, 3, 0, 1, 4])
+    """
+    perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(int(seed)))
+    return y[perm]
 
 
 def _safe_sqrt(v):
@@ -168,9 +231,12 @@ def lookahead_step(params: dict, grads, optimizer=None, lr: float | None = None)
           ("optimizer", "torch.optim.Adam or torch.optim.SGD, optional",
            "The backbone's optimizer: the look-ahead takes its step (:func:`lookahead_step`)."),
           ("gamma_max", "float, optional", "Caps the gammas, as in the real step."),
+          ("params", '{"all", "head"}, default="all"',
+           'Which parameters the look-ahead steps: the whole backbone, or its last layer only (``"head"``, '
+           "as meta-calibration does); the others keep their values."),
           returns=("torch.Tensor", "A scalar, differentiable with respect to the gamma-Net's parameters."))
 def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner_lr: float | None = None,
-                         outer=sece_loss, optimizer=None, gamma_max: float | None = None):
+                         outer=sece_loss, optimizer=None, gamma_max: float | None = None, params: str = "all"):
     """The outer objective: calibration loss on ``(x_val, y_val)`` of the backbone after one
     step of focal loss at the gamma-Net's gammas on ``(x_train, y_train)``.
 
@@ -193,7 +259,10 @@ def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner
     >>> gamma_net.A.grad.shape, gamma_net.W.grad.shape
     (torch.Size([8, 2]), torch.Size([8, 1]))
     """
-    params = dict(model.named_parameters())
+    if params not in LOOKAHEAD_PARAMS:
+        raise ValueError(f"params must be one of {', '.join(LOOKAHEAD_PARAMS)}; got {params!r}")
+    head = params == "head"
+    params = {n: p for n, p in model.named_parameters() if not head or n.startswith("head.")}
     feats = model.features(x_train)
     gammas = gamma_net(feats.detach())
     if gamma_max is not None:
@@ -201,6 +270,9 @@ def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner
     inner = focal_loss(model.head(feats), y_train, gammas)
     grads = torch.autograd.grad(inner, list(params.values()), create_graph=True)
     stepped = lookahead_step(params, grads, optimizer, lr=inner_lr)
+    if head:  # the features do not move: compute them once, step the last layer only
+        return outer(functional_call(model.head, {n[len("head."):]: p for n, p in stepped.items()},
+                                     (model.features(x_val),)), y_val)
     return outer(functional_call(model, stepped, (x_val,)), y_val)
 
 
@@ -210,6 +282,13 @@ class MetaTrainer:
 
         "meta": {"outer": "sece", "heads": 8, "tau": 1.0, "meta_lr": 1e-3, "val_batch": 256,
                  "bandwidth": 0.05, "lookahead": "same", "gamma_max": None, "grad_clip": None}
+
+    The options of the diagnosis (each off by default, so a config without them trains as before):
+    ``gamma_bound`` (a bounded gamma-Net, :class:`GammaNet`'s ``bound``), ``control`` (the
+    negative controls ``"null"`` and ``"permuted"``, :data:`CONTROLS`), ``meta_loss`` with
+    ``cal_weight`` (:data:`META_LOSSES`), ``lookahead_params`` (:data:`LOOKAHEAD_PARAMS`) and
+    ``meta_val`` (the meta-learner uses only the first ``meta_val`` fraction of the validation
+    split; the rest is left to post-hoc calibration and the baselines' choices).
 
     ``lookahead``: ``"same"`` steps the look-ahead with the real step's update rule and state
     (Adam when the run trains with Adam), ``"sgd"`` with a plain gradient step at the same
@@ -243,7 +322,21 @@ class MetaTrainer:
     lookahead : {"sgd", "same"}, default="sgd"
         How the look-ahead steps (:data:`LOOKAHEADS`).
     seed : int, default=0
-        Seed of the draws of validation batches.
+        Seed of the draws of validation batches (and of the ``"permuted"`` control's permutation).
+    gamma_bound : float, optional
+        ``None``: the paper's unbounded gamma-Net; a number: ``gamma_bound * sigmoid(.)``.
+    control : {None, "null", "permuted"}, default=None
+        ``"null"``: the loop runs but the gamma-Net's gradient is set to zero before each step, so it
+        keeps its initial output; ``"permuted"``: the outer loss sees the validation labels permuted
+        once by ``seed`` (:func:`permuted_labels`).
+    meta_loss : {"cal", "ce+cal"}, default="cal"
+        The outer objective: the calibration loss alone, or cross-entropy plus ``cal_weight`` times it.
+    cal_weight : float, default=1.0
+        The calibration loss's weight with ``meta_loss="ce+cal"``.
+    lookahead_params : {"all", "head"}, default="all"
+        Which parameters the look-ahead steps (:func:`lookahead_outer_loss`).
+    meta_val : float, optional
+        In (0, 1): the fraction of the validation split, from its start, that the meta-learner uses.
 
     Attributes
     ----------
@@ -269,7 +362,22 @@ class MetaTrainer:
     def __init__(self, model, X_val, y_val, outer: str = "sece", heads: int = 8, tau: float = 1.0,
                  meta_lr: float = 1e-3, val_batch: int = 256, bandwidth: float = 0.05,
                  init_gamma: float = 1.0, gamma_max: float | None = None, grad_clip: float | None = None,
-                 lookahead: str = "sgd", seed: int = 0):
+                 lookahead: str = "sgd", seed: int = 0, gamma_bound: float | None = None, control: str | None = None,
+                 meta_loss: str = "cal", cal_weight: float = 1.0, lookahead_params: str = "all",
+                 meta_val: float | None = None):
+        if control not in CONTROLS:
+            raise ValueError(f"meta.control must be one of None, null, permuted; got {control!r}")
+        if meta_loss not in META_LOSSES:
+            raise ValueError(f"meta.meta_loss must be one of {', '.join(META_LOSSES)}; got {meta_loss!r}")
+        if not cal_weight >= 0:
+            raise ValueError(f"meta.cal_weight must be >= 0; got {cal_weight!r}")
+        if lookahead_params not in LOOKAHEAD_PARAMS:
+            raise ValueError(f"meta.lookahead_params must be one of {', '.join(LOOKAHEAD_PARAMS)}; "
+                             f"got {lookahead_params!r}")
+        if meta_val is not None and not 0 < meta_val < 1:
+            raise ValueError(f"meta.meta_val must be a fraction in (0, 1) or None; got {meta_val!r}")
+        if gamma_bound is not None and not gamma_bound > init_gamma:
+            raise ValueError(f"meta.gamma_bound must exceed init_gamma ({init_gamma}); got {gamma_bound!r}")
         if outer not in OUTER_LOSSES:
             raise ValueError(f"meta.outer must be one of {', '.join(OUTER_LOSSES)}; got {outer!r}")
         if lookahead not in LOOKAHEADS:
@@ -278,15 +386,27 @@ class MetaTrainer:
             raise ValueError(f"meta.gamma_max must be > 0 or None; got {gamma_max!r}")
         first = next(model.parameters())
         self.model = model
-        self.gamma_net = GammaNet(model.head.in_features, heads=heads, tau=tau,
-                                  init_gamma=init_gamma).to(first.device, first.dtype)
+        self.gamma_net = GammaNet(model.head.in_features, heads=heads, tau=tau, init_gamma=init_gamma,
+                                  bound=gamma_bound).to(first.device, first.dtype)
         self.opt = torch.optim.Adam(self.gamma_net.parameters(), lr=meta_lr)
+        if meta_val is not None:  # the first part of the validation split; the rest is post-hoc calibration's
+            n_meta = int(round(meta_val * len(y_val)))
+            if not 0 < n_meta < len(y_val):
+                raise ValueError(f"meta.meta_val={meta_val} leaves no sample on one side of {len(y_val)}")
+            X_val, y_val = X_val[:n_meta], y_val[:n_meta]
+        if control == "permuted":
+            y_val = permuted_labels(y_val, seed)
         self.X_val, self.y_val = X_val, y_val
+        self.control, self.lookahead_params = control, lookahead_params
         self.val_batch = val_batch
         self.gamma_max, self.grad_clip, self.lookahead = gamma_max, grad_clip, lookahead
         self.gen = torch.Generator().manual_seed(seed + 1)
         base = OUTER_LOSSES[outer]
-        self.outer = (lambda z, y: base(z, y, bandwidth=bandwidth)) if outer == "sece" else base
+        cal = (lambda z, y: base(z, y, bandwidth=bandwidth)) if outer == "sece" else base
+        if meta_loss == "ce+cal":
+            self.outer = lambda z, y: torch.nn.functional.cross_entropy(z, y) + cal_weight * cal(z, y)
+        else:
+            self.outer = cal
 
     def step(self, xb, yb, optimizer) -> float:
         """One outer update of the gamma-Net, then one real step of the backbone.
@@ -313,9 +433,13 @@ class MetaTrainer:
         same = self.lookahead == "same"
         outer_loss = lookahead_outer_loss(self.model, self.gamma_net, xb, yb, xv, yv,
                                           inner_lr=optimizer.param_groups[0]["lr"], outer=self.outer,
-                                          optimizer=optimizer if same else None, gamma_max=self.gamma_max)
+                                          optimizer=optimizer if same else None, gamma_max=self.gamma_max,
+                                          params=self.lookahead_params)
         self.opt.zero_grad()
         outer_loss.backward(inputs=list(self.gamma_net.parameters()))
+        if self.control == "null":  # the loop runs, the outer gradient is zero: Adam's step is exactly 0
+            for p in self.gamma_net.parameters():
+                p.grad.zero_()
         if self.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(self.gamma_net.parameters(), self.grad_clip)
         self.opt.step()
