@@ -412,6 +412,7 @@ def main(argv=None) -> int:
     if args.threads is not None and args.threads < 1:
         ap.error(f"--threads must be >= 1; got {args.threads}")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("CALIBCOURSE_QUIET", "1")  # one line per run, no progress bars
     start = time.perf_counter()
     if args.restamp:
         try:
