@@ -186,7 +186,7 @@ LEDGER_PAGE = ("# Claims\n\n" + code('profile = "default"', ["parameters"]) + co
 def test_write_ledger_collects_claims_into_json_and_a_page(tmp_path):
     import json
 
-    pkg = write_book(tmp_path, {"claims": LEDGER_PAGE, "good": GOOD})
+    pkg = write_book(tmp_path, {"02_claims": LEDGER_PAGE, "good": GOOD})  # chapter 2 of this book
     build.execute_book(tmp_path, profile="ci", package_dir=pkg, log=print)
     claims = build.write_ledger(tmp_path, build.notebook_pages(tmp_path), log=print)
     on_disk = json.loads((tmp_path / "_build" / "claims.json").read_text())
@@ -200,7 +200,7 @@ def test_write_ledger_collects_claims_into_json_and_a_page(tmp_path):
 
     from calibcourse.study.ledger import CLAIMS_GLUE_NAME
 
-    path = tmp_path / "book" / "generated" / "claims.ipynb"
+    path = tmp_path / "book" / "generated" / "02_claims.ipynb"
     nb = nbformat.read(path, as_version=4)
     key = "application/papermill.record/text/plain"
     for cell in nb.cells:

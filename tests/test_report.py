@@ -111,8 +111,12 @@ def test_ledger_rejects_bad_claims():
         led.claim("y", claim="c", source="s", effect="e")
     with pytest.raises(ValueError, match="direction"):
         led.claim("z", claim="c", source="s", effect="e", interval=d, direction="lower")
-    with pytest.raises(ValueError, match="chapter must be"):
-        L.Ledger(chapter=7)
+    with pytest.raises(ValueError, match="chapter must be a chapter's number"):
+        L.Ledger(chapter=0)
+    assert L.Ledger(chapter=7, glue=False).chapter == 7  # the book, not the ledger, knows its chapters
+    with pytest.raises(ValueError, match=r"chapter 7 is not one of the book's chapters \[1, 2\]"):
+        L.check_claims([L.Claim("x", 7, "A", "s", "e", -0.02, -0.03, -0.01, 0.95, 0.0, "below", "held", 10, 1)
+                        .as_dict()], chapters={1, 2})
 
 
 def test_post_hoc_table_fits_on_validation_and_scores_on_test():

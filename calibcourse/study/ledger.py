@@ -111,7 +111,7 @@ class Claim:
 
 
 class Ledger:
-    """The claims a chapter tests, declared where they are tested (chapters 1-5).
+    """The claims a chapter tests, declared where they are tested (every numbered chapter).
 
     Each :meth:`claim` computes its verdict from its interval with
     :func:`calibcourse.calibration.stats.verdict` (no verdict is written by hand), glues
@@ -123,7 +123,8 @@ class Ledger:
     Parameters
     ----------
     chapter : int
-        The chapter (1-5) whose claims it holds.
+        The number of the chapter whose claims it holds (the book's chapters are its
+        numbered pages; the build refuses a claim of a chapter the book does not have).
     glue : bool, default=True
         Glue each claim's verdict, interval and detectable effect into the executing notebook
         (False outside a notebook).
@@ -141,8 +142,8 @@ class Ledger:
     """
 
     def __init__(self, chapter: int, glue: bool = True):
-        if chapter not in (1, 2, 3, 4, 5):
-            raise ValueError(f"chapter must be 1-5; got {chapter!r}")
+        if isinstance(chapter, bool) or not isinstance(chapter, int) or chapter < 1:
+            raise ValueError(f"chapter must be a chapter's number (an integer >= 1); got {chapter!r}")
         self.chapter, self.glue, self.claims = chapter, glue, []
 
     def claim(self, id: str, claim: str, source: str, effect: str, interval=None, null: float = 0.0,
@@ -310,14 +311,17 @@ def _what_would_decide_paired(d, null: float) -> str:
             f"{int(round(d.n * factor, -2)):,} test samples would decide it, if the mean difference held" + signs)
 
 
-def check_claims(claims: list) -> None:
-    """Validate a list of claim dicts (``_build/claims.json``): keys, unique ids, verdicts that
-    follow from their intervals by :func:`calibcourse.calibration.stats.verdict`.
+def check_claims(claims: list, chapters=None) -> None:
+    """Validate a list of claim dicts (``_build/claims.json``): keys, unique ids, chapters the book
+    has, verdicts that follow from their intervals by :func:`calibcourse.calibration.stats.verdict`.
 
     Parameters
     ----------
     claims : list of dict
         As :meth:`Claim.as_dict` writes them.
+    chapters : collection of int, optional
+        The book's chapter numbers (the build reads them from ``_toc.yml``); a claim of
+        another chapter is refused. None: not checked.
 
     Returns
     -------
@@ -336,6 +340,10 @@ def check_claims(claims: list) -> None:
         ...
     ValueError: claim 'x': verdict 'held' does not follow from its interval [-0.02, 0.005] against below 0.0 ('inconclusive')
     >>> check_claims([{**c, "verdict": "inconclusive"}])
+    >>> check_claims([{**c, "verdict": "inconclusive"}], chapters={2, 3})
+    Traceback (most recent call last):
+        ...
+    ValueError: claim 'x': chapter 1 is not one of the book's chapters [2, 3]
     """
 
     seen = set()
@@ -345,6 +353,9 @@ def check_claims(claims: list) -> None:
             raise ValueError(f"claim {c.get('id')!r} lacks the keys {missing}")
         if c["id"] in seen:
             raise ValueError(f"claim id {c['id']!r} appears twice")
+        if chapters is not None and c["chapter"] not in chapters:
+            raise ValueError(f"claim {c['id']!r}: chapter {c['chapter']} is not one of the book's chapters "
+                             f"{sorted(chapters)}")
         seen.add(c["id"])
         if c["verdict"] == "not tested":
             if c["estimate"] is not None or not c.get("why"):
