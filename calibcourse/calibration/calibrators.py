@@ -23,7 +23,9 @@ scikit-learn's conventions
 Every calibrator is a ``sklearn.base.BaseEstimator``: ``get_params(deep=True)``,
 ``set_params`` and ``sklearn.base.clone`` work (``OneVsAll``'s inner method
 included, as ``binary_method__n_bins``), and ``predict_proba`` before ``fit``
-raises scikit-learn's ``NotFittedError``.
+raises scikit-learn's ``NotFittedError``. A fitted calibrator has ``classes_``
+(``0 .. K - 1``) and ``predict`` (the argmax), so scikit-learn's model-selection
+tools (``cross_val_predict``) take it.
 
 What the scores are: ``input_type``
 -----------------------------------
@@ -104,6 +106,21 @@ class _Calibrator(BaseEstimator):
         """
         raise NotImplementedError
 
+    def predict(self, scores):
+        """The class of highest calibrated probability, as scikit-learn's ``predict``.
+
+        Parameters
+        ----------
+        scores : array_like or torch.Tensor
+            Of the kind and shape given to :meth:`fit`.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor of shape (n,)
+            ``predict_proba(scores).argmax(1)``: class indices (``classes_`` is ``0 .. K - 1``).
+        """
+        return self.predict_proba(scores).argmax(1)
+
     def _check_fitted(self):
         check_is_fitted(self, self._fitted_attr,
                         msg=f"This {type(self).__name__} is not fitted yet; call fit(scores, labels) on a "
@@ -150,6 +167,7 @@ class _BinaryCalibrator(_Calibrator):
         if np.unique(y).size < 2:
             raise ValueError(f"labels of the calibration set contain one class only ({y[0]}); "
                              "a binary calibrator needs both classes")
+        self.classes_ = np.arange(2)
         return s, y
 
 
@@ -627,6 +645,7 @@ class TemperatureScaling(_Calibrator):
 
     def fit(self, logits, labels):
         z, y, _ = _multiclass_data(logits, labels)
+        self.classes_ = np.arange(z.shape[1])
         torch = torch_or_none()  # torch runs the passes over the (n, K) array on every core; numpy without it
         # shift each row by its max: beta * (z - max z) <= 0 never overflows, and the shift
         # cancels in E_q[z] - z_y
@@ -844,6 +863,7 @@ class VectorScaling(_AffineLogitScaling):
 
     def fit(self, logits, labels):
         z, y, _ = _multiclass_data(logits, labels)
+        self.classes_ = np.arange(z.shape[1])
         W, b, self.result_ = _fit_affine_logits(z, y, "vector", self.bias, tie_weights=self.tie_weights)
         self.coef_ = np.diag(W).copy()
         self.intercept_ = b
@@ -897,6 +917,7 @@ class MatrixScaling(_AffineLogitScaling):
             if not (np.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a number >= 0; got {v!r}")
         z, y, _ = _multiclass_data(logits, labels)
+        self.classes_ = np.arange(z.shape[1])
         W, b, self.result_ = _fit_affine_logits(z, y, "matrix", True, l2=self.l2,
                                                 off_diagonal=self.off_diagonal, bias_l2=self.bias_l2)
         self.coef_, self.intercept_ = W, b
@@ -956,6 +977,7 @@ class OneVsAll(_Calibrator):
         if missing:
             raise ValueError(f"labels of the calibration set lack classes {missing[:10]}: a one-vs-all "
                              "calibrator needs positives and negatives of every class")
+        self.classes_ = np.arange(p.shape[1])
         self.calibrators_ = [method.clone(input_type="probabilities").fit(p[:, k], (y == k).astype(int))
                              for k in range(p.shape[1])]
         return self
