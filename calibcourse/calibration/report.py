@@ -51,7 +51,11 @@ def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci:
     >>> bool(r.loc["model", "ece_low"] <= r.loc["model", "ece"] <= r.loc["model", "ece_high"])
     True
     """
-    import pandas as pd
+    try:
+        import pandas as pd  # optional: only this table needs it
+    except ImportError:
+        raise ImportError("calibration_report returns a pandas DataFrame: install pandas (pip install pandas, "
+                          "or calibcourse[study]); calibcourse report and the rest of the toolkit need no pandas") from None
 
     p = check_probs(probs)
     y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
