@@ -669,7 +669,8 @@ img{{max-width:100%}}.note{{color:#555;font-size:.9em}}</style></head><body>
 <p>{n:,} samples, {k} classes, {"probabilities" if kind == "probs" else "logits"} given. Measured: {what};
 {n_bins} equal-width bins; intervals are 95 % bootstrap intervals ({n_boot} resamples).</p>
 <h2>Recommendation: {H.escape(choice.name)}</h2>
-<p>Fitted on all the data, {H.escape(choice.name)} {sentence}. Out of fold, its ECE changes by
+<p>{H.escape(choice.name).capitalize()} has the lowest out-of-fold ECE of the calibrators below and {sentence}
+(<code>--save</code> writes it fitted on all the data). Out of fold, its ECE changes by
 <b>{_pct(de.plugin)} points</b> [{_pct(de.low)}, {_pct(de.high)}] and the error by
 <b>{_pct(dr.plugin)} points</b> [{_pct(dr.low)}, {_pct(dr.high)}] (paired intervals, the same samples
 before and after).</p>
