@@ -44,7 +44,7 @@ def test_histogram_binning_matches_sklearn_calibration_curve():
         nonempty = hb.bin_counts_ > 0
         np.testing.assert_allclose(hb.bin_values_[nonempty], prob_true, atol=1e-12)
         # each calibration score is mapped to its bin's fraction of positives
-        np.testing.assert_allclose(np.sort(np.unique(hb.predict_proba(p))), np.sort(np.unique(prob_true)), atol=1e-12)
+        np.testing.assert_allclose(np.sort(np.unique(hb.predict_proba(p)[:, 1])), np.sort(np.unique(prob_true)), atol=1e-12)
 
 
 def naive_histogram_binning(p, y, t, edges):
@@ -74,10 +74,10 @@ def test_histogram_binning_matches_a_naive_loop(strategy):
     else:  # equal-mass edges: midpoints between the 25-sample runs of the sorted scores
         s = np.sort(p)
         np.testing.assert_allclose(hb.bin_edges_[1:-1], (s[24:-1:25] + s[25::25]) / 2)
-    np.testing.assert_allclose(hb.predict_proba(t), naive_histogram_binning(p, y, t, hb.bin_edges_), atol=1e-12)
+    np.testing.assert_allclose(hb.predict_proba(t)[:, 1], naive_histogram_binning(p, y, t, hb.bin_edges_), atol=1e-12)
     # an empty bin predicts its midpoint
     sparse = C.HistogramBinning(n_bins=4).fit(np.array([0.05, 0.07, 0.91, 0.95]), np.array([0, 1, 1, 1]))
-    np.testing.assert_allclose(sparse.predict_proba(np.array([0.3, 0.55, 0.1, 0.99])), [0.375, 0.625, 0.5, 1.0])
+    np.testing.assert_allclose(sparse.predict_proba(np.array([0.3, 0.55, 0.1, 0.99]))[:, 1], [0.375, 0.625, 0.5, 1.0])
 
 
 def test_isotonic_matches_sklearn_exactly():
@@ -88,7 +88,7 @@ def test_isotonic_matches_sklearn_exactly():
     ours = C.IsotonicCalibration().fit(p, y)
     ref = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(p, y)
     t = np.linspace(-0.0, 1.0, 2001)
-    np.testing.assert_allclose(ours.predict_proba(t), ref.predict(t), atol=1e-12)
+    np.testing.assert_allclose(ours.predict_proba(t)[:, 1], ref.predict(t), atol=1e-12)
     assert np.all(np.diff(ours.y_thresholds_) >= 0)
 
 
@@ -101,7 +101,7 @@ def test_platt_matches_sklearn_logistic_regression_on_the_logit():
     ref = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10000).fit(z[:, None], y)
     assert ours.a_ == pytest.approx(ref.coef_[0, 0], abs=1e-6)
     assert ours.b_ == pytest.approx(ref.intercept_[0], abs=1e-6)
-    np.testing.assert_allclose(ours.predict_proba(z), ref.predict_proba(z[:, None])[:, 1], atol=1e-7)
+    np.testing.assert_allclose(ours.predict_proba(z), ref.predict_proba(z[:, None]), atol=1e-7)  # both (n, 2)
     # the same model from probabilities, the default input_type
     np.testing.assert_allclose(C.PlattScaling().fit(p, y).predict_proba(p), ours.predict_proba(z), atol=1e-9)
 
@@ -188,8 +188,9 @@ def test_binary_temperature_on_a_sigmoid_logit():
     ts = C.TemperatureScaling().fit(3 * z, y)
     assert ts.temperature_ == pytest.approx(3.0, rel=0.05)
     p = ts.predict_proba(3 * z)
-    assert p.shape == (20000,)
-    np.testing.assert_allclose(p, 1 / (1 + np.exp(-3 * z / ts.temperature_)))
+    assert p.shape == (20000, 2)  # [P(y = 0), P(y = 1)], as scikit-learn
+    np.testing.assert_allclose(p[:, 1], 1 / (1 + np.exp(-3 * z / ts.temperature_)))
+    np.testing.assert_allclose(p.sum(1), 1.0)
 
 
 def test_grid_returns_ece_and_nll_per_temperature():
@@ -297,7 +298,7 @@ def test_bbq_hand_worked_tiny_case():
     assert bbq.model_weights_[1] == pytest.approx(w2, abs=1e-12)
     expected_low = (1 - w2) * 0.5 + w2 * (0 + 0.25) / 3
     expected_high = (1 - w2) * 0.5 + w2 * (2 + 0.75) / 3
-    np.testing.assert_allclose(bbq.predict_proba(np.array([0.2, 0.8])), [expected_low, expected_high],
+    np.testing.assert_allclose(bbq.predict_proba(np.array([0.2, 0.8]))[:, 1], [expected_low, expected_high],
                                atol=1e-12)
 
 
@@ -306,7 +307,7 @@ def test_bbq_agrees_with_netcal_within_tolerance():
 
     p, y = binary_miscalibrated(3000, 11)
     t = np.linspace(0.01, 0.99, 500)
-    ours = C.BBQ().fit(p, y).predict_proba(t)
+    ours = C.BBQ().fit(p, y).predict_proba(t)[:, 1]
     ref = NetcalBBQ().fit(p, y).transform(t)
     # netcal scores equal-width models by BIC, the paper (and we) equal-frequency ones by BDeu:
     # the two averages differ in detail, not in shape
@@ -422,6 +423,61 @@ def test_predict_before_fit_is_a_clear_error(cls):
         cls().predict_proba(scores)
 
 
+@pytest.mark.parametrize("cls", C.CALIBRATORS.values())
+def test_sklearn_conventions_clone_get_set_params_not_fitted(cls):
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    assert C.NotFittedError is NotFittedError  # scikit-learn's own class: `except NotFittedError` catches ours
+    cal = cls()
+    with pytest.raises(NotFittedError):
+        check_is_fitted(cal)
+    twin = clone(cal)
+    assert twin is not cal and type(twin) is cls and twin.get_params(deep=True) == cal.get_params(deep=True)
+    if cls in C.BINARY.values():
+        s, y = binary_miscalibrated(600, 31)
+    else:
+        z, y = overconfident(600, 3, 2.0, seed=31)
+        s = multiclass_input(cls, z)
+    fitted = cls().fit(s, y)
+    check_is_fitted(fitted)
+    again = clone(fitted)  # unfitted, same parameters
+    with pytest.raises(NotFittedError):
+        again.predict_proba(s)
+    np.testing.assert_allclose(again.fit(s, y).predict_proba(s), fitted.predict_proba(s), atol=1e-12)
+    name = next(iter(cal.get_params()))
+    value = cal.get_params()[name]
+    assert cal.set_params(**{name: value}) is cal
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        cal.set_params(no_such_parameter=1)
+
+
+def test_one_vs_all_clones_its_inner_calibrator():
+    from sklearn.base import clone
+
+    ova = C.OneVsAll(C.HistogramBinning(n_bins=7))
+    deep = ova.get_params(deep=True)
+    assert deep["binary_method__n_bins"] == 7 and "binary_method__n_bins" not in ova.get_params(deep=False)
+    twin = clone(ova)
+    assert twin.binary_method is not ova.binary_method and twin.binary_method.n_bins == 7
+    twin.set_params(binary_method__n_bins=4)
+    assert twin.binary_method.n_bins == 4 and ova.binary_method.n_bins == 7
+
+
+@pytest.mark.parametrize("cls", C.BINARY.values())
+def test_binary_predict_proba_has_two_columns_like_sklearn(cls):
+    from sklearn.linear_model import LogisticRegression
+
+    p, y = binary_miscalibrated(800, 32)
+    q = cls().fit(p, y).predict_proba(p)
+    ref = LogisticRegression().fit(p[:, None], y).predict_proba(p[:, None])
+    assert q.shape == ref.shape == (800, 2)
+    np.testing.assert_allclose(q.sum(1), 1.0, atol=1e-12)
+    # the (n, 2) output is accepted back as input (its column 1 is P(y = 1))
+    np.testing.assert_allclose(cls().fit(q, y).predict_proba(q), cls().fit(q[:, 1], y).predict_proba(q[:, 1]))
+
+
 @pytest.mark.parametrize("cls", C.BINARY.values())
 def test_binary_bad_input(cls):
     good = np.array([0.1, 0.4, 0.6, 0.9, 0.3, 0.7] * 5)
@@ -490,12 +546,38 @@ def test_one_vs_all_rejects_a_multiclass_method():
         C.OneVsAll(C.TemperatureScaling()).fit(M.softmax(z), y)
 
 
-def test_temperature_scaling_without_signal_is_an_error():
+@pytest.mark.parametrize("case", ["anti-correlated", "independent", "constant"])
+def test_temperature_scaling_without_signal_warns_and_returns_the_documented_finite_t(case):
     rng = np.random.default_rng(0)
     z = rng.normal(size=(500, 3))
-    y = z.argmin(1)  # anti-correlated: NLL only grows with any T > 0 in the useful direction
-    with pytest.raises(ValueError, match="no signal"):
-        C.TemperatureScaling().fit(z, y)
+    if case == "anti-correlated":
+        y = z.argmin(1)  # the NLL only grows as T decreases from infinity
+    elif case == "independent":
+        z, y = z * 1e-3, rng.integers(0, 3, 500)
+        z[:, 0] -= 1.0  # a constant bias against class 0, the most frequent label: worse than no information
+        y[:250] = 0
+    else:
+        z, y = np.tile([0.3, 0.3, 0.1], (500, 1)), rng.integers(0, 3, 500)  # an untrained network
+    slope0 = np.mean((z - z.max(1, keepdims=True)).mean(1) - (z - z.max(1, keepdims=True))[np.arange(500), y])
+    assert slope0 >= 0  # dNLL/dbeta at beta = 0: no finite T lowers the NLL
+    with pytest.warns(UserWarning, match="no signal"):
+        ts = C.TemperatureScaling().fit(z, y)
+    assert ts.temperature_ == C.TemperatureScaling.NO_SIGNAL_TEMPERATURE == 1.0
+    np.testing.assert_allclose(ts.predict_proba(z), M.softmax(z))
+    assert ts.nll_ == pytest.approx(M.nll(M.softmax(z), y), abs=1e-12)
+
+
+@pytest.mark.parametrize("k,factor,n", [(2, 0.5, 3000), (10, 2.5, 20000), (100, 1.7, 5000)])
+def test_temperature_numpy_and_torch_paths_agree(k, factor, n):
+    z, y = overconfident(n, k, factor, seed=k)
+    zc = z - z.max(1, keepdims=True)
+    zc_y = zc[np.arange(n), y]
+    b_np, nll_np = C._solve_beta(zc, zc_y, 1e-10, 200, 2048)
+    b_t, nll_t = C._solve_beta(torch.from_numpy(zc), torch.from_numpy(zc_y), 1e-10, 200, 2048)
+    assert abs(1 / b_np - 1 / b_t) <= 1e-12 * (1 / b_t)
+    assert nll_np == pytest.approx(nll_t, rel=1e-12)
+    t_ref = C.TemperatureScaling().fit(z, y).temperature_  # what fit returns (torch is installed here)
+    assert 1 / b_np == pytest.approx(t_ref, rel=1e-12)
 
 
 def test_temperature_scaling_of_separated_logits_is_an_error():

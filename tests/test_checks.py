@@ -86,10 +86,10 @@ def test_check_temperature_scaling_catches_a_fit_on_the_test_set(capsys):
 
 
 def test_check_binning_methods():
-    hb = lambda pv, yv, pt, n: C.HistogramBinning(n_bins=n).fit(pv, yv).predict_proba(pt)
+    hb = lambda pv, yv, pt, n: C.HistogramBinning(n_bins=n).fit(pv, yv).predict_proba(pt)[:, 1]
     assert checks.check_histogram_binning(hb) is True
     assert checks.check_histogram_binning(lambda pv, yv, pt, n: hb(pv, yv, pt, n + 1)) is False
-    iso = lambda pv, yv, pt: C.IsotonicCalibration().fit(pv, yv).predict_proba(pt)
+    iso = lambda pv, yv, pt: C.IsotonicCalibration().fit(pv, yv).predict_proba(pt)[:, 1]
     assert checks.check_isotonic(iso) is True
     assert checks.check_isotonic(lambda pv, yv, pt: hb(pv, yv, pt, 10)) is False
 
@@ -136,7 +136,7 @@ def test_check_sece_names_the_leave_one_out_variant(capsys):
 
 
 def test_array_checks_show_the_first_element_that_differs(capsys):
-    iso = lambda pv, yv, pt: C.IsotonicCalibration().fit(pv, yv).predict_proba(pt)
+    iso = lambda pv, yv, pt: C.IsotonicCalibration().fit(pv, yv).predict_proba(pt)[:, 1]
 
     def one_off(pv, yv, pt):
         out = iso(pv, yv, pt).copy()
@@ -147,7 +147,7 @@ def test_array_checks_show_the_first_element_that_differs(capsys):
     pv, yv, pt = checks._binary_scores(0)
     assert f"1 of {pt.size} values differ; the first at index 7: expected {iso(pv, yv, pt)[7]:.6g}" in out
     assert f"(test score {pt[7]:.6g})" in out
-    hb = lambda pv, yv, pt, n: C.HistogramBinning(n_bins=n).fit(pv, yv).predict_proba(pt)
+    hb = lambda pv, yv, pt, n: C.HistogramBinning(n_bins=n).fit(pv, yv).predict_proba(pt)[:, 1]
     assert checks.check_histogram_binning(lambda pv, yv, pt, n: hb(pv, yv, pt, n)[::-1]) is False
     assert "the first at index 0" in capsys.readouterr().out
 
@@ -180,7 +180,7 @@ def test_seeds_give_other_inputs_and_right_answers_pass_on_all(capsys):
     assert seen[:k] == seen[k: 2 * k] and not set(seen[:k]) & set(seen[2 * k:])
     for seed in (1, 987654):  # every reference passes its own check on other inputs too
         assert checks.check_temperature_scaling(good_ts, seed=seed) is True
-        assert checks.check_isotonic(lambda pv, yv, pt: C.IsotonicCalibration().fit(pv, yv).predict_proba(pt),
+        assert checks.check_isotonic(lambda pv, yv, pt: C.IsotonicCalibration().fit(pv, yv).predict_proba(pt)[:, 1],
                                      seed=seed) is True
         assert checks.check_sece(lambda p, y, h: M.sece(p, y, bandwidth=h, method="exact"), seed=seed) is True
         assert checks.check_reliability_bins(

@@ -168,14 +168,55 @@ def test_edge_values_differ_from_torchmetrics_convention_as_documented():
 
 
 @pytest.mark.parametrize("name", [m for m in M.MEASURES if m != "brier"])
-def test_binary_input_is_the_two_column_matrix(name):
+def test_binary_input_asked_top_label_is_the_two_column_matrix(name):
     # brier is the exception, documented: sklearn's binary Brier score is half the two-column one
     fn = M.MEASURES[name]
     rng = np.random.default_rng(2)
     p1 = rng.uniform(size=500)
     y = rng.integers(0, 2, 500)
     two = np.stack([1 - p1, p1], 1)
-    assert fn(p1, y) == pytest.approx(fn(two, y), abs=1e-12)
+    kw = {"reliability": "top_label"} if name in M.CALIBRATION_ERRORS else {}
+    assert fn(p1, y, **kw) == pytest.approx(fn(two, y), abs=1e-12)
+
+
+@pytest.mark.parametrize("name", M.CALIBRATION_ERRORS)
+def test_binary_input_of_shape_n_means_p_of_class_1_by_default(name):
+    fn = M.CALIBRATION_ERRORS[name]
+    rng = np.random.default_rng(12)
+    p1 = rng.uniform(size=700)
+    y = (rng.random(700) < p1**2).astype(int)
+    assert fn(p1, y) == pytest.approx(fn(p1, y, reliability="positive_class"), abs=1e-15)
+    assert fn(torch.tensor(p1), torch.tensor(y)) == pytest.approx(fn(p1, y), abs=1e-15)
+    assert fn(p1.tolist(), y.tolist()) == pytest.approx(fn(p1, y), abs=1e-15)
+    two = np.stack([1 - p1, p1], 1)  # a matrix is still measured top-label by default
+    assert fn(two, y) == pytest.approx(fn(two, y, reliability="top_label"), abs=1e-15)
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2", "max"])
+@pytest.mark.parametrize("n_bins", [5, 15, 40])
+def test_binary_ece_of_shape_n_matches_torchmetrics_binary_calibration_error(norm, n_bins):
+    from torchmetrics.functional.classification import binary_calibration_error
+
+    rng = np.random.default_rng(n_bins)
+    p1 = rng.uniform(0.001, 0.999, 3000)
+    p1 = p1[np.abs(p1 * n_bins - np.round(p1 * n_bins)) > 1e-9]  # off the edges, where the conventions differ
+    y = (rng.random(p1.size) < p1**1.5).astype(int)
+    ref = binary_calibration_error(torch.tensor(p1), torch.tensor(y), n_bins=n_bins, norm=norm).item()
+    assert M.ece(p1, y, n_bins=n_bins, norm=norm) == pytest.approx(ref, abs=1e-6)  # no reliability= needed
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_binary_reliability_bins_of_shape_n_match_sklearn_calibration_curve_by_default(strategy):
+    from sklearn.calibration import calibration_curve
+
+    rng = np.random.default_rng(5)
+    p1 = rng.beta(2, 3, 4000)
+    y = (rng.random(4000) < p1 ** 1.3).astype(int)
+    prob_true, prob_pred = calibration_curve(y, p1, n_bins=10, strategy=strategy)
+    rb = M.reliability_bins(p1, y, n_bins=10, strategy=strategy)
+    keep = rb.count > 0
+    np.testing.assert_allclose(rb.accuracy[keep], prob_true, atol=1e-12)
+    np.testing.assert_allclose(rb.confidence[keep], prob_pred, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", M.CALIBRATION_ERRORS)
@@ -188,10 +229,11 @@ def test_every_calibration_error_takes_reliability(name):
     pos = fn(p1, y, reliability="positive_class")
     assert pos == pytest.approx(fn(two, y, reliability="positive_class"), abs=1e-12)
     if name != "classwise_ece":  # class-wise over [1 - p, p] is the positive-class error already
-        assert pos != pytest.approx(fn(p1, y), abs=1e-4), "P(y = 1) is not the top label"
+        assert pos != pytest.approx(fn(p1, y, reliability="top_label"), abs=1e-4), "P(y = 1) is not the top label"
     if name in ("sece", "smooth_ece"):  # kernel measures: the mirrored problem (1 - p, 1 - y) has the same error
         assert pos == pytest.approx(fn(1 - p1, 1 - y, reliability="positive_class"), abs=1e-9)
-    assert fn(p1, y, reliability="top_label") == pytest.approx(fn(p1, y), abs=1e-15)
+    assert fn(p1, y, reliability="top_label") == pytest.approx(fn(two, y), abs=1e-12)
+    assert fn(p1, y) == pytest.approx(pos, abs=1e-15)  # (n,) means P(y = 1) unless asked
     with pytest.raises(ValueError, match="positive_class.*binary"):
         fn(GOOD_P, GOOD_Y, reliability="positive_class")
     with pytest.raises(ValueError, match="reliability must be one of"):
@@ -204,7 +246,7 @@ def test_reliability_of_ace_and_classwise_ece():
     y = (rng.random(1000) < p1**2).astype(int)
     assert M.ace(p1, y, reliability="positive_class") == pytest.approx(
         M.ece(p1, y, strategy="quantile", reliability="positive_class"), abs=1e-15)
-    assert M.ace(p1, y, reliability="positive_class") != pytest.approx(M.ace(p1, y), abs=1e-3)
+    assert M.ace(p1, y, reliability="positive_class") != pytest.approx(M.ace(p1, y, reliability="top_label"), abs=1e-3)
     assert M.classwise_ece(p1, y, n_bins=10, reliability="positive_class") == pytest.approx(
         M.ece(p1, y, n_bins=10, reliability="positive_class"), abs=1e-15)
 
@@ -430,3 +472,116 @@ def test_wide_inputs_are_checked_and_measured_like_narrow_ones(k):
         M.ece(bad, y)
     bad = np.asfortranarray(p)  # not C-contiguous: the plain path
     assert M.ece(bad, y) == M.ece(p, y)
+
+
+# ------------------------------------------------------------------ low precision
+@pytest.mark.parametrize("k", [10, 100, 1000])
+def test_float16_and_bfloat16_softmax_outputs_are_accepted(k):
+    """A network's float16/bfloat16 softmax (torch, as autocast gives it) sums to 1 only within its dtype."""
+    rng = np.random.default_rng(k)
+    n = 2000
+    feats = torch.tensor(rng.normal(size=(n, 64)), dtype=torch.float32)
+    head = torch.nn.Linear(64, k)
+    torch.manual_seed(k)
+    with torch.no_grad():
+        logits = 3 * head(feats)
+    y = torch.tensor(rng.integers(0, k, n))
+    p64 = logits.double().softmax(1).numpy()
+    for dtype in (torch.float16, torch.bfloat16):
+        p_low = logits.to(dtype).softmax(1)  # computed in the low dtype, as a mixed-precision network does
+        dev = (p_low.double().sum(1) - 1).abs().max().item()
+        if dtype is torch.float16:
+            assert dev > 1e-4  # the old fixed tolerance refused it
+        from calibcourse.calibration._validation import input_eps, sum_tolerance
+        assert dev <= sum_tolerance(input_eps(p_low), k)
+        for fn in (M.ece, M.mce, M.nll, M.brier, M.accuracy, M.classwise_ece):
+            ref = fn(p64, y.numpy())
+            got = fn(p_low, y)
+            assert np.isfinite(got)
+            assert got == pytest.approx(ref, abs=0.02 if dtype is torch.float16 else 0.05)
+        p_np16 = p_low.float().numpy().astype(np.float16) if dtype is torch.float16 else None
+        if p_np16 is not None:  # a numpy float16 array too
+            assert M.ece(p_np16, y.numpy()) == pytest.approx(M.ece(p_low, y), abs=1e-9)
+    if k <= 100:  # (K * eps is 0.98 for float16 at K = 1000: rows are then hardly checked)
+        with pytest.raises(ValueError, match="must sum to 1"):  # a row off by more than its dtype allows
+            bad = logits.to(torch.float16).softmax(1)
+            bad[0] *= 1.2
+            M.ece(bad, y)
+
+
+def test_sum_tolerance_follows_the_dtype():
+    from calibcourse.calibration._validation import input_eps, sum_tolerance
+
+    assert input_eps(np.zeros(2, np.float16)) == np.finfo(np.float16).eps
+    assert input_eps(torch.zeros(2, dtype=torch.bfloat16)) == 2.0 ** -7
+    assert input_eps([0.5, 0.5]) == np.finfo(np.float64).eps
+    assert sum_tolerance(np.finfo(np.float64).eps, 1000) == 1e-4
+    assert sum_tolerance(2.0 ** -10, 100) == pytest.approx(100 * 2.0 ** -10)
+    p = np.array([[0.5, 0.5004]])  # off by 4e-4: too far for float64, within float16's 2 * eps
+    with pytest.raises(ValueError, match="tolerance 0.0001"):
+        M.ece(p, [0])
+    assert M.ece(p.astype(np.float16), [0]) == pytest.approx(0.4995, abs=1e-3)
+
+
+# ------------------------------------------------------------------ without torch
+NO_TORCH = r"""
+import sys, warnings
+import importlib.abc
+
+
+class NoTorch(importlib.abc.MetaPathFinder):  # torch "not installed": any `import torch` raises
+    def find_spec(self, name, path=None, target=None):  # (sys.modules["torch"] = None trips scipy's
+        if name == "torch" or name.startswith("torch."):  # array-API helpers, which look torch up there)
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
+
+
+sys.meta_path.insert(0, NoTorch())
+import numpy as np
+import calibcourse.calibration
+from calibcourse.calibration import metrics as M, calibrators as C, stats, kernels, plots
+from calibcourse.calibration.synthetic import scaled_logits
+rng = np.random.default_rng(0)
+z, y = scaled_logits(3000, 5, factor=2.0, seed=0)
+p = M.softmax(z)
+out = {"ece": M.ece(p, y), "sece": M.sece(p[:500], y[:500]), "top": M.top_label(p)[0].sum(),
+       "T": C.TemperatureScaling().fit(z, y).temperature_,
+       "ci": stats.interval(M.ece, p, y, n_boot=50).estimate,
+       "kr": float(np.nansum(kernels.kernel_regression([0.5, 0.9], p.max(1), (p.argmax(1) == y), 0.05)[0]))}
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    for name in ("HistogramBinning", "IsotonicCalibration", "PlattScaling", "BBQ"):
+        getattr(C, name)().fit(p[:, 1], (y == 1).astype(int)).predict_proba(p[:, 1])
+try:
+    from calibcourse.calibration.report import calibration_report
+    out["report_ece"] = float(calibration_report(p, y)["ece"].iloc[0])
+except ImportError as e:  # pandas is optional for the toolkit
+    out["report_ece"] = repr(e)
+assert not any(m == "torch" or m.startswith("torch.") for m in sys.modules), "torch was imported"
+print(repr({k: v if isinstance(v, str) else float(v) for k, v in out.items()}))
+"""
+
+
+def test_the_toolkit_runs_without_torch():
+    import ast
+    import os
+    import subprocess
+    import sys
+
+    from calibcourse.calibration import kernels, stats
+    from calibcourse.calibration import calibrators as C
+    from calibcourse.calibration.synthetic import scaled_logits
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    res = subprocess.run([sys.executable, "-c", NO_TORCH], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = ast.literal_eval(res.stdout.strip().splitlines()[-1])
+    z, y = scaled_logits(3000, 5, factor=2.0, seed=0)
+    p = M.softmax(z)  # the same numbers as with torch's fast paths
+    assert out["ece"] == pytest.approx(M.ece(p, y), abs=1e-12)
+    assert out["sece"] == pytest.approx(M.sece(p[:500], y[:500]), abs=1e-12)
+    assert out["top"] == pytest.approx(M.top_label(p)[0].sum(), rel=1e-12)
+    assert out["T"] == pytest.approx(C.TemperatureScaling().fit(z, y).temperature_, rel=1e-12)
+    assert out["ci"] == pytest.approx(stats.interval(M.ece, p, y, n_boot=50).estimate, abs=1e-12)
+    kr = np.nansum(kernels.kernel_regression([0.5, 0.9], p.max(1), (p.argmax(1) == y), 0.05)[0])
+    assert out["kr"] == pytest.approx(kr, rel=1e-12)
+    assert out["report_ece"] == pytest.approx(calibration_report(p, y)["ece"].iloc[0], abs=1e-12)

@@ -79,7 +79,7 @@ def test_calibration_maps_draw_each_calibrators_predictions_and_the_bin_frequenc
         for name, c in fitted.items():
             x = lines[name].get_xdata()
             assert x.min() < 0.01 and x.max() > 0.99 and len(x) > 1000
-            np.testing.assert_allclose(lines[name].get_ydata(), c.predict_proba(x))
+            np.testing.assert_allclose(lines[name].get_ydata(), c.predict_proba(x)[:, 1])
         # the dots: fraction of positives per equal-width bin at the bin's mean score, with counts
         rb = M.reliability_bins(p, y, n_bins=n_bins, reliability="positive_class")
         dots = ax.containers[0].lines[0]
@@ -91,7 +91,7 @@ def test_calibration_maps_draw_each_calibrators_predictions_and_the_bin_frequenc
     # histogram binning's curve is the step function of its bins, closed on the right
     hb = fitted["histogram binning"]
     edge = hb.bin_edges_[3]
-    np.testing.assert_allclose(hb.predict_proba(np.array([edge, edge + 1e-9])), hb.bin_values_[[2, 3]])
+    np.testing.assert_allclose(hb.predict_proba(np.array([edge, edge + 1e-9]))[:, 1], hb.bin_values_[[2, 3]])
     with pytest.raises(ValueError, match="calibrators is empty"):
         plots.calibration_maps({}, p, y)
     with pytest.raises(ValueError, match="scores must be P"):

@@ -18,8 +18,10 @@ n_bins : int, default=15
     Number of bins.
 strategy : {"uniform", "quantile"}, default="uniform"
     Equal-width Guo bins or equal-mass bins (:mod:`calibcourse.calibration.binning`).
-reliability : {"top_label", "positive_class"}, default="top_label"
-    What is measured: the predicted class, or P(y = 1) of binary input (:mod:`calibcourse.calibration.metrics`).
+reliability : {"top_label", "positive_class"}, optional
+    What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for
+    binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for
+    (n, K) (:mod:`calibcourse.calibration.metrics`).
 norm : {"l1", "l2", "max"}, default="l1"
     The average gap, its root mean square, or the largest gap.
 seed : int, default=0

@@ -9,8 +9,55 @@ import numbers
 
 import numpy as np
 
-#: Rows of a probability matrix must sum to 1 within this absolute tolerance.
+#: Rows of a probability matrix must sum to 1 within this absolute tolerance, or within
+#: ``K * eps`` of the input's dtype where that is larger (:func:`sum_tolerance`).
 SUM_TOL = 1e-4
+#: The machine epsilon of the low-precision dtypes that numpy may not know (torch's, ml_dtypes')
+_LOW_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
+
+
+def input_eps(x) -> float:
+    """The machine epsilon of the dtype ``x`` came in (float64's for lists and integers).
+
+    A torch ``bfloat16`` tensor is read as float32 (numpy has no bfloat16), so its precision is
+    taken from the input, not from the converted array.
+    """
+    name = str(getattr(x, "dtype", "")).replace("torch.", "")
+    if name in _LOW_EPS:
+        return _LOW_EPS[name]
+    try:
+        dt = np.dtype(getattr(x, "dtype", np.float64))
+    except TypeError:
+        return float(np.finfo(np.float64).eps)
+    return float(np.finfo(dt).eps) if dt.kind == "f" else float(np.finfo(np.float64).eps)
+
+
+def sum_tolerance(eps: float, n_classes: int) -> float:
+    """How far from 1 a row of ``n_classes`` probabilities of precision ``eps`` may sum.
+
+    ``max(SUM_TOL, n_classes * eps)``: rounding each of the K probabilities of a row to the
+    dtype, and summing them in it, moves the sum by at most about ``K * eps`` (float16:
+    ``K * 9.8e-4``, bfloat16: ``K * 7.8e-3``); for float32 and float64 the fixed ``SUM_TOL``
+    applies up to K = 838 and K = 4.5e11.
+
+    Parameters
+    ----------
+    eps : float
+        The machine epsilon of the probabilities' dtype (:func:`input_eps`).
+    n_classes : int
+        K, the number of columns.
+
+    Returns
+    -------
+    float
+        The absolute tolerance of a row sum.
+
+    Examples
+    --------
+    >>> sum_tolerance(np.finfo(np.float64).eps, 10), round(sum_tolerance(np.finfo(np.float16).eps, 10), 5)
+    (0.0001, 0.00977)
+    """
+    return max(SUM_TOL, n_classes * float(eps))
 
 
 def to_numpy(x, name: str) -> np.ndarray:
@@ -23,6 +70,8 @@ def to_numpy(x, name: str) -> np.ndarray:
             x = x.float()
         x = x.numpy()
     arr = np.asarray(x)
+    if arr.dtype.name == "bfloat16":  # ml_dtypes' bfloat16 (jax): numpy computes in float32
+        arr = arr.astype(np.float32)
     if arr.dtype == object:
         raise ValueError(f"{name} must be numeric; got an array of Python objects")
     return arr
@@ -36,15 +85,19 @@ def check_finite(arr: np.ndarray, name: str) -> None:
                          "calibration measures need finite numbers")
 
 
-def check_probs(probs, name: str = "probs", allow_1d: bool = True) -> np.ndarray:
+def check_probs(probs, name: str = "probs", allow_1d: bool = True, eps: float | None = None) -> np.ndarray:
     """Validate probabilities; return a float array of shape (n, K) or (n,).
 
     Shape (n,) is read as the probability of class 1 of a binary problem.
-    Rows of an (n, K) array must sum to 1 within ``SUM_TOL``.
+    Rows of an (n, K) array must sum to 1 within :func:`sum_tolerance` of the input's dtype
+    (float16 and bfloat16 probabilities are accepted; they are computed on as they come, or
+    as float32 for bfloat16). ``eps``: the machine epsilon of the dtype the data came in, where
+    ``probs`` is already a converted copy (default: :func:`input_eps` of ``probs``).
     """
     p = probs_array(probs, name, allow_1d)
     lo, hi = _min_max(p)
-    check_prob_values(p, name, lo, hi, row_sums=_row_sums if p.ndim == 2 else None)
+    check_prob_values(p, name, lo, hi, row_sums=_row_sums if p.ndim == 2 else None,
+                      eps=input_eps(probs) if eps is None else eps)
     return p
 
 
@@ -66,9 +119,10 @@ def probs_array(probs, name: str = "probs", allow_1d: bool = True) -> np.ndarray
     return p
 
 
-def check_prob_values(p: np.ndarray, name: str, lo: float, hi: float, row_sums=None) -> None:
+def check_prob_values(p: np.ndarray, name: str, lo: float, hi: float, row_sums=None, eps: float | None = None) -> None:
     """The value checks of :func:`check_probs`, from the minimum ``lo``, the maximum ``hi`` and
-    the row sums (an array, or a function of ``p`` that computes them; None for shape (n,))."""
+    the row sums (an array, or a function of ``p`` that computes them; None for shape (n,)).
+    ``eps``: the machine epsilon of the input's dtype (default: ``p``'s), for :func:`sum_tolerance`."""
     if not (np.isfinite(lo) and np.isfinite(hi)):
         check_finite(p, name)  # names NaN or inf and counts them
     if lo < 0 or hi > 1:
@@ -78,20 +132,27 @@ def check_prob_values(p: np.ndarray, name: str, lo: float, hi: float, row_sums=N
         s = row_sums(p) if callable(row_sums) else row_sums
         dev = np.abs(s - 1.0)
         worst = int(dev.argmax())
-        if dev[worst] > SUM_TOL:
-            raise ValueError(f"rows of {name} must sum to 1 (tolerance {SUM_TOL:g}); "
-                             f"row {worst} sums to {s[worst]:.6g}")
+        tol = sum_tolerance(input_eps(p) if eps is None else eps, p.shape[1])
+        if dev[worst] > tol:
+            raise ValueError(f"rows of {name} must sum to 1 (tolerance {tol:g} for {p.dtype} with "
+                             f"{p.shape[1]} classes); row {worst} sums to {s[worst]:.6g}")
+
+
+def torch_or_none():
+    """The torch module where it can be imported (the fast paths), else None (numpy does it all)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
 
 
 def _torch_view(a: np.ndarray):
     """A zero-copy torch view of a float array (torch reduces in one multi-threaded pass)."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
-        return None
     if a.dtype not in (np.float32, np.float64) or not a.flags.c_contiguous:
         return None
-    return torch.from_numpy(a)
+    torch = torch_or_none()
+    return None if torch is None else torch.from_numpy(a)
 
 
 def _min_max(a: np.ndarray):

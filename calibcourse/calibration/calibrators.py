@@ -7,15 +7,25 @@ One API for all, in the style of scikit-learn's ``calibration.py``::
     cal.temperature_                                           # fitted attributes end in "_"
 
 Binary methods (:data:`BINARY`: ``HistogramBinning``, ``IsotonicCalibration``,
-``BBQ``, ``PlattScaling``) take ``scores`` of shape ``(n,)`` and labels in
-{0, 1}, and ``predict_proba`` returns P(y = 1) of shape ``(n,)``.
+``BBQ``, ``PlattScaling``) take ``scores`` of shape ``(n,)`` (P(y = 1), or its
+logit) and labels in {0, 1}, and ``predict_proba`` returns ``[P(y = 0), P(y = 1)]``
+of shape ``(n, 2)``, as scikit-learn's classifiers do (``[:, 1]`` is P(y = 1)).
 
 Multiclass methods (:data:`MULTICLASS`: ``TemperatureScaling``,
 ``VectorScaling``, ``MatrixScaling``, ``OneVsAll``) take scores of shape
 ``(n, K)`` and return probabilities of shape ``(n, K)``.
 ``TemperatureScaling``, ``VectorScaling`` and ``MatrixScaling`` scale logits;
 ``TemperatureScaling`` also takes the single logit of a sigmoid network, shape
-``(n,)``, and then returns P(y = 1).
+``(n,)``, and then returns shape ``(n, 2)`` too.
+
+scikit-learn's conventions
+--------------------------
+Every calibrator is a ``sklearn.base.BaseEstimator``: ``get_params(deep=True)``,
+``set_params`` and ``sklearn.base.clone`` work (``OneVsAll``'s inner method
+included, as ``binary_method__n_bins``), and ``predict_proba`` before ``fit``
+raises scikit-learn's ``NotFittedError``. A fitted calibrator has ``classes_``
+(``0 .. K - 1``) and ``predict`` (the argmax), so scikit-learn's model-selection
+tools (``cross_val_predict``) take it.
 
 What the scores are: ``input_type``
 -----------------------------------
@@ -36,12 +46,15 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import expit, gammaln, logsumexp
 from scipy.special import logit as _logit
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
 
 from calibcourse.calibration import binning
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration._docs import document
 from calibcourse.calibration._validation import (check_choice, check_labels, check_logits, check_n_bins, check_probs, is_torch,
-                          to_numpy)
+                                                 to_numpy, torch_or_none)
 
 __all__ = ["HistogramBinning", "IsotonicCalibration", "BBQ", "PlattScaling", "TemperatureScaling",
            "TemperatureGrid", "VectorScaling", "MatrixScaling", "OneVsAll", "NotFittedError", "INPUT_TYPES", "BINARY",
@@ -50,10 +63,6 @@ __all__ = ["HistogramBinning", "IsotonicCalibration", "BBQ", "PlattScaling", "Te
 EPS = 1e-12
 #: What the scores given to a binary method or to ``OneVsAll`` are.
 INPUT_TYPES = ("probabilities", "logits")
-
-
-class NotFittedError(ValueError, AttributeError):
-    """``predict_proba`` was called before ``fit``."""
 
 
 def _like(out: np.ndarray, ref):
@@ -66,7 +75,12 @@ def _like(out: np.ndarray, ref):
     return out
 
 
-class _Calibrator:
+def _two_columns(q: np.ndarray) -> np.ndarray:
+    """``[1 - q, q]`` of P(y = 1) of shape (n,): the (n, 2) output of a binary ``predict_proba``."""
+    return np.stack([1.0 - q, q], axis=1)
+
+
+class _Calibrator(BaseEstimator):
     """The interface every calibrator implements (the docstrings of ``fit`` and ``predict_proba`` live here)."""
 
     _fitted_attr = ""
@@ -84,32 +98,33 @@ class _Calibrator:
 
     @document(("scores", "array_like or torch.Tensor", "Of the kind and shape given to :meth:`fit`."),
               returns=("numpy.ndarray or torch.Tensor",
-                       "P(y = 1) of shape ``(n,)`` for a binary method (and for ``TemperatureScaling`` of "
-                       "a single logit), else probabilities of shape ``(n, K)``. Torch in, torch out."))
+                       "Probabilities of shape ``(n, K)``; ``(n, 2)``, ``[P(y = 0), P(y = 1)]``, for a binary "
+                       "method (and for a single sigmoid logit), as scikit-learn. Torch in, torch out."))
     def predict_proba(self, scores):
         """Calibrated probabilities of new scores.
 
         """
         raise NotImplementedError
 
-    def _check_fitted(self):
-        if not hasattr(self, self._fitted_attr):
-            raise NotFittedError(f"This {type(self).__name__} is not fitted yet; call "
-                                 f"fit(scores, labels) on a calibration set first")
+    def predict(self, scores):
+        """The class of highest calibrated probability, as scikit-learn's ``predict``.
 
-    def __repr__(self):
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({params})"
+        Parameters
+        ----------
+        scores : array_like or torch.Tensor
+            Of the kind and shape given to :meth:`fit`.
 
-    @document(returns=("dict", "``{parameter name: value}``."))
-    def get_params(self) -> dict:
-        """The constructor's parameters and their values, as scikit-learn's ``get_params``.
-
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor of shape (n,)
+            ``predict_proba(scores).argmax(1)``: class indices (``classes_`` is ``0 .. K - 1``).
         """
-        import inspect
+        return self.predict_proba(scores).argmax(1)
 
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {n: getattr(self, n) for n in names}
+    def _check_fitted(self):
+        check_is_fitted(self, self._fitted_attr,
+                        msg=f"This {type(self).__name__} is not fitted yet; call fit(scores, labels) on a "
+                            "calibration set first")
 
     def clone(self, **overrides):
         """An unfitted copy with the same parameters, some of them replaced.
@@ -124,7 +139,9 @@ class _Calibrator:
         calibrator
             A new, unfitted instance of the same class.
         """
-        return type(self)(**{**self.get_params(), **overrides})
+        from sklearn.base import clone
+
+        return clone(self).set_params(**overrides)
 
 
 # =========================================================================== binary
@@ -150,6 +167,7 @@ class _BinaryCalibrator(_Calibrator):
         if np.unique(y).size < 2:
             raise ValueError(f"labels of the calibration set contain one class only ({y[0]}); "
                              "a binary calibrator needs both classes")
+        self.classes_ = np.arange(2)
         return s, y
 
 
@@ -181,7 +199,7 @@ class HistogramBinning(_BinaryCalibrator):
     >>> hb = HistogramBinning(n_bins=2).fit(p, y)
     >>> hb.bin_values_
     array([0.33333333, 1.        ])
-    >>> hb.predict_proba(np.array([0.05, 0.5, 0.95]))
+    >>> hb.predict_proba(np.array([0.05, 0.5, 0.95]))[:, 1]  # P(y = 1); column 0 is P(y = 0)
     array([0.33333333, 0.33333333, 1.        ])
     """
 
@@ -214,7 +232,7 @@ class HistogramBinning(_BinaryCalibrator):
     def predict_proba(self, scores):
         self._check_fitted()
         p = self._check_scores(scores)
-        return _like(self.bin_values_[binning.bin_index(p, self.bin_edges_)], scores)
+        return _like(_two_columns(self.bin_values_[binning.bin_index(p, self.bin_edges_)]), scores)
 
 
 def _pool_adjacent_violators(y: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -257,7 +275,9 @@ class IsotonicCalibration(_BinaryCalibrator):
     >>> iso.y_thresholds_
     array([0. , 0.5, 0.5, 1. ])
     >>> iso.predict_proba(np.array([0.0, 0.25, 1.0]))
-    array([0.  , 0.25, 1.  ])
+    array([[1.  , 0.  ],
+           [0.75, 0.25],
+           [0.  , 1.  ]])
     """
 
     _fitted_attr = "y_thresholds_"
@@ -278,7 +298,7 @@ class IsotonicCalibration(_BinaryCalibrator):
     def predict_proba(self, scores):
         self._check_fitted()
         p = self._check_scores(scores)
-        return _like(np.interp(p, self.x_thresholds_, self.y_thresholds_), scores)
+        return _like(_two_columns(np.interp(p, self.x_thresholds_, self.y_thresholds_)), scores)
 
 
 @document(("n_bins", "int or sequence of int, optional",
@@ -378,7 +398,7 @@ class BBQ(_BinaryCalibrator):
         out = np.zeros_like(p)
         for w, edges, values in zip(self.model_weights_, self.bin_edges_, self.bin_values_):
             out += w * values[binning.bin_index(p, edges)]
-        return _like(out, scores)
+        return _like(_two_columns(out), scores)
 
 
 def _fit_logistic_1d(z: np.ndarray, y: np.ndarray, tol: float = 1e-12, max_iter: int = 100):
@@ -443,7 +463,7 @@ class PlattScaling(_BinaryCalibrator):
     def predict_proba(self, scores):
         self._check_fitted()
         z = self._check_scores(scores, want="logits")
-        return _like(expit(self.a_ * z + self.b_), scores)
+        return _like(_two_columns(expit(self.a_ * z + self.b_)), scores)
 
 
 # =========================================================================== multiclass
@@ -498,6 +518,74 @@ def _newton_in_beta(moments, beta: float, tol: float, max_iter: int):
     return beta, nll
 
 
+def _moments_torch(a, a_y):
+    """``at(beta) -> (dNLL/dbeta, d2NLL/dbeta2, NLL)`` over the torch tensors ``a`` (rows shifted by
+    their max) and ``a_y`` (the label's entry), computed in ``a``'s dtype (float32 is ~2x faster)."""
+    import torch
+
+    rows = max(1, 2**18 // a.shape[1])  # a block of rows whose temporaries stay in the cache
+    buf = torch.empty(min(rows, a.shape[0]), a.shape[1], dtype=a.dtype)
+    sums = torch.empty(3, a.shape[0], dtype=a.dtype)
+
+    def at(beta):
+        for i in range(0, a.shape[0], rows):  # s_j = sum_k a^j exp(beta a), j = 0, 1, 2, per row
+            blk = a[i: i + rows]
+            q = buf[: blk.shape[0]]
+            torch.mul(blk, beta, out=q).exp_()
+            torch.sum(q, 1, out=sums[0, i: i + rows])
+            torch.sum(q.mul_(blk), 1, out=sums[1, i: i + rows])
+            torch.sum(q.mul_(blk), 1, out=sums[2, i: i + rows])
+        s = sums[0]
+        m1, m2 = sums[1] / s, sums[2] / s
+        nll = float((s.log() - beta * a_y).double().mean())
+        return float((m1 - a_y).double().mean()), float((m2 - m1 * m1).double().mean()), nll
+    return at
+
+
+def _moments_numpy(a, a_y):
+    """:func:`_moments_torch` in numpy (where torch is not installed), block by block."""
+    rows = max(1, 2**18 // a.shape[1])
+    sums = np.empty((3, a.shape[0]), dtype=a.dtype)
+
+    def at(beta):
+        for i in range(0, a.shape[0], rows):
+            blk = a[i: i + rows]
+            q = np.exp(blk * a.dtype.type(beta))
+            sums[0, i: i + rows] = q.sum(1)
+            q *= blk
+            sums[1, i: i + rows] = q.sum(1)
+            q *= blk
+            sums[2, i: i + rows] = q.sum(1)
+        s = sums[0]
+        m1, m2 = sums[1] / s, sums[2] / s
+        nll = float(np.mean((np.log(s) - beta * a_y).astype(np.float64)))
+        return (float(np.mean((m1 - a_y).astype(np.float64))), float(np.mean((m2 - m1 * m1).astype(np.float64))),
+                nll)
+    return at
+
+
+def _solve_beta(zc, zc_y, tol: float, max_iter: int, subsample: int):
+    """The NLL-optimal ``beta = 1/T`` and the NLL there, from row-shifted logits ``zc`` (float64, torch
+    or numpy: the same steps in either) and the label's entries ``zc_y``."""
+    if isinstance(zc, np.ndarray):
+        moments, zc32, zc_y32 = _moments_numpy, zc.astype(np.float32), zc_y.astype(np.float32)
+    else:
+        moments, zc32, zc_y32 = _moments_torch, zc.float(), zc_y.float()
+    beta = 1.0
+    stride = len(zc_y) // subsample
+    if stride >= 4:  # a starting point from every stride-th row: a few cheap passes instead of full ones
+        try:
+            beta, _ = _newton_in_beta(moments(zc32[::stride], zc_y32[::stride]), beta, 1e-3, max_iter)
+        except _Separated:
+            beta = 1.0
+    try:  # float32 until the step is below 1e-4, then float64 (float32 brackets may be off by rounding)
+        beta, _ = _newton_in_beta(moments(zc32, zc_y32), beta, 1e-4, max_iter)
+        beta, nll = _newton_in_beta(moments(zc, zc_y), beta, tol, max_iter)
+    except _Separated as exc:
+        raise ValueError(str(exc)) from None
+    return beta, nll
+
+
 @document(("tol", "float, default=1e-10",
            "Tolerance on :math:`\\beta = 1/T` (relative when :math:`\\beta > 1`)."),
           ("max_iter", "int, default=200", "Newton steps at most, per stage."))
@@ -516,6 +604,16 @@ class TemperatureScaling(_Calibrator):
 
     Logits of shape ``(n,)`` are the single logit of a sigmoid network:
     :math:`\hat q = \sigma(z / T)`.
+
+    Logits that carry no signal about the labels (the NLL's slope at
+    :math:`\beta = 0` is not negative, e.g. an untrained network's) have their
+    optimum at :math:`T = \infty`, the uniform prediction: ``fit`` then warns
+    (``UserWarning``) and returns :attr:`NO_SIGNAL_TEMPERATURE` = 1, the logits
+    unchanged. A perfectly separated calibration set (every label the argmax)
+    has its optimum at ``T = 0`` and is an error.
+
+    The passes run in torch where it is installed (multi-threaded) and in numpy
+    otherwise; both give the same temperature (to 1e-12).
 
     Attributes
     ----------
@@ -538,78 +636,50 @@ class TemperatureScaling(_Calibrator):
     _fitted_attr = "temperature_"
     #: rows of the subsample that finds the starting point
     _SUBSAMPLE = 2048
+    #: The temperature fitted to logits without signal (with a ``UserWarning``): the logits unchanged.
+    NO_SIGNAL_TEMPERATURE = 1.0
 
     def __init__(self, tol: float = 1e-10, max_iter: int = 200):
         self.tol = tol
         self.max_iter = max_iter
 
     def fit(self, logits, labels):
-        import torch
-
         z, y, _ = _multiclass_data(logits, labels)
+        self.classes_ = np.arange(z.shape[1])
+        torch = torch_or_none()  # torch runs the passes over the (n, K) array on every core; numpy without it
         # shift each row by its max: beta * (z - max z) <= 0 never overflows, and the shift
-        # cancels in E_q[z] - z_y; torch runs the passes over the (n, K) array on every core
-        zt = torch.from_numpy(z)
-        zc = zt - zt.max(1, keepdim=True).values
-        zc_y = zc[torch.arange(len(y)), torch.from_numpy(y)]
-        if bool((zc_y == 0).all()):  # the NLL decreases all the way to T = 0
+        # cancels in E_q[z] - z_y
+        if torch is not None:
+            zt = torch.from_numpy(z)
+            zc = zt - zt.max(1, keepdim=True).values
+            zc_y = zc[torch.arange(len(y)), torch.from_numpy(y)]
+            separated, slope0 = bool((zc_y == 0).all()), float((zc.mean(1) - zc_y).mean())
+        else:
+            zc = z - z.max(1, keepdims=True)
+            zc_y = zc[np.arange(len(y)), y]
+            separated, slope0 = bool((zc_y == 0).all()), float((zc.mean(1) - zc_y).mean())
+        if separated:  # the NLL decreases all the way to T = 0
             raise ValueError("the optimal temperature is 0: the calibration set is perfectly separated by "
                              "the logits (every label is the argmax)")
-        if float((zc.mean(1) - zc_y).mean()) >= 0:  # dNLL/dbeta at beta = 0
-            import os
+        if slope0 >= 0:  # dNLL/dbeta at beta = 0: the NLL is smallest at T = infinity
             import warnings
 
-            if os.environ.get("CALIBCOURSE_SMOKE"):
-                # the smoke run of a profile (calibcourse.tools.smoke) trains every network for one batch:
-                # logits without signal are expected there; the pages only need to execute
-                warnings.warn("the logits carry no signal about the labels; smoke run: T = 1", stacklevel=2)
-                self.temperature_ = 1.0
-                return self
-            raise ValueError("the logits carry no signal about the labels (the NLL does not decrease "
-                             "for any T > 0): temperature scaling is undefined here")
-
-        def moments(a, a_y):
-            rows = max(1, 2**18 // a.shape[1])  # a block of rows whose temporaries stay in the cache
-            buf = torch.empty(min(rows, a.shape[0]), a.shape[1], dtype=a.dtype)
-            sums = torch.empty(3, a.shape[0], dtype=a.dtype)
-
-            def at(beta):
-                """dNLL/dbeta, d2NLL/dbeta2 and NLL at beta, in a's dtype (float32 is ~2x faster)."""
-                for i in range(0, a.shape[0], rows):  # s_j = sum_k a^j exp(beta a), j = 0, 1, 2, per row
-                    blk = a[i: i + rows]
-                    q = buf[: blk.shape[0]]
-                    torch.mul(blk, beta, out=q).exp_()
-                    torch.sum(q, 1, out=sums[0, i: i + rows])
-                    torch.sum(q.mul_(blk), 1, out=sums[1, i: i + rows])
-                    torch.sum(q.mul_(blk), 1, out=sums[2, i: i + rows])
-                s = sums[0]
-                m1, m2 = sums[1] / s, sums[2] / s
-                nll = float((s.log() - beta * a_y).double().mean())
-                return float((m1 - a_y).double().mean()), float((m2 - m1 * m1).double().mean()), nll
-            return at
-
-        zc32, zc_y32 = zc.float(), zc_y.float()
-        beta = 1.0
-        stride = len(y) // self._SUBSAMPLE
-        if stride >= 4:  # a starting point from every stride-th row: a few cheap passes instead of full ones
-            try:
-                beta, _ = _newton_in_beta(moments(zc32[::stride], zc_y32[::stride]), beta, 1e-3, self.max_iter)
-            except _Separated:
-                beta = 1.0
-        try:  # float32 until the step is below 1e-4, then float64 (float32 brackets may be off by rounding)
-            beta, _ = _newton_in_beta(moments(zc32, zc_y32), beta, 1e-4, self.max_iter)
-            beta, nll = _newton_in_beta(moments(zc, zc_y), beta, self.tol, self.max_iter)
-        except _Separated as exc:
-            raise ValueError(str(exc)) from None
-        self.nll_ = nll
+            warnings.warn("the logits carry no signal about the labels: the NLL does not decrease for any "
+                          "finite T (its optimum is T = infinity, the uniform prediction); temperature "
+                          f"scaling is undefined here and returns T = {self.NO_SIGNAL_TEMPERATURE:g}, the logits "
+                          "unchanged", UserWarning, stacklevel=2)
+            self.temperature_ = self.NO_SIGNAL_TEMPERATURE
+            self.nll_ = M.nll(M.softmax(z / self.temperature_), y)
+            return self
+        beta, self.nll_ = _solve_beta(zc, zc_y, self.tol, self.max_iter, self._SUBSAMPLE)
         self.temperature_ = 1.0 / beta
         return self
 
     def predict_proba(self, logits):
         self._check_fitted()
-        z, _, binary = _multiclass_data(logits, None)
+        z = _multiclass_data(logits, None)[0]
         q = M.softmax(z / self.temperature_)
-        return _like(q[:, 1] if binary else q, logits)
+        return _like(q, logits)
 
     @staticmethod
     @document(("logits", "array_like of shape (n, K) or (n,)", "Logits (or one sigmoid logit per sample)."),
@@ -636,14 +706,13 @@ class TemperatureScaling(_Calibrator):
         >>> g.best("nll"), g.best("ece")
         (2.0, 2.0)
         """
-        z, y, binary = _multiclass_data(logits, labels)
+        z, y, _ = _multiclass_data(logits, labels)
         ts = np.round(np.arange(0.25, 5.0001, 0.05), 4) if temperatures is None else np.asarray(temperatures, float)
         if ts.ndim != 1 or ts.size == 0 or np.any(~np.isfinite(ts)) or np.any(ts <= 0):
             raise ValueError("temperatures must be a non-empty 1-D sequence of positive numbers")
         ece, nll = np.empty(ts.size), np.empty(ts.size)
         for i, t in enumerate(ts):
             q = M.softmax(z / t)
-            q = q[:, 1] if binary else q
             ece[i], nll[i] = M.ece(q, y, n_bins=n_bins), M.nll(q, y)
         return TemperatureGrid(temperature=ts.copy(), ece=ece, nll=nll)
 
@@ -752,12 +821,12 @@ class _AffineLogitScaling(_Calibrator):
 
     def predict_proba(self, logits):
         self._check_fitted()
-        z, _, binary = _multiclass_data(logits, None)
+        z = _multiclass_data(logits, None)[0]
         if z.shape[1] != self.coef_.shape[0]:
             raise ValueError(f"logits have {z.shape[1]} classes but the calibrator was fitted on "
                              f"{self.coef_.shape[0]}")
         q = M.softmax(self._transform(z))
-        return _like(q[:, 1] if binary else q, logits)
+        return _like(q, logits)
 
 
 @document(("bias", "bool, default=True", "Fit the bias ``b`` (else ``b = 0``)."),
@@ -794,6 +863,7 @@ class VectorScaling(_AffineLogitScaling):
 
     def fit(self, logits, labels):
         z, y, _ = _multiclass_data(logits, labels)
+        self.classes_ = np.arange(z.shape[1])
         W, b, self.result_ = _fit_affine_logits(z, y, "vector", self.bias, tie_weights=self.tie_weights)
         self.coef_ = np.diag(W).copy()
         self.intercept_ = b
@@ -847,6 +917,7 @@ class MatrixScaling(_AffineLogitScaling):
             if not (np.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a number >= 0; got {v!r}")
         z, y, _ = _multiclass_data(logits, labels)
+        self.classes_ = np.arange(z.shape[1])
         W, b, self.result_ = _fit_affine_logits(z, y, "matrix", True, l2=self.l2,
                                                 off_diagonal=self.off_diagonal, bias_l2=self.bias_l2)
         self.coef_, self.intercept_ = W, b
@@ -906,6 +977,7 @@ class OneVsAll(_Calibrator):
         if missing:
             raise ValueError(f"labels of the calibration set lack classes {missing[:10]}: a one-vs-all "
                              "calibrator needs positives and negatives of every class")
+        self.classes_ = np.arange(p.shape[1])
         self.calibrators_ = [method.clone(input_type="probabilities").fit(p[:, k], (y == k).astype(int))
                              for k in range(p.shape[1])]
         return self
@@ -916,13 +988,13 @@ class OneVsAll(_Calibrator):
         if p.shape[1] != len(self.calibrators_):
             raise ValueError(f"scores have {p.shape[1]} classes but the calibrator was fitted on "
                              f"{len(self.calibrators_)}")
-        q = np.stack([c.predict_proba(p[:, k]) for k, c in enumerate(self.calibrators_)], 1)
+        q = np.stack([c.predict_proba(p[:, k])[:, 1] for k, c in enumerate(self.calibrators_)], 1)
         s = q.sum(1, keepdims=True)
         q = np.where(s > 0, q / np.where(s > 0, s, 1), 1.0 / q.shape[1])
         return _like(q, scores)
 
 
-#: Every binary calibrator: ``name -> class`` (scores of shape (n,), P(y = 1) out). The tests
+#: Every binary calibrator: ``name -> class`` (scores of shape (n,), ``[P(y = 0), P(y = 1)]`` of shape (n, 2) out). The tests
 #: run every registered calibrator through the same checks.
 BINARY = {"histogram_binning": HistogramBinning, "isotonic": IsotonicCalibration, "bbq": BBQ,
           "platt": PlattScaling}

@@ -28,12 +28,16 @@ inputs with no confidence on an edge all three agree.
 
 What is measured: ``reliability``
 ---------------------------------
-``reliability="top_label"`` (the default) measures the calibration of the
-predicted class: confidence ``max_k p_k``, correctness ``[argmax_k p_k == y]``;
-a binary ``(n,)`` input ``p`` is read as the two-column matrix ``[1 - p, p]``.
-``reliability="positive_class"`` (binary input only) measures the reliability
-of ``P(y = 1)``: confidence ``p`` against the outcome ``y`` (the curve of
-``sklearn.calibration.calibration_curve``).
+By default (``reliability=None``) a binary input of shape ``(n,)`` is P(y = 1)
+and its reliability is measured: confidence ``p`` against the outcome ``y``
+(``reliability="positive_class"``, as ``sklearn.calibration.calibration_curve``
+and ``torchmetrics``' ``BinaryCalibrationError``), and a matrix ``(n, K)`` is
+measured top-label (``reliability="top_label"``, as ``torchmetrics``'
+``MulticlassCalibrationError``): confidence ``max_k p_k``, correctness
+``[argmax_k p_k == y]``. The top-label view of a binary ``(n,)`` input is asked
+for explicitly, ``reliability="top_label"``: ``p`` is then read as the
+two-column matrix ``[1 - p, p]``. ``reliability="positive_class"`` also takes
+an ``(n, 2)`` matrix (its column 1).
 """
 from __future__ import annotations
 
@@ -45,8 +49,8 @@ import numpy as np
 from calibcourse.calibration import binning
 from calibcourse.calibration import kernels
 from calibcourse.calibration._docs import document
-from calibcourse.calibration._validation import (check_choice, check_labels, check_logits, check_prob_values, check_probs, is_torch,
-                          probs_array, to_numpy)
+from calibcourse.calibration._validation import (check_choice, check_labels, check_logits, check_prob_values, check_probs,
+                                                 input_eps, is_torch, probs_array, to_numpy, torch_or_none)
 
 __all__ = [
     "binned_on_confidence", "confidence_outcome", "softmax", "log_softmax", "logits_to_probs", "top_label", "reliability_bins", "ReliabilityBins",
@@ -126,9 +130,17 @@ def logits_to_probs(logits):
 
 
 # --------------------------------------------------------------------------- what is measured
-def _prepare(probs, labels, reliability: str = "top_label"):
+def _resolve_reliability(reliability, probs) -> str:
+    """``reliability``, checked; None becomes "positive_class" for (n,) input, "top_label" otherwise."""
+    if reliability is None:
+        ndim = getattr(probs, "ndim", None)
+        return "positive_class" if (np.ndim(probs) if ndim is None else ndim) == 1 else "top_label"
+    return check_choice(reliability, RELIABILITIES, "reliability")
+
+
+def _prepare(probs, labels, reliability: str | None = None):
     """Validate; return the float64 (confidence, outcome) pair that ``reliability`` measures."""
-    check_choice(reliability, RELIABILITIES, "reliability")
+    reliability = _resolve_reliability(reliability, probs)
     if reliability == "positive_class":
         p = check_probs(probs)
         y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
@@ -152,21 +164,23 @@ def _checked_top_label(probs):
     """
     p = probs_array(probs)
     if not (p.ndim == 2 and p.shape[1] >= _BLOCKED_FROM_CLASSES and p.flags.c_contiguous):
-        p = check_probs(p)
+        p = check_probs(p, eps=input_eps(probs))
         return (p, *top_label(p))
     n, k = p.shape
     rows = max(1, _BLOCK_ELEMENTS // k)
     ones, starts = np.ones(k, dtype=p.dtype), np.arange(rows) * k  # where each row of a block starts
+    wide = p.dtype in (np.float32, np.float64)  # float16 sums in float16 lose digits: sum those in float64
     sums, conf, pred = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
     lows = []
     for i in range(0, n, rows):
         b = p[i: i + rows]
         lows.append(b.min())
-        sums[i: i + rows] = b @ ones  # a matrix-vector product: the fastest row sums
+        sums[i: i + rows] = b @ ones if wide else b.sum(1, dtype=np.float64)  # a matrix-vector product: fastest
         top = b.argmax(axis=1)
         pred[i: i + rows] = top
         conf[i: i + rows] = b.ravel().take(starts[: len(top)] + top)
-    check_prob_values(p, "probs", np.min(lows), conf.max(), row_sums=sums)  # the largest value is a row's top
+    check_prob_values(p, "probs", np.min(lows), conf.max(), row_sums=sums,  # the largest value is a row's top
+                      eps=input_eps(probs))
     return p, conf, pred
 
 
@@ -202,9 +216,8 @@ def top_label(probs):
     p = to_numpy(probs, "probs")
     if p.ndim == 1:
         return np.maximum(p, 1.0 - p).astype(np.float64), (p > 0.5).astype(np.int64)
-    if p.dtype in (np.float32, np.float64) and p.flags.c_contiguous:
-        import torch  # one multi-threaded pass for max and argmax (first maximum on ties, as numpy)
-
+    torch = torch_or_none() if p.dtype in (np.float32, np.float64) and p.flags.c_contiguous else None
+    if torch is not None:  # one multi-threaded pass for max and argmax (first maximum on ties, as numpy)
         conf, pred = torch.from_numpy(p).max(dim=1)
         return conf.double().numpy(), pred.numpy()
     pred = p.argmax(axis=1)
@@ -257,7 +270,7 @@ class ReliabilityBins:
 @document("probs", "labels", "n_bins", "strategy", "reliability",
           returns=("ReliabilityBins", "``accuracy``, ``confidence``, ``count`` and ``edges`` of the bins."))
 def reliability_bins(probs, labels, n_bins: int = 15, strategy: str = "uniform",
-                     reliability: str = "top_label") -> ReliabilityBins:
+                     reliability: str | None = None) -> ReliabilityBins:
     """acc(B_m), conf(B_m) and |B_m| of every bin B_m (Guo et al. 2017, section 2).
 
     Examples
@@ -295,7 +308,7 @@ def _binned_error(conf, outcome, n_bins, strategy, norm) -> float:
 @document("probs", "labels", "n_bins", "strategy", "norm", "reliability",
           returns=("float", "The calibration error, in [0, 1]."))
 def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = "l1",
-        reliability: str = "top_label") -> float:
+        reliability: str | None = None) -> float:
     r"""Expected calibration error, top-label by default.
 
     .. math:: \mathrm{ECE} = \sum_{m=1}^{M} \frac{|B_m|}{n}\,|\mathrm{acc}(B_m) - \mathrm{conf}(B_m)|
@@ -310,8 +323,10 @@ def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = 
     >>> labels = np.array([0, 1, 1, 1])
     >>> ece(probs, labels, n_bins=5)  # bins (.4, .6], (.6, .8], (.8, 1]: (|1 - .6| + 2 |.5 - .75| + |1 - .9|) / 4
     0.25
-    >>> round(ece(probs[:, 1], labels, n_bins=5, reliability="positive_class"), 6)  # P(y = 1) instead
+    >>> round(ece(probs[:, 1], labels, n_bins=5), 6)  # shape (n,): P(y = 1), as sklearn and torchmetrics
     0.35
+    >>> ece(probs[:, 1], labels, n_bins=5, reliability="top_label")  # the top-label view, asked for
+    0.25
     """
     check_choice(norm, NORMS, "norm")
     conf, outcome = _prepare(probs, labels, reliability)
@@ -321,7 +336,7 @@ def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = 
 @document("probs", "labels", "n_bins", "strategy", "reliability",
           returns=("float", '``ece(..., norm="max")``.'))
 def mce(probs, labels, n_bins: int = 15, strategy: str = "uniform",
-        reliability: str = "top_label") -> float:
+        reliability: str | None = None) -> float:
     r"""Maximum calibration error :math:`\max_m |\mathrm{acc}(B_m) - \mathrm{conf}(B_m)|` over non-empty bins.
 
     Examples
@@ -335,7 +350,7 @@ def mce(probs, labels, n_bins: int = 15, strategy: str = "uniform",
 
 @document("probs", "labels", "n_bins", "norm", "reliability",
           returns=("float", '``ece(..., strategy="quantile")``.'))
-def ace(probs, labels, n_bins: int = 15, norm: str = "l1", reliability: str = "top_label") -> float:
+def ace(probs, labels, n_bins: int = 15, norm: str = "l1", reliability: str | None = None) -> float:
     """Top-label ECE over equal-mass bins: Mukhoti et al.'s (2020) AdaECE.
 
     Each of the ``n_bins`` bins holds the same number of samples (``strategy="quantile"``),
@@ -358,7 +373,7 @@ def ace(probs, labels, n_bins: int = 15, norm: str = "l1", reliability: str = "t
 @document("probs", "labels", "n_bins", "strategy", "norm", "reliability",
           returns=("float", "The class-wise calibration error."))
 def classwise_ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = "l1",
-                  reliability: str = "top_label") -> float:
+                  reliability: str | None = None) -> float:
     r"""Class-wise ECE (Kull et al. 2019): the ECE of every class's probability, averaged.
 
     .. math:: \mathrm{cwECE} = \frac1K \sum_{k=1}^K \sum_{m=1}^M \frac{|B_{mk}|}{n}
@@ -374,7 +389,7 @@ def classwise_ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", no
     0.375
     """
     check_choice(norm, NORMS, "norm")
-    check_choice(reliability, RELIABILITIES, "reliability")
+    reliability = _resolve_reliability(reliability, probs)
     p = check_probs(probs)
     y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
     if reliability == "positive_class":
@@ -394,7 +409,7 @@ def classwise_ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", no
           "reliability",
           returns=("float", "The debiased l2 error, >= 0."))
 def debiased_ece(probs, labels, n_bins: int = 15, strategy: str = "quantile",
-                 reliability: str = "top_label") -> float:
+                 reliability: str | None = None) -> float:
     r"""Debiased l2 calibration error (Kumar, Liang and Ma 2019).
 
     .. math:: \widehat{\mathrm{CE}}^2 = \sum_m \frac{|B_m|}{n}\Big[(\mathrm{acc}(B_m)-\mathrm{conf}(B_m))^2
@@ -455,6 +470,16 @@ def sece_exact_torch(confidence, correct, bandwidth: float = 0.05, chunk: int = 
     return total / c.shape[0]
 
 
+def _sece_exact_numpy(c: np.ndarray, a: np.ndarray, bandwidth: float, chunk: int = 1024) -> float:
+    """:func:`sece_exact_torch` in numpy, for where torch is not installed."""
+    total = 0.0
+    for start in range(0, c.shape[0], chunk):
+        ci = c[start: start + chunk]
+        k = np.exp((ci[:, None] - c[None, :]) ** 2 * (-0.5 / bandwidth**2))
+        total += np.abs(k @ a / k.sum(1) - ci).sum()
+    return total / c.shape[0]
+
+
 def _default_sece_grid(bandwidth: float) -> int:
     """Grid of SECE's fast path: spacing at most h/40, at least 4096 nodes."""
     return int(max(4096, np.ceil(40.0 / bandwidth)))
@@ -470,7 +495,7 @@ def _default_sece_grid(bandwidth: float) -> int:
           "reliability",
           returns=("float", "The SECE, in [0, 1]."))
 def sece(probs, labels, bandwidth: float = 0.05, method: str = "auto",
-         reliability: str = "top_label") -> float:
+         reliability: str | None = None) -> float:
     r"""Smooth ECE of the meta-regularization paper (Wang et al. 2023).
 
     .. math:: \mathrm{SACC}_i = \frac{\sum_j K(c_i, c_j)\,\mathbb 1[\hat y_j = y_j]}{\sum_j K(c_i, c_j)},\quad
@@ -490,8 +515,9 @@ def sece(probs, labels, bandwidth: float = 0.05, method: str = "auto",
     check_choice(method, ("auto", "exact", "fast"), "method")
     conf, outcome = _prepare(probs, labels, reliability)
     if method == "exact" or (method == "auto" and conf.shape[0] < 2000):
-        import torch
-
+        torch = torch_or_none()
+        if torch is None:  # the same sums in numpy
+            return float(_sece_exact_numpy(conf, outcome, bandwidth))
         return float(sece_exact_torch(torch.from_numpy(conf), torch.from_numpy(outcome), bandwidth))
     grid = _default_sece_grid(bandwidth)
     num, den = kernels.gaussian_smooth(conf, [outcome, np.ones_like(conf)], bandwidth, grid)
@@ -513,7 +539,7 @@ def _smece_at(f: np.ndarray, r: np.ndarray, sigma: float) -> float:
           ("refine", "int, default=10",
            "Bisection steps (``relplot.smECE``'s default; 20 pins sigma* to 1e-6)."),
           returns=("float", ":math:`\\sigma^*` in (0, 1]."))
-def smooth_ece_bandwidth(probs, labels, reliability: str = "top_label", eps: float = 1e-3,
+def smooth_ece_bandwidth(probs, labels, reliability: str | None = None, eps: float = 1e-3,
                          refine: int = 10) -> float:
     r"""The bandwidth :math:`\sigma^*` at which :func:`smooth_ece` evaluates: the fixed point ``sigma = smECE_sigma``.
 
@@ -533,7 +559,7 @@ def smooth_ece_bandwidth(probs, labels, reliability: str = "top_label", eps: flo
           ("refine", "int, default=10",
            "Bisection steps for the bandwidth (``refine=20`` pins sigma* to 1e-6)."),
           returns=("float", "smECE at :math:`\\sigma^*`."))
-def smooth_ece(probs, labels, reliability: str = "top_label", eps: float = 1e-3, refine: int = 10) -> float:
+def smooth_ece(probs, labels, reliability: str | None = None, eps: float = 1e-3, refine: int = 10) -> float:
     r"""SmoothECE of Błasiok and Nakkiran (2023) with its fixed-point bandwidth.
 
     .. math:: \mathrm{smECE}_\sigma = \int_0^1 |\hat r_\sigma(t)|\,\hat\delta_\sigma(t)\,dt
@@ -740,15 +766,16 @@ def binned_on_confidence(metric, **metric_kwargs):
     return _binned_from_conf(metric, metric_kwargs)
 
 
-def confidence_outcome(probs, labels, reliability: str = "top_label"):
+def confidence_outcome(probs, labels, reliability: str | None = None):
     """Validate; return the float64 arrays (confidence, outcome) that ``reliability`` measures.
 
     Parameters
     ----------
     probs, labels : array-like
         As every measure of this module takes them.
-    reliability : {"top_label", "positive_class"}
-        Top-label confidence and correctness, or P(y = 1) and y.
+    reliability : {"top_label", "positive_class"}, optional
+        Top-label confidence and correctness, or P(y = 1) and y; by default P(y = 1) for
+        binary input of shape (n,), top-label for (n, K).
 
     Returns
     -------

@@ -49,6 +49,9 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
                         show_histogram: bool = True, strategy: str = "uniform", legend: bool = True):
     """Guo-style reliability diagram of top-label confidences.
 
+    A binary input of shape ``(n,)`` is drawn top-label too, as ``[1 - p, p]``
+    (:func:`calibration_maps` draws P(y = 1)).
+
     Top: bars of acc(B_m) per bin (:func:`calibcourse.calibration.metrics.reliability_bins`),
     the gap to conf(B_m) shaded red, the diagonal of perfect calibration, ECE
     and MCE in the corner. Bottom (when ``show_histogram``): the histogram of
@@ -63,7 +66,7 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
     """
     plt = _plt()
     probs, y, conf, pred = _checked(probs, labels)
-    rb = M.reliability_bins(probs, y, n_bins=n_bins, strategy=strategy)
+    rb = M.reliability_bins(probs, y, n_bins=n_bins, strategy=strategy, reliability="top_label")
     if ax is None:
         if show_histogram:
             fig, (ax_rel, ax_hist) = plt.subplots(2, 1, figsize=(4.2, 5.6), sharex=True,
@@ -88,8 +91,8 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
     ax_rel.bar(left, gap_h, bottom=gap_lo, width=width, align="edge", color=GAP_COLOR,
                alpha=0.35, edgecolor=GAP_COLOR, hatch="//", linewidth=0.6, label="gap")
     ax_rel.plot([0, 1], [0, 1], "--", color="gray", label="perfect calibration")
-    e = M.ece(probs, y, n_bins=n_bins, strategy=strategy)
-    m = M.mce(probs, y, n_bins=n_bins, strategy=strategy)
+    e = M.ece(probs, y, n_bins=n_bins, strategy=strategy, reliability="top_label")
+    m = M.mce(probs, y, n_bins=n_bins, strategy=strategy, reliability="top_label")
     ax_rel.text(0.96, 0.04, f"ECE = {100 * e:.2f}%\nMCE = {100 * m:.2f}%", transform=ax_rel.transAxes,
                 va="bottom", ha="right", fontsize=9,
                 bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85})
@@ -209,7 +212,7 @@ def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: i
                     label=f"{int(level * 100)}% bootstrap band")
     ax.plot(t[support], est[support], color=ACC_COLOR, lw=2, label="smoothed accuracy")
     ax.plot([0, 1], [0, 1], "--", color="gray", label="perfect calibration")
-    s = M.sece(p, y, bandwidth=bandwidth)
+    s = M.sece(p, y, bandwidth=bandwidth, reliability="top_label")
     ax.text(0.04, 0.96, f"SECE = {100 * s:.2f}%", transform=ax.transAxes, va="top", fontsize=9,
             bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85})
     ax.set_xlim(0, 1)
@@ -229,8 +232,8 @@ def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: i
           returns=("matplotlib.figure.Figure", "The figure."))
 def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strategy: str = "uniform",
                 axes=None):
-    """ECE (left) and MCE (right), in percent, against the number of bins (the robustness figure of
-    Wang et al. 2023).
+    """Top-label ECE (left) and MCE (right), in percent, against the number of bins (the robustness
+    figure of Wang et al. 2023).
 
     Examples
     --------
@@ -244,8 +247,8 @@ def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strate
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     fig = axes[0].figure
     for name, (p, y) in models.items():
-        e = [100 * M.ece(p, y, n_bins=b, strategy=strategy) for b in bins]
-        m = [100 * M.mce(p, y, n_bins=b, strategy=strategy) for b in bins]
+        e = [100 * M.ece(p, y, n_bins=b, strategy=strategy, reliability="top_label") for b in bins]
+        m = [100 * M.mce(p, y, n_bins=b, strategy=strategy, reliability="top_label") for b in bins]
         axes[0].plot(bins, e, marker="o", label=str(name))
         axes[1].plot(bins, m, marker="o", label=str(name))
     for a, what in zip(axes, ("ECE", "MCE")):
@@ -401,7 +404,7 @@ def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=Non
     else:
         fig = ax.figure
     for i, (name, calibrator) in enumerate(calibrators.items()):
-        ax.plot(MAP_GRID, calibrator.predict_proba(MAP_GRID), color=f"C{i}", lw=1.8, label=str(name), zorder=3)
+        ax.plot(MAP_GRID, calibrator.predict_proba(MAP_GRID)[:, 1], color=f"C{i}", lw=1.8, label=str(name), zorder=3)
     rb = M.reliability_bins(p, y, n_bins=n_bins, reliability="positive_class")
     full = rb.count > 0
     n, k = rb.count[full], rb.accuracy[full] * rb.count[full]

@@ -483,7 +483,7 @@ def check_histogram_binning(fn, verbose: bool = False, *, seed: int = 0, strict:
     >>> from calibcourse.study import checks
     >>> from calibcourse.calibration.calibrators import HistogramBinning
     >>> def binning(sv, yv, st, n_bins):
-    ...     return HistogramBinning(n_bins=n_bins).fit(sv, yv).predict_proba(st)
+    ...     return HistogramBinning(n_bins=n_bins).fit(sv, yv).predict_proba(st)[:, 1]
     >>> checks.check_histogram_binning(binning)
     check_histogram_binning: 3 passed, 0 failed -> all passed
     True
@@ -498,7 +498,7 @@ def check_histogram_binning(fn, verbose: bool = False, *, seed: int = 0, strict:
         label = f"random scores, case {i + 1}, {n_bins} bins (with scores on bin edges)"
         ok, got = _call(report, label, fn, pv, yv, pt, n_bins)
         if ok:
-            expected = C.HistogramBinning(n_bins=n_bins).fit(pv, yv).predict_proba(pt)
+            expected = C.HistogramBinning(n_bins=n_bins).fit(pv, yv).predict_proba(pt)[:, 1]
             _check_binary_map(report, label, got, expected, pt, 1e-9,
                               "theta_m is the fraction of positives among the validation scores in bin m; "
                               "an empty bin predicts its midpoint; bins are closed on the right")
@@ -529,7 +529,7 @@ def check_isotonic(fn, verbose: bool = False, *, seed: int = 0, strict: bool = F
         ok, got = _call(report, label, fn, pv, yv, pt)
         if not ok:
             continue
-        expected = C.IsotonicCalibration().fit(pv, yv).predict_proba(pt)
+        expected = C.IsotonicCalibration().fit(pv, yv).predict_proba(pt)[:, 1]
         arr, _ = _as_float_array(got, expected.shape)
         mono = arr is not None and np.all(np.diff(arr[np.argsort(pt)]) >= -1e-12)
         _check_binary_map(report, label, got, expected, pt, 1e-6,
@@ -549,7 +549,7 @@ def check_platt(fn, verbose: bool = False, *, seed: int = 0, strict: bool = Fals
     >>> from calibcourse.study import checks
     >>> from calibcourse.calibration.calibrators import PlattScaling
     >>> def platt(sv, yv, st):
-    ...     return PlattScaling(input_type="probabilities").fit(sv, yv).predict_proba(st)
+    ...     return PlattScaling(input_type="probabilities").fit(sv, yv).predict_proba(st)[:, 1]
     >>> checks.check_platt(platt)
     check_platt: 2 passed, 0 failed -> all passed
     True
@@ -576,7 +576,7 @@ def check_platt(fn, verbose: bool = False, *, seed: int = 0, strict: bool = Fals
         if ok:
             cal = C.PlattScaling(input_type="probabilities").fit(pv, yv)
             _check_binary_map(report, f"{label} (a = {cal.a_:.3f}, b = {cal.b_:.3f})", got,
-                              cal.predict_proba(pt), pt, 1e-4,
+                              cal.predict_proba(pt)[:, 1], pt, 1e-4,
                               "fit a and b of sigmoid(a * logit(s) + b) by minimizing the NLL without a "
                               "penalty (sklearn's LogisticRegression penalizes by default: C=1)")
     return report.done()

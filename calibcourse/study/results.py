@@ -127,4 +127,5 @@ def epoch_measures(z, y):
     from calibcourse.calibration import metrics as M
 
     p = M.logits_to_probs(z)  # log-probabilities (loss "nll") pass through softmax unchanged
-    return {"error": M.error(p, y), "nll": M.nll(p, y), "ece": M.ece(p, y)}
+    # top-label also for a sigmoid network's P(y = 1) of shape (n,), as every cached history holds it
+    return {"error": M.error(p, y), "nll": M.nll(p, y), "ece": M.ece(p, y, reliability="top_label")}

@@ -44,12 +44,13 @@ def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> 
     from calibcourse.calibration.calibrators import TemperatureScaling
 
     p, y = result.probs("test"), result.labels("test")
-    ci = stats.interval(M.ece, p, y, n_boot=n_boot, seed=seed, n_bins=n_bins)
+    top = {"n_bins": n_bins, "reliability": "top_label"}  # top-label for a sigmoid run's (n,) too
+    ci = stats.interval(M.ece, p, y, n_boot=n_boot, seed=seed, **top)
     ts = TemperatureScaling().fit(result.logits("val"), result.labels("val"))
     p_ts = ts.predict_proba(result.logits("test"))
     return {"error": M.error(p, y), "nll": M.nll(p, y), "ece": ci.estimate, "ece_low": ci.low,
-            "ece_high": ci.high, "ece_plugin": ci.plugin, "mce": M.mce(p, y, n_bins=n_bins),
-            "temperature": ts.temperature_, "ece_ts": M.ece(p_ts, y, n_bins=n_bins),
+            "ece_high": ci.high, "ece_plugin": ci.plugin, "mce": M.mce(p, y, **top),
+            "temperature": ts.temperature_, "ece_ts": M.ece(p_ts, y, **top),
             "mean_conf": float(M.top_label(p)[0].mean())}
 
 
@@ -193,9 +194,9 @@ def fmt_ci(value: float, low: float, high: float, scale: float = 100.0, digits: 
     return f"{scale * value:.{digits}f} [{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
 
 
-def _post_hoc_row(model, method, p, y, n_bins: int, n_boot: int, seed: int) -> dict:
+def _post_hoc_row(model, method, p, y, n_bins: int, n_boot: int, seed: int, **ece_kwargs) -> dict:
     """The columns :func:`post_hoc_table` and :func:`post_hoc_binary` share, for one calibrated model."""
-    ci = stats.interval(M.ece, p, y, n_boot=n_boot, seed=seed, n_bins=n_bins)
+    ci = stats.interval(M.ece, p, y, n_boot=n_boot, seed=seed, n_bins=n_bins, **ece_kwargs)
     return {"model": model, "method": method, "ece": ci.estimate, "ece_low": ci.low, "ece_high": ci.high,
             "ece_plugin": ci.plugin, "error": M.error(p, y), "nll": M.nll(p, y)}
 
@@ -309,10 +310,10 @@ def post_hoc_binary(models: dict, methods: dict, score, n_bins: int = 15, n_boot
         s_val, y_val, s_test, y_test = score(r, "val"), r.labels("val"), score(r, "test"), r.labels("test")
         outputs = {"uncalibrated": s_test}
         for method_name, method in methods.items():
-            outputs[method_name] = method.clone().fit(s_val, y_val).predict_proba(s_test)
-        for method_name, p in outputs.items():
-            row = _post_hoc_row(model_name, method_name, p, y_test, n_bins, n_boot, seed)
-            rows.append({**row, "mce": M.mce(p, y_test, n_bins=n_bins), "test_errors": int(round(row["error"] * len(y_test))),
+            outputs[method_name] = method.clone().fit(s_val, y_val).predict_proba(s_test)[:, 1]  # P(y = 1)
+        for method_name, p in outputs.items():  # the chapter's table is top-label: asked for explicitly
+            row = _post_hoc_row(model_name, method_name, p, y_test, n_bins, n_boot, seed, reliability="top_label")
+            rows.append({**row, "mce": M.mce(p, y_test, n_bins=n_bins, reliability="top_label"), "test_errors": int(round(row["error"] * len(y_test))),
                          "n_test": len(y_test), "n_val": len(y_val)})
             predictions[(model_name, method_name)] = (p, y_test)
     return pd.DataFrame(rows).set_index(["model", "method"]), predictions

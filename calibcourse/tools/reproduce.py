@@ -75,7 +75,8 @@ def run_metrics(result, split: str = "test", n_bins: int = 15) -> dict:
     from calibcourse.calibration import metrics as M
 
     p, y = result.probs(split), result.labels(split)
-    return {"error": 100 * M.error(p, y), "ece": 100 * M.ece(p, y, n_bins=n_bins), "nll": M.nll(p, y)}
+    return {"error": 100 * M.error(p, y), "ece": 100 * M.ece(p, y, n_bins=n_bins, reliability="top_label"),
+            "nll": M.nll(p, y)}
 
 
 def compare_runs(committed, fresh) -> dict:

@@ -1,0 +1,211 @@
+"""``calibcourse report``: the calibration report of a model's outputs, from the command line.
+
+    calibcourse report OUTPUTS.npz [--labels-key y] [--logits-key KEY | --probs-key KEY]
+                       [--out report/] [--folds 5] [--save calibrator.json]
+    calibcourse report SCORES.npy LABELS.npy [--kind logits|probs] ...
+    calibcourse report OUTPUTS.csv [--labels-key y] [--logits-key PREFIX | --probs-key PREFIX] ...
+
+It reads logits or probabilities and labels, writes ``OUT/index.html`` (one self-contained page:
+:func:`calibcourse.calibration.report.report_html`) and, with ``--save``, the recommended
+calibrator fitted on all the data as JSON (read back by ``calibcourse.calibration.load``).
+It needs numpy, scipy, scikit-learn and matplotlib only.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+__all__ = ["main", "read_outputs", "LABEL_KEYS", "LOGIT_KEYS", "PROB_KEYS"]
+
+#: The names tried, in order, for the labels, the logits and the probabilities of an ``.npz`` or ``.csv``.
+LABEL_KEYS = ("y", "labels", "label", "targets", "target", "test_labels")
+LOGIT_KEYS = ("logits", "test_logits", "z")
+PROB_KEYS = ("probs", "probabilities", "p", "test_probs")
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="calibcourse report",
+        description="Calibration report of a model's outputs (logits or probabilities) and labels: "
+                    "reliability diagrams, ECE/MCE/ACE/NLL/Brier with intervals, and the post-hoc "
+                    "calibrators compared by cross-fitting.")
+    ap.add_argument("inputs", nargs="+", metavar="FILE",
+                    help="an .npz (scores and labels), a pair SCORES.npy LABELS.npy, or a .csv with a header")
+    ap.add_argument("--labels-key", help=f"the labels' array (.npz) or column (.csv); default: the first of "
+                                         f"{', '.join(LABEL_KEYS)}")
+    group = ap.add_mutually_exclusive_group()
+    group.add_argument("--logits-key", help=f"the logits' array (.npz) or column prefix (.csv); default: the "
+                                            f"first of {', '.join(LOGIT_KEYS)}")
+    group.add_argument("--probs-key", help=f"the probabilities' array (.npz) or column prefix (.csv); default: "
+                                           f"the first of {', '.join(PROB_KEYS)}")
+    ap.add_argument("--kind", choices=("auto", "logits", "probs"), default=None,
+                    help="what the scores are (default: from the key, else auto: probabilities if they "
+                         "lie in [0, 1] and rows sum to 1)")
+    ap.add_argument("--out", default="report", help="the folder of index.html (default: report)")
+    ap.add_argument("--folds", type=int, default=5, help="folds of the cross-fitting (default: 5)")
+    ap.add_argument("--save", metavar="JSON", help="write the recommended calibrator, fitted on all data, here")
+    ap.add_argument("--n-bins", type=int, default=15, help="bins of ECE/MCE/ACE and the diagrams (default: 15)")
+    ap.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples of the intervals (default: 1000)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0)")
+    ap.add_argument("--title", default=None, help="the page's title")
+    return ap
+
+
+def _pick(available, wanted, candidates, what, option, source):
+    if wanted is not None:
+        if wanted not in available:
+            raise ValueError(f"{option} {wanted}: no such {what} in {source}; it has {', '.join(available)}")
+        return wanted
+    for key in candidates:
+        if key in available:
+            return key
+    return None
+
+
+def read_outputs(paths, labels_key=None, logits_key=None, probs_key=None, kind=None):
+    """Read a model's scores and labels from an ``.npz``, a pair of ``.npy`` files or a ``.csv``.
+
+    Parameters
+    ----------
+    paths : list of str
+        One ``.npz`` or ``.csv``, or two ``.npy`` (scores, labels).
+    labels_key, logits_key, probs_key : str, optional
+        The arrays (``.npz``) or the label column and the score columns' prefix (``.csv``);
+        by default the first of :data:`LABEL_KEYS`, :data:`LOGIT_KEYS`, :data:`PROB_KEYS` found.
+    kind : {"auto", "logits", "probs"}, optional
+        What the scores are; by default from the key that found them, else ``"auto"``.
+
+    Returns
+    -------
+    scores : numpy.ndarray
+    labels : numpy.ndarray
+    kind : str
+    names : dict
+        ``{"scores": ..., "labels": ..., "folds": "--folds"}``: how error messages call them.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "out.npz")
+    >>> np.savez(path, logits=np.zeros((4, 3)), y=np.array([0, 1, 2, 1]))
+    >>> s, y, kind, names = read_outputs([path])
+    >>> s.shape, kind, names["labels"]
+    ((4, 3), 'logits', "out.npz['y'] (--labels-key)")
+    """
+    exts = [os.path.splitext(p)[1].lower() for p in paths]
+    for p in paths:
+        if not os.path.isfile(p):
+            raise ValueError(f"FILE {p}: no such file")
+    if len(paths) == 2 and exts == [".npy", ".npy"]:
+        scores, labels = (np.load(p, allow_pickle=False) for p in paths)
+        names = {"scores": f"{os.path.basename(paths[0])} (the first FILE)",
+                 "labels": f"{os.path.basename(paths[1])} (the second FILE)"}
+        return scores, labels, kind or "auto", {**names, "folds": "--folds"}
+    if len(paths) != 1 or exts[0] not in (".npz", ".csv"):
+        raise ValueError(f"FILE: give one .npz, one .csv or two .npy files (scores, then labels); got {list(paths)}")
+    path, base = paths[0], os.path.basename(paths[0])
+    if exts[0] == ".npz":
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+        available = list(arrays)
+        lk = _pick(available, labels_key, LABEL_KEYS, "array", "--labels-key", base)
+        if lk is None:
+            raise ValueError(f"--labels-key: none of {', '.join(LABEL_KEYS)} is in {base}; it has "
+                             f"{', '.join(available)}: name the labels' array")
+        if logits_key or probs_key:
+            sk = _pick(available, logits_key or probs_key, (), "array",
+                       "--logits-key" if logits_key else "--probs-key", base)
+            found = "logits" if logits_key else "probs"
+        else:
+            sk, found = _pick(available, None, LOGIT_KEYS, "array", "", base), "logits"
+            if sk is None:
+                sk, found = _pick(available, None, PROB_KEYS, "array", "", base), "probs"
+            if sk is None:
+                rest = [k for k in available if k != lk]
+                if len(rest) != 1:
+                    raise ValueError(f"--logits-key/--probs-key: none of {', '.join(LOGIT_KEYS + PROB_KEYS)} is "
+                                     f"in {base}; it has {', '.join(available)}: name the scores' array")
+                sk, found = rest[0], "auto"
+        option = "--probs-key" if found == "probs" else "--logits-key"
+        names = {"scores": f"{base}[{sk!r}] ({option})", "labels": f"{base}[{lk!r}] (--labels-key)"}
+        return arrays[sk], arrays[lk], kind or found, {**names, "folds": "--folds"}
+    table = np.genfromtxt(path, delimiter=",", names=True, dtype=np.float64, encoding="utf-8")
+    columns = list(table.dtype.names or ())
+    if not columns or table.size == 0:
+        raise ValueError(f"FILE {base}: a .csv needs a header row and at least one row of numbers")
+    table = np.atleast_1d(table)
+    lk = _pick(columns, labels_key, LABEL_KEYS, "column", "--labels-key", base)
+    if lk is None:
+        raise ValueError(f"--labels-key: none of {', '.join(LABEL_KEYS)} is a column of {base}; it has "
+                         f"{', '.join(columns)}: name the labels' column")
+    prefix = logits_key or probs_key
+    cols = [c for c in columns if c != lk and (prefix is None or c.startswith(prefix))]
+    if not cols:
+        raise ValueError(f"{'--logits-key' if logits_key else '--probs-key'} {prefix}: no column of {base} "
+                         f"starts with it; it has {', '.join(columns)}")
+    scores = np.stack([table[c] for c in cols], 1)
+    scores = scores[:, 0] if scores.shape[1] == 1 else scores
+    found = "logits" if logits_key else "probs" if probs_key else "auto"
+    names = {"scores": f"the columns {', '.join(cols)} of {base}", "labels": f"the column {lk!r} of {base} (--labels-key)"}
+    return scores, table[lk], kind or found, {**names, "folds": "--folds"}
+
+
+def main(argv=None) -> int:
+    """Run ``calibcourse report`` with ``argv`` (the arguments after ``report``); the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        0, or 2 for bad input (the message, naming the argument, goes to stderr).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> from calibcourse.calibration.synthetic import scaled_logits
+    >>> z, y = scaled_logits(400, 3, factor=2.0, seed=0)
+    >>> np.savez(os.path.join(d, "out.npz"), logits=z, y=y)
+    >>> main([os.path.join(d, "out.npz"), "--out", os.path.join(d, "r"), "--folds", "3", "--n-boot", "50"])  # doctest: +ELLIPSIS
+    wrote .../r/index.html: 400 samples, 3 classes; recommended ...
+    0
+    """
+    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    from calibcourse.calibration import report
+
+    try:
+        scores, labels, kind, names = read_outputs(args.inputs, args.labels_key, args.logits_key,
+                                                   args.probs_key, args.kind)
+        if isinstance(args.n_boot, int) and args.n_boot < 10:
+            raise ValueError(f"--n-boot must be >= 10; got {args.n_boot}")
+        if args.n_bins < 1:
+            raise ValueError(f"--n-bins must be >= 1; got {args.n_bins}")
+        title = args.title or f"Calibration report: {', '.join(os.path.basename(p) for p in args.inputs)}"
+        page, fitted, choice = report.report_html(scores, labels, kind=kind, folds=args.folds, n_bins=args.n_bins,
+                                                  n_boot=args.n_boot, seed=args.seed, title=title, names=names)
+    except ValueError as e:
+        print(f"calibcourse report: error: {e}", file=sys.stderr)
+        return 2
+    os.makedirs(args.out, exist_ok=True)
+    out = os.path.join(args.out, "index.html")
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(page)
+    d = choice.ece_change
+    print(f"wrote {out}: {len(labels)} samples, {np.asarray(fitted.predict_proba(scores[:1])).shape[1]} classes; "
+          f"recommended {choice.name} (ECE change {100 * d.plugin:+.2f} points, 95 % [{100 * d.low:+.2f}, "
+          f"{100 * d.high:+.2f}])")
+    if args.save:
+        report.save(fitted, args.save)
+        print(f"wrote {args.save}: {choice.name}, fitted on all {len(labels)} samples")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

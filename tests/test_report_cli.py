@@ -1,0 +1,158 @@
+"""``calibcourse report``: cross-fitting against scikit-learn's, the page, --save / load, and bad input."""
+import base64
+import re
+
+import numpy as np
+import pytest
+
+from calibcourse.__main__ import main as calibcourse_main
+from calibcourse.calibration import metrics as M
+from calibcourse.calibration import report as R
+from calibcourse.calibration import stats
+from calibcourse.calibration.synthetic import scaled_logits
+
+
+def binary_logits(n=1200, seed=0):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n) * 2
+    y = (rng.random(n) < 1 / (1 + np.exp(-z))).astype(int)
+    return 3 * z, y  # an overconfident sigmoid network
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_cross_fit_matches_sklearn_cross_val_predict(k):
+    from sklearn.model_selection import StratifiedKFold, check_cv, cross_val_predict
+
+    if k == 2:
+        s, y = binary_logits(900, 1)
+    else:
+        s, y = scaled_logits(900, k, factor=2.0, seed=1)
+    z, p, kind = R.as_logits_and_probs(s)
+    assert kind == "logits"
+    # the folds CalibratedClassifierCV(cv=5) uses for a classifier: StratifiedKFold(5), unshuffled
+    cv = check_cv(5, y, classifier=True)
+    assert isinstance(cv, StratifiedKFold) and not cv.shuffle
+    methods = R.candidate_methods(k)
+    oof = R.cross_fit(z, p, y, methods, folds=5)
+    for name, (cal, view) in methods.items():
+        ref = cross_val_predict(cal, R._view(z, p, view), y, cv=StratifiedKFold(5), method="predict_proba")
+        np.testing.assert_allclose(oof[name], ref, atol=1e-12, err_msg=name)
+
+
+def test_choose_takes_the_lowest_out_of_fold_ece_and_pairs_it_with_none():
+    z, y = scaled_logits(1500, 3, factor=2.5, seed=2)
+    z, p, _ = R.as_logits_and_probs(z)
+    oof = R.cross_fit(z, p, y, folds=5)
+    c = R.choose(p, oof, y, n_boot=200, seed=3)
+    eces = {name: M.ece(q, y) for name, q in oof.items()}
+    assert c.name == min(eces, key=eces.get)
+    ref = stats.paired_difference(M.ece, oof[c.name], p, y, n_boot=200, seed=3, n_bins=15, reliability="top_label")
+    assert c.ece_change == ref and c.ece_change.high < 0  # a temperature of 2.5 is found and fixed
+    assert [r["method"] for r in c.table] == ["uncalibrated", *oof]
+    assert c.table[0]["ece"] == pytest.approx(M.ece(p, y), abs=1e-15)
+
+
+def test_binary_reports_measure_p_of_class_1():
+    z, y = binary_logits(800, 4)
+    zz, p, _ = R.as_logits_and_probs(z)
+    c = R.choose(p, R.cross_fit(zz, p, y, folds=4), y, n_boot=50)
+    assert c.table[0]["ece"] == pytest.approx(M.ece(1 / (1 + np.exp(-z)), y), abs=1e-12)  # (n,): P(y = 1)
+
+
+def test_as_logits_and_probs():
+    p = np.array([[0.2, 0.8], [0.6, 0.4]])
+    z, q, kind = R.as_logits_and_probs(p)
+    assert kind == "probs" and np.allclose(q, p) and np.allclose(M.softmax(z), p)
+    z, q, kind = R.as_logits_and_probs(np.array([-1.0, 2.0]))
+    assert kind == "logits" and np.allclose(q[:, 1], 1 / (1 + np.exp([1.0, -2.0])))
+    z, q, kind = R.as_logits_and_probs(np.array([[0.1, 0.2], [0.3, 0.4]]), kind="logits")  # asked for
+    assert kind == "logits" and np.allclose(q, M.softmax(np.array([[0.1, 0.2], [0.3, 0.4]])))
+
+
+def _png_of(html):
+    m = re.search(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert m, "no embedded PNG"
+    return base64.b64decode(m.group(1))
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_report_from_an_npz_writes_a_self_contained_page_and_save_load_give_the_same_predictions(tmp_path, k, capsys):
+    import calibcourse.calibration as calibration
+
+    z, y = binary_logits(700, 5) if k == 2 else scaled_logits(700, 3, factor=2.0, seed=5)
+    np.savez(tmp_path / "outputs.npz", test_logits=z, test_labels=y)
+    out, js = tmp_path / "rep", tmp_path / "cal.json"
+    rc = calibcourse_main(["report", str(tmp_path / "outputs.npz"), "--out", str(out), "--folds", "4",
+                           "--n-boot", "50", "--save", str(js)])
+    assert rc == 0
+    html = (out / "index.html").read_text()
+    assert _png_of(html).startswith(b"\x89PNG")
+    assert "<img" in html and 'src="http' not in html and "<link" not in html and "<script" not in html
+    for word in ("ECE", "MCE", "ACE", "NLL", "Brier", "95 % interval", "Recommendation"):
+        assert word in html
+    _, fitted, choice = R.report_html(z, y, folds=4, n_boot=50)
+    assert f"Recommendation: {choice.name}" in html
+    loaded = calibration.load(js)
+    assert loaded.name == choice.name and type(loaded.calibrator) is type(fitted.calibrator)
+    np.testing.assert_array_equal(loaded.predict_proba(z), fitted.predict_proba(z))
+    assert "recommended" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_every_candidate_survives_save_and_load(tmp_path, k):
+    from sklearn.base import clone
+
+    s, y = binary_logits(600, 6) if k == 2 else scaled_logits(600, 3, factor=2.0, seed=6)
+    z, p, kind = R.as_logits_and_probs(s)
+    for name, (cal, view) in R.candidate_methods(k).items():
+        fc = R.FittedCalibration(clone(cal).fit(R._view(z, p, view), y), view, kind, name)
+        R.save(fc, tmp_path / "c.json")
+        back = R.load(tmp_path / "c.json")
+        np.testing.assert_array_equal(back.predict_proba(s), fc.predict_proba(s), err_msg=name)
+        assert back.calibrator.get_params() == fc.calibrator.get_params() or name.startswith("one-vs-all")
+
+
+def test_report_from_npy_pair_and_csv_of_probabilities(tmp_path):
+    z, y = binary_logits(500, 7)
+    p1 = 1 / (1 + np.exp(-z))
+    np.save(tmp_path / "s.npy", p1)
+    np.save(tmp_path / "y.npy", y)
+    assert calibcourse_main(["report", str(tmp_path / "s.npy"), str(tmp_path / "y.npy"), "--out",
+                             str(tmp_path / "a"), "--folds", "3", "--n-boot", "20"]) == 0
+    assert "probabilities given" in (tmp_path / "a" / "index.html").read_text()
+    q = np.stack([1 - p1, p1], 1)
+    np.savetxt(tmp_path / "o.csv", np.c_[q, y], delimiter=",", header="p_0,p_1,label", comments="")
+    assert calibcourse_main(["report", str(tmp_path / "o.csv"), "--probs-key", "p_", "--out", str(tmp_path / "b"),
+                             "--folds", "3", "--n-boot", "20"]) == 0
+    assert "2 classes, probabilities given" in (tmp_path / "b" / "index.html").read_text()
+
+
+@pytest.mark.parametrize("case,pattern", [
+    ("lengths", r"test_labels'\] \(--labels-key\) has 299 entries but .*test_logits'\] \(--logits-key\) has 300"),
+    ("nan", r"test_logits'\] \(--logits-key\) contains NaN"),
+    ("range", r"test_labels'\] \(--labels-key\) must be < the number of classes \(3\)"),
+    ("one class", r"test_labels'\] \(--labels-key\) contain one class only"),
+    ("few", r"--folds = 5, but class 2 of .*test_labels'\] \(--labels-key\) has only 3 samples"),
+    ("key", r"--labels-key yy: no such array in outputs.npz; it has test_logits, test_labels"),
+])
+def test_bad_input_is_a_clear_error_naming_the_argument(tmp_path, capsys, case, pattern):
+    z, y = scaled_logits(300, 3, factor=2.0, seed=8)
+    if case == "lengths":
+        y = y[:-1]
+    elif case == "nan":
+        z[3, 1] = np.nan
+    elif case == "range":
+        y[0] = 3
+    elif case == "one class":
+        y[:] = 1
+    elif case == "few":
+        y[y == 2] = 0
+        y[:3] = 2
+    np.savez(tmp_path / "outputs.npz", test_logits=z, test_labels=y)
+    args = ["report", str(tmp_path / "outputs.npz"), "--out", str(tmp_path / "r"), "--n-boot", "20"]
+    if case == "key":
+        args += ["--labels-key", "yy"]
+    assert calibcourse_main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("calibcourse report: error: ") and re.search(pattern, err), err
+    assert not (tmp_path / "r").exists()
