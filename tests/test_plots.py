@@ -96,3 +96,29 @@ def test_calibration_maps_draw_each_calibrators_predictions_and_the_bin_frequenc
         plots.calibration_maps({}, p, y)
     with pytest.raises(ValueError, match="scores must be P"):
         plots.calibration_maps(fitted, np.c_[1 - p, p], y)
+
+
+def _text_sizes(fig):
+    fig.canvas.draw()
+    return [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_text().strip()]
+
+
+def test_every_text_is_at_least_the_minimum_size():
+    p, y = make_predictions(500, 3, 0)
+    figs = [plots.reliability_grid({"a": (p, y), "b": (p, y)}),
+            plots.training_curves({"epoch": [1, 2, 3], "test_error": [0.3, 0.2, 0.2], "test_nll": [0.9, 0.7, 0.8]}),
+            plots.ece_vs_bins({"m": (p, y)}, bins=(5, 15))]
+    for fig in figs:
+        assert min(_text_sizes(fig)) >= plots.SMALL_FONT >= 9
+        plt.close(fig)
+
+
+def test_twin_axis_curves_have_one_legend_outside_the_axes():
+    fig = plots.training_curves({"epoch": [1, 2, 3], "test_error": [0.3, 0.2, 0.2], "test_nll": [0.9, 0.7, 0.8]})
+    legends = [a.get_legend() for a in fig.axes if a.get_legend() is not None]
+    assert len(legends) == 1
+    assert [t.get_text() for t in legends[0].get_texts()] == ["test error", "test NLL", "NLL minimum (epoch 2)"]
+    fig.canvas.draw()
+    box = legends[0].get_window_extent()
+    assert box.y1 <= fig.axes[0].get_window_extent().y0   # under the axes, over no curve
+    plt.close(fig)

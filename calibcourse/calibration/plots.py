@@ -23,6 +23,11 @@ ACC_COLOR = "#1f77b4"
 GAP_COLOR = "#d62728"
 
 
+#: the smallest text of a figure, in points: at least 9 pt once a figure of the default widths
+#: is shown at the width of the book's page
+SMALL_FONT = 9
+
+
 def _plt():
     import matplotlib.pyplot as plt  # imported late: the metrics need no plotting stack
 
@@ -97,7 +102,7 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
     ax_rel.set_ylim(0, 1)
     ax_rel.set_ylabel("accuracy")
     if legend:
-        ax_rel.legend(loc="upper left", fontsize=7, framealpha=0.85)
+        ax_rel.legend(loc="upper left", fontsize=SMALL_FONT, framealpha=0.85)
     if title:
         ax_rel.set_title(title)
     if ax_hist is not None:
@@ -110,7 +115,7 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
         ax_hist.set_xlim(0, 1)
         ax_hist.set_ylabel("fraction")
         ax_hist.set_xlabel("confidence")
-        ax_hist.legend(fontsize=7, loc="upper left")
+        ax_hist.legend(fontsize=SMALL_FONT, loc="upper left")
     else:
         ax_rel.set_xlabel("confidence")
     return fig
@@ -216,7 +221,7 @@ def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: i
     ax.set_ylim(0, 1)
     ax.set_xlabel("confidence")
     ax.set_ylabel("accuracy")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower right", fontsize=SMALL_FONT)
     if title:
         ax.set_title(title)
     return fig
@@ -253,7 +258,7 @@ def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strate
         a.set_xlabel("number of bins")
         a.set_ylabel(f"{what} (%)")
         a.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
+    axes[0].legend(fontsize=SMALL_FONT)
     return fig
 
 
@@ -290,7 +295,10 @@ def training_curves(history, x: str = "epoch", error: str = "test_error", nll: s
     if mark_nll_minimum:
         i = int(np.argmin(h[nll]))
         ax2.axvline(h[x][i], color="gray", ls=":", label=f"NLL minimum ({x} {h[x][i]})")
-        ax2.legend(loc="upper center", fontsize=8)
+    # one legend for both axes, under the plot: it covers no curve
+    handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+    ax2.legend(handles, [hd.get_label() for hd in handles], loc="upper center", bbox_to_anchor=(0.5, -0.2),
+               ncol=len(handles), fontsize=SMALL_FONT, frameon=False)
     if title:
         ax.set_title(title)
     return fig
@@ -415,13 +423,13 @@ def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=Non
                 label=f"calibration set: fraction of positives per bin\n({n_bins} bins, 95 % interval, count beside)")
     for x, f, c in zip(rb.confidence[full], freq, n):
         ax.annotate(f"{int(c)}", (x, f), xytext=(4, -10 if f > 0.5 else 5), textcoords="offset points",
-                    fontsize=7.5, color="dimgray")
+                    fontsize=SMALL_FONT, color="dimgray")
     ax.plot([0, 1], [0, 1], ":", color="gray", lw=1, label="identity (the score unchanged)")
     ax.set_xlim(0, 1)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("score: the network's P(y = 1)", fontsize=10)
     ax.set_ylabel("calibrated P(y = 1)", fontsize=10)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8.5, frameon=False)  # under the axes
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=SMALL_FONT, frameon=False)  # under the axes
     if title:
         ax.set_title(title)
     return fig
@@ -461,13 +469,13 @@ def bilevel_diagram(lookahead: str = "same"):
     for key, (x, y, text) in boxes.items():
         ax.add_patch(plt.Rectangle((x, y), 2.1, 1.0, fc="#eef3fb" if key != "sece" else "#fdecea",
                                    ec="black", lw=1))
-        ax.text(x + 1.05, y + 0.5, text, ha="center", va="center", fontsize=8.5)
+        ax.text(x + 1.05, y + 0.5, text, ha="center", va="center", fontsize=SMALL_FONT)
 
     def arrow(x0, y0, x1, y1, text="", color="black"):
         ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
                     arrowprops={"arrowstyle": "->", "color": color, "lw": 1.3})
         if text:
-            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, text, fontsize=7.5, ha="center", color=color)
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, text, fontsize=SMALL_FONT, ha="center", color=color)
 
     arrow(2.3, 3.1, 2.6, 3.1)
     arrow(4.7, 3.1, 5.0, 3.1, "")
@@ -476,5 +484,5 @@ def bilevel_diagram(lookahead: str = "same"):
     arrow(7.1, 3.1, 7.4, 3.1)
     arrow(8.45, 2.6, 8.45, 1.4)
     arrow(7.4, 0.75, 4.7, 0.75, "outer: $\\nabla_\\phi$ SECE (through $\\theta'$)", "#d62728")
-    ax.text(5.0, 3.85, "inner: the backbone learns with per-sample $\\gamma$", ha="center", fontsize=8.5)
+    ax.text(5.0, 3.85, "inner: the backbone learns with per-sample $\\gamma$", ha="center", fontsize=SMALL_FONT)
     return fig
