@@ -1,7 +1,7 @@
 """calibcourse.calibration.stats: intervals against closed forms and scipy, the verdict rule, and the coverage
 and false-"held" rates of the book's intervals, measured on synthetic predictions with known truth.
 
-The rates asserted here are the ones chapter 1 reports (it recomputes them); the tolerances are
+The rates asserted here are the ones the appendix on coverage reports (it recomputes them); the tolerances are
 wide enough for the Monte-Carlo noise of a few hundred replications (binomial SE about 0.02).
 """
 import numpy as np

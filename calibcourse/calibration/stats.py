@@ -34,7 +34,7 @@ is right only in part: near a zero gap it catches about 40 % of it. So
   the bias estimate is unreliable neither side can be trusted alone. The plug-in estimate
   lies inside by construction (and so does the bias-corrected one when it is asked for).
 
-Measured on synthetic predictions with known truth (``tests/test_stats.py``, chapter 1), at
+Measured on synthetic predictions with known truth (``tests/test_stats.py``, the book's appendix on coverage), at
 n = 1000 and level 0.95: coverage of the population binned ECE 0.95 for a true ECE of 11 % and
 of 2.5 %, 0.64 for a perfectly calibrated model (the percentile interval: 0.0); the rate of
 "held" for two equally calibrated predictors 4-6 % against the nominal 5 % (percentile: up to
