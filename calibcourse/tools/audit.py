@@ -94,7 +94,7 @@ _LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*+])\s+")
 _HEADING_NUMBER = re.compile(r"^(#+\s+)\d+(?:\.\d+)*\.?\s")
 _BLOCK_MARK = re.compile(r"^\s*<!--\s*(quote:\s*(?P<key>[\w:.-]+)|fixed)\s*-->\s*$")
 # a number: digits with optional thousands separators, decimals, a sign
-_NUMBER = re.compile(r"(?<![\w.\-/^_])[-+\u2212]?\d[\d,]*(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![\w.\-/^_,])[-+\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
 # what makes a number part of a name or a reference
 _NAME_AFTER = re.compile(r"^(?:[A-Za-z_]|-[A-Za-z]|x\d|\d)")
 _REFERENCE_WORDS = (r"(?:chapters?|ch\.|labs?|figures?|figs?\.|tables?|exercises?|sections?|parts?|"
