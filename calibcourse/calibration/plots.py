@@ -48,23 +48,26 @@ def _checked(probs, labels):
           "title",
           ("show_histogram", "bool, default=True", "Draw the histogram below (only when ``ax`` is None)."),
           "strategy",
-          ("legend", "bool, default=True", "Draw the legends (a grid draws them once, in its first panel)."),
+          ("legend", "bool, default=True", "Draw the legend, right of the diagram, outside the data (a grid "
+                                           "draws one legend for all its panels, under them)."),
           returns=("matplotlib.figure.Figure", "The figure drawn on."))
 def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | None = None,
                         show_histogram: bool = True, strategy: str = "uniform", legend: bool = True):
     """Guo-style reliability diagram of top-label confidences.
 
     Top: bars of acc(B_m) per bin (:func:`calibcourse.calibration.metrics.reliability_bins`),
-    the gap to conf(B_m) shaded red, the diagonal of perfect calibration, ECE
-    and MCE in the corner. Bottom (when ``show_histogram``): the histogram of
-    confidences with the mean confidence and the accuracy marked.
+    the gap to conf(B_m) shaded red, the diagonal of perfect calibration. Bottom (when
+    ``show_histogram``): the histogram of confidences with the mean confidence and the
+    accuracy marked. The numbers (ECE and MCE, plug-in, and the mean confidence and
+    accuracy) are written under the horizontal axis and the legend beside the diagram, so
+    that nothing covers the bars.
 
     Examples
     --------
     >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
     >>> fig = reliability_diagram(probs, np.array([0, 1, 1, 1]), n_bins=5)
-    >>> fig.axes[0].texts[0].get_text().splitlines()
-    ['ECE = 25.00%', 'MCE = 40.00%']
+    >>> fig.axes[1].get_xlabel().splitlines()
+    ['confidence', 'ECE 25.00 %, MCE 40.00 %', 'mean conf. 75.0 %, acc. 75.0 %']
     """
     plt = _plt()
     probs, y, conf, pred = _checked(probs, labels)
@@ -95,30 +98,38 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
     ax_rel.plot([0, 1], [0, 1], "--", color="gray", label="perfect calibration")
     e = M.ece(probs, y, n_bins=n_bins, strategy=strategy)
     m = M.mce(probs, y, n_bins=n_bins, strategy=strategy)
-    ax_rel.text(0.96, 0.04, f"ECE = {100 * e:.2f}%\nMCE = {100 * m:.2f}%", transform=ax_rel.transAxes,
-                va="bottom", ha="right", fontsize=9,
-                bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85})
+    mean_conf, acc_all = conf.mean(), np.mean(pred == y)
+    summary = (f"confidence\nECE {100 * e:.2f} %, MCE {100 * m:.2f} %\n"
+               f"mean conf. {100 * mean_conf:.1f} %, acc. {100 * acc_all:.1f} %")
     ax_rel.set_xlim(0, 1)
     ax_rel.set_ylim(0, 1)
     ax_rel.set_ylabel("accuracy")
-    if legend:
-        ax_rel.legend(loc="upper left", fontsize=SMALL_FONT, framealpha=0.85)
     if title:
         ax_rel.set_title(title)
     if ax_hist is not None:
         frac = rb.count / rb.count.sum()
         ax_hist.bar(left, frac, width=width, align="edge", color="gray", edgecolor="black",
                     linewidth=0.6)
-        mean_conf, acc_all = conf.mean(), np.mean(pred == y)
-        ax_hist.axvline(mean_conf, color=GAP_COLOR, ls="--", label=f"avg. confidence {100 * mean_conf:.1f} %")
-        ax_hist.axvline(acc_all, color=ACC_COLOR, ls="-", label=f"accuracy {100 * acc_all:.1f} %")
+        ax_hist.axvline(mean_conf, color=GAP_COLOR, ls="--", label="mean confidence")
+        ax_hist.axvline(acc_all, color=ACC_COLOR, ls="-", label="accuracy (all samples)")
         ax_hist.set_xlim(0, 1)
         ax_hist.set_ylabel("fraction")
-        ax_hist.set_xlabel("confidence")
-        ax_hist.legend(fontsize=SMALL_FONT, loc="upper left")
+        ax_hist.set_xlabel(summary, fontsize=SMALL_FONT)
     else:
-        ax_rel.set_xlabel("confidence")
+        ax_rel.set_xlabel(summary, fontsize=SMALL_FONT)
+    if legend:
+        handles = _legend_handles(ax_rel, ax_hist)
+        ax_rel.legend(handles, [h.get_label() for h in handles], loc="upper left",
+                      bbox_to_anchor=(1.03, 1.0), fontsize=SMALL_FONT, frameon=False)
     return fig
+
+
+def _legend_handles(ax_rel, ax_hist=None):
+    """The artists of one diagram that a legend names: bars, gap, diagonal, the histogram's lines."""
+    handles = ax_rel.get_legend_handles_labels()[0]
+    if ax_hist is not None:
+        handles += ax_hist.get_legend_handles_labels()[0]
+    return handles
 
 
 @document(("panels", "dict", "``{title: (probs, labels)}``, one diagram each, in order."),
@@ -146,10 +157,13 @@ def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
     n = len(panels)
     ncols = ncols or min(n, 4)
     nrows = int(np.ceil(n / ncols))
-    fig = plt.figure(figsize=(panel_size * ncols, panel_size * nrows * (1.45 if show_histogram else 1.1)))
+    fig = plt.figure(figsize=(panel_size * ncols, panel_size * nrows * (1.45 if show_histogram else 1.1) + 0.6))
     # one cell per panel, well apart (titles and axis labels never reach a neighbour); inside a cell the
     # histogram sits close under its diagram, which gives up its tick labels to it
-    outer = fig.add_gridspec(nrows, ncols, hspace=0.42, wspace=0.42)
+    height = fig.get_figheight()
+    room = 1.3 / height  # inches for the last row's labels and the one legend, under every panel
+    outer = fig.add_gridspec(nrows, ncols, hspace=0.6, wspace=0.42, bottom=room)
+    first = None
     for i, (name, (p, y)) in enumerate(panels.items()):
         r, c = divmod(i, ncols)
         if show_histogram:
@@ -159,11 +173,15 @@ def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
             ax_rel.tick_params(labelbottom=False)
         else:
             ax_rel = axes = fig.add_subplot(outer[r, c])
-        reliability_diagram(p, y, n_bins=n_bins, ax=axes, title=str(name), legend=i == 0)
+        reliability_diagram(p, y, n_bins=n_bins, ax=axes, title=str(name), legend=False)
+        first = first or axes
         if highlight is not None and str(name) == str(highlight):
             for spine in ax_rel.spines.values():
                 spine.set_edgecolor(GAP_COLOR)
                 spine.set_linewidth(2.5)
+    handles = _legend_handles(*first) if isinstance(first, tuple) else _legend_handles(first)
+    fig.legend(handles, [h.get_label() for h in handles], loc="lower center", ncol=min(len(handles), 3),
+               fontsize=SMALL_FONT, frameon=False)
     return fig
 
 
