@@ -263,8 +263,9 @@ def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strate
     array([ 0., 25.])
     """
     plt = _plt()
-    if axes is None:
-        fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    created = axes is None
+    if created:
+        fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.6))
     fig = axes[0].figure
     for name, (p, y) in models.items():
         e = [100 * M.ece(p, y, n_bins=b, strategy=strategy) for b in bins]
@@ -276,7 +277,14 @@ def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strate
         a.set_xlabel("number of bins")
         a.set_ylabel(f"{what} (%)")
         a.grid(alpha=0.3)
-    axes[0].legend(fontsize=SMALL_FONT)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if created:   # one legend, under both panels
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(handles), 3), fontsize=SMALL_FONT,
+                   frameon=False)
+        fig.tight_layout(rect=(0, 0.06 + 0.06 * int(np.ceil(len(handles) / 3)), 1, 1))
+    else:         # beside the second panel
+        axes[1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=SMALL_FONT,
+                       frameon=False)
     return fig
 
 
@@ -352,7 +360,7 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
               "nll": "test NLL (nats)", "mce": "test MCE (%)", "ece_ts": "ECE after TS (%)"}
     percent = {"error", "ece", "mce", "ece_ts"}  # fractions in the table, percent on the axis
     if axes is None:
-        fig, axes = plt.subplots(1, len(columns), figsize=(2.7 * len(columns), 2.7))
+        fig, axes = plt.subplots(1, len(columns), figsize=(2.4 * len(columns), 2.6))
     axes = np.atleast_1d(axes)
     fig = axes[0].figure
     values = list(table.index)
