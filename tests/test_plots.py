@@ -18,8 +18,9 @@ def test_reliability_diagram_bars_are_bin_accuracies():
     rb = M.reliability_bins(p, y, n_bins=10)
     heights = [r.get_height() for r in ax_rel.containers[0]]
     np.testing.assert_allclose(heights, np.nan_to_num(rb.accuracy))
-    texts = " ".join(t.get_text() for t in ax_rel.texts)
-    assert f"{100 * M.ece(p, y, n_bins=10):.2f}%" in texts
+    label = ax_hist.get_xlabel()   # the numbers sit under the axis, over no bar
+    assert f"ECE {100 * M.ece(p, y, n_bins=10):.2f} %" in label
+    assert f"MCE {100 * M.mce(p, y, n_bins=10):.2f} %" in label
     np.testing.assert_allclose([r.get_height() for r in ax_hist.containers[0]], rb.count / rb.count.sum())
     plt.close(fig)
 
@@ -33,7 +34,11 @@ def test_reliability_diagram_into_given_axes_and_grid():
     assert len(fig.axes) == 6
     assert {a.get_title() for a in fig.axes} >= {"a", "b", "c"}
     diagrams = [a for a in fig.axes if a.get_title() in ("a", "b", "c")]
-    assert [a.get_legend() is not None for a in diagrams] == [True, False, False]  # once, not over every panel's bars
+    assert all(a.get_legend() is None for a in fig.axes)   # no legend over any panel's bars ...
+    assert len(fig.legends) == 1                            # ... but one for the figure, under them
+    fig.canvas.draw()
+    legend_box = fig.legends[0].get_window_extent()
+    assert all(legend_box.y1 <= a.get_window_extent().y0 for a in fig.axes)
     plt.close(fig)
     with pytest.raises(ValueError, match="panels is empty"):
         plots.reliability_grid({})
@@ -96,3 +101,29 @@ def test_calibration_maps_draw_each_calibrators_predictions_and_the_bin_frequenc
         plots.calibration_maps({}, p, y)
     with pytest.raises(ValueError, match="scores must be P"):
         plots.calibration_maps(fitted, np.c_[1 - p, p], y)
+
+
+def _text_sizes(fig):
+    fig.canvas.draw()
+    return [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_text().strip()]
+
+
+def test_every_text_is_at_least_the_minimum_size():
+    p, y = make_predictions(500, 3, 0)
+    figs = [plots.reliability_grid({"a": (p, y), "b": (p, y)}),
+            plots.training_curves({"epoch": [1, 2, 3], "test_error": [0.3, 0.2, 0.2], "test_nll": [0.9, 0.7, 0.8]}),
+            plots.ece_vs_bins({"m": (p, y)}, bins=(5, 15))]
+    for fig in figs:
+        assert min(_text_sizes(fig)) >= plots.SMALL_FONT >= 9
+        plt.close(fig)
+
+
+def test_twin_axis_curves_have_one_legend_outside_the_axes():
+    fig = plots.training_curves({"epoch": [1, 2, 3], "test_error": [0.3, 0.2, 0.2], "test_nll": [0.9, 0.7, 0.8]})
+    legends = [a.get_legend() for a in fig.axes if a.get_legend() is not None]
+    assert len(legends) == 1
+    assert [t.get_text() for t in legends[0].get_texts()] == ["test error", "test NLL", "NLL minimum (epoch 2)"]
+    fig.canvas.draw()
+    box = legends[0].get_window_extent()
+    assert box.y1 <= fig.axes[0].get_window_extent().y0   # under the axes, over no curve
+    plt.close(fig)

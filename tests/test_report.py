@@ -40,6 +40,7 @@ def test_run_summary_matches_metrics_and_temperature():
     s = R.run_summary(r, n_boot=50)
     p = M.softmax(r.outputs["test_logits"])
     assert s["ece_plugin"] == pytest.approx(M.ece(p, r.labels()))
+    assert s["ece"] == s["ece_plugin"]  # one estimator: the table's ECE is the plain one
     assert s["ece_low"] <= s["ece"] <= s["ece_high"]
     assert s["temperature"] == pytest.approx(
         TemperatureScaling().fit(r.outputs["val_logits"], r.labels("val")).temperature_)
@@ -53,7 +54,8 @@ def test_sweep_table_means_and_stds_over_seeds():
     eces = [M.ece(runs[f"x/3.0/s{s}"].probs("test"), runs[f"x/3.0/s{s}"].labels("test")) for s in (0, 1, 2)]
     assert df.loc[3.0, "ece_plugin"] == pytest.approx(np.mean(eces))
     assert df.loc[3.0, "ece_plugin_std"] == pytest.approx(np.std(eces, ddof=1))
-    # the interval is that of the mean over seeds, around a bias-corrected mean
+    # the estimate is the plain mean over seeds; the interval is that of the mean over seeds
+    assert df.loc[3.0, "ece"] == pytest.approx(np.mean(eces), rel=1e-12)
     from calibcourse.calibration import stats
 
     probs, y = R.seed_predictions({k: v for k, v in runs.items() if "/3.0/" in k})

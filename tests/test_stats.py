@@ -1,7 +1,7 @@
 """calibcourse.calibration.stats: intervals against closed forms and scipy, the verdict rule, and the coverage
 and false-"held" rates of the book's intervals, measured on synthetic predictions with known truth.
 
-The rates asserted here are the ones chapter 1 reports (it recomputes them); the tolerances are
+The rates asserted here are the ones the appendix on coverage reports (it recomputes them); the tolerances are
 wide enough for the Monte-Carlo noise of a few hundred replications (binomial SE about 0.02).
 """
 import numpy as np
@@ -99,18 +99,67 @@ def test_relative_change_and_fast_paths_agree_with_the_plain_metric():
 
 def test_interval_contains_its_estimate_and_corrects_the_bias():
     """A perfectly calibrated predictor (true ECE 0): the plug-in ECE and the percentile interval
-    sit above the truth; the corrected estimate is lower and stays inside its own interval."""
+    sit above the truth; the default estimate is the plug-in ECE itself, the corrected estimate
+    (only when asked) is lower, and each stays inside its own interval."""
     sc = SyntheticCalibration(power=1.0)
     pc_misses = 0
     for seed in range(20):
         p, y = sc.sample(1000, seed=seed)
-        bc = stats.interval(M.ece, p, y, n_boot=200, seed=seed)
+        plain = stats.interval(M.ece, p, y, n_boot=200, seed=seed)
+        assert plain.estimate == plain.plugin == M.ece(p, y)
+        assert plain.low <= plain.estimate <= plain.high
+        bc = stats.interval(M.ece, p, y, n_boot=200, seed=seed, bias_corrected=True)
         assert bc.low <= bc.estimate <= bc.high
-        assert 0 <= bc.estimate < bc.plugin
+        assert 0 <= bc.estimate < bc.plugin == plain.estimate
         pc = stats.interval(M.ece, p, y, n_boot=200, seed=seed, method="percentile")
         assert pc.estimate == bc.plugin
         pc_misses += pc.low > 0
     assert pc_misses == 20
+
+
+def test_paired_estimate_is_the_plain_difference_by_default():
+    """The issue's example: the default estimate is ``ece(a) - ece(b)`` exactly, not the
+    bias-corrected ``2 * plugin - mean(replicates)``, which is only returned when asked."""
+    a, b, y = _paired_binary(seed=5)
+    kw = {"reliability": "positive_class"}
+    plain = M.ece(a, y, **kw) - M.ece(b, y, **kw)
+    d = stats.paired_difference(M.ece, a, b, y, n_boot=300, seed=2, **kw)
+    assert d.estimate == plain and d.plugin == plain
+    assert d.low <= d.estimate <= d.high
+    reps = [M.ece(a[i], y[i], **kw) - M.ece(b[i], y[i], **kw) for i in stats._resamples(len(y), 300, 2)]
+    bc = stats.paired_difference(M.ece, a, b, y, n_boot=300, seed=2, bias_corrected=True, **kw)
+    assert bc.estimate == pytest.approx(2 * plain - np.mean(reps), rel=1e-9)
+    assert bc.low <= bc.estimate <= bc.high
+    # the hull interval is the same with or without the corrected estimate, when it holds it
+    assert (d.low, d.high) == pytest.approx((min(d.low, bc.estimate), max(d.high, bc.estimate)))
+    # the plug-in ratio, and the hull of the bootstrap of that plug-in ratio
+    rel = stats.paired_difference(M.ece, a, b, y, n_boot=300, seed=2, relative=True, **kw)
+    ratio_reps = np.array([M.ece(a[i], y[i], **kw) / M.ece(b[i], y[i], **kw) - 1
+                           for i in stats._resamples(len(y), 300, 2)])
+    q_lo, q_hi = np.quantile(ratio_reps, [0.025, 0.975])
+    r = M.ece(a, y, **kw) / M.ece(b, y, **kw) - 1
+    assert rel.estimate == pytest.approx(r, rel=1e-12)
+    assert rel.low == pytest.approx(min(q_lo, 2 * r - q_hi, r))
+    assert rel.high == pytest.approx(max(q_hi, 2 * r - q_lo, r))
+
+
+def test_seeds_estimate_is_the_plain_mean_by_default():
+    rng = np.random.default_rng(3)
+    q = rng.uniform(0.5, 1, 2000)
+    y = (rng.random(2000) < q).astype(int)
+    runs = [np.clip(q + s, 0, 1) for s in (0.05, 0.07, 0.09)]
+    r = stats.seeds_interval(M.ece, runs, y, n_boot=100, reliability="positive_class")
+    mean = np.mean([M.ece(p, y, reliability="positive_class") for p in runs])
+    assert r.estimate == pytest.approx(mean, rel=1e-12)
+    assert r.low <= r.estimate <= r.high
+    bc = stats.seeds_interval(M.ece, runs, y, n_boot=100, bias_corrected=True,
+                              reliability="positive_class")
+    kw = {"reliability": "positive_class"}
+    reps = [np.mean([M.ece(p[i], y[i], **kw) for p in runs]) for i in stats._resamples(len(y), 100, 0)]
+    assert bc.estimate == pytest.approx(2 * mean - np.mean(reps), rel=1e-9)
+    assert bc.plugin == r.estimate and bc.low <= bc.estimate <= bc.high
+    m = stats.seeds_interval(M.mce, runs, y, n_boot=100, reliability="positive_class")
+    assert m.estimate == pytest.approx(np.mean([M.mce(p, y, reliability="positive_class") for p in runs]))
 
 
 def test_bootstrap_statistic_of_a_mean_matches_the_t_interval():
@@ -154,6 +203,13 @@ def test_detectable_effect_is_2_8_standard_errors():
     (lambda p, y: stats.paired_difference(M.ece, p, p[:, :2], y), "probs_b"),
     (lambda p, y: stats.seeds_difference(M.ece, p, [p], y), "probs_a_list must be a list"),
     (lambda p, y: stats.seeds_difference(M.ece, [p, p[:10]], [p], y), r"probs_a_list\[1\]"),
+    # a bias correction means nothing for a maximum or a ratio
+    (lambda p, y: stats.interval(M.mce, p, y, bias_corrected=True), "maximum"),
+    (lambda p, y: stats.interval(M.ece, p, y, norm="max", bias_corrected=True), "maximum"),
+    (lambda p, y: stats.paired_difference(M.ece, p, p, y, relative=True, bias_corrected=True), "ratio"),
+    (lambda p, y: stats.paired_difference(M.mce, p, p, y, bias_corrected=True), "maximum"),
+    (lambda p, y: stats.seeds_difference(M.ece, [p], [p], y, relative=True, bias_corrected=True), "ratio"),
+    (lambda p, y: stats.interval(M.ece, p, y, bias_corrected="yes"), "bias_corrected must be"),
 ])
 def test_bad_input_names_the_argument(call, match):
     p, y = SyntheticCalibration().sample(100, seed=0)

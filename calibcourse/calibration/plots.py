@@ -23,6 +23,11 @@ ACC_COLOR = "#1f77b4"
 GAP_COLOR = "#d62728"
 
 
+#: the smallest text of a figure, in points: at least 9 pt once a figure of the default widths
+#: is shown at the width of the book's page
+SMALL_FONT = 9
+
+
 def _plt():
     import matplotlib.pyplot as plt  # imported late: the metrics need no plotting stack
 
@@ -43,7 +48,8 @@ def _checked(probs, labels):
           "title",
           ("show_histogram", "bool, default=True", "Draw the histogram below (only when ``ax`` is None)."),
           "strategy",
-          ("legend", "bool, default=True", "Draw the legends (a grid draws them once, in its first panel)."),
+          ("legend", "bool, default=True", "Draw the legend, right of the diagram, outside the data (a grid "
+                                           "draws one legend for all its panels, under them)."),
           returns=("matplotlib.figure.Figure", "The figure drawn on."))
 def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | None = None,
                         show_histogram: bool = True, strategy: str = "uniform", legend: bool = True):
@@ -53,16 +59,18 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
     (:func:`calibration_maps` draws P(y = 1)).
 
     Top: bars of acc(B_m) per bin (:func:`calibcourse.calibration.metrics.reliability_bins`),
-    the gap to conf(B_m) shaded red, the diagonal of perfect calibration, ECE
-    and MCE in the corner. Bottom (when ``show_histogram``): the histogram of
-    confidences with the mean confidence and the accuracy marked.
+    the gap to conf(B_m) shaded red, the diagonal of perfect calibration. Bottom (when
+    ``show_histogram``): the histogram of confidences with the mean confidence and the
+    accuracy marked. The numbers (ECE and MCE, plug-in, and the mean confidence and
+    accuracy) are written under the horizontal axis and the legend beside the diagram, so
+    that nothing covers the bars.
 
     Examples
     --------
     >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
     >>> fig = reliability_diagram(probs, np.array([0, 1, 1, 1]), n_bins=5)
-    >>> fig.axes[0].texts[0].get_text().splitlines()
-    ['ECE = 25.00%', 'MCE = 40.00%']
+    >>> fig.axes[1].get_xlabel().splitlines()
+    ['confidence', 'ECE 25.00 %, MCE 40.00 %', 'mean conf. 75.0 %, acc. 75.0 %']
     """
     plt = _plt()
     probs, y, conf, pred = _checked(probs, labels)
@@ -93,30 +101,38 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
     ax_rel.plot([0, 1], [0, 1], "--", color="gray", label="perfect calibration")
     e = M.ece(probs, y, n_bins=n_bins, strategy=strategy, reliability="top_label")
     m = M.mce(probs, y, n_bins=n_bins, strategy=strategy, reliability="top_label")
-    ax_rel.text(0.96, 0.04, f"ECE = {100 * e:.2f}%\nMCE = {100 * m:.2f}%", transform=ax_rel.transAxes,
-                va="bottom", ha="right", fontsize=9,
-                bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85})
+    mean_conf, acc_all = conf.mean(), np.mean(pred == y)
+    summary = (f"confidence\nECE {100 * e:.2f} %, MCE {100 * m:.2f} %\n"
+               f"mean conf. {100 * mean_conf:.1f} %, acc. {100 * acc_all:.1f} %")
     ax_rel.set_xlim(0, 1)
     ax_rel.set_ylim(0, 1)
     ax_rel.set_ylabel("accuracy")
-    if legend:
-        ax_rel.legend(loc="upper left", fontsize=7, framealpha=0.85)
     if title:
         ax_rel.set_title(title)
     if ax_hist is not None:
         frac = rb.count / rb.count.sum()
         ax_hist.bar(left, frac, width=width, align="edge", color="gray", edgecolor="black",
                     linewidth=0.6)
-        mean_conf, acc_all = conf.mean(), np.mean(pred == y)
-        ax_hist.axvline(mean_conf, color=GAP_COLOR, ls="--", label=f"avg. confidence {100 * mean_conf:.1f} %")
-        ax_hist.axvline(acc_all, color=ACC_COLOR, ls="-", label=f"accuracy {100 * acc_all:.1f} %")
+        ax_hist.axvline(mean_conf, color=GAP_COLOR, ls="--", label="mean confidence")
+        ax_hist.axvline(acc_all, color=ACC_COLOR, ls="-", label="accuracy (all samples)")
         ax_hist.set_xlim(0, 1)
         ax_hist.set_ylabel("fraction")
-        ax_hist.set_xlabel("confidence")
-        ax_hist.legend(fontsize=7, loc="upper left")
+        ax_hist.set_xlabel(summary, fontsize=SMALL_FONT)
     else:
-        ax_rel.set_xlabel("confidence")
+        ax_rel.set_xlabel(summary, fontsize=SMALL_FONT)
+    if legend:
+        handles = _legend_handles(ax_rel, ax_hist)
+        ax_rel.legend(handles, [h.get_label() for h in handles], loc="upper left",
+                      bbox_to_anchor=(1.03, 1.0), fontsize=SMALL_FONT, frameon=False)
     return fig
+
+
+def _legend_handles(ax_rel, ax_hist=None):
+    """The artists of one diagram that a legend names: bars, gap, diagonal, the histogram's lines."""
+    handles = ax_rel.get_legend_handles_labels()[0]
+    if ax_hist is not None:
+        handles += ax_hist.get_legend_handles_labels()[0]
+    return handles
 
 
 @document(("panels", "dict", "``{title: (probs, labels)}``, one diagram each, in order."),
@@ -144,10 +160,13 @@ def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
     n = len(panels)
     ncols = ncols or min(n, 4)
     nrows = int(np.ceil(n / ncols))
-    fig = plt.figure(figsize=(panel_size * ncols, panel_size * nrows * (1.45 if show_histogram else 1.1)))
+    fig = plt.figure(figsize=(panel_size * ncols, panel_size * nrows * (1.45 if show_histogram else 1.1) + 0.6))
     # one cell per panel, well apart (titles and axis labels never reach a neighbour); inside a cell the
     # histogram sits close under its diagram, which gives up its tick labels to it
-    outer = fig.add_gridspec(nrows, ncols, hspace=0.42, wspace=0.42)
+    height = fig.get_figheight()
+    room = 1.3 / height  # inches for the last row's labels and the one legend, under every panel
+    outer = fig.add_gridspec(nrows, ncols, hspace=0.6, wspace=0.42, bottom=room)
+    first = None
     for i, (name, (p, y)) in enumerate(panels.items()):
         r, c = divmod(i, ncols)
         if show_histogram:
@@ -157,11 +176,15 @@ def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
             ax_rel.tick_params(labelbottom=False)
         else:
             ax_rel = axes = fig.add_subplot(outer[r, c])
-        reliability_diagram(p, y, n_bins=n_bins, ax=axes, title=str(name), legend=i == 0)
+        reliability_diagram(p, y, n_bins=n_bins, ax=axes, title=str(name), legend=False)
+        first = first or axes
         if highlight is not None and str(name) == str(highlight):
             for spine in ax_rel.spines.values():
                 spine.set_edgecolor(GAP_COLOR)
                 spine.set_linewidth(2.5)
+    handles = _legend_handles(*first) if isinstance(first, tuple) else _legend_handles(first)
+    fig.legend(handles, [h.get_label() for h in handles], loc="lower center", ncol=min(len(handles), 3),
+               fontsize=SMALL_FONT, frameon=False)
     return fig
 
 
@@ -219,7 +242,7 @@ def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: i
     ax.set_ylim(0, 1)
     ax.set_xlabel("confidence")
     ax.set_ylabel("accuracy")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower right", fontsize=SMALL_FONT)
     if title:
         ax.set_title(title)
     return fig
@@ -243,8 +266,9 @@ def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strate
     array([ 0., 25.])
     """
     plt = _plt()
-    if axes is None:
-        fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    created = axes is None
+    if created:
+        fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.6))
     fig = axes[0].figure
     for name, (p, y) in models.items():
         e = [100 * M.ece(p, y, n_bins=b, strategy=strategy, reliability="top_label") for b in bins]
@@ -256,7 +280,14 @@ def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strate
         a.set_xlabel("number of bins")
         a.set_ylabel(f"{what} (%)")
         a.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if created:   # one legend, under both panels
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(handles), 3), fontsize=SMALL_FONT,
+                   frameon=False)
+        fig.tight_layout(rect=(0, 0.06 + 0.06 * int(np.ceil(len(handles) / 3)), 1, 1))
+    else:         # beside the second panel
+        axes[1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=SMALL_FONT,
+                       frameon=False)
     return fig
 
 
@@ -293,7 +324,10 @@ def training_curves(history, x: str = "epoch", error: str = "test_error", nll: s
     if mark_nll_minimum:
         i = int(np.argmin(h[nll]))
         ax2.axvline(h[x][i], color="gray", ls=":", label=f"NLL minimum ({x} {h[x][i]})")
-        ax2.legend(loc="upper center", fontsize=8)
+    # one legend for both axes, under the plot: it covers no curve
+    handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+    ax2.legend(handles, [hd.get_label() for hd in handles], loc="upper center", bbox_to_anchor=(0.5, -0.2),
+               ncol=len(handles), fontsize=SMALL_FONT, frameon=False)
     if title:
         ax.set_title(title)
     return fig
@@ -329,7 +363,7 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
               "nll": "test NLL (nats)", "mce": "test MCE (%)", "ece_ts": "ECE after TS (%)"}
     percent = {"error", "ece", "mce", "ece_ts"}  # fractions in the table, percent on the axis
     if axes is None:
-        fig, axes = plt.subplots(1, len(columns), figsize=(2.7 * len(columns), 2.7))
+        fig, axes = plt.subplots(1, len(columns), figsize=(2.4 * len(columns), 2.6))
     axes = np.atleast_1d(axes)
     fig = axes[0].figure
     values = list(table.index)
@@ -418,13 +452,13 @@ def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=Non
                 label=f"calibration set: fraction of positives per bin\n({n_bins} bins, 95 % interval, count beside)")
     for x, f, c in zip(rb.confidence[full], freq, n):
         ax.annotate(f"{int(c)}", (x, f), xytext=(4, -10 if f > 0.5 else 5), textcoords="offset points",
-                    fontsize=7.5, color="dimgray")
+                    fontsize=SMALL_FONT, color="dimgray")
     ax.plot([0, 1], [0, 1], ":", color="gray", lw=1, label="identity (the score unchanged)")
     ax.set_xlim(0, 1)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("score: the network's P(y = 1)", fontsize=10)
     ax.set_ylabel("calibrated P(y = 1)", fontsize=10)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8.5, frameon=False)  # under the axes
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=SMALL_FONT, frameon=False)  # under the axes
     if title:
         ax.set_title(title)
     return fig
@@ -464,13 +498,13 @@ def bilevel_diagram(lookahead: str = "same"):
     for key, (x, y, text) in boxes.items():
         ax.add_patch(plt.Rectangle((x, y), 2.1, 1.0, fc="#eef3fb" if key != "sece" else "#fdecea",
                                    ec="black", lw=1))
-        ax.text(x + 1.05, y + 0.5, text, ha="center", va="center", fontsize=8.5)
+        ax.text(x + 1.05, y + 0.5, text, ha="center", va="center", fontsize=SMALL_FONT)
 
     def arrow(x0, y0, x1, y1, text="", color="black"):
         ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
                     arrowprops={"arrowstyle": "->", "color": color, "lw": 1.3})
         if text:
-            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, text, fontsize=7.5, ha="center", color=color)
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, text, fontsize=SMALL_FONT, ha="center", color=color)
 
     arrow(2.3, 3.1, 2.6, 3.1)
     arrow(4.7, 3.1, 5.0, 3.1, "")
@@ -479,5 +513,5 @@ def bilevel_diagram(lookahead: str = "same"):
     arrow(7.1, 3.1, 7.4, 3.1)
     arrow(8.45, 2.6, 8.45, 1.4)
     arrow(7.4, 0.75, 4.7, 0.75, "outer: $\\nabla_\\phi$ SECE (through $\\theta'$)", "#d62728")
-    ax.text(5.0, 3.85, "inner: the backbone learns with per-sample $\\gamma$", ha="center", fontsize=8.5)
+    ax.text(5.0, 3.85, "inner: the backbone learns with per-sample $\\gamma$", ha="center", fontsize=SMALL_FONT)
     return fig

@@ -19,25 +19,30 @@ the gaps are large. A percentile bootstrap inherits the bias twice: resampling a
 noise again, so the bootstrap distribution sits *above* the estimate, and the interval can
 exclude the estimate it was built around, or, for a perfectly calibrated model, the truth in
 every case. The bootstrap's own estimate of that bias, :math:`\bar\theta^* - \hat\theta`,
-is right only in part: near a zero gap it catches about 40 % of it. So the default
-``method="hull"``
+is right only in part: near a zero gap it catches about 40 % of it. So
 
-* reports the bias-corrected estimate :math:`\tilde\theta = 2\hat\theta - \bar\theta^*`
-  (``plugin`` keeps :math:`\hat\theta`);
-* and as interval the hull of the percentile interval :math:`[q_{\alpha/2}, q_{1-\alpha/2}]`
-  and the basic (bias-moving) interval :math:`[2\hat\theta - q_{1-\alpha/2}, 2\hat\theta -
-  q_{\alpha/2}]`: the two differ by twice the estimated bias, and where the bias estimate is
-  unreliable neither side can be trusted alone. The estimate lies inside by construction.
+* every function reports the **plug-in** value as ``estimate`` by default
+  (``metrics.ece(a, y) - metrics.ece(b, y)`` exactly for a paired difference), so that a
+  table, a figure and a sentence that compute the same quantity print the same number;
+  the bias-corrected estimate :math:`\tilde\theta = 2\hat\theta - \bar\theta^*` only
+  with ``bias_corrected=True``, and never for a maximum (the MCE, ``norm="max"``) or a
+  ratio (``relative=True``), where it has no meaning;
+* the default ``method="hull"`` interval is the hull of the percentile interval
+  :math:`[q_{\alpha/2}, q_{1-\alpha/2}]` and the basic (bias-moving) interval
+  :math:`[2\hat\theta - q_{1-\alpha/2}, 2\hat\theta - q_{\alpha/2}]`, both from the
+  bootstrap of the plug-in quantity: the two differ by twice the estimated bias, and where
+  the bias estimate is unreliable neither side can be trusted alone. The plug-in estimate
+  lies inside by construction (and so does the bias-corrected one when it is asked for).
 
-Measured on synthetic predictions with known truth (``tests/test_stats.py``, chapter 1), at
+Measured on synthetic predictions with known truth (``tests/test_stats.py``, the book's appendix on coverage), at
 n = 1000 and level 0.95: coverage of the population binned ECE 0.95 for a true ECE of 11 % and
 of 2.5 %, 0.64 for a perfectly calibrated model (the percentile interval: 0.0); the rate of
 "held" for two equally calibrated predictors 4-6 % against the nominal 5 % (percentile: up to
 23 %; ``"bc"`` alone up to 21 %). What is covered is the population value of the *same
 estimator's target*: for ``metrics.ece`` with 15 equal-width bins, the binned calibration error
 :math:`\sum_m |P(\text{correct}, B_m) - E[c; B_m]|`, which can sit *below* the continuous ECE
-(binning averages gaps of opposite sign). ``method`` ``"bc"`` (bias-corrected estimate, basic
-interval), ``"basic"`` and ``"percentile"`` are there for comparison.
+(binning averages gaps of opposite sign). ``method`` ``"bc"`` (the basic interval, widened to
+hold the bias-corrected estimate), ``"basic"`` and ``"percentile"`` are there for comparison.
 
 Seeds
 -----
@@ -45,8 +50,9 @@ Seeds
 variation: which test samples were drawn (a joint bootstrap of the shared test set, the seeds
 held fixed) and which seeds were trained (the spread of the per-seed estimates, divided by the
 number of seeds). The interval is :math:`\tilde\theta \pm t_\nu \sqrt{V_\text{test} +
-V_\text{seed}}` with Welch-Satterthwaite degrees of freedom for the seed part: with 3 seeds it
-is wide, as it should be. The seed spread also contains the test-sample noise that is not
+V_\text{seed}}` with Welch-Satterthwaite degrees of freedom for the seed part (widened to hold
+the plug-in mean :math:`\hat\theta`, the default estimate; :math:`\hat\theta` itself is the
+centre for a maximum or a ratio): with 3 seeds it is wide, as it should be. The seed spread also contains the test-sample noise that is not
 shared between seeds, so the interval is conservative. Averaging the endpoints of per-seed
 intervals, which is not an interval for anything, is what this replaces.
 """
@@ -71,13 +77,15 @@ class Difference(NamedTuple):
     """An estimate and its interval: ``Difference(estimate, low, high, level)``.
 
     Also used for a single measure (then it is the measure, not a difference).
-    ``plugin`` is the plain estimate on the full data (``estimate`` is bias-corrected under
-    the default ``method="hull"``); ``n`` the test samples, ``n_seeds`` the seeds behind it.
+    ``plugin`` is the plain estimate on the full data (``estimate`` is the same number
+    unless a bias-corrected estimate was asked for); ``n`` the test samples, ``n_seeds``
+    the seeds behind it.
 
     Attributes
     ----------
     estimate : float
-        The estimate (bias-corrected unless ``method`` is ``"percentile"`` or ``"basic"``).
+        The estimate: the plug-in value, or the bias-corrected one where
+        ``bias_corrected=True`` asked for it.
     low, high : float
         The interval.
     level : float
@@ -150,6 +158,21 @@ def _check_metric(metric):
         raise ValueError(f"metric must be callable, e.g. calibcourse.calibration.metrics.ece; got {metric!r}")
 
 
+def _check_bias_corrected(bias_corrected, metric=None, metric_kwargs=None, relative=False):
+    """``bias_corrected`` as a bool; an error where a bias correction has no meaning."""
+    if not isinstance(bias_corrected, (bool, np.bool_)):
+        raise ValueError(f"bias_corrected must be True or False; got {bias_corrected!r}")
+    if not bias_corrected:
+        return False
+    if relative:
+        raise ValueError("bias_corrected=True is not defined for a ratio (relative=True): the "
+                         "bias correction of a ratio has no meaning; report the plug-in ratio")
+    if metric is M.mce or (metric_kwargs or {}).get("norm") == "max":
+        raise ValueError("bias_corrected=True is not defined for a maximum (the MCE): the bias "
+                         "correction of a maximum has no meaning; report the plug-in MCE")
+    return True
+
+
 def _check_pair(probs, labels, name="probs"):
     try:
         p = check_probs(probs)
@@ -213,27 +236,32 @@ def _finite(reps) -> np.ndarray:
     return reps
 
 
-def _finish(plugin, reps, level, method, n, lower=None) -> Difference:
+def _finish(plugin, reps, level, method, n, lower=None, bias_corrected=False) -> Difference:
+    """The estimate (plug-in unless ``bias_corrected``) and the interval of ``method`` from the
+    bootstrap replicates of the plug-in quantity."""
     reps = _finite(reps)
     alpha = (1 - level) / 2
     q_lo, q_hi = np.quantile(reps, [alpha, 1 - alpha])
+    corrected = 2 * plugin - reps.mean()
     if method == "percentile":
-        est, low, high = plugin, q_lo, q_hi
+        low, high = q_lo, q_hi
     elif method == "hull":
-        est = 2 * plugin - reps.mean()
-        low, high = min(q_lo, 2 * plugin - q_hi, est), max(q_hi, 2 * plugin - q_lo, est)
+        # holds the plug-in value by construction (see the module docstring)
+        low, high = min(q_lo, 2 * plugin - q_hi, plugin), max(q_hi, 2 * plugin - q_lo, plugin)
     else:
         low, high = 2 * plugin - q_hi, 2 * plugin - q_lo
-        est = plugin if method == "basic" else 2 * plugin - reps.mean()
         if method == "bc":
-            low, high = min(low, est), max(high, est)
+            low, high = min(low, corrected), max(high, corrected)
+    est = corrected if bias_corrected else plugin
+    if bias_corrected and method != "percentile":
+        low, high = min(low, est), max(high, est)
     if lower is not None:
         est, low, high = max(est, lower), max(low, lower), max(high, lower)
     return Difference(float(est), float(low), float(high), float(level), float(plugin), int(n), 1, method)
 
 
 def interval(metric, probs, labels, n_boot: int = 2000, level: float = 0.95, seed: int = 0,
-             method: str = "hull", **metric_kwargs) -> Difference:
+             method: str = "hull", bias_corrected: bool = False, **metric_kwargs) -> Difference:
     """Bootstrap interval of one measure of one predictor.
 
     Parameters
@@ -249,16 +277,22 @@ def interval(metric, probs, labels, n_boot: int = 2000, level: float = 0.95, see
     seed : int
         Seed of the resampling.
     method : {"hull", "bc", "basic", "percentile"}
-        ``"hull"`` (default): bias-corrected estimate, hull of the percentile and basic
-        intervals (see the module docstring); the estimate lies in its interval.
+        The interval. ``"hull"`` (default): the hull of the percentile and basic intervals
+        (see the module docstring), which holds the estimate.
+    bias_corrected : bool, default=False
+        Report the bias-corrected estimate :math:`2\hat\theta - \bar\theta^*` instead of
+        the plug-in value ``metric(probs, labels)`` (the interval is widened to hold it,
+        except for ``"percentile"``). An error for a maximum (``metrics.mce``,
+        ``norm="max"``), whose bias correction has no meaning.
     **metric_kwargs
         Passed to ``metric`` (``n_bins=``, ``reliability=``, ...).
 
     Returns
     -------
     Difference
-        ``(estimate, low, high, level)``, with ``plugin`` the plain estimate. Clipped below
-        at 0 (every measure of the module is non-negative).
+        ``(estimate, low, high, level)``: ``estimate`` is ``metric(probs, labels)`` exactly
+        unless ``bias_corrected``; ``plugin`` is always that value. Clipped below at 0
+        (every measure of the module is non-negative).
 
     Examples
     --------
@@ -267,20 +301,25 @@ def interval(metric, probs, labels, n_boot: int = 2000, level: float = 0.95, see
     >>> rng = np.random.default_rng(0)
     >>> p = rng.uniform(0.5, 1, 4000); y = (rng.random(4000) < p).astype(int)
     >>> r = stats.interval(metrics.ece, p, y, n_boot=200, reliability="positive_class")
-    >>> r.low <= r.estimate <= r.high and r.estimate <= r.plugin
+    >>> r.estimate == metrics.ece(p, y, reliability="positive_class"), r.low <= r.estimate <= r.high
+    (True, True)
+    >>> bc = stats.interval(metrics.ece, p, y, n_boot=200, bias_corrected=True,
+    ...                     reliability="positive_class")
+    >>> bool(bc.estimate < bc.plugin == r.estimate)   # the noise's share taken out
     True
     """
     _check_metric(metric)
     _check_common(n_boot, level, method)
+    bias_corrected = _check_bias_corrected(bias_corrected, metric, metric_kwargs)
     p, y = _check_pair(probs, labels)
     plugin, f = _resampler(metric, p, y, metric_kwargs)
     reps = [f(i) for i in _resamples(len(y), n_boot, seed)]
-    return _finish(plugin, reps, level, method, len(y), lower=0.0)
+    return _finish(plugin, reps, level, method, len(y), lower=0.0, bias_corrected=bias_corrected)
 
 
 def paired_difference(metric, probs_a, probs_b, labels, n_boot: int = 2000, level: float = 0.95,
                       seed: int = 0, relative: bool = False, method: str = "hull",
-                      **metric_kwargs) -> Difference:
+                      bias_corrected: bool = False, **metric_kwargs) -> Difference:
     """Difference ``metric(a) - metric(b)`` of two predictors on the same test samples.
 
     Both predictors are evaluated on the same resample of the test samples in every
@@ -300,13 +339,18 @@ def paired_difference(metric, probs_a, probs_b, labels, n_boot: int = 2000, leve
     relative : bool
         If True, the relative change ``metric(a) / metric(b) - 1`` (e.g. -0.23 for "lowers
         the ECE by 23 %").
+    bias_corrected : bool, default=False
+        Report the bias-corrected difference instead of the plug-in one; an error for a
+        ratio (``relative=True``) or a maximum (the MCE).
     **metric_kwargs
         Passed to ``metric``.
 
     Returns
     -------
     Difference
-        ``(estimate, low, high, level)``; ``plugin`` is the difference of the plain estimates.
+        ``(estimate, low, high, level)``: ``estimate`` is ``metric(a, y) - metric(b, y)``
+        exactly (``metric(a, y) / metric(b, y) - 1`` with ``relative``) unless
+        ``bias_corrected``; the interval comes from the bootstrap of that plug-in quantity.
 
     Examples
     --------
@@ -318,9 +362,14 @@ def paired_difference(metric, probs_a, probs_b, labels, n_boot: int = 2000, leve
     ...                             reliability="positive_class")
     >>> stats.verdict(d.low, d.high, direction="below")   # the calibrated predictor is better
     'held'
+    >>> a = metrics.ece(q, y, reliability="positive_class")
+    >>> b = metrics.ece(np.clip(q + 0.1, 0, 1), y, reliability="positive_class")
+    >>> d.estimate == a - b                                 # the plug-in difference, exactly
+    True
     """
     _check_metric(metric)
     _check_common(n_boot, level, method)
+    bias_corrected = _check_bias_corrected(bias_corrected, metric, metric_kwargs, relative)
     pa, y = _check_pair(probs_a, labels, "probs_a")
     pb, _ = _check_pair(probs_b, labels, "probs_b")
     if pa.shape != pb.shape:
@@ -330,7 +379,8 @@ def paired_difference(metric, probs_a, probs_b, labels, n_boot: int = 2000, leve
     vb, fb = _resampler(metric, pb, y, metric_kwargs)
     stat = _relative if relative else np.subtract
     reps = [stat(fa(i), fb(i)) for i in _resamples(len(y), n_boot, seed)]
-    return _finish(stat(va, vb), reps, level, method, len(y), lower=-1.0 if relative else None)
+    return _finish(stat(va, vb), reps, level, method, len(y), lower=-1.0 if relative else None,
+                   bias_corrected=bias_corrected)
 
 
 def _relative(a, b):
@@ -349,11 +399,13 @@ def _check_seed_list(probs_list, labels, name):
 
 
 def seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: int = 2000, level: float = 0.95,
-                     seed: int = 0, relative: bool = False, **metric_kwargs) -> Difference:
+                     seed: int = 0, relative: bool = False, bias_corrected: bool = False,
+                     **metric_kwargs) -> Difference:
     r"""Mean over seeds of ``metric(a_s)``, minus the mean over seeds of ``metric(b_s)``.
 
     The two predictors were trained with several seeds each and evaluated on one shared test
-    set. The estimate is bias-corrected as in :func:`interval`; the interval adds the
+    set. The estimate is the plug-in difference of the means over seeds (bias-corrected as in
+    :func:`interval` only with ``bias_corrected=True``); the interval adds the
     test-sample variance (a joint bootstrap of the test set, the same resample for every seed
     of both predictors) and the seed variance (sample variance of the per-seed values over the
     number of seeds, for each predictor), with a t quantile and Welch-Satterthwaite degrees of
@@ -371,13 +423,17 @@ def seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: int = 2
     n_boot, level, seed : as in :func:`interval`.
     relative : bool
         The relative change ``mean_a / mean_b - 1`` instead of the difference.
+    bias_corrected : bool, default=False
+        Report the bias-corrected estimate; an error for a ratio or a maximum.
     **metric_kwargs
         Passed to ``metric``.
 
     Returns
     -------
     Difference
-        With ``n_seeds`` the smaller number of seeds of the two.
+        With ``n_seeds`` the smaller number of seeds of the two. The interval is centred on
+        the bias-corrected estimate and widened to hold the plug-in one (centred on the
+        plug-in estimate for a ratio or a maximum).
 
     Examples
     --------
@@ -395,6 +451,10 @@ def seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: int = 2
 
     _check_metric(metric)
     _check_common(n_boot, level, "hull")
+    correctable = not (relative and probs_b_list is not None) and not (
+        metric is M.mce or metric_kwargs.get("norm") == "max")
+    bias_corrected = _check_bias_corrected(bias_corrected, metric, metric_kwargs,
+                                           relative and probs_b_list is not None)
     a_list = _check_seed_list(probs_a_list, labels, "probs_a_list")
     b_list = None if probs_b_list is None else _check_seed_list(probs_b_list, labels, "probs_b_list")
     if b_list is not None and a_list[0].shape != b_list[0].shape:
@@ -415,7 +475,7 @@ def seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: int = 2
     n = len(y)
     reps = _finite([combine(np.mean([f(i) for _, f in fa]), np.mean([f(i) for _, f in fb]) if fb else None)
                     for i in _resamples(n, n_boot, seed)])
-    est = 2 * plugin - reps.mean()
+    centre = 2 * plugin - reps.mean() if correctable else plugin
     v_test = reps.var(ddof=1)
     # seed variance of each mean, times the squared derivative of the effect with respect to that
     # mean (a difference: +1 and -1; a relative change a / b - 1, by the delta method: 1 / b, -a / b^2)
@@ -436,14 +496,16 @@ def seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: int = 2
     half = q * np.sqrt(total)
     k = min(len(va), len(vb)) if fb else len(va)
     lower = (-1.0 if relative else None) if fb else 0.0
-    est_c = est if lower is None else max(est, lower)
-    low = est - half if lower is None else max(est - half, lower)
-    return Difference(float(est_c), float(low), float(est + half), float(level), float(plugin), int(n), int(k),
+    est = centre if bias_corrected else plugin
+    low, high = min(centre - half, plugin), max(centre + half, plugin)
+    if lower is not None:
+        est, low = max(est, lower), max(low, lower)
+    return Difference(float(est), float(low), float(high), float(level), float(plugin), int(n), int(k),
                       "seeds")
 
 
 def seeds_interval(metric, probs_list, labels, n_boot: int = 2000, level: float = 0.95, seed: int = 0,
-                   **metric_kwargs) -> Difference:
+                   bias_corrected: bool = False, **metric_kwargs) -> Difference:
     """Interval of the mean over seeds of one measure (see :func:`seeds_difference`).
 
     Parameters
@@ -454,7 +516,7 @@ def seeds_interval(metric, probs_list, labels, n_boot: int = 2000, level: float 
         One array of test predictions per seed, all of the same samples.
     labels : array-like of shape (n,)
         The shared test labels.
-    n_boot, level, seed
+    n_boot, level, seed, bias_corrected
         As in :func:`interval`.
     **metric_kwargs
         Passed to ``metric``.
@@ -462,8 +524,8 @@ def seeds_interval(metric, probs_list, labels, n_boot: int = 2000, level: float 
     Returns
     -------
     Difference
-        The bias-corrected mean over seeds and its interval (test-sample and seed variance),
-        clipped below at 0; ``n_seeds`` is ``len(probs_list)``, ``method`` ``"seeds"``.
+        The mean over seeds of the plug-in values (bias-corrected only when asked) and its
+        interval (test-sample and seed variance), clipped below at 0; ``n_seeds`` is ``len(probs_list)``, ``method`` ``"seeds"``.
 
     Examples
     --------
@@ -476,11 +538,11 @@ def seeds_interval(metric, probs_list, labels, n_boot: int = 2000, level: float 
     (True, 3, 'seeds')
     """
     return seeds_difference(metric, probs_list, None, labels, n_boot=n_boot, level=level, seed=seed,
-                            **metric_kwargs)
+                            bias_corrected=bias_corrected, **metric_kwargs)
 
 
 def bootstrap_statistic(statistic, *arrays, n_boot: int = 2000, level: float = 0.95, seed: int = 0,
-                        method: str = "hull") -> Difference:
+                        method: str = "hull", bias_corrected: bool = False) -> Difference:
     """Interval of any statistic of a sample: ``statistic(*resampled arrays) -> float``.
 
     The arrays share their first axis (the samples) and are resampled jointly, e.g. the
@@ -493,14 +555,15 @@ def bootstrap_statistic(statistic, *arrays, n_boot: int = 2000, level: float = 0
         ``statistic(*arrays) -> float``.
     *arrays : array-like
         The data, one row per sample, all of the same length.
-    n_boot, level, seed, method
-        As in :func:`interval`.
+    n_boot, level, seed, method, bias_corrected
+        As in :func:`interval` (``statistic`` must not be a maximum or a ratio where
+        ``bias_corrected`` is set).
 
     Returns
     -------
     Difference
-        The statistic on the full data (``plugin``), the estimate of ``method`` and its
-        interval; not clipped.
+        The statistic on the full data (``plugin``, also the ``estimate`` unless
+        ``bias_corrected``) and the interval of ``method``; not clipped.
 
     Examples
     --------
@@ -512,6 +575,7 @@ def bootstrap_statistic(statistic, *arrays, n_boot: int = 2000, level: float = 0
     True
     """
     _check_common(n_boot, level, method)
+    bias_corrected = _check_bias_corrected(bias_corrected)
     if not arrays:
         raise ValueError("bootstrap_statistic needs at least one array")
     arrays = [np.asarray(a) for a in arrays]
@@ -520,7 +584,7 @@ def bootstrap_statistic(statistic, *arrays, n_boot: int = 2000, level: float = 0
         raise ValueError(f"the arrays must share their first axis; got lengths {[len(a) for a in arrays]}")
     plugin = float(statistic(*arrays))
     reps = [float(statistic(*(a[i] for a in arrays))) for i in _resamples(n, n_boot, seed)]
-    return _finish(plugin, reps, level, method, n)
+    return _finish(plugin, reps, level, method, n, bias_corrected=bias_corrected)
 
 
 # --------------------------------------------------------------------------- the rule

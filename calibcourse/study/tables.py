@@ -22,11 +22,11 @@ __all__ = ["run_summary", "sweep_table", "seed_predictions", "fmt_ci", "fmt_diff
 
 @document(("result", "calibcourse.study.results.RunResult", "A run with ``val`` and ``test`` logits and labels."),
           "n_bins", ("n_boot", "int, default=1000", "Bootstrap resamples of the ECE's interval."), "seed",
-          returns=("dict", "``error``, ``nll``, ``ece``, ``ece_low``, ``ece_high`` (95 % interval of "
-                           ":func:`calibcourse.calibration.stats.interval`: bias-corrected ECE, bias-aware bootstrap "
-                           "interval), ``ece_plugin`` (the plain estimate), ``mce``, ``temperature``, ``ece_ts`` "
-                           "(the plain test ECE after temperature scaling: compare it with ``ece_plugin``), "
-                           "``mean_conf``; fractions, NLL in nats."))
+          returns=("dict", "``error``, ``nll``, ``ece`` (the plug-in test ECE), ``ece_low``, ``ece_high`` "
+                           "(its 95 % interval from :func:`calibcourse.calibration.stats.interval`, bias-aware "
+                           "bootstrap), ``ece_plugin`` (the same plug-in value, kept for older readers), ``mce`` "
+                           "(plug-in), ``temperature``, ``ece_ts`` (the plug-in test ECE after temperature "
+                           "scaling), ``mean_conf``; fractions, NLL in nats."))
 def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> dict:
     """Test-split measures of a run, and the NLL-optimal temperature fitted on its validation split.
 
@@ -38,8 +38,10 @@ def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> 
     >>> r = RunResult({}, None, {"val_logits": z[:1000], "val_labels": y[:1000], "test_logits": z[1000:],
     ...                          "test_labels": y[1000:]})
     >>> s = run_summary(r, n_boot=100)
-    >>> round(s["temperature"]), s["ece_ts"] < s["ece_plugin"], s["ece_low"] <= s["ece"] <= s["ece_high"]
+    >>> round(s["temperature"]), s["ece_ts"] < s["ece"], s["ece_low"] <= s["ece"] <= s["ece_high"]
     (3, True, True)
+    >>> s["ece"] == s["ece_plugin"] == M.ece(r.probs("test"), r.labels("test"))
+    True
     """
     from calibcourse.calibration.calibrators import TemperatureScaling
 
@@ -108,15 +110,15 @@ def sweep_table(results: dict, key_of, n_boot: int = 1000):
     key_of : callable
         ``key_of(name)`` gives the sweep value of a run (e.g. its depth).
     n_boot : int, default=1000
-        Bootstrap resamples of every interval (and of each seed's bias-corrected ECE).
+        Bootstrap resamples of every interval.
 
     Returns
     -------
     pandas.DataFrame
         Indexed by the sweep value, sorted: the mean and std over seeds of every measure of
         :func:`run_summary` (columns ``<measure>`` and ``<measure>_std``; ``ece_std`` is the
-        spread of the seeds' bias-corrected ECEs) and ``n_seeds``; ``ece``, ``ece_low`` and
-        ``ece_high`` are the estimate and 95 % interval of the *mean over seeds*
+        spread of the seeds' plug-in ECEs) and ``n_seeds``; ``ece`` is the mean of the seeds'
+        plug-in ECEs, ``ece_low`` and ``ece_high`` the 95 % interval of that *mean over seeds*
         (:func:`calibcourse.calibration.stats.seeds_interval`), not averages of per-seed intervals.
 
     Examples
@@ -225,8 +227,9 @@ def post_hoc_table(models: dict, methods: dict, n_bins: int = 15, n_boot: int = 
     Returns
     -------
     table : pandas.DataFrame
-        Long: columns model, method, ece, ece_low, ece_high (:func:`calibcourse.calibration.stats.interval`),
-        ece_plugin, error, nll (fractions, nats); :func:`post_hoc_view` formats it.
+        Long: columns model, method, ece (plug-in), ece_low, ece_high (its interval,
+        :func:`calibcourse.calibration.stats.interval`), ece_plugin (the same value), error, nll
+        (fractions, nats); :func:`post_hoc_view` formats it.
     predictions : dict
         Only with ``return_predictions``: ``{(model, method): test probabilities}``.
 
@@ -281,8 +284,8 @@ def post_hoc_binary(models: dict, methods: dict, score, n_bins: int = 15, n_boot
     Returns
     -------
     table : pandas.DataFrame
-        Indexed by (model, method), "uncalibrated" first: ``ece``, ``ece_low``, ``ece_high``
-        (:func:`calibcourse.calibration.stats.interval`), ``ece_plugin``, ``mce``, ``nll``, ``error`` (the
+        Indexed by (model, method), "uncalibrated" first: ``ece`` (plug-in), ``ece_low``, ``ece_high``
+        (:func:`calibcourse.calibration.stats.interval`), ``ece_plugin``, ``mce`` (plug-in), ``nll``, ``error`` (the
         names of :func:`post_hoc_table`, plus ``mce``), ``test_errors``, ``n_test``, ``n_val``;
         :func:`post_hoc_binary_view` formats it.
     predictions : dict

@@ -6,10 +6,17 @@ filename ""), and the second ``const THEBE_JS_URL = ...`` raises
 "Identifier 'THEBE_JS_URL' has already been declared" in every page's console (found by
 :mod:`calibcourse.tools.pagecheck`). This keeps the first of identical script and stylesheet
 entries of a page. It imports nothing of the package's numerics.
+
+It also defines the two roles of the number audit (:mod:`calibcourse.tools.audit`): a number
+typed in the prose is marked as a fixed design choice, ``{fixed}`15```, or as a quotation of
+a paper, ``{quote}`16.53 % <guo2017calibration>``` (the key names the bibliography's entry);
+both render as the plain text (the quotation without its key).
 """
 from __future__ import annotations
 
-__all__ = ["dedupe_assets", "setup"]
+import re
+
+__all__ = ["dedupe_assets", "fixed_role", "quote_role", "setup"]
 
 
 def _key(entry):
@@ -62,6 +69,54 @@ def dedupe_assets(app, pagename, templatename, context, doctree):
         entries[:] = kept
 
 
+def fixed_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """The ``{fixed}`...``` role: a number chosen by design (bins, seeds), rendered as it is.
+
+    Parameters
+    ----------
+    name, rawtext, text, lineno, inliner, options, content
+        A docutils role's arguments; ``text`` is rendered.
+
+    Returns
+    -------
+    tuple
+        ``([docutils.nodes.Text], [])``.
+
+    Examples
+    --------
+    >>> fixed_role("fixed", "{fixed}`15`", "15", 1, None)[0][0].astext()
+    '15'
+    """
+    from docutils import nodes
+
+    return [nodes.Text(text)], []
+
+
+def quote_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """The ``{quote}`16.53 % <key>``` role: a number quoted from the paper ``key``, rendered
+    without the key (the sentence cites the paper).
+
+    Parameters
+    ----------
+    name, rawtext, text, lineno, inliner, options, content
+        A docutils role's arguments.
+
+    Returns
+    -------
+    tuple
+        ``([docutils.nodes.Text], [])``.
+
+    Examples
+    --------
+    >>> quote_role("quote", "", "16.53 % <guo2017calibration>", 1, None)[0][0].astext()
+    '16.53 %'
+    """
+    from docutils import nodes
+
+    shown = re.sub(r"\s*<[^<>]+>\s*$", "", text)
+    return [nodes.Text(shown)], []
+
+
 def setup(app):
     """Register :func:`dedupe_assets` (Sphinx calls this for an extension listed in ``_config.yml``).
 
@@ -85,4 +140,7 @@ def setup(app):
     True
     """
     app.connect("html-page-context", dedupe_assets, priority=900)
+    if hasattr(app, "add_role"):
+        app.add_role("fixed", fixed_role)
+        app.add_role("quote", quote_role)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
