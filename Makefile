@@ -72,6 +72,7 @@ smoke: $(BOOK_STAMP)
 
 test: $(TEST_STAMP) chromium
 	$(VENV)/bin/lint-imports
+	$(PY) -m calibcourse.audit
 	$(PY) -m pytest
 
 # Debian's chromium and its matching driver, for the rendered-page check (apt, where missing)

@@ -70,7 +70,7 @@ def boot_ece(conf, outcome, n_boot: int, seed: int, n_bins: int = 15):
     >>> rng = np.random.default_rng(0)
     >>> c = rng.uniform(0.5, 1, 300); o = (rng.random(300) < c).astype(float)
     >>> plugin, reps = boot_ece(c, o, n_boot=20, seed=3)
-    >>> idx = list(stats._resamples(300, 20, 3))
+    >>> idx = list(stats.resample_indices(300, 20, 3))
     >>> loop = [metrics.ece(c[i], o[i].astype(int), reliability="positive_class") for i in idx]
     >>> bool(np.allclose(reps, loop, rtol=0, atol=1e-12))
     True
@@ -81,7 +81,7 @@ def boot_ece(conf, outcome, n_boot: int, seed: int, n_bins: int = 15):
     outcome = np.asarray(outcome, dtype=np.float64)
     n = len(conf)
     b, _ = binning.assign_bins(conf, n_bins=n_bins)
-    idx = np.stack(list(stats._resamples(n, n_boot, seed)))              # (n_boot, n)
+    idx = np.stack(list(stats.resample_indices(n, n_boot, seed)))              # (n_boot, n)
     flat = (np.arange(n_boot)[:, None] * n_bins + b[idx]).ravel()
     size = n_boot * n_bins
     s_conf = np.bincount(flat, weights=conf[idx].ravel(), minlength=size).reshape(n_boot, n_bins)
@@ -255,7 +255,7 @@ def coverage_single(power: float, n: int, reps: int, method: str = "hull", n_boo
         p, y = sc.sample(n, seed=10_000 + r)
         plugin, reps_ = boot_ece(*M.confidence_outcome(p, y), n_boot=n_boot, seed=r, n_bins=n_bins)
         for m in methods:
-            d = stats._finish(plugin, reps_, 0.95, m, n, lower=0.0)  # as stats.interval
+            d = stats.interval_from_replicates(plugin, reps_, 0.95, m, n, lower=0.0)  # as stats.interval
             hits[m] += d.low <= truth <= d.high
     rates = {m: h / reps for m, h in hits.items()}
     return rates[method] if isinstance(method, str) else rates
@@ -331,7 +331,7 @@ def false_held_rate(kind: str, n: int, reps: int, method: str = "hull", n_boot: 
         va, ra = boot_ece(a, yf, n_boot=n_boot, seed=r)
         vb, rb = boot_ece(b, yf, n_boot=n_boot, seed=r)
         for m in methods:
-            d = stats._finish(va - vb, ra - rb, 0.95, m, n)   # as stats.paired_difference
+            d = stats.interval_from_replicates(va - vb, ra - rb, 0.95, m, n)   # as stats.paired_difference
             held[m] += stats.verdict(d.low, d.high, direction="below") == "held"
             held[m] += stats.verdict(d.low, d.high, direction="above") == "held"
     rates = {m: h / reps for m, h in held.items()}

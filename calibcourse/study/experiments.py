@@ -300,8 +300,23 @@ def ch5_choice(profile: str) -> dict:
     calibration uses (``"posthoc"``), the gamma-Nets on their own meta-validation part (``"meta"``),
     so that the post-hoc part is never used to tune a gamma-Net (:func:`ch5_val_part`).
 
-    Returns ``{family: {"chosen": value, "table": DataFrame, "ce_val_error": float, "part": str}}``;
-    the table lists every grid value with its validation error and ECE and whether it is eligible.
+    Parameters
+    ----------
+    profile : str
+        The profile whose grid runs to read (they must be in the cache).
+
+    Returns
+    -------
+    dict
+        ``{family: {"chosen": value, "table": DataFrame, "ce_val_error": float, "part": str}}``;
+        the table lists every grid value with its validation error and ECE and whether it is
+        eligible.
+
+    Examples
+    --------
+    >>> choice = ch5_choice("default")  # the committed grid runs
+    >>> {f: c["chosen"] for f, c in choice.items()} == CH5_CHOSEN, choice["Focal"]["part"]
+    (True, 'posthoc')
     """
     import pandas as pd
 

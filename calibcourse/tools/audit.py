@@ -67,6 +67,11 @@ class Finding:
         unknown) or ``"code"`` (a shown code line over :data:`MAX_CODE_LINE` characters).
     text : str
         The number, or the offending line.
+
+    Examples
+    --------
+    >>> str(Finding("notebooks/01_theory.md", 12, "number", "4.3"))  # doctest: +ELLIPSIS
+    '...01_theory.md:12...4.3...'
     """
 
     path: str
@@ -356,6 +361,14 @@ def audit_file(path, keys: set | None = None) -> list:
     Returns
     -------
     list of Finding
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> page = Path(tempfile.mkdtemp()) / "p.md"
+    >>> _ = page.write_text("$$x = 2.5$$\\n\\nThe ECE is 4.3 %.\\n")
+    >>> [(f.line, f.kind, f.text) for f in audit_file(page)]  # the display math is not prose
+    [(3, 'number', '4.3')]
     """
     path = Path(path)
     try:
@@ -372,6 +385,11 @@ def pages() -> list:
     Returns
     -------
     list of pathlib.Path
+
+    Examples
+    --------
+    >>> [p.name for p in pages()][:2]
+    ['01_theory.md', '02_causes.md']
     """
     nb = ROOT / "notebooks"
     return sorted(nb.glob("*.md")) + sorted((nb / "labs").glob("*.md"))
@@ -389,6 +407,18 @@ def main(argv=None) -> int:
     -------
     int
         The exit status.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> page = Path(tempfile.mkdtemp()) / "p.md"
+    >>> _ = page.write_text("The ECE is 4.3 %.\\n")
+    >>> import contextlib, io
+    >>> out = io.StringIO()
+    >>> with contextlib.redirect_stdout(out):
+    ...     status = main([str(page)])
+    >>> status, "4.3" in out.getvalue()
+    (1, True)
     """
     argv = sys.argv[1:] if argv is None else argv
     targets = [Path(a) for a in argv] or pages()
