@@ -75,4 +75,4 @@ def test_lab2_closing_question_is_answered_in_the_instructor_edition_only():
     texts = {ed: "\n".join(c.source for c in editions.to_edition(jupytext.read(src), ed).cells)
              for ed in ("instructor", "student")}
     assert "**Answer.**" in texts["instructor"] and "**Answer.**" not in texts["student"]
-    assert "**Question.** Which of the two temperatures" in texts["student"]
+    assert "**Question 6** (written, 4 points). Which of the two temperatures" in texts["student"]

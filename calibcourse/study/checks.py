@@ -196,7 +196,7 @@ def _unweighted_ece(p, y, n_bins):
     return float(np.mean(np.abs(rb.gap[keep])))
 
 
-def _check_binned(fn, name, reference, verbose, strict, seed, what):
+def _check_binned(fn, name, reference, verbose, strict, seed, what, hint_text=None):
     report = _start(name, fn, verbose, strict, seed)
     for label, p, y, n_bins in _binned_cases(seed):
         ok, got = _call(report, label, fn, p, y, n_bins)
@@ -204,8 +204,9 @@ def _check_binned(fn, name, reference, verbose, strict, seed, what):
             continue
         expected = reference(p, y, n_bins=n_bins)
         good = _close(got, expected, 1e-6) and np.isfinite(float(got))
-        hint = HINT_EDGES if "edges" in label else ("weight each bin's |acc - conf| by its share of samples"
-                                                    if what == "ECE" else "take the maximum over non-empty bins only")
+        hint = HINT_EDGES if "edges" in label else hint_text or (
+            "weight each bin's |acc - conf| by its share of samples" if what == "ECE"
+            else "take the maximum over non-empty bins only")
         detail = (f"probs[:, max] = {_short(p.max(1))}, labels = {_short(y)}, n_bins = {n_bins}\n"
                   f"expected {what} = {expected:.6f}, got {got}")
         if not good and what == "ECE":
@@ -758,7 +759,8 @@ def check_ece_l2(fn, verbose: bool = False, *, seed: int = 0, strict: bool = Fal
     ...
     """
     return _check_binned(fn, "check_ece_l2", lambda p, y, n_bins: M.ece(p, y, n_bins=n_bins, norm="l2"),
-                         verbose, strict, seed, "l2-ECE")
+                         verbose, strict, seed, "l2-ECE",
+                         "the square root of the share-weighted sum of the SQUARED gaps of the non-empty bins")
 
 
 @_check_doc
@@ -780,12 +782,14 @@ def check_classwise_ece(fn, verbose: bool = False, *, seed: int = 0, strict: boo
     >>> checks.check_classwise_ece(lambda p, y, n: metrics.ece(p, y, n_bins=n), strict=True)
     Traceback (most recent call last):
         ...
-    calibcourse.study.checks.CheckFailure: check_classwise_ece: 0 passed, 6 failed -> 6 failed
+    calibcourse.study.checks.CheckFailure: check_classwise_ece: 1 passed, 5 failed -> 5 failed
     ...
     """
     return _check_binned(fn, "check_classwise_ece",
                          lambda p, y, n_bins: M.classwise_ece(p, y, n_bins=n_bins),
-                         verbose, strict, seed, "class-wise ECE")
+                         verbose, strict, seed, "class-wise ECE",
+                         "for each class k, bin p_k (every sample, not only the top label) against y == k; "
+                         "average the K ECEs")
 
 
 def _exact_nll(z, y, t):
@@ -815,7 +819,7 @@ def check_nll_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: b
     ...     return -np.mean(np.log((e / e.sum(1, keepdims=True))[np.arange(len(y)), y]))
     >>> checks.check_nll_temperature(naive)  # doctest: +ELLIPSIS
       FAIL  large logits, the true class far behind (its softmax underflows to 0)
-            expected NLL = 108.8..., got inf
+            expected NLL = 266.26..., got inf
             hint: log softmax(z)_y = z_y - max(z) - log(sum_j exp(z_j - max(z))): never take the log of a probability that may be 0
     check_nll_temperature: 3 passed, 1 failed -> 1 failed
     False

@@ -510,6 +510,19 @@ def build_html(root: Path, edition: str = "instructor", log=print) -> Path:
     return html
 
 
+def _write_schedule(root: Path) -> None:
+    """Rewrite ``book/schedule.md`` from :mod:`calibcourse.study.schedule` where ``_toc.yml`` lists it."""
+    import yaml
+
+    from calibcourse.study import schedule
+
+    toc = root / "_toc.yml"
+    if toc.exists() and schedule.PAGE.with_suffix("").as_posix() in toc_entries(yaml.safe_load(toc.read_text())):
+        page = root / schedule.PAGE
+        if not page.exists() or page.read_text() != schedule.schedule_page():
+            schedule.write_page(root)
+
+
 @document(("argv", "list of str, optional", "The arguments (default: the command line's)."),
           returns=("int", "The exit status: 0, or 1 when the build failed (the reason on stderr)."))
 def main(argv=None) -> int:
@@ -552,6 +565,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("CALIBCOURSE_QUIET", "1")  # no progress bars inside executed notebooks
     start = time.perf_counter()
     try:
+        _write_schedule(root)
         execute_book(root, args.profile, args.edition, force=args.force)
         write_ledger(root, notebook_pages(root))
         if not args.no_html:
