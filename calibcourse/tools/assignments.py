@@ -204,7 +204,7 @@ def _test_cell(q: Question, points: float, hidden: bool, seed: int):
     return nbformat.v4.new_code_cell(
         f'""" # BEGIN TEST CONFIG\npoints: {_fmt(points)}\nhidden: {str(hidden).lower()}\n""" # END TEST CONFIG\n'
         f"def test_{'hidden' if hidden else 'public'}({q.function}):\n"
-        f"    from calibcourse import checks\n"
+        f"    from calibcourse.study import checks\n"
         f"    checks.{q.check}({args})")
 
 
