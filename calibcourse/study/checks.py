@@ -30,7 +30,8 @@ from calibcourse.calibration.synthetic import scaled_logits
 __all__ = ["CheckFailure", "check_ece", "check_mce", "check_reliability_bins", "check_softmax_temperature",
            "check_temperature_scaling", "check_grid_temperature", "check_histogram_binning",
            "check_isotonic", "check_platt", "check_sece", "check_focal_loss", "check_flsd53",
-           "check_ece_l2", "check_classwise_ece", "check_nll_temperature", "check_paired_difference"]
+           "check_ece_l2", "check_classwise_ece", "check_nll_temperature", "check_paired_difference",
+           "reference_paired_difference"]
 
 
 #: the Parameters and Returns sections of every check
@@ -855,6 +856,32 @@ def _paired_reference(pa, pb, y, boot_idx, n_bins):
     reps = np.array([M.ece(pa[i], y[i], n_bins=n_bins) - M.ece(pb[i], y[i], n_bins=n_bins) for i in boot_idx])
     lo, hi = np.percentile(reps, [2.5, 97.5])
     return est, float(lo), float(hi), reps
+
+
+@document(("scores_a, scores_b", "array of shape (n,)", "Two calibrators' scores on the same test samples."),
+          ("labels", "array of shape (n,)", "The test labels."),
+          ("boot_idx", "int array of shape (B, n)", "The resampled indices, one resample a row."),
+          ("n_bins", "int, default=15", "The ECE's bins."),
+          returns=("tuple of float", "``(estimate, low, high)``: the plug-in difference of the two ECEs "
+                                     "and the 2.5th and 97.5th percentiles of its paired bootstrap."))
+def reference_paired_difference(scores_a, scores_b, labels, boot_idx, n_bins: int = 15):
+    """What :func:`check_paired_difference` expects: Lab 3 uses it until the student's passes.
+
+    Examples
+    --------
+    >>> s = np.array([0.9, 0.8, 0.3, 0.6]); y = np.array([1, 1, 0, 0])
+    >>> est, low, high = reference_paired_difference(s, np.full(4, 0.5), y, np.array([[0, 1, 2, 3]] * 3))
+    >>> round(est, 4), low == high == est
+    (0.3, True)
+    """
+    scores_a, scores_b = np.asarray(scores_a, float), np.asarray(scores_b, float)
+    labels, boot_idx = np.asarray(labels), np.asarray(boot_idx)
+    if scores_a.shape != scores_b.shape or scores_a.shape != labels.shape or scores_a.ndim != 1:
+        raise ValueError(f"scores_a, scores_b and labels must be 1-D of one length; got shapes "
+                         f"{scores_a.shape}, {scores_b.shape}, {labels.shape}")
+    if boot_idx.ndim != 2 or boot_idx.shape[1] != labels.size:
+        raise ValueError(f"boot_idx must have shape (B, {labels.size}); got {boot_idx.shape}")
+    return _paired_reference(scores_a, scores_b, labels, boot_idx, n_bins)[:3]
 
 
 @_check_doc
