@@ -457,13 +457,13 @@ def write_ledger(root: Path, pages: list, log=print) -> list:
 
 
 # --------------------------------------------------------------------------- html
-@document(_ROOT, ("edition", '{"student", "instructor"}, default="instructor"',
+@document(_ROOT, ("edition", '{"student", "instructor"}, default="student"',
                   "Which edition: it decides only where the HTML goes (:data:`HTML_DIRS`); what the pages "
                   "hold was decided when they were executed (:func:`execute_book`)."),
           _LOG,
           returns=("pathlib.Path", "The HTML folder: ``root/_build/html`` (student) or "
                                    "``root/_build/instructor/html``."))
-def build_html(root: Path, edition: str = "instructor", log=print) -> Path:
+def build_html(root: Path, edition: str = "student", log=print) -> Path:
     """Render the book with jupyter-book (execution off), failing on any warning.
 
     Any ``WARNING``, ``ERROR`` or ``Traceback`` line, or a non-zero exit, raises
