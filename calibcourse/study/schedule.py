@@ -43,6 +43,8 @@ class Week:
         The lab's time, ``(least, most)`` minutes, or ``()``.
     due : str
         What is handed in at the end of this week.
+    needs : str
+        What a student needs to know before the week.
 
     Examples
     --------
@@ -58,20 +60,26 @@ class Week:
     lab_title: str = ""
     lab_minutes: tuple = ()
     due: str = ""
+    needs: str = ""
 
 
 #: the course, one week a chapter; a lab is handed out with its chapter and due a week later
 WEEKS = (
     Week(1, "01_theory", "What calibration is, and how we measure it", 120,
-         "lab1_ece", "measuring calibration", (75, 90), "nothing (Lab 1 is due at the end of week 2)"),
+         "lab1_ece", "measuring calibration", (75, 90), "nothing (Lab 1 is due at the end of week 2)",
+         "probability (conditional expectation, binomial), softmax and cross-entropy, numpy"),
     Week(2, "02_causes", "What makes networks miscalibrated", 120,
-         "lab2_temperature", "temperature scaling against a hand search", (60, 80), "Lab 1"),
+         "lab2_temperature", "temperature scaling against a hand search", (60, 80), "Lab 1",
+         "chapter 1; training a network (Adam or SGD, weight decay, batch normalization)"),
     Week(3, "03_binary", "Calibrating a binary classifier", 120,
-         "lab3_binning", "binary calibrators, compared with intervals", (75, 90), "Lab 2"),
+         "lab3_binning", "binary calibrators, compared with intervals", (75, 90), "Lab 2",
+         "chapters 1 and 2; logistic regression, maximum likelihood"),
     Week(4, "04_multiclass", "Calibrating a multiclass network", 110,
-         "lab4_sece_focal", "multiclass measures and calibrating losses", (75, 90), "Lab 3"),
+         "lab4_sece_focal", "multiclass measures and calibrating losses", (75, 90), "Lab 3",
+         "chapter 3; fitting parameters by minimizing the NLL; PyTorch autograd"),
     Week(5, "05_meta_regularization", "Calibration at training time: meta-regularization", 120,
-         None, "", (), "Lab 4"),
+         None, "", (), "Lab 4",
+         "chapters 1 to 4; PyTorch autograd (the chapter introduces the bilevel optimization it uses)"),
 )
 
 #: the labs in order
@@ -162,22 +170,24 @@ def schedule_page() -> str:
     >>> print(schedule_page().splitlines()[0])
     # Schedule
     """
-    rows = ["| Week | Read | Lab (handed out) | Time | Due at the end of the week |",
-            "| --- | --- | --- | --- | --- |"]
+    rows = ["| Week | Read | Lab (handed out) | Time | Due at the end of the week | Needs |",
+            "| --- | --- | --- | --- | --- | --- |"]
     for w in WEEKS:
         chapter = f"{{doc}}`Chapter {int(w.chapter[:2])}: {w.chapter_title} </book/generated/{w.chapter}>`"
         lab = f"{{doc}}`{lab_title(w.lab)} </book/generated/labs/{w.lab}>`" if w.lab else "none"
         time = f"reading {_hours(w.reading_minutes)}"
         if w.lab:
             time += f"; lab {w.lab_minutes[0]} to {w.lab_minutes[1]} min"
-        rows.append(f"| {w.number} | {chapter} | {lab} | {time} | {w.due} |")
+        rows.append(f"| {w.number} | {chapter} | {lab} | {time} | {w.due} | {w.needs} |")
     total = sum(w.reading_minutes for w in WEEKS) + sum(sum(w.lab_minutes) / 2 for w in WEEKS if w.lab)
     return "\n".join([
         "# Schedule", "",
         f"The course takes {len(WEEKS)} weeks, one chapter a week. Each of the first {len(LABS)} chapters "
         "comes with a lab, handed out with it and due at the end of the next week; the last week "
         "has no new lab and collects the last one. The times are estimates for a student who "
-        "has read the chapter: the reading includes the chapter's exercises and its self-check quiz.",
+        "has read the chapter: the reading includes the chapter's exercises and its self-check quiz. "
+        "In a semester, a week is two 90-minute slots, a lecture on the chapter and a lab session; "
+        "the rest is the student's own work.",
         "", *rows, "",
         f"In all, about {round(total / 60)} hours of work.",
         "", "How to get the labs, run them on your machine and hand them in: {doc}`setup </book/setup>`.", ""])
