@@ -1,11 +1,13 @@
 # Two commands do all the set-up on a fresh machine:
-#   make book   builds the whole book (PROFILE=ci|default|full, EDITION=instructor|student)
+#   make book   builds the student edition (the public book) into _build/html;
+#               make book EDITION=instructor the instructor edition into _build/instructor/html
+#               (PROFILE=ci|default|full)
 #   make test   runs every test
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PROFILE ?= default
-EDITION ?= instructor
+EDITION ?= student
 # torch's OpenMP threads spin when another process is busy; never let them.
 export OMP_WAIT_POLICY ?= PASSIVE
 export MPLBACKEND ?= Agg

@@ -157,19 +157,33 @@ def test_html_build_passes_then_fails_on_a_broken_reference(tmp_path):
         build.build_html(tmp_path, log=print)
 
 
-def test_student_edition_hides_solutions_and_stubs_exercises(tmp_path):
+def test_two_editions_build_side_by_side_and_switch_without_executing_again(tmp_path):
+    """The student edition (``_build/html``) stubs the labs' solutions and drops the cells tagged
+    ``solution`` (rubrics); the chapters' exercise solutions stay in both (folded). The instructor
+    edition goes to ``_build/instructor/html`` and leaves the student's HTML in place."""
     page = ("# Ex\n\n" + code('profile = "default"\nedition = "instructor"', ["parameters"])
             + code("def f(x):\n    # BEGIN SOLUTION\n    return 2 * x\n    # END SOLUTION", ["exercise"])
             + code("try:\n    print('f gives', f(2))\nexcept NotImplementedError:\n    print('f not written')")
+            + "+++ {\"tags\": [\"solution\"]}\n\nRUBRIC-TEXT: two points for the factor.\n\n+++\n\n"
             + "```{exercise}\n:label: ex-one\n\nDouble it.\n```\n\n"
-            + "```{solution} ex-one\n\nSECRET-ANSWER: multiply by two.\n```\n")
+            + "```{solution} ex-one\n:class: dropdown\n\nCHAPTER-ANSWER: multiply by two.\n```\n")
     pkg = write_book(tmp_path, {"ex": page}, extra_config="sphinx:\n  extra_extensions: [sphinx_exercise]\n")
-    for edition, shown, printed in (("instructor", True, "f gives 4"), ("student", False, "f not written")):
+    texts = {}
+    for edition in ("student", "instructor"):
         build.execute_book(tmp_path, profile="ci", edition=edition, package_dir=pkg, log=print)
         html = build.build_html(tmp_path, edition=edition, log=print)
-        text = next(html.rglob("ex.html")).read_text()
-        assert ("SECRET-ANSWER" in text) is shown, edition
-        assert printed in text
+        assert html == tmp_path / build.HTML_DIRS[edition]
+        texts[edition] = next(html.rglob("ex.html")).read_text()
+    assert "f not written" in texts["student"] and "return 2 * x" not in texts["student"]
+    assert "RUBRIC-TEXT" not in texts["student"]
+    assert "f gives 4" in texts["instructor"] and "RUBRIC-TEXT" in texts["instructor"]
+    for text in texts.values():
+        assert "CHAPTER-ANSWER" in text
+    assert (tmp_path / "_build" / "html" / "index.html").exists(), "the student edition is still there"
+    # back to the student edition: its executed copy is reused
+    assert build.execute_book(tmp_path, profile="ci", edition="student", package_dir=pkg,
+                              log=print) == {"notebooks/ex.md": "skipped"}
+    assert "f not written" in (tmp_path / "book" / "generated" / "ex.ipynb").read_text()
 
 
 LEDGER_PAGE = ("# Claims\n\n" + code('profile = "default"', ["parameters"]) + code(textwrap.dedent("""\

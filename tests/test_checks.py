@@ -233,3 +233,74 @@ def test_check_flsd53():
     assert checks.check_flsd53(L.flsd53_loss) is True
     assert checks.check_flsd53(lambda z, y: L.focal_loss(z, y, 3.0)) is False
     assert checks.check_flsd53(lambda z, y: L.flsd53_loss(z, y).item()) is False  # not differentiable
+
+
+# ------------------------------------------------------------------ the labs' fourth graded parts
+def good_ece_l2(probs, labels, n_bins):  # loops, independent of calibcourse's binning
+    conf, pred = probs.max(1), probs.argmax(1)
+    idx = np.searchsorted(np.linspace(0, 1, n_bins + 1)[1:-1], conf, side="left")
+    total = sum((idx == m).mean() * ((pred[idx == m] == labels[idx == m]).mean() - conf[idx == m].mean()) ** 2
+                for m in range(n_bins) if (idx == m).any())
+    return float(np.sqrt(total))
+
+
+def good_classwise(probs, labels, n_bins):
+    edges = np.linspace(0, 1, n_bins + 1)
+    per_class = []
+    for k in range(probs.shape[1]):
+        p, hit = probs[:, k], labels == k
+        idx = np.searchsorted(edges[1:-1], p, side="left")
+        per_class.append(sum((idx == m).mean() * abs(hit[idx == m].mean() - p[idx == m].mean())
+                             for m in range(n_bins) if (idx == m).any()))
+    return float(np.mean(per_class))
+
+
+@pytest.mark.parametrize("seed", [0, 7, 123456])
+def test_fourth_parts_pass_independent_implementations_on_every_seed(seed, capsys):
+    assert checks.check_ece_l2(good_ece_l2, seed=seed) is True
+    assert checks.check_classwise_ece(good_classwise, seed=seed) is True
+    torch_nll = lambda z, y, t: float(torch.nn.functional.cross_entropy(
+        torch.as_tensor(z / t, dtype=torch.float64), torch.as_tensor(y)))
+    assert checks.check_nll_temperature(torch_nll, seed=seed) is True
+
+    def paired(sa, sb, y, idx, n_bins):  # the bootstrap with np.quantile and its own loop
+        reps = np.empty(len(idx))
+        for r, i in enumerate(idx):
+            reps[r] = M.ece(sa[i], y[i], n_bins=n_bins) - M.ece(sb[i], y[i], n_bins=n_bins)
+        return (M.ece(sa, y, n_bins=n_bins) - M.ece(sb, y, n_bins=n_bins), *np.quantile(reps, [0.025, 0.975]))
+    assert checks.check_paired_difference(paired, seed=seed) is True
+
+
+def test_fourth_parts_catch_wrong_answers(capsys):
+    assert checks.check_ece_l2(lambda p, y, n: wrong_side_ece(p, y, n) ** 0.5) is False  # wrong bins, wrong norm
+    assert checks.check_ece_l2(lambda p, y, n: M.ece(p, y, n_bins=n)) is False        # the l1 ECE
+    out = capsys.readouterr().out
+    assert "SQUARED gaps" in out
+    assert checks.check_classwise_ece(lambda p, y, n: M.ece(p, y, n_bins=n)) is False   # top-label only
+    assert "bin p_k (every sample" in capsys.readouterr().out
+
+    def naive_nll(z, y, t):  # log of a softmax that underflows
+        e = np.exp(z / t - (z / t).max(1, keepdims=True))
+        with np.errstate(divide="ignore"):
+            return -np.mean(np.log((e / e.sum(1, keepdims=True))[np.arange(len(y)), y]))
+    assert checks.check_nll_temperature(naive_nll) is False
+    out = capsys.readouterr().out
+    assert "underflows" in out and "3 passed, 1 failed" in out
+    assert checks.check_nll_temperature(lambda z, y, t: M.nll(M.softmax(z), y)) is False  # T ignored
+
+    def percentile_90(sa, sb, y, idx, n_bins):
+        d = [M.ece(sa[i], y[i], n_bins=n_bins) - M.ece(sb[i], y[i], n_bins=n_bins) for i in idx]
+        return (M.ece(sa, y, n_bins=n_bins) - M.ece(sb, y, n_bins=n_bins), *np.percentile(d, [5, 95]))
+
+    def mean_of_replicates(sa, sb, y, idx, n_bins):
+        d = [M.ece(sa[i], y[i], n_bins=n_bins) - M.ece(sb[i], y[i], n_bins=n_bins) for i in idx]
+        return (np.mean(d), *np.percentile(d, [2.5, 97.5]))
+
+    def unpaired(sa, sb, y, idx, n_bins):
+        d = [M.ece(sa[i], y[i], n_bins=n_bins) - M.ece(sb[j], y[j], n_bins=n_bins) for i, j in zip(idx, idx[::-1])]
+        return (M.ece(sa, y, n_bins=n_bins) - M.ece(sb, y, n_bins=n_bins), *np.percentile(d, [2.5, 97.5]))
+    for wrong, where in ((percentile_90, "low"), (mean_of_replicates, "estimate"), (unpaired, "low")):
+        assert checks.check_paired_difference(wrong) is False, wrong.__name__
+        assert f"({where})" in capsys.readouterr().out, wrong.__name__
+    assert checks.check_paired_difference(lambda *a: (0.0, 0.0)) is False
+    assert "expected (estimate, low, high)" in capsys.readouterr().out

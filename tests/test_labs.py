@@ -75,4 +75,223 @@ def test_lab2_closing_question_is_answered_in_the_instructor_edition_only():
     texts = {ed: "\n".join(c.source for c in editions.to_edition(jupytext.read(src), ed).cells)
              for ed in ("instructor", "student")}
     assert "**Answer.**" in texts["instructor"] and "**Answer.**" not in texts["student"]
-    assert "**Question.** Which of the two temperatures" in texts["student"]
+    assert "**Question 6** (written, 4 points). Which of the two temperatures" in texts["student"]
+
+
+# ------------------------------------------------------------------ graded parts, rubrics, schedule
+import re
+import shutil
+
+from calibcourse.study import schedule
+from calibcourse.tools import assignments
+
+WRITTEN = re.compile(r"\*\*Question (\d+)\*\* \(written, (\d+) points\)")
+
+
+def rubric_points(text):
+    """The points of a rubric cell's title and the sum of its table's rows."""
+    title = re.search(r"\*\*Rubric \((\d+) points\)\.\*\*", text)
+    rows = [int(m) for m in re.findall(r"(?m)^\| (\d+) \|", text)]
+    return (int(title.group(1)) if title else None), sum(rows)
+
+
+@pytest.mark.parametrize("lab", LABS, ids=[p.stem for p in LABS])
+def test_every_lab_has_four_graded_parts_hidden_tests_and_rubrics(lab):
+    nb = jupytext.read(lab)
+    code = assignments.questions(nb)
+    assert len(code) >= 4, [q.function for q in code]
+    assert all(q.hidden > 0 for q in code), "every code part has hidden tests"
+    for q in code:  # each hidden test is a real check of the checks module, with another seed
+        assert hasattr(__import__("calibcourse.study.checks", fromlist=["x"]), q.check), q.check
+    written = 0
+    for i, cell in enumerate(nb.cells):
+        prompt = WRITTEN.search(cell.source) if cell.cell_type == "markdown" else None
+        if not prompt:
+            continue
+        written += 1
+        rubric = next(c for c in nb.cells[i + 1:] if "solution" in c.metadata.get("tags", []))
+        title, rows = rubric_points(rubric.source)
+        assert title == rows == int(prompt.group(2)), (lab.name, prompt.group(0), title, rows)
+    assert written >= 1, f"{lab.name}: no written question with a rubric"
+    student = "\n".join(c.source for c in editions.to_edition(jupytext.read(lab), "student").cells)
+    instructor = "\n".join(c.source for c in editions.to_edition(jupytext.read(lab), "instructor").cells)
+    assert "Rubric" not in student and "Rubric" in instructor
+    assert editions.BEGIN not in student
+
+
+def test_titles_banners_and_schedule_page_come_from_one_table():
+    assert [p.stem for p in LABS] == list(schedule.LABS)
+    for lab in LABS:
+        text = lab.read_text()
+        assert text.splitlines()[12] == f"# {schedule.lab_title(lab.stem)}", lab.name
+        assert f'schedule.lab_banner("{lab.stem}")' in text, lab.name
+    for week in schedule.WEEKS:  # the chapters' own titles
+        first = next(ln for ln in (ROOT / "notebooks" / f"{week.chapter}.md").read_text().splitlines()
+                     if ln.startswith("# "))
+        assert first == f"# {int(week.chapter[:2])}. {week.chapter_title}", first
+    assert (ROOT / schedule.PAGE).read_text() == schedule.schedule_page(), \
+        "book/schedule.md is stale: python -m calibcourse.study.schedule"
+    toc = (ROOT / "_toc.yml").read_text()
+    assert "file: book/schedule" in toc and "file: book/setup" in toc
+
+
+def test_setup_page_commands_exist_and_its_python_runs(tmp_path):
+    """Every command of the setup page names something that exists; the lab-writing command and the
+    execution command a student runs before handing in are run as written (on a student notebook)."""
+    import subprocess
+    import sys
+
+    page = (ROOT / "book" / "setup.md").read_text()
+    commands = [ln.strip() for block in re.findall(r"```bash\n(.*?)```", page, flags=re.S)
+                for ln in block.splitlines() if ln.strip()]
+    assert len(commands) >= 5, commands
+    makefile = (ROOT / "Makefile").read_text()
+    for target in re.findall(r"`make (\w+)`", page):
+        assert re.search(rf"(?m)^{target}:", makefile), f"make {target} is not a Makefile target"
+    for cmd in commands:
+        if cmd.startswith(".venv/bin/pip install -r"):
+            assert (ROOT / cmd.split()[-1]).exists(), cmd
+    for module in re.findall(r"python -m ([\w.]+)", page):
+        assert importlib.util.find_spec(module) is not None, module
+    py = sys.executable
+    # the command that writes the labs, as written (it writes _build/labs, git-ignored)
+    (labs_cmd,) = [c for c in commands if "--labs" in c]
+    args = labs_cmd.split()[1:]
+    proc = subprocess.run([py, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert (ROOT / "_build" / "labs" / "student" / "lab1_ece.ipynb").exists()
+    # the command run before handing in, on a copy of the student notebook
+    (run_cmd,) = [c for c in commands if "nbconvert" in c]
+    nb = tmp_path / "lab1_ece.ipynb"
+    shutil.copy(ROOT / "_build" / "labs" / "student" / "lab1_ece.ipynb", nb)
+    text = nb.read_text().replace('profile = \\"default\\"', 'profile = \\"ci\\"')  # the fast data
+    nb.write_text(text)
+    jupyter = Path(py).with_name("jupyter")
+    args = run_cmd.split()[1:-1] + [str(nb)]
+    proc = subprocess.run([str(jupyter), *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "check_ece: " in nb.read_text()
+
+
+import importlib.util  # noqa: E402
+
+
+# ------------------------------------------------------------------ the quizzes
+CHAPTERS = sorted((ROOT / "notebooks").glob("0[1-5]_*.md"))
+
+
+def quiz_section(path):
+    text = path.read_text()
+    start = text.index("## Self-check quiz")
+    return text[text.rindex("\n(", 0, start) + 1:]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_every_chapter_ends_with_a_quiz_of_five_explained_questions(chapter):
+    quiz = quiz_section(chapter)
+    questions = re.split(r"\*\*Question \d+\.\*\*", quiz)[1:]
+    assert len(questions) >= 5
+    for q in questions:
+        answers = re.findall(r":::\{dropdown\}.*?\n(.*?):::", q, flags=re.S)
+        assert len(answers) >= 3
+        assert sum("**Right.**" in a for a in answers) == 1, q[:80]
+        assert all(len(a.split("**", 2)[-1].split()) >= 3 for a in answers), "each answer is explained"
+    assert chapter.read_text().rstrip().endswith(":::"), "the quiz is the end of the chapter"
+
+
+HAVE_BROWSER = bool(shutil.which("chromium") and shutil.which("chromedriver"))
+
+
+@pytest.mark.skipif(not HAVE_BROWSER, reason="needs chromium and chromium-driver (make chromium)")
+def test_a_quiz_answers_in_headless_chromium_without_a_network(tmp_path):
+    from calibcourse.tools import pagecheck
+
+    for name in ("_config.yml",):
+        shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / "book").mkdir()
+    shutil.copy(ROOT / "book" / "references.bib", tmp_path / "book" / "references.bib")
+    (tmp_path / "book" / "intro.md").write_text("# Intro\n\nThe quiz of chapter 3.\n")
+    (tmp_path / "book" / "quiz.md").write_text("# Chapter 3's quiz\n\n" + quiz_section(CHAPTERS[2]))
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/quiz\n")
+    html = build.build_html(tmp_path, edition="student", log=print)
+    page = html / "book" / "quiz.html"
+    drv = pagecheck._driver()
+    try:
+        drv.get(page.resolve().as_uri())
+        options = drv.find_elements("css selector", "details.quiz-option")
+        assert len(options) >= 15
+        first = options[:3]  # question 1's answers
+        right = [o for o in first if "Right." in o.get_attribute("textContent")]
+        assert len(right) == 1
+        body = right[0].find_element("css selector", ".sd-summary-content")
+        assert not body.is_displayed(), "the answer is hidden until the reader opens it"
+        right[0].find_element("css selector", "summary").click()
+        assert body.is_displayed() and body.text.startswith("Right."), body.text
+        # no network: every script, style sheet and image the page loads is a local file
+        loaded = drv.execute_script(
+            "return Array.from(document.querySelectorAll('script[src], link[href][rel=stylesheet], img'))"
+            ".map(e => e.src || e.href)")
+        assert loaded and all(u.startswith("file:") for u in loaded), [u for u in loaded if not u.startswith("file:")]
+    finally:
+        drv.quit()
+
+
+# ------------------------------------------------------------------ the student edition, built
+def solution_lines(lab):
+    """The longest line of each solution block of a lab: text that only the instructor edition holds."""
+    lines, inside, block = [], False, []
+    for ln in lab.read_text().splitlines():
+        if ln.strip() == editions.BEGIN:
+            inside, block = True, []
+        elif ln.strip() == editions.END:
+            inside = False
+            lines.append(max(block, key=len).strip())
+        elif inside:
+            block.append(ln)
+    return lines
+
+
+def test_student_edition_built_holds_no_lab_solution_and_the_instructor_edition_does(tmp_path):
+    """The labs and the course pages built in the ci profile, both editions: no solution line and no
+    rubric in any page, source or download of the student edition; all of them in the instructor's."""
+    import html as htmllib
+
+    for name in ("_config.yml",):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "notebooks" / "labs", tmp_path / "notebooks" / "labs")
+    (tmp_path / "book").mkdir()
+    for name in ("references.bib", "setup.md", "schedule.md"):
+        shutil.copy(ROOT / "book" / name, tmp_path / "book" / name)
+    (tmp_path / "book" / "intro.md").write_text("# Intro\n\nThe labs.\n")
+    chapters = "".join(f"  - file: book/generated/{w.chapter}\n" for w in schedule.WEEKS)
+    for w in schedule.WEEKS:  # the schedule links the chapters: stand-ins
+        (tmp_path / "notebooks" / f"{w.chapter}.md").write_text(f"# {w.chapter_title}\n")
+    labs = "".join(f"  - file: book/generated/labs/{p.stem}\n" for p in LABS)
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n" + chapters
+                                       + "  - file: book/schedule\n  - file: book/setup\n" + labs)
+    markers = {p.stem: solution_lines(p) for p in LABS}
+    assert all(len(v) >= 4 for v in markers.values())
+    texts = {}
+    for edition in ("student", "instructor"):
+        assert build.main(["--root", str(tmp_path), "--profile", "ci", "--edition", edition]) == 0
+        out = tmp_path / build.HTML_DIRS[edition]
+        for lab in LABS:
+            page = (out / "book" / "generated" / "labs" / f"{lab.stem}.html").read_text()
+            source = (out / "_sources" / "book" / "generated" / "labs" / f"{lab.stem}.ipynb").read_text()
+            text = htmllib.unescape(re.sub(r"<[^>]+>", "", page))
+            texts[edition, lab.stem] = text + "\n" + "\n".join(
+                "".join(c["source"]) for c in json.loads(source)["cells"])
+    assert (tmp_path / "_build" / "html" / "index.html").exists()
+    assert (tmp_path / "_build" / "instructor" / "html" / "index.html").exists()
+    for lab, lines in markers.items():
+        student, instructor = texts["student", lab], texts["instructor", lab]
+        for line in lines:
+            assert line not in student, (lab, line)
+            assert line in instructor, (lab, line)
+        assert "Rubric" not in student and "Rubric" in instructor, lab
+        assert "NotImplementedError" in student
+    # every downloadable notebook of the student edition is the student's
+    downloads = list((tmp_path / "_build" / "html").rglob("*.ipynb"))
+    assert downloads
+    for path in downloads:
+        assert "BEGIN SOLUTION" not in path.read_text() and "Rubric" not in path.read_text(), path

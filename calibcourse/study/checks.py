@@ -29,7 +29,9 @@ from calibcourse.calibration.synthetic import scaled_logits
 
 __all__ = ["CheckFailure", "check_ece", "check_mce", "check_reliability_bins", "check_softmax_temperature",
            "check_temperature_scaling", "check_grid_temperature", "check_histogram_binning",
-           "check_isotonic", "check_platt", "check_sece", "check_focal_loss", "check_flsd53"]
+           "check_isotonic", "check_platt", "check_sece", "check_focal_loss", "check_flsd53",
+           "check_ece_l2", "check_classwise_ece", "check_nll_temperature", "check_paired_difference",
+           "reference_paired_difference"]
 
 
 #: the Parameters and Returns sections of every check
@@ -195,7 +197,7 @@ def _unweighted_ece(p, y, n_bins):
     return float(np.mean(np.abs(rb.gap[keep])))
 
 
-def _check_binned(fn, name, reference, verbose, strict, seed, what):
+def _check_binned(fn, name, reference, verbose, strict, seed, what, hint_text=None):
     report = _start(name, fn, verbose, strict, seed)
     for label, p, y, n_bins in _binned_cases(seed):
         ok, got = _call(report, label, fn, p, y, n_bins)
@@ -203,8 +205,9 @@ def _check_binned(fn, name, reference, verbose, strict, seed, what):
             continue
         expected = reference(p, y, n_bins=n_bins)
         good = _close(got, expected, 1e-6) and np.isfinite(float(got))
-        hint = HINT_EDGES if "edges" in label else ("weight each bin's |acc - conf| by its share of samples"
-                                                    if what == "ECE" else "take the maximum over non-empty bins only")
+        hint = HINT_EDGES if "edges" in label else hint_text or (
+            "weight each bin's |acc - conf| by its share of samples" if what == "ECE"
+            else "take the maximum over non-empty bins only")
         detail = (f"probs[:, max] = {_short(p.max(1))}, labels = {_short(y)}, n_bins = {n_bins}\n"
                   f"expected {what} = {expected:.6f}, got {got}")
         if not good and what == "ECE":
@@ -734,4 +737,210 @@ def check_flsd53(fn, verbose: bool = False, *, seed: int = 0, strict: bool = Fal
                 detail = f"the value is right, the gradient is not: {gdiff}"
                 hint = "compute the loss with torch operations on the logits (no numpy, no float()) so that it trains"
         report.case(label, good, detail, hint)
+    return report.done()
+
+
+# ------------------------------------------------------------------ the labs' fourth graded parts
+@_check_doc
+def check_ece_l2(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
+    r"""Check ``fn(probs, labels, n_bins) -> float``: the top-label l2 calibration error with
+    Guo et al.'s bins, :math:`\sqrt{\sum_m \frac{|B_m|}{n}(\mathrm{acc}(B_m) - \mathrm{conf}(B_m))^2}`.
+
+    Examples
+    --------
+    >>> from calibcourse.study import checks
+    >>> from calibcourse.calibration import metrics
+    >>> checks.check_ece_l2(lambda p, y, n: metrics.ece(p, y, n_bins=n, norm="l2"))
+    check_ece_l2: 6 passed, 0 failed -> all passed
+    True
+    >>> checks.check_ece_l2(lambda p, y, n: metrics.ece(p, y, n_bins=n) ** 0.5, strict=True)
+    Traceback (most recent call last):
+        ...
+    calibcourse.study.checks.CheckFailure: check_ece_l2: 0 passed, 6 failed -> 6 failed
+    ...
+    """
+    return _check_binned(fn, "check_ece_l2", lambda p, y, n_bins: M.ece(p, y, n_bins=n_bins, norm="l2"),
+                         verbose, strict, seed, "l2-ECE",
+                         "the square root of the share-weighted sum of the SQUARED gaps of the non-empty bins")
+
+
+@_check_doc
+def check_classwise_ece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
+    r"""Check ``fn(probs, labels, n_bins) -> float``: the class-wise ECE of Kull et al. (2019),
+    the ECE of every class's probability :math:`p_k` against the indicator :math:`y = k`
+    (equal-width bins on :math:`p_k`), averaged over the :math:`K` classes.
+
+    Examples
+    --------
+    >>> from calibcourse.study import checks
+    >>> from calibcourse.calibration import metrics
+    >>> checks.check_classwise_ece(lambda p, y, n: metrics.classwise_ece(p, y, n_bins=n))
+    check_classwise_ece: 6 passed, 0 failed -> all passed
+    True
+
+    The top-label ECE is not it:
+
+    >>> checks.check_classwise_ece(lambda p, y, n: metrics.ece(p, y, n_bins=n), strict=True)
+    Traceback (most recent call last):
+        ...
+    calibcourse.study.checks.CheckFailure: check_classwise_ece: 1 passed, 5 failed -> 5 failed
+    ...
+    """
+    return _check_binned(fn, "check_classwise_ece",
+                         lambda p, y, n_bins: M.classwise_ece(p, y, n_bins=n_bins),
+                         verbose, strict, seed, "class-wise ECE",
+                         "for each class k, bin p_k (every sample, not only the top label) against y == k; "
+                         "average the K ECEs")
+
+
+def _exact_nll(z, y, t):
+    return float(-np.mean(M.log_softmax(np.asarray(z, float) / t)[np.arange(len(y)), y]))
+
+
+@_check_doc
+def check_nll_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
+    r"""Check ``fn(logits, labels, temperature) -> float``: the mean negative log-likelihood
+    :math:`-\frac1n\sum_i \log \mathrm{softmax}(z_i / T)_{y_i}`, finite where a true class's
+    probability underflows to 0 (log-sum-exp, not ``log(softmax)``).
+
+    Examples
+    --------
+    >>> from scipy.special import log_softmax
+    >>> from calibcourse.study import checks
+    >>> def nll(z, y, t):
+    ...     return -np.mean(log_softmax(z / t, axis=1)[np.arange(len(y)), y])
+    >>> checks.check_nll_temperature(nll)
+    check_nll_temperature: 4 passed, 0 failed -> all passed
+    True
+
+    The log of the softmax underflows where the true class is far behind:
+
+    >>> def naive(z, y, t):
+    ...     e = np.exp(z / t - (z / t).max(1, keepdims=True))
+    ...     return -np.mean(np.log((e / e.sum(1, keepdims=True))[np.arange(len(y)), y]))
+    >>> checks.check_nll_temperature(naive)  # doctest: +ELLIPSIS
+      FAIL  large logits, the true class far behind (its softmax underflows to 0)
+            expected NLL = 266.26..., got inf
+            hint: log softmax(z)_y = z_y - max(z) - log(sum_j exp(z_j - max(z))): never take the log of a probability that may be 0
+    check_nll_temperature: 3 passed, 1 failed -> 1 failed
+    False
+    """
+    report = _start("check_nll_temperature", fn, verbose, strict, seed)
+    rng = np.random.default_rng(400 + seed)
+    z10, y10 = scaled_logits(300, 10, factor=2.0, spread=1.5, seed=seed)
+    z2 = rng.normal(size=(60, 2)) * 3
+    y2 = rng.integers(0, 2, 60)
+    big = rng.normal(size=(30, 4)) * 5
+    big[:, 0] += 800.0
+    y_big = np.r_[np.zeros(20, int), rng.integers(1, 4, 10)]  # the last ten: the true class far behind
+    cases = [("overconfident logits, K=10, T=1", z10, y10, 1.0),
+             ("overconfident logits, K=10, T=2.5", z10, y10, 2.5),
+             ("random logits, K=2, T=0.5", z2, y2, 0.5),
+             ("large logits, the true class far behind (its softmax underflows to 0)", big, y_big,
+              float(rng.choice([1.0, 1.5])) if seed else 1.0)]
+    for label, z, y, t in cases:
+        ok, got = _call(report, label, fn, z, y, t)
+        if not ok:
+            continue
+        expected = _exact_nll(z, y, t)
+        good = _close(got, expected, 1e-6 * max(1.0, abs(expected)))
+        hint = ("log softmax(z)_y = z_y - max(z) - log(sum_j exp(z_j - max(z))): never take the log of a "
+                "probability that may be 0" if "underflows" in label else
+                "average -log softmax(z / T)[y] over the samples (divide the logits by T first)")
+        report.case(label, good, f"expected NLL = {expected:.6f}, got {got}", hint)
+    return report.done()
+
+
+def _paired_reference(pa, pb, y, boot_idx, n_bins):
+    est = M.ece(pa, y, n_bins=n_bins) - M.ece(pb, y, n_bins=n_bins)
+    reps = np.array([M.ece(pa[i], y[i], n_bins=n_bins) - M.ece(pb[i], y[i], n_bins=n_bins) for i in boot_idx])
+    lo, hi = np.percentile(reps, [2.5, 97.5])
+    return est, float(lo), float(hi), reps
+
+
+@document(("scores_a, scores_b", "array of shape (n,)", "Two calibrators' scores on the same test samples."),
+          ("labels", "array of shape (n,)", "The test labels."),
+          ("boot_idx", "int array of shape (B, n)", "The resampled indices, one resample a row."),
+          ("n_bins", "int, default=15", "The ECE's bins."),
+          returns=("tuple of float", "``(estimate, low, high)``: the plug-in difference of the two ECEs "
+                                     "and the 2.5th and 97.5th percentiles of its paired bootstrap."))
+def reference_paired_difference(scores_a, scores_b, labels, boot_idx, n_bins: int = 15):
+    """What :func:`check_paired_difference` expects: Lab 3 uses it until the student's passes.
+
+    Examples
+    --------
+    >>> s = np.array([0.9, 0.8, 0.3, 0.6]); y = np.array([1, 1, 0, 0])
+    >>> est, low, high = reference_paired_difference(s, np.full(4, 0.5), y, np.array([[0, 1, 2, 3]] * 3))
+    >>> round(est, 4), low == high == est
+    (0.3, True)
+    """
+    scores_a, scores_b = np.asarray(scores_a, float), np.asarray(scores_b, float)
+    labels, boot_idx = np.asarray(labels), np.asarray(boot_idx)
+    if scores_a.shape != scores_b.shape or scores_a.shape != labels.shape or scores_a.ndim != 1:
+        raise ValueError(f"scores_a, scores_b and labels must be 1-D of one length; got shapes "
+                         f"{scores_a.shape}, {scores_b.shape}, {labels.shape}")
+    if boot_idx.ndim != 2 or boot_idx.shape[1] != labels.size:
+        raise ValueError(f"boot_idx must have shape (B, {labels.size}); got {boot_idx.shape}")
+    return _paired_reference(scores_a, scores_b, labels, boot_idx, n_bins)[:3]
+
+
+@_check_doc
+def check_paired_difference(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
+    r"""Check ``fn(scores_a, scores_b, labels, boot_idx, n_bins) -> (estimate, low, high)``: the
+    paired bootstrap of the difference of two calibrators' ECE on the same test samples.
+
+    ``estimate`` is the plug-in difference ``ece(scores_a) - ece(scores_b)`` on all the
+    samples; ``low`` and ``high`` are the 2.5th and 97.5th percentiles (``np.percentile``'s
+    default interpolation) of that difference recomputed on each row of ``boot_idx`` (a
+    ``(B, n)`` array of resampled indices: the same indices for both calibrators, the pairing).
+    The ECE is ``metrics.ece(scores, labels, n_bins=n_bins)``.
+
+    Examples
+    --------
+    >>> from calibcourse.study import checks
+    >>> from calibcourse.calibration import metrics
+    >>> def paired(sa, sb, y, idx, n_bins):
+    ...     d = [metrics.ece(sa[i], y[i], n_bins=n_bins) - metrics.ece(sb[i], y[i], n_bins=n_bins) for i in idx]
+    ...     lo, hi = np.percentile(d, [2.5, 97.5])
+    ...     return metrics.ece(sa, y, n_bins=n_bins) - metrics.ece(sb, y, n_bins=n_bins), lo, hi
+    >>> checks.check_paired_difference(paired)
+    check_paired_difference: 2 passed, 0 failed -> all passed
+    True
+
+    Resampling the two calibrators with different indices loses the pairing:
+
+    >>> def unpaired(sa, sb, y, idx, n_bins):
+    ...     d = [metrics.ece(sa[i], y[i], n_bins=n_bins) - metrics.ece(sb[j], y[j], n_bins=n_bins)
+    ...          for i, j in zip(idx, idx[::-1])]
+    ...     lo, hi = np.percentile(d, [2.5, 97.5])
+    ...     return metrics.ece(sa, y, n_bins=n_bins) - metrics.ece(sb, y, n_bins=n_bins), lo, hi
+    >>> checks.check_paired_difference(unpaired, strict=True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    calibcourse.study.checks.CheckFailure: check_paired_difference: 0 passed, 2 failed -> 2 failed
+    ...
+    """
+    report = _start("check_paired_difference", fn, verbose, strict, seed)
+    for i, n_bins in enumerate((15, 10)):
+        pv, yv, pt = _binary_scores(700 + 2 * seed + i, n=800)
+        rng = np.random.default_rng(900 + 2 * seed + i)
+        y = (rng.random(pt.size) < pt ** 1.5).astype(int)
+        sa = np.clip(pt ** 1.5 + rng.normal(0, 0.02, pt.size), 0, 1)   # nearly calibrated
+        sb = pt                                                        # overconfident in the positives
+        idx = rng.integers(0, pt.size, size=(int(rng.integers(150, 250)), pt.size))
+        label = f"two calibrators on {pt.size} samples, {idx.shape[0]} bootstrap resamples, {n_bins} bins"
+        ok, got = _call(report, label, fn, sa, sb, y, idx, n_bins)
+        if not ok:
+            continue
+        est, lo, hi, _ = _paired_reference(sa, sb, y, idx, n_bins)
+        arr, why = _as_float_array(got, (3,))
+        if arr is None:
+            report.case(label, False, f"expected (estimate, low, high): {why}",
+                        "return a tuple of three numbers")
+            continue
+        diff = _first_difference(arr, np.array([est, lo, hi]), 1e-9,
+                                 lambda j: ("estimate", "low", "high")[j[0]])
+        report.case(label, diff is None, diff or "",
+                    "estimate: the difference of the two ECEs on all samples; low, high: percentiles 2.5 and "
+                    "97.5 of the difference recomputed on each row of boot_idx, the same rows for both")
     return report.done()

@@ -1,13 +1,20 @@
 """The book build: jupytext -> papermill -> jupyter-book (``make book`` calls this).
 
-    python -m calibcourse.tools.build [--profile ci|default|full] [--edition instructor|student]
+    python -m calibcourse.tools.build [--profile ci|default|full] [--edition student|instructor]
                                 [--no-html] [--force] [--root DIR]
+
+Two editions, two builds side by side: the student edition (the default, the public book:
+the labs' solutions and rubrics removed from every page and download; the chapters'
+exercise solutions stay, folded) renders into ``_build/html``; the instructor edition into
+``_build/instructor/html``.
 
 1. Reads ``_toc.yml``. A page ``book/generated/<name>`` has its source in
    ``notebooks/<name>.md`` (a jupytext MyST notebook). Each source is converted
    to .ipynb and executed by papermill with the parameters ``profile`` and
    ``edition`` injected; the executed notebook is written, atomically, to
-   ``book/generated/<name>.ipynb`` (git-ignored).
+   ``book/generated/<name>.ipynb`` (git-ignored), and a copy is kept per edition under
+   ``_build/executed/<edition>/`` so that switching editions re-executes nothing that did not
+   change.
 2. A notebook is skipped when its fingerprint -- the sha256 of its source, of
    every file of the ``calibcourse`` package, of ``requirements.txt``, of the
    committed result cache ``data/`` and of its parameters -- equals the one
@@ -40,10 +47,14 @@ from pathlib import Path
 from calibcourse.calibration._docs import document
 from calibcourse.study.profiles import PROFILES
 
-__all__ = ["EDITIONS", "BuildError", "Page", "toc_entries", "notebook_pages", "fingerprint", "execute_book",
+__all__ = ["EDITIONS", "HTML_DIRS", "BuildError", "Page", "toc_entries", "notebook_pages", "fingerprint", "execute_book",
            "write_ledger", "build_html", "main"]
 
-EDITIONS = ("instructor", "student")
+EDITIONS = ("student", "instructor")
+#: where each edition's HTML goes, relative to the root
+HTML_DIRS = {"student": Path("_build") / "html", "instructor": Path("_build") / "instructor" / "html"}
+#: the executed notebooks of each edition, kept to switch editions without executing again
+EXECUTED = Path("_build") / "executed"
 GENERATED = Path("book") / "generated"
 SOURCES = Path("notebooks")
 FINGERPRINT_SUFFIX = ".fingerprint"
@@ -327,7 +338,17 @@ def execute_book(root: Path, profile: str = "default", edition: str = "instructo
     for i, page in enumerate(pages, start=1):
         rel = page.source.relative_to(root)
         fp = fingerprint(page, params, root, package_dir)
+        kept = root / EXECUTED / edition / page.output.relative_to(root / GENERATED)
+        kept_page = Page(page.toc_entry, page.source, kept)
+        if not force and not is_up_to_date(page, fp) and is_up_to_date(kept_page, fp):
+            page.output.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(kept, page.output)           # this edition's copy, executed before
+            _fp_path(page).write_text(fp + "\n")
         if not force and is_up_to_date(page, fp):
+            if not is_up_to_date(kept_page, fp):
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(page.output, kept)
+                _fp_path(kept_page).write_text(fp + "\n")
             log(f"[{i}/{len(pages)}] {rel}: skipped (unchanged)")
             status[str(rel)] = "skipped"
             continue
@@ -340,6 +361,9 @@ def execute_book(root: Path, profile: str = "default", edition: str = "instructo
             log(f"[{i}/{len(pages)}] {rel}: FAILED after {time.perf_counter() - start:.1f} s")
             raise
         _fp_path(page).write_text(fp + "\n")
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(page.output, kept)
+        _fp_path(kept_page).write_text(fp + "\n")
         log(f"[{i}/{len(pages)}] {rel}: executed in {time.perf_counter() - start:.1f} s")
         status[str(rel)] = "executed"
     return status
@@ -435,54 +459,70 @@ def write_ledger(root: Path, pages: list, log=print) -> list:
 
 
 # --------------------------------------------------------------------------- html
-@document(_ROOT, ("edition", '{"instructor", "student"}, default="instructor"',
-                  "The student edition hides the ``{solution}`` blocks (a config written to ``_build/``)."),
+@document(_ROOT, ("edition", '{"student", "instructor"}, default="student"',
+                  "Which edition: it decides only where the HTML goes (:data:`HTML_DIRS`); what the pages "
+                  "hold was decided when they were executed (:func:`execute_book`)."),
           _LOG,
-          returns=("pathlib.Path", "``root/_build/html``."))
-def build_html(root: Path, edition: str = "instructor", log=print) -> Path:
+          returns=("pathlib.Path", "The HTML folder: ``root/_build/html`` (student) or "
+                                   "``root/_build/instructor/html``."))
+def build_html(root: Path, edition: str = "student", log=print) -> Path:
     """Render the book with jupyter-book (execution off), failing on any warning.
 
     Any ``WARNING``, ``ERROR`` or ``Traceback`` line, or a non-zero exit, raises
     :class:`BuildError` with those lines; the full log goes to ``_build/jupyter-book.log`` and
-    the stale HTML is removed.
+    the stale HTML of that edition is removed. The other edition's HTML is left as it is.
 
     Examples
     --------
     Skipped in the doctests: rendering the book takes minutes.
 
-    >>> build_html(Path("."))  # doctest: +SKIP
-    html: built in 95.3 s -> /.../_build/html/index.html
-    PosixPath('/.../_build/html')
+    >>> build_html(Path("."), edition="instructor")  # doctest: +SKIP
+    html: built in 95.3 s -> /.../_build/instructor/html/index.html
+    PosixPath('/.../_build/instructor/html')
     """
+    if edition not in EDITIONS:
+        raise ValueError(f"edition must be one of {EDITIONS}; got {edition!r}")
     root = Path(root).resolve()
-    config = root / "_config.yml"
     jb = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(root), "--all", "-W", "--keep-going"]
-    extra_config = None
-    if edition == "student":
-        import yaml
-
-        cfg = yaml.safe_load(config.read_text())
-        cfg.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
-        extra_config = root / "_build" / "_config.student.yml"
-        extra_config.parent.mkdir(parents=True, exist_ok=True)
-        extra_config.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        cmd += ["--config", str(extra_config)]
+    html = root / HTML_DIRS[edition]
+    # jupyter-book writes to <path-output>/_build/html: the student edition to the usual place,
+    # the instructor edition to a folder of its own, moved to _build/instructor/html afterwards
+    stage = None if edition == "student" else root / "_build" / "instructor" / "stage"
+    if stage is not None:
+        cmd += ["--path-output", str(stage)]
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
     out = proc.stdout + proc.stderr
     problems = [ln for ln in out.splitlines() if "WARNING" in ln or "ERROR" in ln
                 or "Traceback" in ln]
-    html = root / "_build" / "html"
     if proc.returncode != 0 or problems:
         (root / "_build").mkdir(exist_ok=True)
         (root / "_build" / "jupyter-book.log").write_text(out)
         shutil.rmtree(html, ignore_errors=True)
+        if stage is not None:
+            shutil.rmtree(stage / "_build" / "html", ignore_errors=True)
         shown = "\n".join("    " + ln for ln in (problems or out.splitlines()[-25:])[:40])
         raise BuildError(f"jupyter-book build failed (exit {proc.returncode}, {len(problems)} "
                          f"warning/error lines); full log in _build/jupyter-book.log:\n{shown}")
+    if stage is not None:
+        shutil.rmtree(html, ignore_errors=True)
+        os.replace(stage / "_build" / "html", html)
     log(f"html: built in {time.perf_counter() - start:.1f} s -> {html / 'index.html'}")
     return html
+
+
+def _write_schedule(root: Path) -> None:
+    """Rewrite ``book/schedule.md`` from :mod:`calibcourse.study.schedule` where ``_toc.yml`` lists it."""
+    import yaml
+
+    from calibcourse.study import schedule
+
+    toc = root / "_toc.yml"
+    if toc.exists() and schedule.PAGE.with_suffix("").as_posix() in toc_entries(yaml.safe_load(toc.read_text())):
+        page = root / schedule.PAGE
+        if not page.exists() or page.read_text() != schedule.schedule_page():
+            schedule.write_page(root)
 
 
 @document(("argv", "list of str, optional", "The arguments (default: the command line's)."),
@@ -507,7 +547,9 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", default="default", choices=PROFILES,
                     help="ci: seconds-long smoke runs; default: the real book on embedded data; "
                          "full: MNIST/CIFAR with the papers' architectures (needs the data sets, a GPU)")
-    ap.add_argument("--edition", default="instructor", choices=EDITIONS)
+    ap.add_argument("--edition", default="student", choices=EDITIONS,
+                    help="student (default): the public book, in _build/html, no lab solution in any page "
+                         "or download; instructor: with the solutions and rubrics, in _build/instructor/html")
     ap.add_argument("--root", default=".", help="the book's root (holds _config.yml and _toc.yml)")
     ap.add_argument("--force", action="store_true", help="re-execute every notebook")
     ap.add_argument("--no-html", action="store_true", help="execute the notebooks only")
@@ -525,6 +567,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("CALIBCOURSE_QUIET", "1")  # no progress bars inside executed notebooks
     start = time.perf_counter()
     try:
+        _write_schedule(root)
         execute_book(root, args.profile, args.edition, force=args.force)
         write_ledger(root, notebook_pages(root))
         if not args.no_html:
@@ -532,7 +575,7 @@ def main(argv=None) -> int:
     except BuildError as exc:
         print(f"\nBUILD FAILED: {exc}", file=sys.stderr)
         if not args.no_html:
-            shutil.rmtree(root / "_build" / "html", ignore_errors=True)
+            shutil.rmtree(root / HTML_DIRS[args.edition], ignore_errors=True)
         return 1
     print(f"done in {time.perf_counter() - start:.1f} s (profile {args.profile}, edition {args.edition})")
     return 0
