@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcourse.calibration._docs import document
 from calibcourse.calibration._validation import check_choice, check_n_bins
 
 __all__ = ["STRATEGIES", "uniform_edges", "bin_index", "quantile_bins", "assign_bins", "bin_sums"]
@@ -31,10 +30,18 @@ __all__ = ["STRATEGIES", "uniform_edges", "bin_index", "quantile_bins", "assign_
 STRATEGIES = ("uniform", "quantile")
 
 
-@document(("n_bins", "int", "Number of bins, at least 1."),
-          returns=("numpy.ndarray", "``numpy.linspace(0, 1, n_bins + 1)``."))
 def uniform_edges(n_bins: int) -> np.ndarray:
     """The ``n_bins + 1`` edges of equal-width bins of [0, 1].
+
+    Parameters
+    ----------
+    n_bins : int
+        Number of bins, at least 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``numpy.linspace(0, 1, n_bins + 1)``.
 
     Examples
     --------
@@ -44,14 +51,23 @@ def uniform_edges(n_bins: int) -> np.ndarray:
     return np.linspace(0.0, 1.0, check_n_bins(n_bins) + 1)
 
 
-@document(("x", "array_like of shape (n,)", "Scores."),
-          ("edges", "array_like of shape (M + 1,)", "Non-decreasing bin edges."),
-          returns=("numpy.ndarray of shape (n,)", "Integer bin indices in ``[0, M)``."))
 def bin_index(x, edges) -> np.ndarray:
     """Index ``m`` of the bin ``(edges[m], edges[m + 1]]`` that holds each score.
 
     A score at or below ``edges[0]`` goes to the first bin, one above
     ``edges[-1]`` to the last, so every score has a bin.
+
+    Parameters
+    ----------
+    x : array_like of shape (n,)
+        Scores.
+    edges : array_like of shape (M + 1,)
+        Non-decreasing bin edges.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,)
+        Integer bin indices in ``[0, M)``.
 
     Examples
     --------
@@ -62,8 +78,6 @@ def bin_index(x, edges) -> np.ndarray:
     return np.searchsorted(edges[1:-1], x, side="left")
 
 
-@document("x",
-          ("n_bins", "int", "Number of bins, at least 1."))
 def quantile_bins(x, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
     """Equal-mass bins: the sorted scores cut into ``n_bins`` runs of sizes as ``numpy.array_split``.
 
@@ -75,6 +89,13 @@ def quantile_bins(x, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
     edges : numpy.ndarray of shape (n_bins + 1,)
         0, the midpoints between consecutive runs, and 1 (1 for the missing
         inner edges when there are fewer scores than bins).
+
+    Parameters
+    ----------
+    x : numpy.ndarray of shape (n,)
+        Scores in [0, 1].
+    n_bins : int
+        Number of bins, at least 1.
 
     Examples
     --------
@@ -99,7 +120,6 @@ def quantile_bins(x, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
     return index, np.concatenate([[0.0], inner, [1.0]])
 
 
-@document("x", "n_bins", "strategy")
 def assign_bins(x, n_bins: int = 15, strategy: str = "uniform") -> tuple[np.ndarray, np.ndarray]:
     """The bin of every score and the bin edges, for either strategy.
 
@@ -109,6 +129,15 @@ def assign_bins(x, n_bins: int = 15, strategy: str = "uniform") -> tuple[np.ndar
         Integer bin indices in ``[0, n_bins)``.
     edges : numpy.ndarray of shape (n_bins + 1,)
         The bin edges.
+
+    Parameters
+    ----------
+    x : numpy.ndarray of shape (n,)
+        Scores in [0, 1].
+    n_bins : int, default=15
+        Number of bins.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width Guo bins or equal-mass bins (:mod:`calibcourse.calibration.binning`).
 
     Examples
     --------

@@ -52,7 +52,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from calibcourse.calibration import binning
 from calibcourse.calibration import metrics as M
-from calibcourse.calibration._docs import document
 from calibcourse.calibration._validation import (check_choice, check_labels, check_logits, check_n_bins, check_probs, is_torch,
                                                  to_numpy, torch_or_none)
 
@@ -85,23 +84,38 @@ class _Calibrator(BaseEstimator):
 
     _fitted_attr = ""
 
-    @document(("scores", "array_like or torch.Tensor",
-               "Binary methods: shape ``(n,)``, of the class's ``input_type``. Multiclass methods: logits "
-               "of shape ``(n, K)`` (``OneVsAll``: probabilities or logits, by ``input_type``)."),
-              "labels",
-              returns=("self", "The fitted calibrator."))
     def fit(self, scores, labels):
         """Fit the calibration map on a calibration (validation) set.
+
+
+    Parameters
+    ----------
+    scores : array_like or torch.Tensor
+        Binary methods: shape ``(n,)``, of the class's ``input_type``. Multiclass methods: logits of shape ``(n, K)`` (``OneVsAll``: probabilities or logits, by ``input_type``).
+    labels : array_like of shape (n,)
+        Integer class labels.
+
+    Returns
+    -------
+    self
+        The fitted calibrator.
 
         """
         raise NotImplementedError
 
-    @document(("scores", "array_like or torch.Tensor", "Of the kind and shape given to :meth:`fit`."),
-              returns=("numpy.ndarray or torch.Tensor",
-                       "Probabilities of shape ``(n, K)``; ``(n, 2)``, ``[P(y = 0), P(y = 1)]``, for a binary "
-                       "method (and for a single sigmoid logit), as scikit-learn. Torch in, torch out."))
     def predict_proba(self, scores):
         """Calibrated probabilities of new scores.
+
+
+    Parameters
+    ----------
+    scores : array_like or torch.Tensor
+        Of the kind and shape given to :meth:`fit`.
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        Probabilities of shape ``(n, K)``; ``(n, 2)``, ``[P(y = 0), P(y = 1)]``, for a binary method (and for a single sigmoid logit), as scikit-learn. Torch in, torch out.
 
         """
         raise NotImplementedError
@@ -171,7 +185,6 @@ class _BinaryCalibrator(_Calibrator):
         return s, y
 
 
-@document("n_bins", "strategy", "input_type")
 class HistogramBinning(_BinaryCalibrator):
     r"""Histogram binning (Zadrozny and Elkan 2001).
 
@@ -182,6 +195,15 @@ class HistogramBinning(_BinaryCalibrator):
 
     .. math:: \theta_m = \arg\min_\theta \sum_i \mathbb 1(\hat p_i \in B_m)(\theta - y_i)^2
               = \frac{1}{|B_m|}\sum_{i \in B_m} y_i
+
+    Parameters
+    ----------
+    n_bins : int, default=15
+        Number of bins.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width Guo bins or equal-mass bins (:mod:`calibcourse.calibration.binning`).
+    input_type : {"probabilities", "logits"}, default="probabilities"
+        What the scores are (:data:`calibcourse.calibration.calibrators.INPUT_TYPES`).
 
     Attributes
     ----------
@@ -251,7 +273,6 @@ def _pool_adjacent_violators(y: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.repeat(values, sizes)
 
 
-@document("input_type")
 class IsotonicCalibration(_BinaryCalibrator):
     r"""Isotonic regression (Zadrozny and Elkan 2002) by pool-adjacent-violators.
 
@@ -261,6 +282,11 @@ class IsotonicCalibration(_BinaryCalibrator):
     Equal scores are pooled first; between fitted points ``predict_proba``
     interpolates linearly and outside them it clips (as scikit-learn's
     ``IsotonicRegression(out_of_bounds="clip")``, which this matches exactly).
+
+    Parameters
+    ----------
+    input_type : {"probabilities", "logits"}, default="probabilities"
+        What the scores are (:data:`calibcourse.calibration.calibrators.INPUT_TYPES`).
 
     Attributes
     ----------
@@ -301,12 +327,6 @@ class IsotonicCalibration(_BinaryCalibrator):
         return _like(_two_columns(np.interp(p, self.x_thresholds_, self.y_thresholds_)), scores)
 
 
-@document(("n_bins", "int or sequence of int, optional",
-           "The numbers of bins of the models; by default the paper's range above."),
-          ("C", "float, default=10.0", "The paper's constant of the range of ``B``."),
-          ("prior_strength", "float, default=2.0",
-           "``N'``, the equivalent sample size of the Beta priors (2 in the paper)."),
-          "input_type")
 class BBQ(_BinaryCalibrator):
     r"""Bayesian Binning into Quantiles (Naeini, Cooper and Hauskrecht 2015).
 
@@ -325,6 +345,17 @@ class BBQ(_BinaryCalibrator):
     its midpoint and ``N' = prior_strength``; models have a uniform prior. A
     model predicts the posterior mean :math:`(m_b + \alpha_b) / (N_b + N'/B)`
     of the bin a score falls in.
+
+    Parameters
+    ----------
+    n_bins : int or sequence of int, optional
+        The numbers of bins of the models; by default the paper's range above.
+    C : float, default=10.0
+        The paper's constant of the range of ``B``.
+    prior_strength : float, default=2.0
+        ``N'``, the equivalent sample size of the Beta priors (2 in the paper).
+    input_type : {"probabilities", "logits"}, default="probabilities"
+        What the scores are (:data:`calibcourse.calibration.calibrators.INPUT_TYPES`).
 
     Attributes
     ----------
@@ -424,13 +455,17 @@ def _fit_logistic_1d(z: np.ndarray, y: np.ndarray, tol: float = 1e-12, max_iter:
     return float(theta[0]), float(theta[1])
 
 
-@document("input_type")
 class PlattScaling(_BinaryCalibrator):
     r"""Platt scaling (Platt 1999): :math:`\hat q = \sigma(a z + b)`.
 
     ``a`` and ``b`` minimize the NLL of the calibration labels, i.e. an
     unregularized logistic regression on the logit ``z`` (Newton's method, to
     1e-12). Probabilities are turned into logits first.
+
+    Parameters
+    ----------
+    input_type : {"probabilities", "logits"}, default="probabilities"
+        What the scores are (:data:`calibcourse.calibration.calibrators.INPUT_TYPES`).
 
     Attributes
     ----------
@@ -586,9 +621,6 @@ def _solve_beta(zc, zc_y, tol: float, max_iter: int, subsample: int):
     return beta, nll
 
 
-@document(("tol", "float, default=1e-10",
-           "Tolerance on :math:`\\beta = 1/T` (relative when :math:`\\beta > 1`)."),
-          ("max_iter", "int, default=200", "Newton steps at most, per stage."))
 class TemperatureScaling(_Calibrator):
     r"""Temperature scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(z / T)`.
 
@@ -614,6 +646,13 @@ class TemperatureScaling(_Calibrator):
 
     The passes run in torch where it is installed (multi-threaded) and in numpy
     otherwise; both give the same temperature (to 1e-12).
+
+    Parameters
+    ----------
+    tol : float, default=1e-10
+        Tolerance on :math:`\beta = 1/T` (relative when :math:`\beta > 1`).
+    max_iter : int, default=200
+        Newton steps at most, per stage.
 
     Attributes
     ----------
@@ -682,20 +721,28 @@ class TemperatureScaling(_Calibrator):
         return _like(q, logits)
 
     @staticmethod
-    @document(("logits", "array_like of shape (n, K) or (n,)", "Logits (or one sigmoid logit per sample)."),
-              "labels",
-              ("temperatures", "sequence of float, optional",
-               "Positive temperatures; default 0.25 to 5 in steps of 0.05."),
-              "n_bins",
-              returns=("TemperatureGrid",
-                       "Arrays ``temperature``, ``ece``, ``nll``, one entry per temperature; "
-                       "``best(\"ece\")`` is the hand search's choice."))
     def grid(logits, labels, temperatures=None, n_bins: int = 15) -> "TemperatureGrid":
         """ECE and NLL of ``softmax(z / T)`` for every T of ``temperatures``: the hand search.
 
         Note that the ECE-optimal T of a grid is fitted to a biased, noisy
         objective; the NLL-optimal T is what ``fit`` finds exactly. The grid
         computes; a table of a result ``g`` is ``pandas.DataFrame(g._asdict())``.
+
+        Parameters
+        ----------
+        logits : array_like of shape (n, K) or (n,)
+            Logits (or one sigmoid logit per sample).
+        labels : array_like of shape (n,)
+            Integer class labels.
+        temperatures : sequence of float, optional
+            Positive temperatures; default 0.25 to 5 in steps of 0.05.
+        n_bins : int, default=15
+            Number of bins.
+
+        Returns
+        -------
+        TemperatureGrid
+            Arrays ``temperature``, ``ece``, ``nll``, one entry per temperature; ``best("ece")`` is the hand search's choice.
 
         Examples
         --------
@@ -829,16 +876,19 @@ class _AffineLogitScaling(_Calibrator):
         return _like(q, logits)
 
 
-@document(("bias", "bool, default=True", "Fit the bias ``b`` (else ``b = 0``)."),
-          ("tie_weights", "bool, default=False",
-           "One weight shared by all classes. ``tie_weights=True, bias=False`` is temperature scaling with "
-           ":math:`w = 1/T`."))
 class VectorScaling(_AffineLogitScaling):
     r"""Vector scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(w \odot z + b)`.
 
     A weight per class and a bias per class, minimizing NLL (convex; L-BFGS
     with an analytic gradient). Positive weights keep the order of each logit
     but, unlike TS, may change the argmax.
+
+    Parameters
+    ----------
+    bias : bool, default=True
+        Fit the bias ``b`` (else ``b = 0``).
+    tie_weights : bool, default=False
+        One weight shared by all classes. ``tie_weights=True, bias=False`` is temperature scaling with :math:`w = 1/T`.
 
     Attributes
     ----------
@@ -873,10 +923,6 @@ class VectorScaling(_AffineLogitScaling):
         return z * self.coef_ + self.intercept_
 
 
-@document(("l2", "float, default=0.0", "Penalty ``l2 * ||W - I||^2 / K^2``."),
-          ("off_diagonal", "float, default=0.0",
-           "The ODIR penalty of Kull et al. (2019), ``off_diagonal * sum_{i != j} W_ij^2 / (K(K-1))``."),
-          ("bias_l2", "float, default=0.0", "Penalty ``bias_l2 * ||b||^2 / K``."))
 class MatrixScaling(_AffineLogitScaling):
     r"""Matrix scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(W z + b)`.
 
@@ -884,6 +930,15 @@ class MatrixScaling(_AffineLogitScaling):
     Unregularized it is a multinomial logistic regression on the logits, and
     overfits small calibration sets with many classes (Guo et al., Table 1,
     CIFAR-100).
+
+    Parameters
+    ----------
+    l2 : float, default=0.0
+        Penalty ``l2 * ||W - I||^2 / K^2``.
+    off_diagonal : float, default=0.0
+        The ODIR penalty of Kull et al. (2019), ``off_diagonal * sum_{i != j} W_ij^2 / (K(K-1))``.
+    bias_l2 : float, default=0.0
+        Penalty ``bias_l2 * ||b||^2 / K``.
 
     Attributes
     ----------
@@ -927,9 +982,6 @@ class MatrixScaling(_AffineLogitScaling):
         return z @ self.coef_.T + self.intercept_
 
 
-@document(("binary_method", "binary calibrator, default=HistogramBinning()",
-           "One of :data:`BINARY` (its own ``input_type`` is overridden: it gets probabilities)."),
-          "input_type")
 class OneVsAll(_Calibrator):
     r"""Guo et al.'s multiclass extension of a binary method.
 
@@ -938,6 +990,13 @@ class OneVsAll(_Calibrator):
     calibrated vector :math:`[\hat q^{(1)}, \dots, \hat q^{(K)}]` is then
     divided by its sum (a row whose calibrated values are all 0 becomes
     uniform). The predicted class may change.
+
+    Parameters
+    ----------
+    binary_method : binary calibrator, default=HistogramBinning()
+        One of :data:`BINARY` (its own ``input_type`` is overridden: it gets probabilities).
+    input_type : {"probabilities", "logits"}, default="probabilities"
+        What the scores are (:data:`calibcourse.calibration.calibrators.INPUT_TYPES`).
 
     Attributes
     ----------

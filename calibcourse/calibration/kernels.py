@@ -19,22 +19,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcourse.calibration._docs import document
 
 __all__ = ["gaussian_kernel_sums", "kernel_regression", "linear_binning", "gaussian_smooth",
            "reflected_gaussian_smooth", "fixed_point_bandwidth"]
 
 
-@document(("points", "torch.Tensor of shape (m,)", "Where to evaluate, :math:`t_i`."),
-          ("centers", "torch.Tensor of shape (n,)",
-           "The scores :math:`x_j`. Gradients flow through ``points`` and ``centers``."),
-          ("weights", "torch.Tensor of shape (n, c)",
-           "``c`` weights per score, summed in one matrix product."),
-          "bandwidth",
-          returns=("torch.Tensor of shape (m, c)",
-                   "The sums. Memory is ``m * n``: chunk ``points`` for large inputs."))
 def gaussian_kernel_sums(points, centers, weights, bandwidth: float):
     r"""Dense Gaussian kernel sums :math:`S_{ic} = \sum_j e^{-(t_i - x_j)^2 / 2h^2}\,w_{jc}` (torch).
+
+    Parameters
+    ----------
+    points : torch.Tensor of shape (m,)
+        Where to evaluate, :math:`t_i`.
+    centers : torch.Tensor of shape (n,)
+        The scores :math:`x_j`. Gradients flow through ``points`` and ``centers``.
+    weights : torch.Tensor of shape (n, c)
+        ``c`` weights per score, summed in one matrix product.
+    bandwidth : float
+        The kernel's standard deviation ``h``.
+
+    Returns
+    -------
+    torch.Tensor of shape (m, c)
+        The sums. Memory is ``m * n``: chunk ``points`` for large inputs.
 
     Examples
     --------
@@ -50,13 +57,6 @@ def gaussian_kernel_sums(points, centers, weights, bandwidth: float):
     return torch.exp((points[:, None] - centers[None, :]).square() * scale) @ weights
 
 
-@document(("t", "array_like of shape (m,)", "Where to evaluate."),
-          ("x", "array_like of shape (n,)", "Scores."),
-          ("y", "array_like of shape (n,)", "Values to average (e.g. 0/1 correctness)."),
-          "bandwidth",
-          ("min_density", "float, default=1e-8",
-           "Where the kernel sum :math:`\\sum_j K_h(t, x_j)` is at or below this, the estimate is NaN (no "
-           "data near ``t``)."))
 def kernel_regression(t, x, y, bandwidth: float, min_density: float = 1e-8):
     r"""Nadaraya-Watson estimate of :math:`E[y \mid x = t]` with a Gaussian kernel, exact (dense).
 
@@ -68,6 +68,19 @@ def kernel_regression(t, x, y, bandwidth: float, min_density: float = 1e-8):
         :math:`\hat m(t)`, NaN where there is no data.
     density : numpy.ndarray of shape (m,)
         The kernel sums :math:`\sum_j K_h(t, x_j)`.
+
+    Parameters
+    ----------
+    t : array_like of shape (m,)
+        Where to evaluate.
+    x : array_like of shape (n,)
+        Scores.
+    y : array_like of shape (n,)
+        Values to average (e.g. 0/1 correctness).
+    bandwidth : float
+        The kernel's standard deviation ``h``.
+    min_density : float, default=1e-8
+        Where the kernel sum :math:`\sum_j K_h(t, x_j)` is at or below this, the estimate is NaN (no data near ``t``).
 
     Examples
     --------
@@ -96,11 +109,22 @@ def _grid_position(x: np.ndarray, grid: int):
     return lo, pos - lo
 
 
-@document("x", "weights", "grid",
-          returns=("list of numpy.ndarray of shape (grid,)",
-                   "The mass on each node, one array per weight (each sums to its weight's sum)."))
 def linear_binning(x, weights, grid: int) -> list[np.ndarray]:
     """Spread each weight onto the two nearest nodes of ``linspace(0, 1, grid)``, in proportion to the distance.
+
+    Parameters
+    ----------
+    x : numpy.ndarray of shape (n,)
+        Scores in [0, 1].
+    weights : sequence of numpy.ndarray of shape (n,)
+        Weights, one value per score; each gives one result.
+    grid : int
+        Number of nodes of the grid ``linspace(0, 1, grid)``.
+
+    Returns
+    -------
+    list of numpy.ndarray of shape (grid,)
+        The mass on each node, one array per weight (each sums to its weight's sum).
 
     Examples
     --------
@@ -112,9 +136,6 @@ def linear_binning(x, weights, grid: int) -> list[np.ndarray]:
             + np.bincount(lo + 1, weights=frac * w, minlength=grid) for w in weights]
 
 
-@document("x", "weights", "bandwidth", "grid",
-          returns=("list of numpy.ndarray of shape (grid,)",
-                   "The kernel sums on the grid, one array per weight."))
 def gaussian_smooth(x, weights, bandwidth: float, grid: int) -> list[np.ndarray]:
     r"""Gaussian kernel sums :math:`\sum_j w_j e^{-(t - x_j)^2 / 2h^2}` at ``t = linspace(0, 1, grid)``, fast.
 
@@ -122,6 +143,22 @@ def gaussian_smooth(x, weights, bandwidth: float, grid: int) -> list[np.ndarray]
     kernel truncated at :math:`8h` (no reflection: mass beyond 0 and 1 is lost,
     as in the dense sum). The error against the dense sum is of the order of the
     squared grid spacing over :math:`h^2`.
+
+    Parameters
+    ----------
+    x : numpy.ndarray of shape (n,)
+        Scores in [0, 1].
+    weights : sequence of numpy.ndarray of shape (n,)
+        Weights, one value per score; each gives one result.
+    bandwidth : float
+        The kernel's standard deviation ``h``.
+    grid : int
+        Number of nodes of the grid ``linspace(0, 1, grid)``.
+
+    Returns
+    -------
+    list of numpy.ndarray of shape (grid,)
+        The kernel sums on the grid, one array per weight.
 
     Examples
     --------
@@ -138,18 +175,30 @@ def gaussian_smooth(x, weights, bandwidth: float, grid: int) -> list[np.ndarray]
     return [fftconvolve(g, taps, mode="full")[half: half + grid] for g in linear_binning(x, weights, grid)]
 
 
-@document("x", "weights",
-          ("sigma", "float", "The kernel's standard deviation."),
-          "grid",
-          ("at", "numpy.ndarray of shape (m,)", "Points of [0, 1] where the smoothed weights are returned."),
-          returns=("list of numpy.ndarray of shape (m,)",
-                   "The smoothed weights at ``at``, one array per weight."))
 def reflected_gaussian_smooth(x, weights, sigma: float, grid: int, at) -> list[np.ndarray]:
     """Gaussian kernel smoothing reflected at 0 and 1, discretized as relplot 1.0 does.
 
     The grid masses of :func:`linear_binning` are mirrored at both ends of
     [0, 1], convolved (FFT) with the normalized Gaussian density of standard
     deviation ``sigma`` sampled on the grid, and interpolated linearly at ``at``.
+
+    Parameters
+    ----------
+    x : numpy.ndarray of shape (n,)
+        Scores in [0, 1].
+    weights : sequence of numpy.ndarray of shape (n,)
+        Weights, one value per score; each gives one result.
+    sigma : float
+        The kernel's standard deviation.
+    grid : int
+        Number of nodes of the grid ``linspace(0, 1, grid)``.
+    at : numpy.ndarray of shape (m,)
+        Points of [0, 1] where the smoothed weights are returned.
+
+    Returns
+    -------
+    list of numpy.ndarray of shape (m,)
+        The smoothed weights at ``at``, one array per weight.
 
     Examples
     --------
@@ -170,11 +219,6 @@ def reflected_gaussian_smooth(x, weights, sigma: float, grid: int, at) -> list[n
     return out
 
 
-@document(("measure_at", "callable", "``f(sigma) -> float``."),
-          ("eps", "float, default=1e-3", "Smallest bandwidth considered."),
-          ("refine", "int, default=10",
-           "Number of bisection steps (the bracket shrinks to :math:`2^{-\\mathrm{refine}}`)."),
-          returns=("float", "The bandwidth."))
 def fixed_point_bandwidth(measure_at, eps: float = 1e-3, refine: int = 10) -> float:
     r"""The bandwidth :math:`\sigma^*` with :math:`\sigma^* = f(\sigma^*)`, by bisection on (0, 1].
 
@@ -182,6 +226,20 @@ def fixed_point_bandwidth(measure_at, eps: float = 1e-3, refine: int = 10) -> fl
     :math:`\sigma` counts as below the fixed point when :math:`\sigma < \epsilon`
     or :math:`\sigma < f(\sigma)`; after ``refine`` halvings the upper end of the
     bracket is returned (1 when 1 is already below it).
+
+    Parameters
+    ----------
+    measure_at : callable
+        ``f(sigma) -> float``.
+    eps : float, default=1e-3
+        Smallest bandwidth considered.
+    refine : int, default=10
+        Number of bisection steps (the bracket shrinks to :math:`2^{-\mathrm{refine}}`).
+
+    Returns
+    -------
+    float
+        The bandwidth.
 
     Examples
     --------

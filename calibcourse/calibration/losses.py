@@ -8,7 +8,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from calibcourse.calibration._docs import document
 
 __all__ = ["focal_loss", "flsd53_loss", "label_smoothing_loss", "mixup_batch", "mixup_loss",
            "mmce_penalty", "ce_mmce_loss", "dece_loss", "ce_dece_loss", "sece_loss"]
@@ -29,15 +28,24 @@ def _check(logits, labels):
         raise ValueError(f"labels must be in [0, {logits.shape[1]}); got {int(labels.min())}..{int(labels.max())}")
 
 
-@document(_LOGITS, _LABELS,
-          ("gamma", "float or torch.Tensor of shape (n,), default=0.0",
-           "The focusing parameter, >= 0: one for the batch, or one per sample (as the gamma-Net of "
-           "chapter 5 produces); ``gamma = 0`` is exactly cross-entropy."),
-          returns=_LOSS)
 def focal_loss(logits, labels, gamma=0.0):
     r"""Focal loss (Lin et al. 2017; for calibration Mukhoti et al. 2020).
 
     .. math:: \mathrm{FL} = -\frac1n \sum_i (1 - p_{i,y_i})^{\gamma_i} \log p_{i,y_i}
+
+    Parameters
+    ----------
+    logits : torch.Tensor of shape (n, K)
+        Logits of a batch.
+    labels : torch.Tensor of shape (n,)
+        Integer class labels in ``[0, K)``.
+    gamma : float or torch.Tensor of shape (n,), default=0.0
+        The focusing parameter, >= 0: one for the batch, or one per sample (as the gamma-Net of chapter 5 produces); ``gamma = 0`` is exactly cross-entropy.
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar: the mean over the batch, differentiable with respect to ``logits``.
 
     Examples
     --------
@@ -75,10 +83,21 @@ def focal_loss(logits, labels, gamma=0.0):
     return -(weight * logp).mean()
 
 
-@document(_LOGITS, _LABELS, returns=_LOSS)
 def flsd53_loss(logits, labels):
     r"""Sample-dependent focal loss FLSD-53 (Mukhoti et al. 2020):
     :math:`\gamma_i = 5` where :math:`p_{i,y_i} < 0.2`, else 3 (``p`` not back-propagated into gamma).
+
+    Parameters
+    ----------
+    logits : torch.Tensor of shape (n, K)
+        Logits of a batch.
+    labels : torch.Tensor of shape (n,)
+        Integer class labels in ``[0, K)``.
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar: the mean over the batch, differentiable with respect to ``logits``.
 
     Examples
     --------
@@ -94,11 +113,22 @@ def flsd53_loss(logits, labels):
     return focal_loss(logits, labels, gamma)
 
 
-@document(_LOGITS, _LABELS,
-          ("smoothing", "float, default=0.1", r"The weight :math:`\epsilon` of the uniform target, in [0, 1)."),
-          returns=_LOSS)
 def label_smoothing_loss(logits, labels, smoothing: float = 0.1):
     r"""Cross-entropy against smoothed targets :math:`(1-\epsilon)\,\mathbb 1[k = y] + \epsilon / K`.
+
+    Parameters
+    ----------
+    logits : torch.Tensor of shape (n, K)
+        Logits of a batch.
+    labels : torch.Tensor of shape (n,)
+        Integer class labels in ``[0, K)``.
+    smoothing : float, default=0.1
+        The weight :math:`\epsilon` of the uniform target, in [0, 1).
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar: the mean over the batch, differentiable with respect to ``logits``.
 
     Examples
     --------
@@ -164,13 +194,24 @@ def mixup_batch(x, labels, alpha: float = 0.2, generator=None):
     return lam * x + (1 - lam) * x[perm], labels, labels[perm], lam
 
 
-@document(("logits", "torch.Tensor of shape (n, K)", "Logits of the mixed batch."),
-          ("labels_a", "torch.Tensor of shape (n,)", "The labels of the first inputs of the mixes."),
-          ("labels_b", "torch.Tensor of shape (n,)", "The labels of the second inputs."),
-          ("lam", "float", "The weight of the first inputs (from :func:`mixup_batch`)."),
-          returns=_LOSS)
 def mixup_loss(logits, labels_a, labels_b, lam: float):
     r""":math:`\lambda\,\mathrm{CE}(z, y_a) + (1 - \lambda)\,\mathrm{CE}(z, y_b)`.
+
+    Parameters
+    ----------
+    logits : torch.Tensor of shape (n, K)
+        Logits of the mixed batch.
+    labels_a : torch.Tensor of shape (n,)
+        The labels of the first inputs of the mixes.
+    labels_b : torch.Tensor of shape (n,)
+        The labels of the second inputs.
+    lam : float
+        The weight of the first inputs (from :func:`mixup_batch`).
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar: the mean over the batch, differentiable with respect to ``logits``.
 
     Examples
     --------
@@ -184,10 +225,6 @@ def mixup_loss(logits, labels_a, labels_b, lam: float):
     return lam * F.cross_entropy(logits, labels_a) + (1 - lam) * F.cross_entropy(logits, labels_b)
 
 
-@document(_LOGITS, _LABELS,
-          ("bandwidth", "float, default=0.4", "The width ``w`` of the Laplacian kernel."),
-          returns=("torch.Tensor", r"A scalar: :math:`\sqrt{\mathrm{MMCE}^2}` (at least "
-                   r":math:`10^{-6}`, so that its gradient stays finite)."))
 def mmce_penalty(logits, labels, bandwidth: float = 0.4):
     r"""Maximum mean calibration error (Kumar, Sarawagi and Jain 2018).
 
@@ -195,6 +232,20 @@ def mmce_penalty(logits, labels, bandwidth: float = 0.4):
               k(r, r') = e^{-|r - r'| / w}
 
     with confidences :math:`r_i = \max_k p_{ik}` and correctness :math:`c_i`.
+
+    Parameters
+    ----------
+    logits : torch.Tensor of shape (n, K)
+        Logits of a batch.
+    labels : torch.Tensor of shape (n,)
+        Integer class labels in ``[0, K)``.
+    bandwidth : float, default=0.4
+        The width ``w`` of the Laplacian kernel.
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar: :math:`\sqrt{\mathrm{MMCE}^2}` (at least :math:`10^{-6}`, so that its gradient stays finite).
 
     Examples
     --------
@@ -215,12 +266,24 @@ def mmce_penalty(logits, labels, bandwidth: float = 0.4):
     return torch.sqrt(mmce2.clamp_min(1e-12))
 
 
-@document(_LOGITS, _LABELS,
-          ("weight", "float, default=2.0", "The weight of the penalty."),
-          ("bandwidth", "float, default=0.4", "The kernel width of :func:`mmce_penalty`."),
-          returns=_LOSS)
 def ce_mmce_loss(logits, labels, weight: float = 2.0, bandwidth: float = 0.4):
     """Cross-entropy plus ``weight`` times :func:`mmce_penalty` (the MMCE baseline).
+
+    Parameters
+    ----------
+    logits : torch.Tensor of shape (n, K)
+        Logits of a batch.
+    labels : torch.Tensor of shape (n,)
+        Integer class labels in ``[0, K)``.
+    weight : float, default=2.0
+        The weight of the penalty.
+    bandwidth : float, default=0.4
+        The kernel width of :func:`mmce_penalty`.
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar: the mean over the batch, differentiable with respect to ``logits``.
 
     Examples
     --------
@@ -232,11 +295,6 @@ def ce_mmce_loss(logits, labels, weight: float = 2.0, bandwidth: float = 0.4):
     return F.cross_entropy(logits, labels) + weight * mmce_penalty(logits, labels, bandwidth)
 
 
-@document(_LOGITS, _LABELS, "n_bins",
-          ("bin_temperature", "float, default=0.01", r"The temperature :math:`\tau_b` of the soft bins."),
-          ("accuracy_temperature", "float, default=0.01",
-           r"The temperature :math:`\tau_a` of the soft correctness."),
-          returns=("torch.Tensor", "A scalar in [0, 1], differentiable with respect to ``logits``."))
 def dece_loss(logits, labels, n_bins: int = 15, bin_temperature: float = 0.01,
               accuracy_temperature: float = 0.01):
     r"""Differentiable ECE (after Bohdal, Yang and Hospedales 2021), simplified.
@@ -249,6 +307,24 @@ def dece_loss(logits, labels, n_bins: int = 15, bin_temperature: float = 0.01,
 
     .. math:: \mathrm{DECE} = \sum_m \frac{|B_m|}{n} |\mathrm{acc}(B_m) - \mathrm{conf}(B_m)|
               = \frac1n \sum_m \Big|\sum_i o_m(r_i)(a_i - r_i)\Big|
+
+    Parameters
+    ----------
+    logits : torch.Tensor of shape (n, K)
+        Logits of a batch.
+    labels : torch.Tensor of shape (n,)
+        Integer class labels in ``[0, K)``.
+    n_bins : int, default=15
+        Number of bins.
+    bin_temperature : float, default=0.01
+        The temperature :math:`\tau_b` of the soft bins.
+    accuracy_temperature : float, default=0.01
+        The temperature :math:`\tau_a` of the soft correctness.
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar in [0, 1], differentiable with respect to ``logits``.
 
     Examples
     --------
@@ -271,12 +347,24 @@ def dece_loss(logits, labels, n_bins: int = 15, bin_temperature: float = 0.01,
     return (o * (a - r)[:, None]).sum(0).abs().sum() / logits.shape[0]
 
 
-@document(_LOGITS, _LABELS,
-          ("weight", "float, default=1.0", "The weight of :func:`dece_loss`."),
-          ("**dece_kwargs", "", "Passed to :func:`dece_loss` (``n_bins``, the temperatures)."),
-          returns=_LOSS)
 def ce_dece_loss(logits, labels, weight: float = 1.0, **dece_kwargs):
     """Cross-entropy plus ``weight`` times :func:`dece_loss`.
+
+    Parameters
+    ----------
+    logits : torch.Tensor of shape (n, K)
+        Logits of a batch.
+    labels : torch.Tensor of shape (n,)
+        Integer class labels in ``[0, K)``.
+    weight : float, default=1.0
+        The weight of :func:`dece_loss`.
+    **dece_kwargs
+        Passed to :func:`dece_loss` (``n_bins``, the temperatures).
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar: the mean over the batch, differentiable with respect to ``logits``.
 
     Examples
     --------
@@ -289,12 +377,24 @@ def ce_dece_loss(logits, labels, weight: float = 1.0, **dece_kwargs):
     return F.cross_entropy(logits, labels) + weight * dece_loss(logits, labels, **dece_kwargs)
 
 
-@document(_LOGITS, _LABELS, "bandwidth", returns=("torch.Tensor", "A scalar: the SECE of the batch, "
-                                                      "differentiable with respect to ``logits``."))
 def sece_loss(logits, labels, bandwidth: float = 0.05):
     r"""SECE of Wang et al. (2023) as a loss: the exact differentiable
     :func:`calibcourse.calibration.metrics.sece_exact_torch` on top-label confidences
     (gradients flow through the confidences; correctness is a constant).
+
+    Parameters
+    ----------
+    logits : torch.Tensor of shape (n, K)
+        Logits of a batch.
+    labels : torch.Tensor of shape (n,)
+        Integer class labels in ``[0, K)``.
+    bandwidth : float
+        The kernel's standard deviation ``h``.
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar: the SECE of the batch, differentiable with respect to ``logits``.
 
     Examples
     --------

@@ -48,7 +48,6 @@ import numpy as np
 
 from calibcourse.calibration import binning
 from calibcourse.calibration import kernels
-from calibcourse.calibration._docs import document
 from calibcourse.calibration._validation import (check_choice, check_labels, check_logits, check_prob_values, check_probs,
                                                  input_eps, is_torch, probs_array, to_numpy, torch_or_none)
 
@@ -64,12 +63,20 @@ RELIABILITIES = ("top_label", "positive_class")
 
 
 # --------------------------------------------------------------------------- logits to probabilities
-@document(("logits", "array_like or torch.Tensor", "Real-valued scores."),
-          ("axis", "int, default=-1", "The class axis."),
-          returns=("numpy.ndarray or torch.Tensor",
-                   "A torch tensor for a torch input (differentiable), a float64 numpy array otherwise."))
 def softmax(logits, axis: int = -1):
     """Numerically stable softmax ``exp(z - max z) / sum exp(z - max z)``.
+
+    Parameters
+    ----------
+    logits : array_like or torch.Tensor
+        Real-valued scores.
+    axis : int, default=-1
+        The class axis.
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        A torch tensor for a torch input (differentiable), a float64 numpy array otherwise.
 
     Examples
     --------
@@ -84,11 +91,20 @@ def softmax(logits, axis: int = -1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-@document(("logits", "array_like or torch.Tensor", "Real-valued scores."),
-          ("axis", "int, default=-1", "The class axis."),
-          returns=("numpy.ndarray or torch.Tensor", "Log-probabilities; torch in, torch out."))
 def log_softmax(logits, axis: int = -1):
     """Numerically stable ``z - logsumexp(z)``.
+
+    Parameters
+    ----------
+    logits : array_like or torch.Tensor
+        Real-valued scores.
+    axis : int, default=-1
+        The class axis.
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        Log-probabilities; torch in, torch out.
 
     Examples
     --------
@@ -102,15 +118,18 @@ def log_softmax(logits, axis: int = -1):
     return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
 
 
-@document(("logits", "array_like or torch.Tensor of shape (n, K) or (n,)",
-           "``(n, K)``: the logits of a softmax output (log-probabilities too: their softmax is "
-           "themselves). ``(n,)``: the single logit of a sigmoid output."),
-          returns=("numpy.ndarray or torch.Tensor",
-                   "``softmax(logits)`` over the classes, of shape ``(n, K)``; or ``sigmoid(logits)``, the "
-                   "probability of class 1, of shape ``(n,)`` (never a softmax across the samples). Torch "
-                   "in, torch out."))
 def logits_to_probs(logits):
     """The probabilities a network's logits stand for: the one conversion every caller uses.
+
+    Parameters
+    ----------
+    logits : array_like or torch.Tensor of shape (n, K) or (n,)
+        ``(n, K)``: the logits of a softmax output (log-probabilities too: their softmax is themselves). ``(n,)``: the single logit of a sigmoid output.
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        ``softmax(logits)`` over the classes, of shape ``(n, K)``; or ``sigmoid(logits)``, the probability of class 1, of shape ``(n,)`` (never a softmax across the samples). Torch in, torch out.
 
     Examples
     --------
@@ -194,7 +213,6 @@ def _positive_class(p: np.ndarray) -> np.ndarray:
     return p
 
 
-@document("probs")
 def top_label(probs):
     """The top-label confidence and the predicted class of every sample.
 
@@ -205,6 +223,11 @@ def top_label(probs):
     predicted : numpy.ndarray of shape (n,)
         ``argmax_k p_k`` (first maximum on ties); ``[p > 0.5]`` for binary
         input (a tie goes to class 0, as ``argmax`` of ``[1 - p, p]`` does).
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
 
     Examples
     --------
@@ -267,11 +290,27 @@ class ReliabilityBins:
         return self.count / self.count.sum()
 
 
-@document("probs", "labels", "n_bins", "strategy", "reliability",
-          returns=("ReliabilityBins", "``accuracy``, ``confidence``, ``count`` and ``edges`` of the bins."))
 def reliability_bins(probs, labels, n_bins: int = 15, strategy: str = "uniform",
                      reliability: str | None = None) -> ReliabilityBins:
     """acc(B_m), conf(B_m) and |B_m| of every bin B_m (Guo et al. 2017, section 2).
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    n_bins : int, default=15
+        Number of bins.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width Guo bins or equal-mass bins (:mod:`calibcourse.calibration.binning`).
+    reliability : {"top_label", "positive_class"}, optional
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+
+    Returns
+    -------
+    ReliabilityBins
+        ``accuracy``, ``confidence``, ``count`` and ``edges`` of the bins.
 
     Examples
     --------
@@ -305,8 +344,6 @@ def _binned_error(conf, outcome, n_bins, strategy, norm) -> float:
 
 
 # --------------------------------------------------------------------------- binned measures
-@document("probs", "labels", "n_bins", "strategy", "norm", "reliability",
-          returns=("float", "The calibration error, in [0, 1]."))
 def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = "l1",
         reliability: str | None = None) -> float:
     r"""Expected calibration error, top-label by default.
@@ -316,6 +353,26 @@ def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = 
     Empty bins contribute nothing. ``norm="l2"`` gives
     :math:`\sqrt{\sum_m \frac{|B_m|}{n}(\mathrm{acc}-\mathrm{conf})^2}`, ``norm="max"`` the MCE;
     ``strategy="quantile"`` the top-label ECE over equal-mass bins (:func:`ace`, Mukhoti et al.'s AdaECE).
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    n_bins : int, default=15
+        Number of bins.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width Guo bins or equal-mass bins (:mod:`calibcourse.calibration.binning`).
+    norm : {"l1", "l2", "max"}, default="l1"
+        The average gap, its root mean square, or the largest gap.
+    reliability : {"top_label", "positive_class"}, optional
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+
+    Returns
+    -------
+    float
+        The calibration error, in [0, 1].
 
     Examples
     --------
@@ -333,11 +390,27 @@ def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = 
     return _binned_error(conf, outcome, n_bins, strategy, norm)
 
 
-@document("probs", "labels", "n_bins", "strategy", "reliability",
-          returns=("float", '``ece(..., norm="max")``.'))
 def mce(probs, labels, n_bins: int = 15, strategy: str = "uniform",
         reliability: str | None = None) -> float:
     r"""Maximum calibration error :math:`\max_m |\mathrm{acc}(B_m) - \mathrm{conf}(B_m)|` over non-empty bins.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    n_bins : int, default=15
+        Number of bins.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width Guo bins or equal-mass bins (:mod:`calibcourse.calibration.binning`).
+    reliability : {"top_label", "positive_class"}, optional
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+
+    Returns
+    -------
+    float
+        ``ece(..., norm="max")``.
 
     Examples
     --------
@@ -348,8 +421,6 @@ def mce(probs, labels, n_bins: int = 15, strategy: str = "uniform",
     return ece(probs, labels, n_bins=n_bins, strategy=strategy, norm="max", reliability=reliability)
 
 
-@document("probs", "labels", "n_bins", "norm", "reliability",
-          returns=("float", '``ece(..., strategy="quantile")``.'))
 def ace(probs, labels, n_bins: int = 15, norm: str = "l1", reliability: str | None = None) -> float:
     """Top-label ECE over equal-mass bins: Mukhoti et al.'s (2020) AdaECE.
 
@@ -361,6 +432,24 @@ def ace(probs, labels, n_bins: int = 15, norm: str = "l1", reliability: str | No
     ``classwise_ece(probs, labels, strategy="quantile")`` computes (their thresholding of
     small probabilities aside). The book's tables label this function's value "ACE".
 
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    n_bins : int, default=15
+        Number of bins.
+    norm : {"l1", "l2", "max"}, default="l1"
+        The average gap, its root mean square, or the largest gap.
+    reliability : {"top_label", "positive_class"}, optional
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+
+    Returns
+    -------
+    float
+        ``ece(..., strategy="quantile")``.
+
     Examples
     --------
     >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
@@ -370,8 +459,6 @@ def ace(probs, labels, n_bins: int = 15, norm: str = "l1", reliability: str | No
     return ece(probs, labels, n_bins=n_bins, strategy="quantile", norm=norm, reliability=reliability)
 
 
-@document("probs", "labels", "n_bins", "strategy", "norm", "reliability",
-          returns=("float", "The class-wise calibration error."))
 def classwise_ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = "l1",
                   reliability: str | None = None) -> float:
     r"""Class-wise ECE (Kull et al. 2019): the ECE of every class's probability, averaged.
@@ -381,6 +468,26 @@ def classwise_ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", no
 
     where ``B_mk`` bins the samples by ``p_k`` and ``freq_k`` is the fraction of
     them whose label is ``k``.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    n_bins : int, default=15
+        Number of bins.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width Guo bins or equal-mass bins (:mod:`calibcourse.calibration.binning`).
+    norm : {"l1", "l2", "max"}, default="l1"
+        The average gap, its root mean square, or the largest gap.
+    reliability : {"top_label", "positive_class"}, optional
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+
+    Returns
+    -------
+    float
+        The class-wise calibration error.
 
     Examples
     --------
@@ -403,11 +510,6 @@ def classwise_ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", no
     return float(np.mean([_ece_from_sums(count[c], sc[c], so[c], norm) for c in range(k)]))
 
 
-@document("probs", "labels", "n_bins",
-          ("strategy", '{"uniform", "quantile"}, default="quantile"',
-           "Equal-mass bins by default, as in the paper."),
-          "reliability",
-          returns=("float", "The debiased l2 error, >= 0."))
 def debiased_ece(probs, labels, n_bins: int = 15, strategy: str = "quantile",
                  reliability: str | None = None) -> float:
     r"""Debiased l2 calibration error (Kumar, Liang and Ma 2019).
@@ -418,6 +520,24 @@ def debiased_ece(probs, labels, n_bins: int = 15, strategy: str = "quantile",
     returned as :math:`\sqrt{\max(\widehat{\mathrm{CE}}^2, 0)}`; bins with fewer
     than 2 samples contribute 0. Compare with ``ece(..., norm="l2")``, its
     plug-in (upward-biased) version.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    n_bins : int, default=15
+        Number of bins.
+    strategy : {"uniform", "quantile"}, default="quantile"
+        Equal-mass bins by default, as in the paper.
+    reliability : {"top_label", "positive_class"}, optional
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+
+    Returns
+    -------
+    float
+        The debiased l2 error, >= 0.
 
     Examples
     --------
@@ -438,17 +558,28 @@ def debiased_ece(probs, labels, n_bins: int = 15, strategy: str = "quantile",
 
 
 # --------------------------------------------------------------------------- kernel measures
-@document(("confidence", "torch.Tensor of shape (n,)", "Top-label confidences; gradients flow through them."),
-          ("correct", "torch.Tensor of shape (n,)", "1 where the prediction is correct, else 0."),
-          ("bandwidth", "float, default=0.05", "The kernel bandwidth ``h``."),
-          ("chunk", "int, default=1024", "Rows of the ``n x n`` kernel matrix held in memory at once."),
-          returns=("torch.Tensor", "A scalar (0-dimensional) tensor."))
 def sece_exact_torch(confidence, correct, bandwidth: float = 0.05, chunk: int = 1024):
     r"""Exact, differentiable SECE in torch (the loss of chapter 5), O(n^2) in chunks.
 
     .. math:: \mathrm{SACC}_i = \frac{\sum_j K(c_i, c_j)\,a_j}{\sum_j K(c_i, c_j)},\quad
               K(c_i, c_j) = e^{-(c_i - c_j)^2 / 2h^2},\quad
               \mathrm{SECE} = \frac1n \sum_i |\mathrm{SACC}_i - c_i|
+
+    Parameters
+    ----------
+    confidence : torch.Tensor of shape (n,)
+        Top-label confidences; gradients flow through them.
+    correct : torch.Tensor of shape (n,)
+        1 where the prediction is correct, else 0.
+    bandwidth : float, default=0.05
+        The kernel bandwidth ``h``.
+    chunk : int, default=1024
+        Rows of the ``n x n`` kernel matrix held in memory at once.
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar (0-dimensional) tensor.
 
     Examples
     --------
@@ -485,15 +616,6 @@ def _default_sece_grid(bandwidth: float) -> int:
     return int(max(4096, np.ceil(40.0 / bandwidth)))
 
 
-@document("probs", "labels",
-          ("bandwidth", "float, default=0.05", "The kernel bandwidth ``h`` > 0."),
-          ("method", '{"auto", "exact", "fast"}, default="auto"',
-           '``"exact"`` sums all n^2 pairs (:func:`sece_exact_torch`); ``"fast"`` bins onto a grid of '
-           "spacing at most h/40 and convolves by FFT (:func:`calibcourse.calibration.kernels.gaussian_smooth`; error "
-           'below 1e-5 for h >= 0.01, tested against exact on n = 20,000); ``"auto"`` is exact below 2,000 '
-           "samples."),
-          "reliability",
-          returns=("float", "The SECE, in [0, 1]."))
 def sece(probs, labels, bandwidth: float = 0.05, method: str = "auto",
          reliability: str | None = None) -> float:
     r"""Smooth ECE of the meta-regularization paper (Wang et al. 2023).
@@ -503,6 +625,24 @@ def sece(probs, labels, bandwidth: float = 0.05, method: str = "auto",
 
     with the Gaussian kernel :math:`K(c_i, c_j) = \exp(-(c_i-c_j)^2 / 2h^2)` of
     bandwidth ``h`` over top-label confidences ``c``.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    bandwidth : float, default=0.05
+        The kernel bandwidth ``h`` > 0.
+    method : {"auto", "exact", "fast"}, default="auto"
+        ``"exact"`` sums all n^2 pairs (:func:`sece_exact_torch`); ``"fast"`` bins onto a grid of spacing at most h/40 and convolves by FFT (:func:`calibcourse.calibration.kernels.gaussian_smooth`; error below 1e-5 for h >= 0.01, tested against exact on n = 20,000); ``"auto"`` is exact below 2,000 samples.
+    reliability : {"top_label", "positive_class"}, optional
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+
+    Returns
+    -------
+    float
+        The SECE, in [0, 1].
 
     Examples
     --------
@@ -534,14 +674,27 @@ def _smece_at(f: np.ndarray, r: np.ndarray, sigma: float) -> float:
     return float(np.sum(np.abs(num)) / np.sum(den + 1e-4))
 
 
-@document("probs", "labels", "reliability",
-          ("eps", "float, default=1e-3", "Smallest bandwidth considered."),
-          ("refine", "int, default=10",
-           "Bisection steps (``relplot.smECE``'s default; 20 pins sigma* to 1e-6)."),
-          returns=("float", ":math:`\\sigma^*` in (0, 1]."))
 def smooth_ece_bandwidth(probs, labels, reliability: str | None = None, eps: float = 1e-3,
                          refine: int = 10) -> float:
     r"""The bandwidth :math:`\sigma^*` at which :func:`smooth_ece` evaluates: the fixed point ``sigma = smECE_sigma``.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    reliability : {"top_label", "positive_class"}, optional
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+    eps : float, default=1e-3
+        Smallest bandwidth considered.
+    refine : int, default=10
+        Bisection steps (``relplot.smECE``'s default; 20 pins sigma* to 1e-6).
+
+    Returns
+    -------
+    float
+        :math:`\sigma^*` in (0, 1].
 
     Examples
     --------
@@ -554,11 +707,6 @@ def smooth_ece_bandwidth(probs, labels, reliability: str | None = None, eps: flo
     return kernels.fixed_point_bandwidth(lambda s: _smece_at(conf, r, s), eps=eps, refine=refine)
 
 
-@document("probs", "labels", "reliability",
-          ("eps", "float, default=1e-3", "Smallest bandwidth considered."),
-          ("refine", "int, default=10",
-           "Bisection steps for the bandwidth (``refine=20`` pins sigma* to 1e-6)."),
-          returns=("float", "smECE at :math:`\\sigma^*`."))
 def smooth_ece(probs, labels, reliability: str | None = None, eps: float = 1e-3, refine: int = 10) -> float:
     r"""SmoothECE of Błasiok and Nakkiran (2023) with its fixed-point bandwidth.
 
@@ -569,6 +717,24 @@ def smooth_ece(probs, labels, reliability: str | None = None, eps: float = 1e-3,
     confidences (:func:`calibcourse.calibration.kernels.reflected_gaussian_smooth`); the
     bandwidth is the fixed point ``sigma* = smECE_sigma*``
     (:func:`smooth_ece_bandwidth`). Matches ``relplot.smECE`` to 1e-4.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    reliability : {"top_label", "positive_class"}, optional
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+    eps : float, default=1e-3
+        Smallest bandwidth considered.
+    refine : int, default=10
+        Bisection steps for the bandwidth (``refine=20`` pins sigma* to 1e-6).
+
+    Returns
+    -------
+    float
+        smECE at :math:`\sigma^*`.
 
     Examples
     --------
@@ -588,13 +754,22 @@ def _probs2d(probs):
     return np.stack([1.0 - p, p], axis=1) if p.ndim == 1 else p
 
 
-@document("probs", "labels",
-          ("eps", "float, default=1e-12",
-           "``p_{i, y_i}`` is clipped below at ``eps`` (a certain mistake costs ``-log(eps)``, not "
-           "infinity)."),
-          returns=("float", "The mean NLL (natural log), as ``sklearn.metrics.log_loss``."))
 def nll(probs, labels, eps: float = 1e-12) -> float:
     r"""Negative log-likelihood :math:`-\frac1n\sum_i \log p_{i, y_i}`.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    eps : float, default=1e-12
+        ``p_{i, y_i}`` is clipped below at ``eps`` (a certain mistake costs ``-log(eps)``, not infinity).
+
+    Returns
+    -------
+    float
+        The mean NLL (natural log), as ``sklearn.metrics.log_loss``.
 
     Examples
     --------
@@ -607,13 +782,20 @@ def nll(probs, labels, eps: float = 1e-12) -> float:
     return float(-np.mean(np.log(np.maximum(py, eps))))
 
 
-@document("probs", "labels",
-          returns=("float",
-                   "Multiclass ``(n, K)``: :math:`\\frac1n\\sum_i\\sum_k (p_{ik} - [y_i = k])^2` (Brier "
-                   "1950). Binary ``(n,)``: :math:`\\frac1n\\sum_i (p_i - y_i)^2`, as "
-                   "``sklearn.metrics.brier_score_loss`` (half the two-column value)."))
 def brier(probs, labels) -> float:
     r"""Brier score.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+
+    Returns
+    -------
+    float
+        Multiclass ``(n, K)``: :math:`\frac1n\sum_i\sum_k (p_{ik} - [y_i = k])^2` (Brier 1950). Binary ``(n,)``: :math:`\frac1n\sum_i (p_i - y_i)^2`, as ``sklearn.metrics.brier_score_loss`` (half the two-column value).
 
     Examples
     --------
@@ -651,8 +833,6 @@ Examples
 """
 
 
-@document("probs", "labels", "n_bins",
-          returns=("BrierDecomposition", "``(reliability, resolution, uncertainty)``, each >= 0."))
 def brier_decomposition(probs, labels, n_bins: int = 15):
     r"""Murphy's (1973) decomposition of the Brier score, from equal-width bins of each class's probability.
 
@@ -669,6 +849,20 @@ def brier_decomposition(probs, labels, n_bins: int = 15):
     on the labels only. :func:`brier` equals REL - RES + UNC exactly when every bin holds a
     single forecast value; otherwise the spread of the forecasts within the bins makes up the
     (small) difference.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    n_bins : int, default=15
+        Number of bins.
+
+    Returns
+    -------
+    BrierDecomposition
+        ``(reliability, resolution, uncertainty)``, each >= 0.
 
     Examples
     --------
@@ -699,9 +893,20 @@ def brier_decomposition(probs, labels, n_bins: int = 15):
     return BrierDecomposition(rel, res, float(np.sum(base * (1 - base))))
 
 
-@document("probs", "labels", returns=("float", "The accuracy, in [0, 1]."))
 def accuracy(probs, labels) -> float:
     """Fraction of samples whose predicted (argmax) class equals the label.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+
+    Returns
+    -------
+    float
+        The accuracy, in [0, 1].
 
     Examples
     --------
@@ -713,9 +918,20 @@ def accuracy(probs, labels) -> float:
     return float(np.mean(pred == y))
 
 
-@document("probs", "labels", returns=("float", "The error rate ``1 - accuracy``, in [0, 1]."))
 def error(probs, labels) -> float:
     """Classification error: the fraction of samples whose predicted class is not the label.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+
+    Returns
+    -------
+    float
+        The error rate ``1 - accuracy``, in [0, 1].
 
     Examples
     --------

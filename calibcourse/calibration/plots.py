@@ -12,7 +12,6 @@ import warnings
 import numpy as np
 
 from calibcourse.calibration import metrics as M
-from calibcourse.calibration._docs import document
 from calibcourse.calibration._validation import check_labels, check_probs
 from calibcourse.calibration.kernels import kernel_regression
 
@@ -42,15 +41,6 @@ def _checked(probs, labels):
     return p, y, conf, pred
 
 
-@document("probs", "labels", "n_bins",
-          ("ax", "matplotlib Axes or pair of Axes, optional",
-           "``None`` (a new figure), one Axes (the diagram only) or a pair ``(ax_diagram, ax_histogram)``."),
-          "title",
-          ("show_histogram", "bool, default=True", "Draw the histogram below (only when ``ax`` is None)."),
-          "strategy",
-          ("legend", "bool, default=True", "Draw the legend, right of the diagram, outside the data (a grid "
-                                           "draws one legend for all its panels, under them)."),
-          returns=("matplotlib.figure.Figure", "The figure drawn on."))
 def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | None = None,
                         show_histogram: bool = True, strategy: str = "uniform", legend: bool = True):
     """Guo-style reliability diagram of top-label confidences.
@@ -64,6 +54,30 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
     accuracy marked. The numbers (ECE and MCE, plug-in, and the mean confidence and
     accuracy) are written under the horizontal axis and the legend beside the diagram, so
     that nothing covers the bars.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    n_bins : int, default=15
+        Number of bins.
+    ax : matplotlib Axes or pair of Axes, optional
+        ``None`` (a new figure), one Axes (the diagram only) or a pair ``(ax_diagram, ax_histogram)``.
+    title : str, optional
+        Title of the figure.
+    show_histogram : bool, default=True
+        Draw the histogram below (only when ``ax`` is None).
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width Guo bins or equal-mass bins (:mod:`calibcourse.calibration.binning`).
+    legend : bool, default=True
+        Draw the legend, right of the diagram, outside the data (a grid draws one legend for all its panels, under them).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on.
 
     Examples
     --------
@@ -135,17 +149,30 @@ def _legend_handles(ax_rel, ax_hist=None):
     return handles
 
 
-@document(("panels", "dict", "``{title: (probs, labels)}``, one diagram each, in order."),
-          "n_bins",
-          ("ncols", "int, optional", "Diagrams per row (default: up to 4)."),
-          ("show_histogram", "bool, default=True", "A histogram of confidences under each diagram."),
-          ("highlight", "str, optional", "The title of a panel to frame in red (e.g. the best temperature)."),
-          ("panel_size", "float, default=3.3", "Width of a panel in inches."),
-          returns=("matplotlib.figure.Figure", "The figure."))
 def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
                      show_histogram: bool = True, highlight: str | None = None,
                      panel_size: float = 3.3):
     """Side-by-side reliability diagrams, one per entry of ``panels``.
+
+    Parameters
+    ----------
+    panels : dict
+        ``{title: (probs, labels)}``, one diagram each, in order.
+    n_bins : int, default=15
+        Number of bins.
+    ncols : int, optional
+        Diagrams per row (default: up to 4).
+    show_histogram : bool, default=True
+        A histogram of confidences under each diagram.
+    highlight : str, optional
+        The title of a panel to frame in red (e.g. the best temperature).
+    panel_size : float, default=3.3
+        Width of a panel in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure.
 
     Examples
     --------
@@ -188,13 +215,6 @@ def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
     return fig
 
 
-@document("probs", "labels",
-          ("bandwidth", "float, default=0.05", "The kernel bandwidth."),
-          ("n_boot", "int, default=100", "Bootstrap resamples of the band."),
-          ("level", "float, default=0.95", "Coverage of the band."),
-          "seed", "ax", "title",
-          ("grid", "int, default=200", "Points of [0, 1] where the curve is evaluated."),
-          returns=("matplotlib.figure.Figure", "The figure drawn on."))
 def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: int = 100,
                                level: float = 0.95, seed: int = 0, ax=None, title: str | None = None,
                                grid: int = 200):
@@ -204,6 +224,32 @@ def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: i
     with a Gaussian kernel (:func:`calibcourse.calibration.kernels.kernel_regression`, the
     SACC of :func:`calibcourse.calibration.metrics.sece`); the band is the pointwise
     ``level`` percentile interval over ``n_boot`` resamples.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    bandwidth : float, default=0.05
+        The kernel bandwidth.
+    n_boot : int, default=100
+        Bootstrap resamples of the band.
+    level : float, default=0.95
+        Coverage of the band.
+    seed : int, default=0
+        Seed of the resampling.
+    ax : matplotlib Axes, optional
+        Where to draw (default: a new figure).
+    title : str, optional
+        Title of the figure.
+    grid : int, default=200
+        Points of [0, 1] where the curve is evaluated.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on.
 
     Examples
     --------
@@ -248,15 +294,26 @@ def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: i
     return fig
 
 
-@document(("models", "dict", "``{name: (probs, labels)}``, one line each."),
-          ("bins", "sequence of int, default=(10, 15, 20, 50, 100, 200, 500, 1000)", "The numbers of bins."),
-          "strategy",
-          ("axes", "pair of matplotlib Axes, optional", "Where to draw (default: a new figure)."),
-          returns=("matplotlib.figure.Figure", "The figure."))
 def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strategy: str = "uniform",
                 axes=None):
     """Top-label ECE (left) and MCE (right), in percent, against the number of bins (the robustness
     figure of Wang et al. 2023).
+
+    Parameters
+    ----------
+    models : dict
+        ``{name: (probs, labels)}``, one line each.
+    bins : sequence of int, default=(10, 15, 20, 50, 100, 200, 500, 1000)
+        The numbers of bins.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width Guo bins or equal-mass bins (:mod:`calibcourse.calibration.binning`).
+    axes : pair of matplotlib Axes, optional
+        Where to draw (default: a new figure).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure.
 
     Examples
     --------
@@ -291,17 +348,31 @@ def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strate
     return fig
 
 
-@document(("history", "pandas.DataFrame or dict", "Equal-length sequences, e.g. ``RunResult.history``."),
-          ("x", 'str, default="epoch"', "The column of the horizontal axis."),
-          ("error", 'str, default="test_error"', "The column drawn on the left axis."),
-          ("nll", 'str, default="test_nll"', "The column drawn on the right axis."),
-          "ax",
-          ("mark_nll_minimum", "bool, default=True", "Mark the epoch of minimal NLL."),
-          "title",
-          returns=("matplotlib.figure.Figure", "The figure."))
 def training_curves(history, x: str = "epoch", error: str = "test_error", nll: str = "test_nll",
                     ax=None, mark_nll_minimum: bool = True, title: str | None = None):
     """Test error in percent (left axis) and test NLL in nats (right axis) per epoch, Guo et al. Fig. 3.
+
+    Parameters
+    ----------
+    history : pandas.DataFrame or dict
+        Equal-length sequences, e.g. ``RunResult.history``.
+    x : str, default="epoch"
+        The column of the horizontal axis.
+    error : str, default="test_error"
+        The column drawn on the left axis.
+    nll : str, default="test_nll"
+        The column drawn on the right axis.
+    ax : matplotlib Axes, optional
+        Where to draw (default: a new figure).
+    mark_nll_minimum : bool, default=True
+        Mark the epoch of minimal NLL.
+    title : str, optional
+        Title of the figure.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure.
 
     Examples
     --------
@@ -333,23 +404,33 @@ def training_curves(history, x: str = "epoch", error: str = "test_error", nll: s
     return fig
 
 
-@document(("table", "pandas.DataFrame",
-           "The output of :func:`calibcourse.study.tables.sweep_table`: index = swept value, columns ``m`` and "
-           "(optionally) ``m_std`` per measure ``m``."),
-          ("xlabel", "str", "Label of the swept value."),
-          ("columns", 'sequence of str, default=("error", "ece", "temperature")',
-           "The measures, one panel each."),
-          ("logx", "bool, default=False", "Logarithmic horizontal axis."),
-          ("titles", "sequence of str, optional", "One title per panel."),
-          ("axes", "sequence of matplotlib Axes, optional", "Where to draw (default: a new figure)."),
-          ("categorical", "bool, default=False",
-           'Evenly spaced values labelled by the index (e.g. "plain" / "bn").'),
-          returns=("matplotlib.figure.Figure", "The figure."))
 def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx: bool = False,
                titles=None, axes=None, categorical: bool = False):
     """One panel per measure against a swept value (Guo et al. Fig. 2), mean +- std over seeds.
 
     Error, ECE and MCE are drawn in percent, NLL in nats.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The output of :func:`calibcourse.study.tables.sweep_table`: index = swept value, columns ``m`` and (optionally) ``m_std`` per measure ``m``.
+    xlabel : str
+        Label of the swept value.
+    columns : sequence of str, default=("error", "ece", "temperature")
+        The measures, one panel each.
+    logx : bool, default=False
+        Logarithmic horizontal axis.
+    titles : sequence of str, optional
+        One title per panel.
+    axes : sequence of matplotlib Axes, optional
+        Where to draw (default: a new figure).
+    categorical : bool, default=False
+        Evenly spaced values labelled by the index (e.g. "plain" / "bn").
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure.
 
     Examples
     --------
@@ -399,13 +480,6 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
 MAP_GRID = np.unique(np.r_[np.linspace(0.0, 1.0, 1001), 1.0 / (1.0 + np.exp(-np.linspace(-12, 12, 961)))])
 
 
-@document(("calibrators", "dict", "``{name: fitted binary calibrator}``, one curve each, in order; each takes "
-                                  "P(y = 1) (``input_type='probabilities'``)."),
-          ("scores", "array_like of shape (n,)", "The calibration set's P(y = 1), on which they were fitted."),
-          ("labels", "array_like of shape (n,)", "Its 0/1 labels."),
-          ("n_bins", "int, default=15", "Equal-width bins of the empirical frequencies (the dots)."),
-          "ax", "title",
-          returns=("matplotlib.figure.Figure", "The figure drawn on."))
 def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=None, title: str | None = None):
     """Fitted calibration maps of binary calibrators on one axis, against the empirical frequencies.
 
@@ -416,6 +490,26 @@ def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=Non
     ``reliability="positive_class"``), placed at the bin's mean score, with a 95 % Wilson
     interval and the bin's count written beside it: what every map tries to follow, and how
     little data some bins hold.
+
+    Parameters
+    ----------
+    calibrators : dict
+        ``{name: fitted binary calibrator}``, one curve each, in order; each takes P(y = 1) (``input_type='probabilities'``).
+    scores : array_like of shape (n,)
+        The calibration set's P(y = 1), on which they were fitted.
+    labels : array_like of shape (n,)
+        Its 0/1 labels.
+    n_bins : int, default=15
+        Equal-width bins of the empirical frequencies (the dots).
+    ax : matplotlib Axes, optional
+        Where to draw (default: a new figure).
+    title : str, optional
+        Title of the figure.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on.
 
     Examples
     --------
@@ -464,14 +558,23 @@ def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=Non
     return fig
 
 
-@document(returns=("matplotlib.figure.Figure", "The diagram."))
-@document(("lookahead", "{'same', 'sgd'}, default 'same'",
-           "The look-ahead's update rule, as ``meta.lookahead`` of the training config: "
-           "``'same'`` is the real step's optimizer with its current state (Adam in chapter 5), "
-           "``'sgd'`` a plain gradient step at the same learning rate."),
-          returns=("matplotlib.figure.Figure", "The diagram."))
 def bilevel_diagram(lookahead: str = "same"):
     """The bilevel loop of meta-regularization (chapter 5), drawn with boxes and arrows.
+
+    Parameters
+    ----------
+    lookahead : {'same', 'sgd'}, default 'same'
+        The look-ahead's update rule, as ``meta.lookahead`` of the training config: ``'same'`` is the real step's optimizer with its current state (Adam in chapter 5), ``'sgd'`` a plain gradient step at the same learning rate.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The diagram.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The diagram.
 
     Examples
     --------

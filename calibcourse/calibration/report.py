@@ -17,28 +17,39 @@ import numpy as np
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-from calibcourse.calibration._docs import document
 from calibcourse.calibration._validation import check_labels, check_probs
 
 __all__ = ["calibration_report", "as_logits_and_probs", "candidate_methods", "check_folds", "cross_fit", "choose",
            "Choice", "FittedCalibration", "save", "load", "report_html", "VIEWS", "KINDS", "FORMAT"]
 
 
-@document("probs", "labels", "n_bins",
-          ("name", 'str, default="model"', "The row's index."),
-          ("ci", "bool, default=False",
-           "Add ``<measure>_low`` / ``<measure>_high`` for every calibration error: the 95 % interval "
-           "of :func:`calibcourse.calibration.stats.interval`, whose estimate (bias-corrected) replaces the plug-in value."),
-          ("n_boot", "int, default=200", "Resamples of the bootstrap."),
-          "seed",
-          ("sece_bandwidth", "float, default=0.05", "Bandwidth of :func:`sece`."),
-          returns=("pandas.DataFrame",
-                   "One row, one column per measure: error, nll, brier, ece, mce, ace, classwise_ece, "
-                   "debiased_ece, sece, smooth_ece. Concatenate the rows of several models with "
-                   "``pandas.concat``."))
 def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci: bool = False,
                        n_boot: int = 200, seed: int = 0, sece_bandwidth: float = 0.05):
     """Every measure of :data:`calibcourse.calibration.metrics.MEASURES` for one model, as a one-row pandas DataFrame.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
+    labels : array_like of shape (n,)
+        Integer class labels.
+    n_bins : int, default=15
+        Number of bins.
+    name : str, default="model"
+        The row's index.
+    ci : bool, default=False
+        Add ``<measure>_low`` / ``<measure>_high`` for every calibration error: the 95 % interval of :func:`calibcourse.calibration.stats.interval`, whose estimate (bias-corrected) replaces the plug-in value.
+    n_boot : int, default=200
+        Resamples of the bootstrap.
+    seed : int, default=0
+        Seed of the resampling.
+    sece_bandwidth : float, default=0.05
+        Bandwidth of :func:`sece`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row, one column per measure: error, nll, brier, ece, mce, ace, classwise_ece, debiased_ece, sece, smooth_ece. Concatenate the rows of several models with ``pandas.concat``.
 
     Examples
     --------

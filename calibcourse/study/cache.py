@@ -42,7 +42,6 @@ from pathlib import Path
 
 import numpy as np
 
-from calibcourse.calibration._docs import document
 
 __all__ = ["Cache", "CacheError", "config_key", "get_or_train", "REPOSITORY_CACHE", "default_root"]
 
@@ -86,10 +85,6 @@ def default_root() -> Path:
     raise CacheError("no result cache: set the environment variable CALIBCOURSE_CACHE to a folder (this copy "
                      f"of calibcourse is not in a checkout of the repository, so it has no {REPOSITORY_CACHE})")
 FILES = ("outputs.npz", "history.csv")
-#: the thread policy's argument, as the cache and the run grid document it
-THREADS_PARAMETER = ("threads", "int or None, default=None",
-                     "Torch's threads of each run that trains (:func:`calibcourse.study.provenance.resolve_threads`: "
-                     "None is 1).")
 
 
 class CacheError(RuntimeError):
@@ -100,11 +95,18 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@document("config",
-          returns=("str",
-                   "The first 20 hex digits of the sha256 of the canonical config."))
 def config_key(config: dict) -> str:
     """The cache key of a run config.
+
+    Parameters
+    ----------
+    config : dict
+        A run config (see :func:`calibcourse.study.config.normalize_config`).
+
+    Returns
+    -------
+    str
+        The first 20 hex digits of the sha256 of the canonical config.
 
     Examples
     --------
@@ -132,11 +134,13 @@ def _package_versions() -> dict:
     return out
 
 
-@document(("root", "str or pathlib.Path, optional",
-           "The folder; default :func:`default_root` (``$CALIBCOURSE_CACHE``, else the checkout's "
-           "``data/cache``)."))
 class Cache:
     """The result cache: one verified entry per run config under ``root``.
+
+    Parameters
+    ----------
+    root : str or pathlib.Path, optional
+        The folder; default :func:`default_root` (``$CALIBCOURSE_CACHE``, else the checkout's ``data/cache``).
 
     Examples
     --------
@@ -155,18 +159,31 @@ class Cache:
         self.root = Path(root) if root else default_root()
 
     # ------------------------------------------------------------------ paths
-    @document(("key", "str", "A key of :func:`config_key`."),
-              returns=("pathlib.Path", "``root / key`` (which may not exist)."))
     def path(self, key: str) -> Path:
         """The folder of entry ``key``.
+
+
+    Parameters
+    ----------
+    key : str
+        A key of :func:`config_key`.
+
+    Returns
+    -------
+    pathlib.Path
+        ``root / key`` (which may not exist).
 
         """
         return self.root / key
 
-    @document(returns=("list of str",
-                       "Folder names under ``root`` (temporary folders of writes in progress excluded)."))
     def keys(self) -> list[str]:
         """The keys of every entry, sorted.
+
+
+    Returns
+    -------
+    list of str
+        Folder names under ``root`` (temporary folders of writes in progress excluded).
 
         """
         if not self.root.exists():
@@ -174,10 +191,18 @@ class Cache:
         return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
     # ------------------------------------------------------------------ read
-    @document(("key", "str", "The entry."),
-              returns=("dict", "The manifest."))
     def check(self, key: str) -> dict:
         """Verify an entry against its manifest.
+
+        Parameters
+        ----------
+        key : str
+            The entry.
+
+        Returns
+        -------
+        dict
+            The manifest.
 
         Raises
         ------
@@ -206,14 +231,22 @@ class Cache:
                 raise CacheError(f"{key}: {name} checksum mismatch (file changed or corrupt)")
         return manifest
 
-    @document("config",
-              returns=("calibcourse.study.results.RunResult or None",
-                       "The result, or None when there is no usable entry."))
     def load(self, config: dict):
         """The cached result of ``config``, or None.
 
         A corrupt entry is reported (a warning naming it and the problem) and
         treated as missing, so the caller recomputes it.
+
+
+        Parameters
+        ----------
+        config : dict
+            A run config (see :func:`calibcourse.study.config.normalize_config`).
+
+        Returns
+        -------
+        calibcourse.study.results.RunResult or None
+            The result, or None when there is no usable entry.
 
         """
         import pandas as pd
@@ -236,13 +269,21 @@ class Cache:
                          provenance=manifest.get("provenance", {}))
 
     # ------------------------------------------------------------------ write
-    @document(("result", "calibcourse.study.results.RunResult",
-               "A run's result (its ``config``, ``history``, ``outputs`` and ``info``)."),
-              returns=("pathlib.Path", "The entry's folder."))
     def store(self, result) -> Path:
         """Write ``result`` atomically (a temporary folder, then a rename).
 
         An existing (e.g. corrupt) entry of the same key is replaced.
+
+
+        Parameters
+        ----------
+        result : calibcourse.study.results.RunResult
+            A run's result (its ``config``, ``history``, ``outputs`` and ``info``).
+
+        Returns
+        -------
+        pathlib.Path
+            The entry's folder.
 
         """
         key = config_key(result.config)
@@ -325,28 +366,48 @@ class Cache:
         tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         os.replace(tmp, path)
 
-    @document(("key", "str", "The entry."),
-              returns=("pathlib.Path", "``root/.checkpoints/<key>.pt`` (which may not exist)."))
     def checkpoint_path(self, key: str) -> Path:
         """Where a run of ``key`` keeps its checkpoint while it trains (never an entry).
+
+
+    Parameters
+    ----------
+    key : str
+        The entry.
+
+    Returns
+    -------
+    pathlib.Path
+        ``root/.checkpoints/<key>.pt`` (which may not exist).
 
         """
         return self.root / ".checkpoints" / f"{key}.pt"
 
-    @document("config", "progress",
-              ("checkpoint_every", "int, optional",
-               "Checkpoint every this many epochs into :meth:`checkpoint_path` and resume from it; "
-               "None (the default) trains without checkpoints."),
-              THREADS_PARAMETER,
-              ("on_checkpoint", "callable, optional",
-               "Called with the epoch after each checkpoint (:func:`calibcourse.study.train.train`)."),
-              returns=("calibcourse.study.results.RunResult", "The result."))
     def get_or_train(self, config: dict, progress: bool | None = None, checkpoint_every: int | None = None,
                      threads: int | None = None, on_checkpoint=None):
         """The cached result of ``config``, training (and storing) it first if needed.
 
         With ``checkpoint_every``, a run killed part-way leaves a checkpoint (no entry) and
         the next call resumes from it; the checkpoint is removed once the entry is stored.
+
+        Parameters
+        ----------
+        config : dict
+            A run config (see :func:`calibcourse.study.config.normalize_config`).
+        progress : bool, optional
+            Show a progress bar while training (default: unless ``CALIBCOURSE_QUIET`` is set).
+        checkpoint_every : int, optional
+            Checkpoint every this many epochs into :meth:`checkpoint_path` and resume from it; None (the default) trains without checkpoints.
+        threads : int or None, default=None
+            Torch's threads of each run that trains (:func:`calibcourse.study.provenance.resolve_threads`: None is 1).
+        on_checkpoint : callable, optional
+            Called with the epoch after each checkpoint (:func:`calibcourse.study.train.train`).
+
+        Returns
+        -------
+        calibcourse.study.results.RunResult
+            The result.
+
         """
         from calibcourse.study.train import train
 
@@ -362,10 +423,14 @@ class Cache:
         return result
 
     # ------------------------------------------------------------------ maintenance
-    @document(returns=("list of (str, str)",
-                       "``(key, problem)`` for every bad entry; empty when all are good."))
     def verify(self) -> list[tuple[str, str]]:
         """Check every entry.
+
+
+    Returns
+    -------
+    list of (str, str)
+        ``(key, problem)`` for every bad entry; empty when all are good.
 
         """
         bad = []
@@ -376,15 +441,21 @@ class Cache:
                 bad.append((key, str(exc)))
         return bad
 
-    @document(("keys", "iterable of str, optional", "The entries to look at (default: every entry)."),
-              returns=("dict", "``{key: reason}`` of every entry whose provenance records no code "
-                               "fingerprint or another one than the current training code's, with the "
-                               "modules that changed."))
     def stale(self, keys=None) -> dict:
         """The entries that another version of the training code produced.
 
         A stale entry is still used (the key is the config's); retrain it to bring it up to date
         (remove it, then ``make train``).
+
+        Parameters
+        ----------
+        keys : iterable of str, optional
+            The entries to look at (default: every entry).
+
+        Returns
+        -------
+        dict
+            ``{key: reason}`` of every entry whose provenance records no code fingerprint or another one than the current training code's, with the modules that changed.
 
         Examples
         --------
@@ -418,9 +489,14 @@ class Cache:
                 out[key] = f"training code changed since it ran ({', '.join(changed) or 'unknown modules'})"
         return out
 
-    @document(returns=("int", "The number of entries removed."))
     def clear(self) -> int:
         """Remove the cache folder.
+
+
+    Returns
+    -------
+    int
+        The number of entries removed.
 
         """
         n = len(self.keys())
@@ -428,20 +504,37 @@ class Cache:
             shutil.rmtree(self.root)
         return n
 
-    @document(returns=("int", "Bytes."))
     def size_bytes(self) -> int:
         """Total size of the files under ``root``.
+
+
+    Returns
+    -------
+    int
+        Bytes.
 
         """
         return sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file()) if self.root.exists() else 0
 
 
-@document("config", "progress",
-          ("root", "str or pathlib.Path, optional", "The cache folder (see :class:`Cache`)."),
-          THREADS_PARAMETER,
-          returns=("calibcourse.study.results.RunResult", "The result."))
 def get_or_train(config: dict, progress: bool | None = None, root=None, threads: int | None = None):
     """The cached result of ``config``, trained first if needed: ``Cache(root).get_or_train(config)``.
+
+    Parameters
+    ----------
+    config : dict
+        A run config (see :func:`calibcourse.study.config.normalize_config`).
+    progress : bool, optional
+        Show a progress bar while training (default: unless ``CALIBCOURSE_QUIET`` is set).
+    root : str or pathlib.Path, optional
+        The cache folder (see :class:`Cache`).
+    threads : int or None, default=None
+        Torch's threads of each run that trains (:func:`calibcourse.study.provenance.resolve_threads`: None is 1).
+
+    Returns
+    -------
+    calibcourse.study.results.RunResult
+        The result.
 
     Examples
     --------

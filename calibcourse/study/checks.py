@@ -24,7 +24,6 @@ import numpy as np
 
 from calibcourse.calibration import calibrators as C
 from calibcourse.calibration import metrics as M
-from calibcourse.calibration._docs import document
 from calibcourse.calibration.synthetic import scaled_logits
 
 __all__ = ["CheckFailure", "check_ece", "check_mce", "check_reliability_bins", "check_softmax_temperature",
@@ -32,15 +31,6 @@ __all__ = ["CheckFailure", "check_ece", "check_mce", "check_reliability_bins", "
            "check_isotonic", "check_platt", "check_sece", "check_focal_loss", "check_flsd53",
            "check_ece_l2", "check_classwise_ece", "check_nll_temperature", "check_paired_difference",
            "reference_paired_difference"]
-
-
-#: the Parameters and Returns sections of every check
-_check_doc = document(
-    ("fn", "callable", "The student's function, with the signature above."),
-    ("verbose", "bool, default=False", "Also print the cases that passed."),
-    ("seed", "int, default=0", "0: the cases shown in the lab; another value: other inputs (the graded hidden tests)."),
-    ("strict", "bool, default=False", "Print nothing; raise :class:`CheckFailure` with the report if a case fails."),
-    returns=("bool", "True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`)."))
 
 
 class CheckFailure(AssertionError):
@@ -220,12 +210,27 @@ def _check_binned(fn, name, reference, verbose, strict, seed, what, hint_text=No
     return report.done()
 
 
-@_check_doc
 def check_ece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(probs, labels, n_bins) -> float``: top-label ECE with Guo et al.'s bins.
 
     An unweighted average of the bin gaps (every non-empty bin counting the same) is
     recognized and named.
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -250,9 +255,24 @@ def check_ece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False)
     return _check_binned(fn, "check_ece", M.ece, verbose, strict, seed, "ECE")
 
 
-@_check_doc
 def check_mce(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(probs, labels, n_bins) -> float``: top-label MCE over non-empty bins.
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -273,10 +293,25 @@ def check_mce(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False)
     return _check_binned(fn, "check_mce", M.mce, verbose, strict, seed, "MCE")
 
 
-@_check_doc
 def check_reliability_bins(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(probs, labels, n_bins) -> (accuracy, confidence, count)`` per bin
     (NaN, or anything, for the accuracy and confidence of an empty bin; count 0).
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -330,10 +365,25 @@ def _logit_cases(seed):
     yield "one sample", rng.normal(size=(1, 4)), 1.0
 
 
-@_check_doc
 def check_softmax_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(logits, temperature) -> probabilities``: ``softmax(logits / T)`` row by row,
     finite for logits of about 1000.
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -374,13 +424,28 @@ def _shifted_logits(seed):
     return 2.5 * z[:800], y[:800], 1.5 * z[800:], y[800:]
 
 
-@_check_doc
 def check_temperature_scaling(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(val_logits, val_labels, test_logits, test_labels) -> test probabilities``:
     T fitted by NLL on the validation split only, applied to the test logits.
 
     The two splits are built to need different temperatures, so fitting on the test split
     (a leak) is told apart from fitting on the validation split.
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -424,11 +489,26 @@ def check_temperature_scaling(fn, verbose: bool = False, *, seed: int = 0, stric
     return report.done()
 
 
-@_check_doc
 def check_grid_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(val_logits, val_labels, temperatures, n_bins) -> T``: the temperature of
     ``temperatures`` whose ``softmax(val_logits / T)`` has the lowest validation ECE (the first
     one on ties), the hand search. The NLL's optimum on the grid is recognized and named.
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -476,10 +556,25 @@ def _check_binary_map(report, label, got, expected, pt, atol, hint):
     report.case(label, not diff, diff or "", hint)
 
 
-@_check_doc
 def check_histogram_binning(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(val_scores, val_labels, test_scores, n_bins) -> calibrated test scores``
     (equal-width bins ((m-1)/M, m/M]; an empty bin keeps its midpoint).
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -508,11 +603,26 @@ def check_histogram_binning(fn, verbose: bool = False, *, seed: int = 0, strict:
     return report.done()
 
 
-@_check_doc
 def check_isotonic(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(val_scores, val_labels, test_scores) -> calibrated test scores``:
     a non-decreasing least-squares fit, interpolated linearly and clipped (as sklearn's
     ``IsotonicRegression(out_of_bounds="clip")``).
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -541,11 +651,26 @@ def check_isotonic(fn, verbose: bool = False, *, seed: int = 0, strict: bool = F
     return report.done()
 
 
-@_check_doc
 def check_platt(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(val_scores, val_labels, test_scores) -> calibrated test scores``: Platt
     scaling on the logit of the scores, ``sigmoid(a * logit(s) + b)`` with ``a, b`` minimizing
     the validation NLL (no regularization).
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -595,12 +720,27 @@ def _loo_sece(p, y, h):
         return float(np.mean(np.abs(k @ a / k.sum(1) - conf)))
 
 
-@_check_doc
 def check_sece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(probs, labels, bandwidth) -> float``: the SECE of Wang et al. (2023).
 
     A leave-one-out average (sample i left out of its own smoothed accuracy) is recognized
     and named.
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -648,9 +788,24 @@ def _torch_cases(seed):
     return z, y
 
 
-@_check_doc
 def check_focal_loss(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(logits, labels, gamma) -> scalar tensor``: the mean focal loss (torch).
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -687,11 +842,26 @@ def check_focal_loss(fn, verbose: bool = False, *, seed: int = 0, strict: bool =
     return report.done()
 
 
-@_check_doc
 def check_flsd53(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     """Check ``fn(logits, labels) -> scalar tensor``: FLSD-53 of Mukhoti et al. (2020), the focal
     loss with gamma 5 where p_t < 0.2 and 3 elsewhere; it must be differentiable (its gradient
     is checked too).
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -741,10 +911,25 @@ def check_flsd53(fn, verbose: bool = False, *, seed: int = 0, strict: bool = Fal
 
 
 # ------------------------------------------------------------------ the labs' fourth graded parts
-@_check_doc
 def check_ece_l2(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     r"""Check ``fn(probs, labels, n_bins) -> float``: the top-label l2 calibration error with
     Guo et al.'s bins, :math:`\sqrt{\sum_m \frac{|B_m|}{n}(\mathrm{acc}(B_m) - \mathrm{conf}(B_m))^2}`.
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -764,11 +949,26 @@ def check_ece_l2(fn, verbose: bool = False, *, seed: int = 0, strict: bool = Fal
                          "the square root of the share-weighted sum of the SQUARED gaps of the non-empty bins")
 
 
-@_check_doc
 def check_classwise_ece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     r"""Check ``fn(probs, labels, n_bins) -> float``: the class-wise ECE of Kull et al. (2019),
     the ECE of every class's probability :math:`p_k` against the indicator :math:`y = k`
     (equal-width bins on :math:`p_k`), averaged over the :math:`K` classes.
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -797,11 +997,26 @@ def _exact_nll(z, y, t):
     return float(-np.mean(M.log_softmax(np.asarray(z, float) / t)[np.arange(len(y)), y]))
 
 
-@_check_doc
 def check_nll_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     r"""Check ``fn(logits, labels, temperature) -> float``: the mean negative log-likelihood
     :math:`-\frac1n\sum_i \log \mathrm{softmax}(z_i / T)_{y_i}`, finite where a true class's
     probability underflows to 0 (log-sum-exp, not ``log(softmax)``).
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------
@@ -858,14 +1073,24 @@ def _paired_reference(pa, pb, y, boot_idx, n_bins):
     return est, float(lo), float(hi), reps
 
 
-@document(("scores_a, scores_b", "array of shape (n,)", "Two calibrators' scores on the same test samples."),
-          ("labels", "array of shape (n,)", "The test labels."),
-          ("boot_idx", "int array of shape (B, n)", "The resampled indices, one resample a row."),
-          ("n_bins", "int, default=15", "The ECE's bins."),
-          returns=("tuple of float", "``(estimate, low, high)``: the plug-in difference of the two ECEs "
-                                     "and the 2.5th and 97.5th percentiles of its paired bootstrap."))
 def reference_paired_difference(scores_a, scores_b, labels, boot_idx, n_bins: int = 15):
     """What :func:`check_paired_difference` expects: Lab 3 uses it until the student's passes.
+
+    Parameters
+    ----------
+    scores_a, scores_b : array of shape (n,)
+        Two calibrators' scores on the same test samples.
+    labels : array of shape (n,)
+        The test labels.
+    boot_idx : int array of shape (B, n)
+        The resampled indices, one resample a row.
+    n_bins : int, default=15
+        The ECE's bins.
+
+    Returns
+    -------
+    tuple of float
+        ``(estimate, low, high)``: the plug-in difference of the two ECEs and the 2.5th and 97.5th percentiles of its paired bootstrap.
 
     Examples
     --------
@@ -884,7 +1109,6 @@ def reference_paired_difference(scores_a, scores_b, labels, boot_idx, n_bins: in
     return _paired_reference(scores_a, scores_b, labels, boot_idx, n_bins)[:3]
 
 
-@_check_doc
 def check_paired_difference(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
     r"""Check ``fn(scores_a, scores_b, labels, boot_idx, n_bins) -> (estimate, low, high)``: the
     paired bootstrap of the difference of two calibrators' ECE on the same test samples.
@@ -894,6 +1118,22 @@ def check_paired_difference(fn, verbose: bool = False, *, seed: int = 0, strict:
     default interpolation) of that difference recomputed on each row of ``boot_idx`` (a
     ``(B, n)`` array of resampled indices: the same indices for both calibrators, the pairing).
     The ECE is ``metrics.ece(scores, labels, n_bins=n_bins)``.
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, with the signature above.
+    verbose : bool, default=False
+        Also print the cases that passed.
+    seed : int, default=0
+        0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
+    strict : bool, default=False
+        Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+
+    Returns
+    -------
+    bool
+        True when every case passed (with ``strict=True``: True, or :class:`CheckFailure`).
 
     Examples
     --------

@@ -21,7 +21,6 @@ import numpy as np
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-from calibcourse.calibration._docs import document
 from calibcourse.calibration.synthetic import SyntheticCalibration
 
 __all__ = ["SineMiscalibration", "expected_ece", "coverage_single", "equally_calibrated_pair",
@@ -224,17 +223,32 @@ def expected_ece(sample, n: int, n_bins: int = 15, reps: int = 200, seed: int = 
     return float(np.mean([M.ece(*sample(n, rng), n_bins=n_bins, norm=norm, reliability="positive_class")
                           for _ in range(reps)]))
 
-@document(("power", "float", "Of :class:`~calibcourse.calibration.synthetic.SyntheticCalibration`: 1 is perfectly "
-                            "calibrated, 2 overconfident (true ECE 11 %)."),
-          _N, _REPS, _METHOD, _N_BOOT, "n_bins",
-          returns=("float or dict", "The fraction of the replications whose interval holds the truth, in "
-                                    "[0, 1]; ``{method: fraction}`` for a sequence of methods."))
 def coverage_single(power: float, n: int, reps: int, method: str = "hull", n_boot: int = 200,
                     n_bins: int = 15) -> float:
     """Fraction of ``reps`` replications whose ECE interval covers the population binned ECE.
 
     Predictions of :class:`~calibcourse.calibration.synthetic.SyntheticCalibration` with ``power`` (1:
     perfectly calibrated, 2: overconfident, true ECE 11 %), ``n`` samples each.
+
+    Parameters
+    ----------
+    power : float
+        Of :class:`~calibcourse.calibration.synthetic.SyntheticCalibration`: 1 is perfectly calibrated, 2 overconfident (true ECE 11 %).
+    n : int
+        Test samples per replication.
+    reps : int
+        Number of replications (replication ``r`` draws with seed ``r``, or ``10_000 + r``).
+    method : {"hull", "bc", "basic", "percentile"} or a sequence of them, default="hull"
+        The interval's method (:data:`calibcourse.calibration.stats.METHODS`); several give a rate each, from the same replications and resamples.
+    n_boot : int, default=200
+        Bootstrap resamples per interval.
+    n_bins : int, default=15
+        Number of bins.
+
+    Returns
+    -------
+    float or dict
+        The fraction of the replications whose interval holds the truth, in [0, 1]; ``{method: fraction}`` for a sequence of methods.
 
     Examples
     --------
@@ -261,9 +275,6 @@ def coverage_single(power: float, n: int, reps: int, method: str = "hull", n_boo
     return rates[method] if isinstance(method, str) else rates
 
 
-@document(("kind", '{"shifted", "calibrated"}', "Which pair (see above; :data:`PAIR_KINDS`)."),
-          ("n", "int", "Number of samples."),
-          ("seed", "int", "Seed of the draw."))
 def equally_calibrated_pair(kind: str, n: int, seed: int):
     """Two binary predictors of the same samples with the same true (binned) ECE, and the labels.
 
@@ -279,6 +290,15 @@ def equally_calibrated_pair(kind: str, n: int, seed: int):
         P(y = 1) of each predictor, measured with ``reliability="positive_class"``.
     labels : numpy.ndarray of shape (n,)
         The labels, 0 or 1.
+
+    Parameters
+    ----------
+    kind : {"shifted", "calibrated"}
+        Which pair (see above; :data:`PAIR_KINDS`).
+    n : int
+        Number of samples.
+    seed : int
+        Seed of the draw.
 
     Examples
     --------
@@ -301,15 +321,28 @@ def equally_calibrated_pair(kind: str, n: int, seed: int):
     return q, coarse, y
 
 
-@document(("kind", '{"shifted", "calibrated"}', "The pair of :func:`equally_calibrated_pair`."),
-          _N, _REPS, _METHOD, _N_BOOT,
-          returns=("float or dict", 'The fraction of the replications whose verdict on the paired ECE '
-                                    'difference is "held" (either side), in [0, 1]; ``{method: fraction}`` '
-                                    'for a sequence of methods.'))
 def false_held_rate(kind: str, n: int, reps: int, method: str = "hull", n_boot: int = 200) -> float:
     """How often the verdict is "held", in either direction, for two equally calibrated predictors.
 
     The nominal rate of a 95 % interval is 5 % (2.5 % on each side).
+
+    Parameters
+    ----------
+    kind : {"shifted", "calibrated"}
+        The pair of :func:`equally_calibrated_pair`.
+    n : int
+        Test samples per replication.
+    reps : int
+        Number of replications (replication ``r`` draws with seed ``r``, or ``10_000 + r``).
+    method : {"hull", "bc", "basic", "percentile"} or a sequence of them, default="hull"
+        The interval's method (:data:`calibcourse.calibration.stats.METHODS`); several give a rate each, from the same replications and resamples.
+    n_boot : int, default=200
+        Bootstrap resamples per interval.
+
+    Returns
+    -------
+    float or dict
+        The fraction of the replications whose verdict on the paired ECE difference is "held" (either side), in [0, 1]; ``{method: fraction}`` for a sequence of methods.
 
     Examples
     --------

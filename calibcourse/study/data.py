@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 
-from calibcourse.calibration._docs import document
 
 __all__ = ["data_root", "load_mnist5k", "load_digits", "load_mnist1d", "load_full",
            "load_mnist", "load_cifar10", "load_cifar100", "DatasetNotFoundError", "required_files",
@@ -293,11 +292,22 @@ _CIFAR_FILES = {"cifar10": ("cifar-10-batches-py", [f"data_batch_{i}" for i in r
 _NAME = ("name", '{"mnist", "cifar10", "cifar100"}', "The data set.")
 
 
-@document(_NAME, _ROOT, returns=("list of str", "Absolute paths, in the order the loader reads them."))
 def required_files(name: str, root="~/data") -> list:
     """The files :func:`load_full` reads for data set ``name`` under ``root``.
 
     MNIST's IDX files may also be there gzipped, as MNIST is distributed.
+
+    Parameters
+    ----------
+    name : {"mnist", "cifar10", "cifar100"}
+        The data set.
+    root : str or path, default='~/data'
+        The folder that holds the data set (``~`` is expanded).
+
+    Returns
+    -------
+    list of str
+        Absolute paths, in the order the loader reads them.
 
     Examples
     --------
@@ -319,12 +329,23 @@ def required_files(name: str, root="~/data") -> list:
     raise ValueError(f"name must be one of {', '.join(map(repr, _HOW_TO_GET))}; got {name!r}")
 
 
-@document(_NAME, _ROOT, returns=("None", "When every file is there."))
 def check_available(name: str, root="~/data") -> None:
     """Raise :class:`DatasetNotFoundError` naming the first missing file of data set ``name``.
 
     The message says where the file is expected and where to get it; a full-profile run calls
     this before it trains anything.
+
+    Parameters
+    ----------
+    name : {"mnist", "cifar10", "cifar100"}
+        The data set.
+    root : str or path, default='~/data'
+        The folder that holds the data set (``~`` is expanded).
+
+    Returns
+    -------
+    None
+        When every file is there.
 
     Examples
     --------
@@ -391,14 +412,28 @@ def _torchvision_dataset(name: str, root, train: bool, download: bool, verify: b
         raise
 
 
-@document(_NAME, _ROOT, _DOWNLOAD, _VERIFY,
-          returns=_SPLITS)
 def load_full(name: str, root="~/data", download: bool = False, verify: bool = True):
     """MNIST, CIFAR-10 or CIFAR-100 from a local ``root`` through torchvision.
 
     ``download=True`` fetches the data set (needs internet); otherwise a missing data set
     raises :class:`DatasetNotFoundError` saying where it was looked for and what is
     expected there.
+
+    Parameters
+    ----------
+    name : {"mnist", "cifar10", "cifar100"}
+        The data set.
+    root : str or path, default='~/data'
+        The folder that holds the data set (``~`` is expanded).
+    download : bool, default=False
+        Fetch the data set first if it is missing (needs internet).
+    verify : bool, default=True
+        Check the md5 of the CIFAR files (False: only that they exist).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``X_train, y_train, X_test, y_test``: float32 images in [0, 1] of shape (n, C, H, W) and int64 labels.
 
     Examples
     --------
@@ -420,9 +455,20 @@ def load_full(name: str, root="~/data", download: bool = False, verify: bool = T
     return tuple(out)
 
 
-@document(_ROOT, _DOWNLOAD, returns=_SPLITS)
 def load_mnist(root="~/data", download: bool = False):
     """Full MNIST (60,000 / 10,000) from ``root``; see :func:`load_full`.
+
+    Parameters
+    ----------
+    root : str or path, default='~/data'
+        The folder that holds the data set (``~`` is expanded).
+    download : bool, default=False
+        Fetch the data set first if it is missing (needs internet).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``X_train, y_train, X_test, y_test``: float32 images in [0, 1] of shape (n, C, H, W) and int64 labels.
 
     Examples
     --------
@@ -435,9 +481,22 @@ def load_mnist(root="~/data", download: bool = False):
     return load_full("mnist", root, download)
 
 
-@document(_ROOT, _DOWNLOAD, _VERIFY, returns=_SPLITS)
 def load_cifar10(root="~/data", download: bool = False, verify: bool = True):
     """CIFAR-10 (50,000 / 10,000) from ``root``; see :func:`load_full`.
+
+    Parameters
+    ----------
+    root : str or path, default='~/data'
+        The folder that holds the data set (``~`` is expanded).
+    download : bool, default=False
+        Fetch the data set first if it is missing (needs internet).
+    verify : bool, default=True
+        Check the md5 of the CIFAR files (False: only that they exist).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``X_train, y_train, X_test, y_test``: float32 images in [0, 1] of shape (n, C, H, W) and int64 labels.
 
     Examples
     --------
@@ -456,9 +515,22 @@ def load_cifar10(root="~/data", download: bool = False, verify: bool = True):
     return load_full("cifar10", root, download, verify)
 
 
-@document(_ROOT, _DOWNLOAD, _VERIFY, returns=_SPLITS)
 def load_cifar100(root="~/data", download: bool = False, verify: bool = True):
     """CIFAR-100 (50,000 / 10,000) from ``root``, with the 100 fine labels; see :func:`load_full`.
+
+    Parameters
+    ----------
+    root : str or path, default='~/data'
+        The folder that holds the data set (``~`` is expanded).
+    download : bool, default=False
+        Fetch the data set first if it is missing (needs internet).
+    verify : bool, default=True
+        Check the md5 of the CIFAR files (False: only that they exist).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``X_train, y_train, X_test, y_test``: float32 images in [0, 1] of shape (n, C, H, W) and int64 labels.
 
     Examples
     --------

@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 
 from calibcourse.study import labels
-from calibcourse.calibration._docs import document
 from calibcourse.study.profiles import PROFILES
 
 __all__ = ["experiments", "run", "runs", "data_summary", "model_label", "data_label", "sweep_value",
@@ -468,10 +467,22 @@ def experiments(profile: str) -> dict:
     raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {profile!r}")
 
 
-@document("name", "profile", "progress",
-          returns=("calibcourse.study.results.RunResult", "The run's history, logits and labels."))
 def run(name: str, profile: str, progress: bool | None = None):
     """The result of experiment ``name`` of ``profile``, read from the cache (trained first if missing).
+
+    Parameters
+    ----------
+    name : str
+        An experiment name, e.g. ``"ch2/model/small"``.
+    profile : str
+        One of :data:`calibcourse.study.profiles.PROFILES`.
+    progress : bool, optional
+        Show a progress bar while training (default: unless ``CALIBCOURSE_QUIET`` is set).
+
+    Returns
+    -------
+    calibcourse.study.results.RunResult
+        The run's history, logits and labels.
 
     Examples
     --------
@@ -490,11 +501,22 @@ def run(name: str, profile: str, progress: bool | None = None):
     return get_or_train(configs[name], progress=progress)
 
 
-@document(("prefix", "str", 'Start of the experiment names, e.g. ``"ch2/depth/"``.'),
-          "profile", "progress",
-          returns=("dict", "``{name: RunResult}``, in the registry's order."))
 def runs(prefix: str, profile: str, progress: bool | None = None) -> dict:
     """The results of every experiment of ``profile`` whose name starts with ``prefix``.
+
+    Parameters
+    ----------
+    prefix : str
+        Start of the experiment names, e.g. ``"ch2/depth/"``.
+    profile : str
+        One of :data:`calibcourse.study.profiles.PROFILES`.
+    progress : bool, optional
+        Show a progress bar while training (default: unless ``CALIBCOURSE_QUIET`` is set).
+
+    Returns
+    -------
+    dict
+        ``{name: RunResult}``, in the registry's order.
 
     Examples
     --------
@@ -509,15 +531,22 @@ def runs(prefix: str, profile: str, progress: bool | None = None) -> dict:
     return {n: get_or_train(c, progress=progress) for n, c in found.items()}
 
 
-@document(("prefixes", "sequence of str", "Starts of the experiment names the chapter reads."),
-          "profile",
-          returns=("str",
-                   'The distinct :func:`calibcourse.study.labels.data_description` of those runs, joined by "; '
-                   '".'))
 def data_summary(prefixes, profile: str) -> str:
     """The data sets, views and models of the experiments a chapter uses, read from their configs.
 
     Chapters print it at the top of the page, so the data in use is stated, never assumed.
+
+    Parameters
+    ----------
+    prefixes : sequence of str
+        Starts of the experiment names the chapter reads.
+    profile : str
+        One of :data:`calibcourse.study.profiles.PROFILES`.
+
+    Returns
+    -------
+    str
+        The distinct :func:`calibcourse.study.labels.data_description` of those runs, joined by "; ".
 
     Examples
     --------
@@ -532,10 +561,20 @@ def data_summary(prefixes, profile: str) -> str:
     return "; ".join(seen)
 
 
-@document("name", "profile",
-          returns=("str", 'E.g. "LeNet-5", "ResNet-20", "MLP 4x256".'))
 def model_label(name: str, profile: str) -> str:
     """A short human name of the model of experiment ``name`` (:func:`calibcourse.study.labels.model_label`).
+
+    Parameters
+    ----------
+    name : str
+        An experiment name, e.g. ``"ch2/model/small"``.
+    profile : str
+        One of :data:`calibcourse.study.profiles.PROFILES`.
+
+    Returns
+    -------
+    str
+        E.g. "LeNet-5", "ResNet-20", "MLP 4x256".
 
     Examples
     --------
@@ -545,10 +584,20 @@ def model_label(name: str, profile: str) -> str:
     return labels.model_label(experiments(profile)[name])
 
 
-@document("name", "profile",
-          returns=("str", 'E.g. "MNIST-1D", "CIFAR-100".'))
 def data_label(name: str, profile: str) -> str:
     """A short human name of the data of experiment ``name`` (:func:`calibcourse.study.labels.data_label`).
+
+    Parameters
+    ----------
+    name : str
+        An experiment name, e.g. ``"ch2/model/small"``.
+    profile : str
+        One of :data:`calibcourse.study.profiles.PROFILES`.
+
+    Returns
+    -------
+    str
+        E.g. "MNIST-1D", "CIFAR-100".
 
     Examples
     --------
@@ -558,10 +607,22 @@ def data_label(name: str, profile: str) -> str:
     return labels.data_label(experiments(profile)[name])
 
 
-@document("name", ("what", "str", "What the sweep varies (:data:`calibcourse.study.labels.SWEEPS`)."), "profile",
-          returns=("int, float or bool", "The swept value of experiment ``name``, read from its config."))
 def sweep_value(name: str, what: str, profile: str):
     """The value experiment ``name`` takes in a sweep (:func:`calibcourse.study.labels.sweep_value`).
+
+    Parameters
+    ----------
+    name : str
+        An experiment name, e.g. ``"ch2/model/small"``.
+    what : str
+        What the sweep varies (:data:`calibcourse.study.labels.SWEEPS`).
+    profile : str
+        One of :data:`calibcourse.study.profiles.PROFILES`.
+
+    Returns
+    -------
+    int, float or bool
+        The swept value of experiment ``name``, read from its config.
 
     Examples
     --------
@@ -571,11 +632,22 @@ def sweep_value(name: str, what: str, profile: str):
     return labels.sweep_value(experiments(profile)[name], what)
 
 
-@document(("prefix", "str", 'The sweep\'s experiments, e.g. ``"ch2/depth/"``.'),
-          ("what", "str", "What the sweep varies (:data:`calibcourse.study.labels.SWEEPS`)."), "profile",
-          returns=("str", "The axis label (:func:`calibcourse.study.labels.sweep_axis` of the sweep's first run)."))
 def sweep_axis(prefix: str, what: str, profile: str) -> str:
     """The axis label of the sweep of the experiments under ``prefix``.
+
+    Parameters
+    ----------
+    prefix : str
+        The sweep's experiments, e.g. ``"ch2/depth/"``.
+    what : str
+        What the sweep varies (:data:`calibcourse.study.labels.SWEEPS`).
+    profile : str
+        One of :data:`calibcourse.study.profiles.PROFILES`.
+
+    Returns
+    -------
+    str
+        The axis label (:func:`calibcourse.study.labels.sweep_axis` of the sweep's first run).
 
     Examples
     --------
@@ -588,11 +660,22 @@ def sweep_axis(prefix: str, what: str, profile: str) -> str:
     return labels.sweep_axis(first, what)
 
 
-@document(("prefix", "str", 'The sweep\'s experiments, e.g. ``"ch2/depth/"``, named ``<prefix>level<i>/s<seed>``.'),
-          ("what", "str", "What the sweep varies (:data:`calibcourse.study.labels.SWEEPS`)."), "profile",
-          returns=("dict", "``{value: prefix of that level's runs}``, smallest value first."))
 def sweep_levels(prefix: str, what: str, profile: str) -> dict:
     """The levels of a sweep: each swept value and the name prefix of its runs (all seeds).
+
+    Parameters
+    ----------
+    prefix : str
+        The sweep's experiments, e.g. ``"ch2/depth/"``, named ``<prefix>level<i>/s<seed>``.
+    what : str
+        What the sweep varies (:data:`calibcourse.study.labels.SWEEPS`).
+    profile : str
+        One of :data:`calibcourse.study.profiles.PROFILES`.
+
+    Returns
+    -------
+    dict
+        ``{value: prefix of that level's runs}``, smallest value first.
 
     Examples
     --------

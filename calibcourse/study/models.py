@@ -13,7 +13,6 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from calibcourse.calibration._docs import document
 
 __all__ = ["LeNet5", "CifarResNet", "MLP", "CNN1D", "resnet18_small", "densenet121_small",
            "FrozenFeatureClassifier", "build_model", "load_weights", "count_parameters", "MODELS",
@@ -31,13 +30,20 @@ class _WithFeatures(nn.Module):
         return self.head(self.features(x))
 
 
-@document(_NUM_CLASSES, ("in_channels", "int, default=1", "Channels of the input images."),
-          ("input_size", "int, default=28", "Height and width of the (square) input images, at least 12."))
 class LeNet5(_WithFeatures):
     """LeNet-5 (LeCun et al. 1998) for ``in_channels`` x ``input_size`` x ``input_size`` images.
 
     conv 5x5 (6) - ReLU - maxpool - conv 5x5 (16) - ReLU - maxpool - 120 - 84 - classes;
     the first convolution pads by 2 so that 28x28 and 32x32 inputs both work.
+
+    Parameters
+    ----------
+    num_classes : int, default=10
+        Number of outputs; 1 gives a single logit, read through a sigmoid.
+    in_channels : int, default=1
+        Channels of the input images.
+    input_size : int, default=28
+        Height and width of the (square) input images, at least 12.
 
     Attributes
     ----------
@@ -87,16 +93,25 @@ class _BasicBlock(nn.Module):
         return torch.relu(self.bn2(self.conv2(out)) + self.short(x))
 
 
-@document(("depth", "int, default=20", "Number of layers, ``6n + 2`` with ``n >= 1`` (8, 14, 20, 32, ...)."),
-          ("width", "float, default=1.0", "Factor on the channels 16, 32, 64 of the three stages, > 0."),
-          ("batch_norm", "bool, default=True", "False: every batch norm is the identity, the convolutions get biases."),
-          _NUM_CLASSES, _IN_CHANNELS)
 class CifarResNet(_WithFeatures):
     """CIFAR-style ResNet (He et al. 2016): depth = 6n + 2 (20, 32, 44, 56, 110).
 
     Three stages of ``n`` basic blocks with 16, 32, 64 channels times ``width``;
     ``batch_norm=False`` replaces every batch norm by the identity (chapter 2's
     batch-norm experiment).
+
+    Parameters
+    ----------
+    depth : int, default=20
+        Number of layers, ``6n + 2`` with ``n >= 1`` (8, 14, 20, 32, ...).
+    width : float, default=1.0
+        Factor on the channels 16, 32, 64 of the three stages, > 0.
+    batch_norm : bool, default=True
+        False: every batch norm is the identity, the convolutions get biases.
+    num_classes : int, default=10
+        Number of outputs; 1 gives a single logit, read through a sigmoid.
+    in_channels : int, default=3
+        Channels of the input images.
 
     Attributes
     ----------
@@ -137,13 +152,21 @@ class CifarResNet(_WithFeatures):
         return self.body(x)
 
 
-@document(("in_features", "int", "Size of one input sample (inputs are flattened)."),
-          _NUM_CLASSES,
-          ("width", "int, default=256", "Units per hidden layer."),
-          ("depth", "int, default=2", "Number of hidden layers; 0 is a linear model."),
-          ("batch_norm", "bool, default=False", "A batch norm after each hidden linear layer."))
 class MLP(_WithFeatures):
     """Multilayer perceptron: ``depth`` hidden layers of ``width`` units, ReLU (chapter 2's sweeps).
+
+    Parameters
+    ----------
+    in_features : int
+        Size of one input sample (inputs are flattened).
+    num_classes : int, default=10
+        Number of outputs; 1 gives a single logit, read through a sigmoid.
+    width : int, default=256
+        Units per hidden layer.
+    depth : int, default=2
+        Number of hidden layers; 0 is a linear model.
+    batch_norm : bool, default=False
+        A batch norm after each hidden linear layer.
 
     Attributes
     ----------
@@ -175,13 +198,19 @@ class MLP(_WithFeatures):
         return self.body(x)
 
 
-@document(_NUM_CLASSES,
-          ("channels", "int, default=32", "Channels of the three convolutions."),
-          ("length", "int, default=40", "Length of an input sequence."))
 class CNN1D(_WithFeatures):
     """1-D CNN for MNIST-1D: three conv layers (``channels``), then 128 ReLU features and a linear head.
 
     The second and third convolutions have stride 2; their output is flattened (no pooling).
+
+    Parameters
+    ----------
+    num_classes : int, default=10
+        Number of outputs; 1 gives a single logit, read through a sigmoid.
+    channels : int, default=32
+        Channels of the three convolutions.
+    length : int, default=40
+        Length of an input sequence.
 
     Attributes
     ----------
@@ -224,15 +253,26 @@ class _TorchvisionWrapper(_WithFeatures):
         return self.net(x)
 
 
-@document(_NUM_CLASSES, _IN_CHANNELS,
-          ("stem", '{"cifar", "imagenet"}, default="cifar"', "The first layers (see above)."),
-          returns=_MODEL)
 def resnet18_small(num_classes: int = 10, in_channels: int = 3, stem: str = "cifar"):
     """torchvision's ResNet-18 adapted to small images.
 
     ``stem="cifar"``: 3x3 stride-1 first convolution and no max-pool (the usual
     CIFAR adaptation, about 10x slower on 28x28 than ``"imagenet"``, which keeps
     the 7x7 stride-2 convolution and the max-pool). Randomly initialized.
+
+    Parameters
+    ----------
+    num_classes : int, default=10
+        Number of outputs; 1 gives a single logit, read through a sigmoid.
+    in_channels : int, default=3
+        Channels of the input images.
+    stem : {"cifar", "imagenet"}, default="cifar"
+        The first layers (see above).
+
+    Returns
+    -------
+    torch.nn.Module
+        The model, with ``features(x)`` and ``head``.
 
     Examples
     --------
@@ -254,12 +294,6 @@ def resnet18_small(num_classes: int = 10, in_channels: int = 3, stem: str = "cif
     return _TorchvisionWrapper(net, "fc")
 
 
-@document(_NUM_CLASSES, _IN_CHANNELS,
-          ("weights_path", "str or path, optional",
-           "A local file with the state dict of torchvision's ``densenet121`` (never downloaded). "
-           "The classifier is replaced afterwards, so ``num_classes`` may differ from the weights' 1000."),
-          ("stem", '{"cifar", "imagenet"}, optional', "The first layers (see above)."),
-          returns=_MODEL)
 def densenet121_small(num_classes: int = 10, in_channels: int = 3, weights_path=None, stem=None):
     """torchvision's DenseNet-121; optional ImageNet weights from a local file.
 
@@ -267,6 +301,22 @@ def densenet121_small(num_classes: int = 10, in_channels: int = 3, weights_path=
     convolution and no max-pool, for 32x32 inputs. With ``weights_path`` the
     ImageNet stem is kept by default (``stem="imagenet"``), since a new stem would
     discard the pretrained first layer.
+
+    Parameters
+    ----------
+    num_classes : int, default=10
+        Number of outputs; 1 gives a single logit, read through a sigmoid.
+    in_channels : int, default=3
+        Channels of the input images.
+    weights_path : str or path, optional
+        A local file with the state dict of torchvision's ``densenet121`` (never downloaded). The classifier is replaced afterwards, so ``num_classes`` may differ from the weights' 1000.
+    stem : {"cifar", "imagenet"}, optional
+        The first layers (see above).
+
+    Returns
+    -------
+    torch.nn.Module
+        The model, with ``features(x)`` and ``head``.
 
     Examples
     --------
@@ -291,16 +341,22 @@ def densenet121_small(num_classes: int = 10, in_channels: int = 3, weights_path=
     return _TorchvisionWrapper(net, "classifier")
 
 
-@document(("backbone", "torch.nn.Module", "A trained model with ``features(x)``; its parameters are frozen "
-                                              "and ``features`` runs in eval mode without gradients."),
-          ("feature_dim", "int", "Size of ``backbone.features(x)``."),
-          ("num_classes", "int, default=2", "Number of classes."),
-          ("hidden", "int, default=500", "Units of the hidden layer."))
 class FrozenFeatureClassifier(nn.Module):
     """A frozen ``backbone`` (its ``features``) and a trainable MLP head with LogSoftmax output.
 
     As in reference 003: features -> ``hidden`` units -> classes, LogSoftmax,
     trained with NLLLoss; the log-probabilities serve as logits.
+
+    Parameters
+    ----------
+    backbone : torch.nn.Module
+        A trained model with ``features(x)``; its parameters are frozen and ``features`` runs in eval mode without gradients.
+    feature_dim : int
+        Size of ``backbone.features(x)``.
+    num_classes : int, default=2
+        Number of classes.
+    hidden : int, default=500
+        Units of the hidden layer.
 
     Attributes
     ----------
@@ -335,13 +391,22 @@ class FrozenFeatureClassifier(nn.Module):
         return self.head(self.features(x))
 
 
-@document(("model", "torch.nn.Module", "The model to load into (changed in place)."),
-          ("path", "str or path", "A file written by ``torch.save(model.state_dict(), path)``; ``~`` is expanded."),
-          returns=("torch.nn.Module", "``model``, with the weights of the file."))
 def load_weights(model: nn.Module, path) -> nn.Module:
     """Load a state dict from a local file only (``torch.load(..., weights_only=True)``).
 
     A missing file raises ``FileNotFoundError``: pretrained weights are never downloaded.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model to load into (changed in place).
+    path : str or path
+        A file written by ``torch.save(model.state_dict(), path)``; ``~`` is expanded.
+
+    Returns
+    -------
+    torch.nn.Module
+        ``model``, with the weights of the file.
 
     Examples
     --------
@@ -368,10 +433,18 @@ def load_weights(model: nn.Module, path) -> nn.Module:
     return model
 
 
-@document(("model", "torch.nn.Module", "Any model."),
-          returns=("int", "The number of its parameters (trainable or not)."))
 def count_parameters(model: nn.Module) -> int:
     """Number of parameters of a model.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Any model.
+
+    Returns
+    -------
+    int
+        The number of its parameters (trainable or not).
 
     Examples
     --------
@@ -403,14 +476,22 @@ INPUT_ARGS = {
 }
 
 
-@document(("name", "str", "A key of :data:`MODELS`: " + ", ".join(f"``{n!r}``" for n in MODELS) + "."),
-          ("input_shape", "tuple of int, optional",
-           "The shape of one input sample (e.g. ``(40,)`` or ``(1, 28, 28)``); it fills the arguments "
-           "that depend on it (:data:`INPUT_ARGS`) unless ``kwargs`` give them."),
-          ("**kwargs", "", "The model's other arguments (``num_classes``, ``width``, ...)."),
-          returns=_MODEL)
 def build_model(name: str, input_shape=None, **kwargs) -> nn.Module:
     """Build a model of :data:`MODELS` by name (what a run config names).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`MODELS`: ``'lenet5'``, ``'cifar_resnet'``, ``'mlp'``, ``'cnn1d'``, ``'resnet18'``, ``'densenet121'``.
+    input_shape : tuple of int, optional
+        The shape of one input sample (e.g. ``(40,)`` or ``(1, 28, 28)``); it fills the arguments that depend on it (:data:`INPUT_ARGS`) unless ``kwargs`` give them.
+    **kwargs
+        The model's other arguments (``num_classes``, ``width``, ...).
+
+    Returns
+    -------
+    torch.nn.Module
+        The model, with ``features(x)`` and ``head``.
 
     Examples
     --------

@@ -5,7 +5,6 @@ import random
 
 import numpy as np
 
-from calibcourse.calibration._docs import document
 from calibcourse.study.profiles import DESCRIPTIONS, check_profile
 
 __all__ = ["setup", "glue_value", "budget", "BUDGETS"]
@@ -60,14 +59,24 @@ def budget(profile: str, name: str):
     return BUDGETS[profile][name]
 
 
-@document("profile",
-          ("data", "str",
-           "The data the page uses, for the banner (e.g. :func:`calibcourse.study.experiments.data_summary`)."),
-          "seed",
-          ("edition", 'str, default="instructor"', "The edition, for the banner."),
-          returns=("None", "The banner is displayed in the notebook."))
 def setup(profile: str, data: str, seed: int = 0, edition: str = "instructor"):
     """Seed numpy/torch/random, set the figure style, and state the profile and data on the page.
+
+    Parameters
+    ----------
+    profile : str
+        One of :data:`calibcourse.study.profiles.PROFILES`.
+    data : str
+        The data the page uses, for the banner (e.g. :func:`calibcourse.study.experiments.data_summary`).
+    seed : int, default=0
+        Seed of the resampling.
+    edition : str, default="instructor"
+        The edition, for the banner.
+
+    Returns
+    -------
+    None
+        The banner is displayed in the notebook.
 
     Examples
     --------
@@ -105,15 +114,24 @@ def setup(profile: str, data: str, seed: int = 0, edition: str = "instructor"):
                  f"<p>Data: {escape(data)}. Edition: {escape(edition)}.</p></div>"))
 
 
-@document("name",
-          ("value", "number, str, bool or numpy scalar", "What to glue."),
-          returns=("int, float or str", "The value as glued."))
 def glue_value(name: str, value):
     """``myst_nb.glue`` a number or string for use in prose as ``{glue:text}`name:.2f```.
 
     The format is chosen in the prose, not here. numpy scalars are converted to
     Python numbers first (myst-nb cannot format their ``repr``) and booleans to
     "yes" / "no"; nothing is displayed in the cell.
+
+    Parameters
+    ----------
+    name : str
+        An experiment name, e.g. ``"ch2/model/small"``.
+    value : number, str, bool or numpy scalar
+        What to glue.
+
+    Returns
+    -------
+    int, float or str
+        The value as glued.
 
     Examples
     --------

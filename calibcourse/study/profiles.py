@@ -5,7 +5,6 @@ the notebook banner, the command line) reads the names from :data:`PROFILES`.
 """
 from __future__ import annotations
 
-from calibcourse.calibration._docs import document
 
 __all__ = ["PROFILES", "DESCRIPTIONS", "check_profile"]
 
@@ -19,10 +18,18 @@ DESCRIPTIONS = {
 PROFILES = tuple(DESCRIPTIONS)
 
 
-@document("profile",
-          returns=("str", "``profile``."))
 def check_profile(profile) -> str:
     """Return ``profile`` if it names a profile, else raise a ``ValueError`` listing them.
+
+    Parameters
+    ----------
+    profile : str
+        One of :data:`calibcourse.study.profiles.PROFILES`.
+
+    Returns
+    -------
+    str
+        ``profile``.
 
     Examples
     --------

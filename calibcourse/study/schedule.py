@@ -12,7 +12,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibcourse.calibration._docs import document
 
 __all__ = ["Week", "WEEKS", "LABS", "lab_week", "lab_number", "lab_title", "lab_banner", "schedule_page",
            "write_page", "PAGE"]
@@ -93,10 +92,18 @@ def _check_lab(lab: str) -> Week:
     raise ValueError(f"lab must be one of {', '.join(LABS)}; got {lab!r}")
 
 
-@document(("lab", "str", 'The lab\'s page name, e.g. ``"lab1_ece"``.'),
-          returns=("Week", "The week it is handed out; an unknown lab raises ``ValueError``."))
 def lab_week(lab: str) -> Week:
     """The week a lab is handed out.
+
+    Parameters
+    ----------
+    lab : str
+        The lab's page name, e.g. ``"lab1_ece"``.
+
+    Returns
+    -------
+    Week
+        The week it is handed out; an unknown lab raises ``ValueError``.
 
     Examples
     --------
@@ -110,9 +117,18 @@ def lab_week(lab: str) -> Week:
     return _check_lab(lab)
 
 
-@document(("lab", "str", "The lab's page name."), returns=("int", "Its number, from 1."))
 def lab_number(lab: str) -> int:
     """The lab's number.
+
+    Parameters
+    ----------
+    lab : str
+        The lab's page name.
+
+    Returns
+    -------
+    int
+        Its number, from 1.
 
     Examples
     --------
@@ -123,9 +139,18 @@ def lab_number(lab: str) -> int:
     return LABS.index(lab) + 1
 
 
-@document(("lab", "str", "The lab's page name."), returns=("str", '``"Lab n: title"``.'))
 def lab_title(lab: str) -> str:
     """The lab's title, as its page and the schedule write it.
+
+    Parameters
+    ----------
+    lab : str
+        The lab's page name.
+
+    Returns
+    -------
+    str
+        ``"Lab n: title"``.
 
     Examples
     --------
@@ -140,9 +165,18 @@ def _due_week(lab: str) -> int:
     return next(w.number for w in WEEKS if w.due == name)
 
 
-@document(("lab", "str", "The lab's page name."), returns=("str", "One line of Markdown."))
 def lab_banner(lab: str) -> str:
     """The line at the top of a lab: its week, its time and when it is due.
+
+    Parameters
+    ----------
+    lab : str
+        The lab's page name.
+
+    Returns
+    -------
+    str
+        One line of Markdown.
 
     Examples
     --------
@@ -161,9 +195,13 @@ def _hours(minutes: int) -> str:
     return f"{h} h {m:02d}" if m else f"{h} h"
 
 
-@document(returns=("str", "The Markdown of ``book/schedule.md``."))
 def schedule_page() -> str:
     """The schedule page: one row a week, with its chapter, lab, times and due work.
+
+    Returns
+    -------
+    str
+        The Markdown of ``book/schedule.md``.
 
     Examples
     --------
@@ -193,10 +231,18 @@ def schedule_page() -> str:
         "", "How to get the labs, run them on your machine and hand them in: {doc}`setup </book/setup>`.", ""])
 
 
-@document(("root", "str or path, default='.'", "The repository root."),
-          returns=("pathlib.Path", "The page written."))
 def write_page(root=".") -> Path:
     """Write :func:`schedule_page` to ``root/book/schedule.md``.
+
+    Parameters
+    ----------
+    root : str or path, default='.'
+        The repository root.
+
+    Returns
+    -------
+    pathlib.Path
+        The page written.
 
     Examples
     --------

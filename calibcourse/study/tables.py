@@ -13,22 +13,30 @@ import numpy as np
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-from calibcourse.calibration._docs import document
 
 __all__ = ["run_summary", "sweep_table", "seed_predictions", "fmt_ci", "fmt_difference", "post_hoc_table",
            "post_hoc_binary", "post_hoc_view", "post_hoc_binary_view", "SEED_MEASURES", "seed_table", "seeds_view",
            "grid_choice_view", "paired_table", "comparisons_view"]
 
 
-@document(("result", "calibcourse.study.results.RunResult", "A run with ``val`` and ``test`` logits and labels."),
-          "n_bins", ("n_boot", "int, default=1000", "Bootstrap resamples of the ECE's interval."), "seed",
-          returns=("dict", "``error``, ``nll``, ``ece`` (the plug-in test ECE), ``ece_low``, ``ece_high`` "
-                           "(its 95 % interval from :func:`calibcourse.calibration.stats.interval`, bias-aware "
-                           "bootstrap), ``ece_plugin`` (the same plug-in value, kept for older readers), ``mce`` "
-                           "(plug-in), ``temperature``, ``ece_ts`` (the plug-in test ECE after temperature "
-                           "scaling), ``mean_conf``; fractions, NLL in nats."))
 def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> dict:
     """Test-split measures of a run, and the NLL-optimal temperature fitted on its validation split.
+
+    Parameters
+    ----------
+    result : calibcourse.study.results.RunResult
+        A run with ``val`` and ``test`` logits and labels.
+    n_bins : int, default=15
+        Number of bins.
+    n_boot : int, default=1000
+        Bootstrap resamples of the ECE's interval.
+    seed : int, default=0
+        Seed of the resampling.
+
+    Returns
+    -------
+    dict
+        ``error``, ``nll``, ``ece`` (the plug-in test ECE), ``ece_low``, ``ece_high`` (its 95 % interval from :func:`calibcourse.calibration.stats.interval`, bias-aware bootstrap), ``ece_plugin`` (the same plug-in value, kept for older readers), ``mce`` (plug-in), ``temperature``, ``ece_ts`` (the plug-in test ECE after temperature scaling), ``mean_conf``; fractions, NLL in nats.
 
     Examples
     --------
@@ -162,12 +170,25 @@ _SCALE = ("scale", "float, default=100.0", "Multiplies the numbers (100: fractio
 _DIGITS = ("digits", "int, default=1", "Decimals.")
 
 
-@document(("d", "calibcourse.calibration.stats.Difference or sequence of float", "``(estimate, low, high, ...)``."), _SCALE,
-          ("unit", 'str, default="points"', "Appended after a space (nothing if empty)."), _DIGITS,
-          returns=("str", "The signed estimate and interval."))
 def fmt_difference(d, scale: float = 100.0, unit: str = "points", digits: int = 1) -> str:
     """``"+1.2 [+0.5, +1.9] points"``: a difference (:class:`calibcourse.calibration.stats.Difference`) with its
     interval, signed, in percentage points by default.
+
+    Parameters
+    ----------
+    d : calibcourse.calibration.stats.Difference or sequence of float
+        ``(estimate, low, high, ...)``.
+    scale : float, default=100.0
+        Multiplies the numbers (100: fractions to percent or percentage points).
+    unit : str, default="points"
+        Appended after a space (nothing if empty).
+    digits : int, default=1
+        Decimals.
+
+    Returns
+    -------
+    str
+        The signed estimate and interval.
 
     Examples
     --------
@@ -181,10 +202,22 @@ def fmt_difference(d, scale: float = 100.0, unit: str = "points", digits: int = 
     return f"{f(d[0])} [{f(d[1])}, {f(d[2])}]{unit}"
 
 
-@document(("value, low, high", "float", "The estimate and its interval."), _SCALE, _DIGITS,
-          returns=("str", "The estimate and its interval."))
 def fmt_ci(value: float, low: float, high: float, scale: float = 100.0, digits: int = 1) -> str:
     """``"4.5 [3.7, 5.6]"``: an estimate and its interval, in percent by default.
+
+    Parameters
+    ----------
+    value, low, high : float
+        The estimate and its interval.
+    scale : float, default=100.0
+        Multiplies the numbers (100: fractions to percent or percentage points).
+    digits : int, default=1
+        Decimals.
+
+    Returns
+    -------
+    str
+        The estimate and its interval.
 
     Examples
     --------

@@ -43,7 +43,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibcourse.calibration._docs import document
 from calibcourse.tools.editions import BEGIN, END, STUB, set_edition
 
 __all__ = ["Question", "questions", "hidden_seed", "lab_sources", "master_notebook", "write_assignment",
@@ -114,9 +113,6 @@ def _defined_names(source: str) -> list[str]:
     return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
-@document(("nb", "nbformat.NotebookNode", "A lab notebook (read by jupytext)."),
-          returns=("list of Question", "In the order of the lab; a malformed graded cell raises ``ValueError`` "
-                                       "naming the cell."))
 def questions(nb) -> list[Question]:
     r"""The graded questions of a lab notebook (read by jupytext), in order.
 
@@ -124,6 +120,16 @@ def questions(nb) -> list[Question]:
     defines one function between the solution markers, and that a later cell checks with
     ``checks.check_<name>(<function>)``; its title is the bold text of the markdown cell
     before it.
+
+    Parameters
+    ----------
+    nb : nbformat.NotebookNode
+        A lab notebook (read by jupytext).
+
+    Returns
+    -------
+    list of Question
+        In the order of the lab; a malformed graded cell raises ``ValueError`` naming the cell.
 
     Examples
     --------
@@ -163,10 +169,22 @@ def questions(nb) -> list[Question]:
     return out
 
 
-@document(("lab", "str", 'The lab, e.g. ``"lab1_ece"``.'), ("question", "str", 'The question, e.g. ``"q1"``.'),
-          _SECRET, returns=("int", "A seed in ``[1, 2**31 - 2]``, from the sha256 of the three."))
 def hidden_seed(lab: str, question: str, secret: str = DEFAULT_SECRET) -> int:
     """The seed of a question's hidden test: from the secret, the lab and the question.
+
+    Parameters
+    ----------
+    lab : str
+        The lab, e.g. ``"lab1_ece"``.
+    question : str
+        The question, e.g. ``"q1"``.
+    secret : str, default=DEFAULT_SECRET
+        The text the hidden tests' seeds derive from (:func:`hidden_seed`).
+
+    Returns
+    -------
+    int
+        A seed in ``[1, 2**31 - 2]``, from the sha256 of the three.
 
     Examples
     --------
@@ -208,13 +226,23 @@ def _test_cell(q: Question, points: float, hidden: bool, seed: int):
         f"    checks.{q.check}({args})")
 
 
-@document(("src", "str or path", "The lab's jupytext source, ``notebooks/labs/<lab>.md``."), _SECRET,
-          returns=("nbformat.NotebookNode", "The master notebook, for ``otter assign``."))
 def master_notebook(src, secret: str = DEFAULT_SECRET):
     '''The otter-grader master notebook of the lab ``src`` (a jupytext source path).
 
     Each graded cell becomes an otter question (its prompt, a solution cell, a public and a
     hidden test); the prompt states the points; everything else is copied as it is.
+
+    Parameters
+    ----------
+    src : str or path
+        The lab's jupytext source, ``notebooks/labs/<lab>.md``.
+    secret : str, default=DEFAULT_SECRET
+        The text the hidden tests' seeds derive from (:func:`hidden_seed`).
+
+    Returns
+    -------
+    nbformat.NotebookNode
+        The master notebook, for ``otter assign``.
 
     Examples
     --------
@@ -303,16 +331,27 @@ def _autograder_requirements() -> str:
     return "\n".join(keep) + "\n"
 
 
-@document(("src", "str or path", "The lab's jupytext source."),
-          ("out_dir", "str or path", "The folder of the assignments; the lab's folder in it is replaced."),
-          _SECRET, _LOG,
-          returns=("dict", "Paths of ``student`` (the notebook to hand out), ``solution`` and ``autograder`` "
-                           "(the zip archive for Gradescope, also what :func:`grade` reads)."))
 def write_assignment(src, out_dir, secret: str = DEFAULT_SECRET, log=print) -> dict:
     """Build the assignment of the lab ``src`` under ``out_dir/<lab>/``.
 
     Runs ``otter assign`` on :func:`master_notebook` with the package, the lab's runs of the
     result cache and the runtime requirements as the autograder's files.
+
+    Parameters
+    ----------
+    src : str or path
+        The lab's jupytext source.
+    out_dir : str or path
+        The folder of the assignments; the lab's folder in it is replaced.
+    secret : str, default=DEFAULT_SECRET
+        The text the hidden tests' seeds derive from (:func:`hidden_seed`).
+    log : callable, default=print
+        Called with each progress line.
+
+    Returns
+    -------
+    dict
+        Paths of ``student`` (the notebook to hand out), ``solution`` and ``autograder`` (the zip archive for Gradescope, also what :func:`grade` reads).
 
     Examples
     --------
@@ -361,10 +400,18 @@ def write_assignment(src, out_dir, secret: str = DEFAULT_SECRET, log=print) -> d
     return paths
 
 
-@document(("root", "str or path, default=ROOT", "The repository root."),
-          returns=("list of pathlib.Path", "The labs' jupytext sources, ``notebooks/labs/*.md``, sorted."))
 def lab_sources(root=ROOT) -> list[Path]:
     """The labs.
+
+    Parameters
+    ----------
+    root : str or path, default=ROOT
+        The repository root.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The labs' jupytext sources, ``notebooks/labs/*.md``, sorted.
 
     Examples
     --------
@@ -374,14 +421,25 @@ def lab_sources(root=ROOT) -> list[Path]:
     return sorted((Path(root) / "notebooks" / "labs").glob("*.md"))
 
 
-@document(("out_dir", "str or path, optional", "Default ``_build/assignments``."),
-          ("labs", "list of str, optional", "Only these labs (their names, e.g. ``['lab1_ece']``)."),
-          ("secret", "str, optional", "Default: ``$CALIBCOURSE_SECRET``, else :data:`DEFAULT_SECRET`."),
-          _LOG,
-          returns=("list of dict", "What :func:`write_assignment` returns, per lab."))
 def write_assignments(out_dir=None, labs=None, secret: str | None = None, log=print) -> list[dict]:
     """Build every lab's assignment (or those named in ``labs``) under ``out_dir``
     (default ``_build/assignments``); ``make assignments`` calls it.
+
+    Parameters
+    ----------
+    out_dir : str or path, optional
+        Default ``_build/assignments``.
+    labs : list of str, optional
+        Only these labs (their names, e.g. ``['lab1_ece']``).
+    secret : str, optional
+        Default: ``$CALIBCOURSE_SECRET``, else :data:`DEFAULT_SECRET`.
+    log : callable, default=print
+        Called with each progress line.
+
+    Returns
+    -------
+    list of dict
+        What :func:`write_assignment` returns, per lab.
 
     Examples
     --------
@@ -900,10 +958,18 @@ def grade(lab: str, submissions, out_dir=None, timeout: float = DEFAULT_TIMEOUT,
 
 
 # =========================================================================== command line
-@document(("argv", "list of str, optional", "The arguments (default: the command line's)."),
-          returns=("int", "The exit status: 0, or 2 for a bad argument (the reason on stderr)."))
 def main(argv=None) -> int:
     """Run the command line (``make assignments``, ``make grade``).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: the command line's).
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 2 for a bad argument (the reason on stderr).
 
     Examples
     --------

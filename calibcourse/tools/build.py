@@ -44,7 +44,6 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
-from calibcourse.calibration._docs import document
 from calibcourse.study.profiles import PROFILES
 
 __all__ = ["EDITIONS", "HTML_DIRS", "BuildError", "Page", "toc_entries", "notebook_pages", "fingerprint", "execute_book",
@@ -97,10 +96,18 @@ class Page:
 
 
 # --------------------------------------------------------------------------- table of contents
-@document(("toc", "dict", "A ``_toc.yml`` as ``yaml.safe_load`` reads it."),
-          returns=("list of str", "The entries, in reading order."))
 def toc_entries(toc: dict) -> list[str]:
     """Every ``file`` (and ``root``) of a Jupyter Book 1.x ``_toc.yml``, in reading order.
+
+    Parameters
+    ----------
+    toc : dict
+        A ``_toc.yml`` as ``yaml.safe_load`` reads it.
+
+    Returns
+    -------
+    list of str
+        The entries, in reading order.
 
     Examples
     --------
@@ -128,12 +135,20 @@ def toc_entries(toc: dict) -> list[str]:
     return found
 
 
-@document(_ROOT, returns=("list of Page", "In the order of ``_toc.yml``; a missing ``_toc.yml`` or source "
-                                          "raises :class:`BuildError`."))
 def notebook_pages(root: Path) -> list[Page]:
     r"""The pages of ``_toc.yml`` that are generated from jupytext sources in ``notebooks/``.
 
     Hand-written pages (outside ``book/generated``) and the claims ledger are not among them.
+
+    Parameters
+    ----------
+    root : pathlib.Path
+        The book's root (holds ``_config.yml``, ``_toc.yml``, ``notebooks/``).
+
+    Returns
+    -------
+    list of Page
+        In the order of ``_toc.yml``; a missing ``_toc.yml`` or source raises :class:`BuildError`.
 
     Examples
     --------
@@ -188,14 +203,24 @@ def _hash_tree(h, base: Path, patterns=("**/*",)) -> None:
         h.update(hashlib.sha256(p.read_bytes()).digest())
 
 
-@document(("page", "Page", "The page."),
-          ("params", "dict", 'Its parameters, ``{"profile": ..., "edition": ...}``.'),
-          _ROOT,
-          ("package_dir", "pathlib.Path, optional", "The package's folder (default ``root/calibcourse``); "
-                                                   "its ``.py`` files are hashed."),
-          returns=("str", "The hex digest."))
 def fingerprint(page: Page, params: dict, root: Path, package_dir: Path | None = None) -> str:
     """sha256 of the page source, the package, requirements.txt, data/ and the parameters.
+
+    Parameters
+    ----------
+    page : Page
+        The page.
+    params : dict
+        Its parameters, ``{"profile": ..., "edition": ...}``.
+    root : pathlib.Path
+        The book's root (holds ``_config.yml``, ``_toc.yml``, ``notebooks/``).
+    package_dir : pathlib.Path, optional
+        The package's folder (default ``root/calibcourse``); its ``.py`` files are hashed.
+
+    Returns
+    -------
+    str
+        The hex digest.
 
     Examples
     --------
@@ -298,18 +323,32 @@ def execute_page(page: Page, params: dict, root: Path, failed_dir: Path) -> None
         os.replace(tmp_out, page.output)
 
 
-@document(_ROOT, "profile", ("edition", '{"instructor", "student"}, default="instructor"', "The edition."),
-          ("force", "bool, default=False", "Execute every page, changed or not."),
-          ("package_dir", "pathlib.Path, optional", "As in :func:`fingerprint`."),
-          _LOG,
-          returns=("dict", "``{source path relative to root: 'executed' or 'skipped'}``; a failing page "
-                           "raises :class:`BuildError`."))
 def execute_book(root: Path, profile: str = "default", edition: str = "instructor",
                  force: bool = False, package_dir: Path | None = None, log=print) -> dict:
     r"""Execute every notebook page whose fingerprint changed, in the order of ``_toc.yml``.
 
     A page is executed by papermill in a fresh kernel (seconds); after its success its
     fingerprint is stored next to the output, ``<output>.fingerprint``.
+
+    Parameters
+    ----------
+    root : pathlib.Path
+        The book's root (holds ``_config.yml``, ``_toc.yml``, ``notebooks/``).
+    profile : str
+        One of :data:`calibcourse.study.profiles.PROFILES`.
+    edition : {"instructor", "student"}, default="instructor"
+        The edition.
+    force : bool, default=False
+        Execute every page, changed or not.
+    package_dir : pathlib.Path, optional
+        As in :func:`fingerprint`.
+    log : callable, default=print
+        Called with each progress line.
+
+    Returns
+    -------
+    dict
+        ``{source path relative to root: 'executed' or 'skipped'}``; a failing page raises :class:`BuildError`.
 
     Examples
     --------
@@ -414,14 +453,25 @@ def _bib_titles(bib: Path) -> dict:
     return titles
 
 
-@document(_ROOT, ("pages", "list of Page", "The executed pages (:func:`notebook_pages`)."), _LOG,
-          returns=("list of dict", "The claims, sorted by chapter and id; an inconsistent ledger raises "
-                                   ":class:`BuildError`."))
 def write_ledger(root: Path, pages: list, log=print) -> list:
     """Write ``_build/claims.json`` and the "What held" page from the executed chapters.
 
     The claims are those the chapters published with
     :meth:`calibcourse.study.ledger.Ledger.publish`; pages not executed yet are left out.
+
+    Parameters
+    ----------
+    root : pathlib.Path
+        The book's root (holds ``_config.yml``, ``_toc.yml``, ``notebooks/``).
+    pages : list of Page
+        The executed pages (:func:`notebook_pages`).
+    log : callable, default=print
+        Called with each progress line.
+
+    Returns
+    -------
+    list of dict
+        The claims, sorted by chapter and id; an inconsistent ledger raises :class:`BuildError`.
 
     Examples
     --------
@@ -459,18 +509,26 @@ def write_ledger(root: Path, pages: list, log=print) -> list:
 
 
 # --------------------------------------------------------------------------- html
-@document(_ROOT, ("edition", '{"student", "instructor"}, default="student"',
-                  "Which edition: it decides only where the HTML goes (:data:`HTML_DIRS`); what the pages "
-                  "hold was decided when they were executed (:func:`execute_book`)."),
-          _LOG,
-          returns=("pathlib.Path", "The HTML folder: ``root/_build/html`` (student) or "
-                                   "``root/_build/instructor/html``."))
 def build_html(root: Path, edition: str = "student", log=print) -> Path:
     """Render the book with jupyter-book (execution off), failing on any warning.
 
     Any ``WARNING``, ``ERROR`` or ``Traceback`` line, or a non-zero exit, raises
     :class:`BuildError` with those lines; the full log goes to ``_build/jupyter-book.log`` and
     the stale HTML of that edition is removed. The other edition's HTML is left as it is.
+
+    Parameters
+    ----------
+    root : pathlib.Path
+        The book's root (holds ``_config.yml``, ``_toc.yml``, ``notebooks/``).
+    edition : {"student", "instructor"}, default="student"
+        Which edition: it decides only where the HTML goes (:data:`HTML_DIRS`); what the pages hold was decided when they were executed (:func:`execute_book`).
+    log : callable, default=print
+        Called with each progress line.
+
+    Returns
+    -------
+    pathlib.Path
+        The HTML folder: ``root/_build/html`` (student) or ``root/_build/instructor/html``.
 
     Examples
     --------
@@ -525,10 +583,18 @@ def _write_schedule(root: Path) -> None:
             schedule.write_page(root)
 
 
-@document(("argv", "list of str, optional", "The arguments (default: the command line's)."),
-          returns=("int", "The exit status: 0, or 1 when the build failed (the reason on stderr)."))
 def main(argv=None) -> int:
     """Run the command line (``make book``, ``make labs``).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: the command line's).
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 1 when the build failed (the reason on stderr).
 
     Examples
     --------

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from calibcourse.calibration._docs import document
 from calibcourse.study.cache import Cache, CacheError, config_key
 from calibcourse.study.experiments import experiments
 from calibcourse.study.profiles import PROFILES
@@ -96,11 +95,18 @@ def _status(cache: Cache, profile: str) -> int:
     return 1 if grid.print_status(grid.status(experiments(profile), cache)) else 0
 
 
-@document(("argv", "list of str, optional", "The arguments (default: ``sys.argv[1:]``)."),
-          returns=("int", "The exit status: 0; 1 when ``verify`` found bad entries, a ``train`` run failed "
-                          "or ``status`` found runs not done; 2 when ``train`` misses an input."))
 def main(argv=None) -> int:
     """Run the command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: 0; 1 when ``verify`` found bad entries, a ``train`` run failed or ``status`` found runs not done; 2 when ``train`` misses an input.
 
     Examples
     --------

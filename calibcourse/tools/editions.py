@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from calibcourse.calibration._docs import document
 
 __all__ = ["BEGIN", "END", "STUB", "strip_solution", "set_edition", "to_edition", "write_labs"]
 
@@ -21,14 +20,21 @@ BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 STUB = 'raise NotImplementedError("exercise: write your solution here")'
 
 
-@document(("code", "str", "The source of a code cell."),
-          returns=("str", "The source with each solution block replaced by :data:`STUB` at the block's "
-                          "indentation; a cell without markers comes back unchanged (but for a trailing newline)."))
 def strip_solution(code: str) -> str:
     """The student version of a code cell's source.
 
     A nested :data:`BEGIN`, an :data:`END` without :data:`BEGIN` or a :data:`BEGIN` without
     :data:`END` raises ``ValueError`` with the cell.
+
+    Parameters
+    ----------
+    code : str
+        The source of a code cell.
+
+    Returns
+    -------
+    str
+        The source with each solution block replaced by :data:`STUB` at the block's indentation; a cell without markers comes back unchanged (but for a trailing newline).
 
     Examples
     --------
@@ -68,9 +74,20 @@ def _set_edition_parameter(cell, edition: str):
         cell.source = re.sub(r'edition\s*=\s*"[a-z]+"', f'edition = "{edition}"', cell.source)
 
 
-@document(_NB, ("edition", "str", 'The value to set, e.g. ``"student"``.'), returns=_NB_OUT)
 def set_edition(nb, edition: str):
     r"""Set ``edition = "<edition>"`` in the notebook's ``parameters`` cell (in place).
+
+    Parameters
+    ----------
+    nb : nbformat.NotebookNode
+        A notebook (e.g. read by jupytext); changed in place.
+    edition : str
+        The value to set, e.g. ``"student"``.
+
+    Returns
+    -------
+    nbformat.NotebookNode
+        ``nb``.
 
     Examples
     --------
@@ -87,12 +104,23 @@ def set_edition(nb, edition: str):
     return nb
 
 
-@document(_NB, ("edition", '{"instructor", "student"}', "Which edition."), returns=_NB_OUT)
 def to_edition(nb, edition: str):
     r"""The notebook of ``edition`` ("instructor": markers removed; "student": solutions stubbed).
 
     The student edition also drops the cells tagged ``solution``; both set the ``edition``
     parameter. The notebook is changed in place (and returned).
+
+    Parameters
+    ----------
+    nb : nbformat.NotebookNode
+        A notebook (e.g. read by jupytext); changed in place.
+    edition : {"instructor", "student"}
+        Which edition.
+
+    Returns
+    -------
+    nbformat.NotebookNode
+        ``nb``.
 
     Examples
     --------
@@ -133,13 +161,22 @@ def to_edition(nb, edition: str):
     return nb
 
 
-@document(("root", "str or path", "The repository root: the labs are ``root/notebooks/labs/*.md``."),
-          ("out_dir", "str or path, optional", "Where to write (default ``root/_build/labs``)."),
-          returns=("list of pathlib.Path", "The notebooks written, ``out_dir/<edition>/<lab>.ipynb``."))
 def write_labs(root, out_dir=None) -> list[Path]:
     r"""Write every lab of ``notebooks/labs/`` as unexecuted .ipynb, one folder per edition.
 
     ``make labs`` (``python -m calibcourse.tools.build --labs``) calls it.
+
+    Parameters
+    ----------
+    root : str or path
+        The repository root: the labs are ``root/notebooks/labs/*.md``.
+    out_dir : str or path, optional
+        Where to write (default ``root/_build/labs``).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The notebooks written, ``out_dir/<edition>/<lab>.ipynb``.
 
     Examples
     --------

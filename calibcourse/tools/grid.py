@@ -33,9 +33,8 @@ import time
 import traceback
 from pathlib import Path
 
-from calibcourse.calibration._docs import document
 from calibcourse.tools._env import environ
-from calibcourse.study.cache import THREADS_PARAMETER, Cache, CacheError, config_key
+from calibcourse.study.cache import Cache, CacheError, config_key
 from calibcourse.study.provenance import resolve_threads
 
 __all__ = ["TrainJob", "missing", "status", "unique_runs", "check_inputs", "train_serial", "train_local", "submit_slurm", "STATES",
@@ -206,15 +205,23 @@ def _run_state(cache: Cache, key: str) -> tuple[str, str]:
     return "failed", "the job died" + (" (a checkpoint is kept: the next run resumes)" if ckpt.is_file() else "")
 
 
-@document(("configs", "dict", "``{name: config}``, e.g. :func:`calibcourse.study.experiments.experiments` of a profile."),
-          ("cache", "calibcourse.study.cache.Cache, optional", "The cache (default: :class:`Cache()`)."),
-          returns=("list of dict", "One row per run: ``name``, ``key``, ``state`` (one of :data:`STATES`) "
-                                   "and ``detail``."))
 def status(configs: dict, cache: Cache | None = None) -> list[dict]:
     """Which runs are done (a valid entry), running, failed (the job raised or died) or missing.
 
     A done run whose entry another version of the training code produced has its reason in
     ``stale`` (:meth:`calibcourse.study.cache.Cache.stale`; empty otherwise).
+
+    Parameters
+    ----------
+    configs : dict
+        ``{name: config}``, e.g. :func:`calibcourse.study.experiments.experiments` of a profile.
+    cache : calibcourse.study.cache.Cache, optional
+        The cache (default: :class:`Cache()`).
+
+    Returns
+    -------
+    list of dict
+        One row per run: ``name``, ``key``, ``state`` (one of :data:`STATES`) and ``detail``.
 
     Examples
     --------
@@ -234,11 +241,20 @@ def status(configs: dict, cache: Cache | None = None) -> list[dict]:
     return rows
 
 
-@document(("configs", "dict", "``{name: config}``."),
-          ("cache", "calibcourse.study.cache.Cache, optional", "The cache (default: :class:`Cache()`)."),
-          returns=("dict", "``{key: (name, config)}`` of the runs to submit: no entry and not running."))
 def missing(configs: dict, cache: Cache | None = None) -> dict:
     """The runs a ``make train`` submits: neither done nor running (failed and dead ones again).
+
+    Parameters
+    ----------
+    configs : dict
+        ``{name: config}``.
+    cache : calibcourse.study.cache.Cache, optional
+        The cache (default: :class:`Cache()`).
+
+    Returns
+    -------
+    dict
+        ``{key: (name, config)}`` of the runs to submit: no entry and not running.
 
     Examples
     --------
@@ -272,14 +288,22 @@ def _inputs(config: dict):
     return sets, weights
 
 
-@document(("configs", "dict", "``{name: config}`` of the runs about to train."),
-          returns=("None", "Raises ``FileNotFoundError`` naming every missing file and how to get it."))
 def check_inputs(configs: dict) -> None:
     """Stop before training when a data set or a weights file that a run reads is not on disk.
 
     Data sets are looked for under ``data.root``, else ``$CALIBCOURSE_DATA``, else ``~/data``
     (:func:`calibcourse.study.data.data_root`, :func:`calibcourse.study.data.check_available`);
     weights in that folder's ``weights/`` (:func:`calibcourse.study.train.weights_file`).
+
+    Parameters
+    ----------
+    configs : dict
+        ``{name: config}`` of the runs about to train.
+
+    Returns
+    -------
+    None
+        Raises ``FileNotFoundError`` naming every missing file and how to get it.
 
     Examples
     --------
@@ -313,13 +337,6 @@ def check_inputs(configs: dict) -> None:
 
 
 # --------------------------------------------------------------------------- executors
-@document(("configs", "dict", "``{name: config}``."),
-          ("cache", "calibcourse.study.cache.Cache, optional", "The cache (default: :class:`Cache()`)."),
-          ("checkpoint_every", "int, default=5", "Epochs between checkpoints."),
-          ("log", "callable, default=print", "Where the progress lines go."),
-          THREADS_PARAMETER,
-          returns=("int", "The number of runs left without an entry because another job is training "
-                           "them (0 when every run is stored)."))
 def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: int = 5, log=print,
                  threads: int | None = None) -> int:
     """Train the runs without an entry one after another in this process (``make train``).
@@ -329,6 +346,24 @@ def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: in
     ``threads`` defaults to 1, as for every executor: CPU convolutions and batch norm round
     differently with another number of threads, and the entries must not depend on the
     executor that wrote them.
+
+    Parameters
+    ----------
+    configs : dict
+        ``{name: config}``.
+    cache : calibcourse.study.cache.Cache, optional
+        The cache (default: :class:`Cache()`).
+    checkpoint_every : int, default=5
+        Epochs between checkpoints.
+    log : callable, default=print
+        Where the progress lines go.
+    threads : int or None, default=None
+        Torch's threads of each run that trains (:func:`calibcourse.study.provenance.resolve_threads`: None is 1).
+
+    Returns
+    -------
+    int
+        The number of runs left without an entry because another job is training them (0 when every run is stored).
 
     Examples
     --------
@@ -366,13 +401,6 @@ def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: in
     return skipped
 
 
-@document(("configs", "dict", "``{name: config}``."),
-          ("jobs", "int", "How many runs train at once."),
-          ("cache", "calibcourse.study.cache.Cache, optional", "The cache (default: :class:`Cache()`)."),
-          ("checkpoint_every", "int, default=5", "Epochs between checkpoints."),
-          ("log", "callable, default=print", "Where the progress lines go."),
-          THREADS_PARAMETER,
-          returns=("int", "The number of runs that failed (0 when all are done)."))
 def train_local(configs: dict, jobs: int, cache: Cache | None = None, checkpoint_every: int = 5, log=print,
                 threads: int | None = None) -> int:
     """Train the missing runs on this machine, ``jobs`` at a time, through submitit's ``LocalExecutor``.
@@ -381,6 +409,26 @@ def train_local(configs: dict, jobs: int, cache: Cache | None = None, checkpoint
     (default 1: use ``jobs`` for the cores; this process's environment is restored afterwards); this call
     waits for all of them and prints one line per run.
     Each job starts a Python process and imports torch (seconds): worth it for runs of minutes.
+
+    Parameters
+    ----------
+    configs : dict
+        ``{name: config}``.
+    jobs : int
+        How many runs train at once.
+    cache : calibcourse.study.cache.Cache, optional
+        The cache (default: :class:`Cache()`).
+    checkpoint_every : int, default=5
+        Epochs between checkpoints.
+    log : callable, default=print
+        Where the progress lines go.
+    threads : int or None, default=None
+        Torch's threads of each run that trains (:func:`calibcourse.study.provenance.resolve_threads`: None is 1).
+
+    Returns
+    -------
+    int
+        The number of runs that failed (0 when all are done).
 
     Examples
     --------
@@ -444,14 +492,6 @@ def _run_local(todo, configs, jobs, cache, threads, checkpoint_every, log, submi
     return failed
 
 
-@document(("configs", "dict", "``{name: config}``."),
-          ("cache", "calibcourse.study.cache.Cache, optional", "The cache: a folder every node of the cluster sees."),
-          ("slurm", "dict, optional", "``partition``, ``gpus`` (per job), ``time`` (minutes), ``account``, "
-                                      "``cpus``, ``mem``; missing keys from :data:`SLURM_DEFAULTS`."),
-          ("checkpoint_every", "int, default=5", "Epochs between checkpoints."),
-          ("log", "callable, default=print", "Where the lines go."),
-          THREADS_PARAMETER,
-          returns=("dict", "``{name: SLURM job id}`` of the jobs submitted."))
 def submit_slurm(configs: dict, cache: Cache | None = None, slurm: dict | None = None, checkpoint_every: int = 5,
                  log=print, threads: int | None = None) -> dict:
     """Submit one SLURM job per missing run (``sbatch`` through submitit's ``SlurmExecutor``) and return.
@@ -461,6 +501,26 @@ def submit_slurm(configs: dict, cache: Cache | None = None, slurm: dict | None =
     Requeued on preemption or time-out (up to 3 times), each requeued job resuming from the
     run's last checkpoint. ``make status`` follows them. ``cpus`` reserves a job's cores;
     ``threads`` (default 1, as everywhere) decides how its sums are split, and so its bits.
+
+    Parameters
+    ----------
+    configs : dict
+        ``{name: config}``.
+    cache : calibcourse.study.cache.Cache, optional
+        The cache: a folder every node of the cluster sees.
+    slurm : dict, optional
+        ``partition``, ``gpus`` (per job), ``time`` (minutes), ``account``, ``cpus``, ``mem``; missing keys from :data:`SLURM_DEFAULTS`.
+    checkpoint_every : int, default=5
+        Epochs between checkpoints.
+    log : callable, default=print
+        Where the lines go.
+    threads : int or None, default=None
+        Torch's threads of each run that trains (:func:`calibcourse.study.provenance.resolve_threads`: None is 1).
+
+    Returns
+    -------
+    dict
+        ``{name: SLURM job id}`` of the jobs submitted.
 
     Examples
     --------
