@@ -15,7 +15,7 @@ export MPLBACKEND ?= Agg
 BOOK_STAMP := $(VENV)/.book-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: book test bench clean venv train status reproduce smoke labs assignments grade check-pages chromium
+.PHONY: book test bench clean venv train status reproduce restamp smoke labs assignments grade check-pages chromium
 
 $(BOOK_STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,6 +66,11 @@ status: $(TRAIN_STAMP)
 REPRODUCE_PROFILE = $(if $(filter command line,$(origin PROFILE)),$(PROFILE),ci)
 reproduce: $(TRAIN_STAMP)
 	$(PY) -m calibcourse.tools.reproduce --profile $(REPRODUCE_PROFILE) --jobs $(JOBS) $(if $(THREADS),--threads $(THREADS))
+
+# after a change of the training code that should move no number: retrain the ci profile and, only if
+# every run on this machine's provenance is byte-identical, record the current code in every entry
+restamp: $(TRAIN_STAMP)
+	$(PY) -m calibcourse.tools.reproduce --restamp
 
 # every config of a profile trained for one batch on small files in the real formats, every page
 # executed against them and the book rendered, all in a temporary folder (PROFILE=full in .ci/run)
