@@ -39,13 +39,18 @@ def test_cross_fit_matches_sklearn_cross_val_predict(k):
         np.testing.assert_allclose(oof[name], ref, atol=1e-12, err_msg=name)
 
 
-def test_choose_takes_the_lowest_out_of_fold_ece_and_pairs_it_with_none():
+def test_choose_takes_the_simplest_method_not_decidedly_worse_than_the_lowest_ece():
     z, y = scaled_logits(1500, 3, factor=2.5, seed=2)
     z, p, _ = R.as_logits_and_probs(z)
     oof = R.cross_fit(z, p, y, folds=5)
     c = R.choose(p, oof, y, n_boot=200, seed=3)
     eces = {name: M.ece(q, y) for name, q in oof.items()}
-    assert c.name == min(eces, key=eces.get)
+    lowest = min(eces, key=eces.get)
+    # labels drawn from softmax(z / 2.5): one temperature is the true map, the simplest candidate
+    assert c.name == "temperature scaling" == list(oof)[0]
+    d = stats.paired_difference(M.ece, oof[c.name], oof[lowest], y, n_boot=200, seed=3, n_bins=15,
+                                reliability="top_label")
+    assert d.low <= 0 or c.name == lowest  # not decidedly above the lowest ECE
     ref = stats.paired_difference(M.ece, oof[c.name], p, y, n_boot=200, seed=3, n_bins=15, reliability="top_label")
     assert c.ece_change == ref and c.ece_change.high < 0  # a temperature of 2.5 is found and fixed
     assert [r["method"] for r in c.table] == ["uncalibrated", *oof]
@@ -156,3 +161,14 @@ def test_bad_input_is_a_clear_error_naming_the_argument(tmp_path, capsys, case, 
     err = capsys.readouterr().err
     assert err.startswith("calibcourse report: error: ") and re.search(pattern, err), err
     assert not (tmp_path / "r").exists()
+
+
+def test_choose_takes_a_more_flexible_map_when_the_simplest_is_decidedly_worse():
+    z, y = scaled_logits(3000, 3, factor=1.0, seed=4)  # calibrated logits ...
+    shifted = z + np.array([2.0, 0.0, -2.0])          # ... reported with a per-class offset
+    zz, p, _ = R.as_logits_and_probs(shifted)
+    oof = R.cross_fit(zz, p, y, folds=5)
+    c = R.choose(p, oof, y, n_boot=200, seed=1)
+    d = stats.paired_difference(M.ece, oof["temperature scaling"], oof[c.name], y, n_boot=200, seed=1,
+                                n_bins=15, reliability="top_label")
+    assert c.name != "temperature scaling" and d.low > 0  # one temperature cannot undo an offset

@@ -4,8 +4,8 @@
 ``calibcourse report`` command (:mod:`calibcourse.calibration.cli`) does with a model's outputs,
 in parts a chapter can call: :func:`as_logits_and_probs` reads logits or probabilities,
 :func:`cross_fit` calibrates every sample out of fold with every method of
-:func:`candidate_methods`, :func:`choose` picks the method of lowest out-of-fold ECE with the
-paired interval of its change, :func:`report_html` writes the page, and :func:`save` /
+:func:`candidate_methods`, :func:`choose` picks the simplest method whose out-of-fold ECE is
+not decidedly above the lowest one, with the paired interval of its change, :func:`report_html` writes the page, and :func:`save` /
 :func:`load` keep the recommended calibrator in a JSON file.
 """
 from __future__ import annotations
@@ -319,7 +319,13 @@ class Choice(NamedTuple):
 
 
 def choose(probs, oof: dict, labels, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> Choice:
-    """The method of lowest out-of-fold ECE, and the paired interval of its change against none.
+    """The simplest method not decidedly worse than the lowest out-of-fold ECE, and its paired change against none.
+
+    The candidates are tried in their order (:func:`candidate_methods`: from temperature
+    scaling, one parameter, to the per-class maps); the first whose out-of-fold ECE minus the
+    lowest one has a paired 95 % interval that does not lie wholly above 0 is recommended. A
+    more flexible map must be better by more than the noise to be chosen: the binned ECE
+    favours the binning methods, which fit the very bins it is measured on.
 
     Binary models are measured on P(y = 1) (``reliability="positive_class"``), others top-label.
 
@@ -358,7 +364,15 @@ def choose(probs, oof: dict, labels, n_bins: int = 15, n_boot: int = 1000, seed:
         ci = stats.interval(M.ece, q, y, n_boot=n_boot, seed=seed, **kw)
         table.append({"method": name, "ece": ci.plugin, "ece_low": ci.low, "ece_high": ci.high,
                       "nll": M.nll(q, y), "brier": M.brier(q, y), "error": M.error(q, y)})
-    best = min(table[1:], key=lambda r: r["ece"])["method"]
+    lowest = min(table[1:], key=lambda r: r["ece"])["method"]
+    best = lowest
+    for name in oof:  # the simplest first
+        if name == lowest:
+            break
+        d = stats.paired_difference(M.ece, oof[name], oof[lowest], y, n_boot=n_boot, seed=seed, **kw)
+        if stats.verdict(d.low, d.high, null=0.0, direction="above") != "held":
+            best = name
+            break
     d_ece = stats.paired_difference(M.ece, oof[best], probs, y, n_boot=n_boot, seed=seed, **kw)
     d_err = stats.paired_difference(M.error, oof[best], probs, y, n_boot=n_boot, seed=seed)
     return Choice(best, d_ece, d_err, table)
@@ -680,7 +694,8 @@ img{{max-width:100%}}.note{{color:#555;font-size:.9em}}</style></head><body>
 <p>{n:,} samples, {k} classes, {"probabilities" if kind == "probs" else "logits"} given. Measured: {what};
 {n_bins} equal-width bins; intervals are 95 % bootstrap intervals ({n_boot} resamples).</p>
 <h2>Recommendation: {H.escape(choice.name)}</h2>
-<p>{H.escape(choice.name).capitalize()} has the lowest out-of-fold ECE of the calibrators below and {sentence}
+<p>{H.escape(choice.name).capitalize()} is the simplest of the calibrators below whose out-of-fold ECE is not
+decidedly above the lowest (paired interval), and {sentence}
 (<code>--save</code> writes it fitted on all the data). Out of fold, its ECE changes by
 <b>{_pct(de.plugin)} points</b> [{_pct(de.low)}, {_pct(de.high)}] and the error by
 <b>{_pct(dr.plugin)} points</b> [{_pct(dr.low)}, {_pct(dr.high)}] (paired intervals, the same samples
