@@ -87,3 +87,10 @@ def test_the_audited_pages_of_the_book_pass():
             "appendix_coverage.md"} <= names
     found = [str(f) for p in pages for f in audit.audit_file(p)]
     assert found == []
+
+
+def test_a_quiz_question_s_number_is_numbering_but_its_data_are_numbers():
+    from calibcourse.tools.audit import audit_text
+
+    assert audit_text("**Question 3.** Which estimate is biased?") == []
+    assert [f.text for f in audit_text("**Question 4.** A model is measured on 200 samples.")] == ["200"]

@@ -97,6 +97,8 @@ _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _LABEL = re.compile(r"^\s*\([\w:.-]+\)=\s*$")
 _LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*+])\s+")
 _HEADING_NUMBER = re.compile(r"^(#+\s+)\d+(?:\.\d+)*\.?\s")
+#: a quiz question's number (``**Question 3.**``): numbering, not data
+_QUIZ_LABEL = re.compile(r"\*\*Question \d+\.\*\*")
 _BLOCK_MARK = re.compile(r"^\s*<!--\s*(quote:\s*(?P<key>[\w:.-]+)|fixed)\s*-->\s*$")
 # a number: digits with optional thousands separators, decimals, a sign
 _NUMBER = re.compile(r"(?<![\w.\-/^_,])[-+\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
@@ -326,6 +328,7 @@ def audit_text(text: str, path: str = "<text>", keys: set | None = None) -> list
         work = _COMMENT.sub(lambda x: _blank(x.group(0)), line)
         work = _HEADING_NUMBER.sub(lambda x: x.group(1) + " " * (len(x.group(0)) - len(x.group(1))), work)
         work = _LIST_MARKER.sub(lambda x: _blank(x.group(0)), work)
+        work = _QUIZ_LABEL.sub(lambda x: _blank(x.group(0)), work)
 
         def role(m):
             name, body = m.group(1), m.group(2)
