@@ -235,3 +235,13 @@ def test_the_default_cache_is_the_environment_s_else_the_checkout_s_else_a_clear
     monkeypatch.setattr(C, "REPOSITORY_CACHE", tmp_path / "site-packages" / "data" / "cache")
     with pytest.raises(C.CacheError, match="set the environment variable CALIBCOURSE_CACHE"):
         C.Cache()
+
+
+def test_the_committed_cache_stays_within_its_budget_and_holds_no_orphan():
+    from calibcourse.tools.grid import unique_runs
+
+    committed = C.Cache(C.REPOSITORY_CACHE)
+    assert committed.size_bytes() <= 64 * 2**20, f"data/cache is {committed.size_bytes() / 2**20:.1f} MiB (budget 64)"
+    served = set(unique_runs(experiments("ci"))) | set(unique_runs(experiments("default")))
+    orphans = sorted(set(committed.keys()) - served)
+    assert not orphans, f"entries no ci or default run uses (remove them): {orphans[:5]}"

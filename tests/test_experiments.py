@@ -88,7 +88,7 @@ def test_chapter_5s_diagnosis_arms_seeds_and_contract_names():
             assert {f"ch5/diagnosis/{arm}/s{s}" for s in range(3)} <= set(runs), arm
         for method in ("CE", "FLSD-53", "FLgamma-SECE", "FLgamma-DECE", "Focal (gamma 1)"):
             assert {f"ch5/{method}/s{s}" for s in range(10)} <= set(runs) and f"ch5/{method}/s10" not in runs
-        for method in ("Label smoothing (epsilon 0.01)", "Mixup (alpha 0.1)", "MMCE (weight 4)", "CE-DECE (weight 0.5)"):
+        for method in ("Label smoothing (epsilon 0.01)", "Mixup (alpha 0.1)", "MMCE (weight 1)", "CE-DECE (weight 0.5)"):
             assert {f"ch5/{method}/s{s}" for s in range(5)} <= set(runs) and f"ch5/{method}/s5" not in runs
         assert {f"ch5/grid/FLgamma-{o}ECE (meta lr {v:g})/s0" for o in "SD" for v in (1e-3, 1e-4, 1e-5)} <= set(runs)
         meta = lambda name: runs[name]["meta"]  # noqa: E731
