@@ -678,7 +678,7 @@ class PairedSeeds(NamedTuple):
     @property
     def sign_text(self) -> str:
         """``"worse in k of n seeds"`` (the first predictor's measure above the second's)."""
-        return f"worse in {self.n_positive} of {self.n_seeds} seeds"
+        return f"worse in {self.n_positive} of {self.n_seeds} seed{'s' if self.n_seeds != 1 else ''}"
 
 
 def paired_seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: int = 2000,
