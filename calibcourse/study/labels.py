@@ -16,7 +16,7 @@ DATA_DESCRIPTIONS = {"mnist1d": "MNIST-1D (generated)", "mnist5k": "5000 MNIST d
                      "digits": "sklearn digits", "mnist": "full MNIST", "cifar10": "CIFAR-10",
                      "cifar100": "CIFAR-100"}
 _MODEL_LABELS = {"lenet5": "LeNet-5", "resnet18": "ResNet-18", "densenet121": "DenseNet-121",
-                 "frozen_features": "frozen features + MLP head"}
+                 "frozen_features": "frozen features + MLP head", "cnn1d": "1-D CNN"}
 
 
 def model_label(config: dict) -> str:
