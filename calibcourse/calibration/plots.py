@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from calibcourse.calibration import metrics as M
+from calibcourse.calibration import stats
 from calibcourse.calibration._validation import check_labels, check_probs
 from calibcourse.calibration.kernels import kernel_regression
 
@@ -264,11 +265,8 @@ def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: i
     correct = (pred == y).astype(float)
     t = np.linspace(0, 1, grid)
     est, den = kernel_regression(t, conf, correct, bandwidth)
-    rng = np.random.default_rng(seed)
-    boots = []
-    for _ in range(n_boot):
-        i = rng.integers(0, conf.shape[0], conf.shape[0])
-        boots.append(kernel_regression(t, conf[i], correct[i], bandwidth)[0])
+    boots = [kernel_regression(t, conf[i], correct[i], bandwidth)[0]  # the resamples of stats
+             for i in stats.resample_indices(conf.shape[0], n_boot, seed)]
     with warnings.catch_warnings():  # no data near t in any resample: NaN, outside the support drawn
         warnings.simplefilter("ignore", RuntimeWarning)
         lo, hi = np.nanquantile(np.array(boots), [(1 - level) / 2, (1 + level) / 2], axis=0)
