@@ -156,7 +156,8 @@ def book_pages(html_dir) -> list[Path]:
     >>> root = Path(tempfile.mkdtemp())
     >>> for f in ("index.html", "ch1/theory.html", "_static/x.html"):
     ...     (root / f).parent.mkdir(parents=True, exist_ok=True); _ = (root / f).write_text("<p>")
-    >>> [str(p.relative_to(root)) for p in book_pages(root)]
+    >>> _ = (root / "old.html").write_text('<meta http-equiv="Refresh" content="0; url=ch1/theory.html" />')
+    >>> [str(p.relative_to(root)) for p in book_pages(root)]  # a redirect stub is not a page
     ['ch1/theory.html', 'index.html']
     >>> book_pages(root / "ch1")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -167,7 +168,14 @@ def book_pages(html_dir) -> list[Path]:
     if not (root / "index.html").is_file():
         raise FileNotFoundError(f"html_dir {str(root)!r} has no index.html: build the book first (make book)")
     skip = {"_static", "_sources", "_images"}
-    return sorted(p for p in root.rglob("*.html") if not skip & set(p.relative_to(root).parts[:-1]))
+    pages = (p for p in root.rglob("*.html") if not skip & set(p.relative_to(root).parts[:-1]))
+    # a redirect stub (Jupyter Book's index.html) navigates away while it is read: its target is a page
+    return sorted(p for p in pages if not _is_redirect(p))
+
+
+def _is_redirect(path: Path) -> bool:
+    text = path.read_text(errors="replace")
+    return len(text) < 2000 and 'http-equiv="refresh"' in text.lower()
 
 
 # JavaScript run in each page --------------------------------------------------------------
