@@ -94,3 +94,11 @@ def test_a_quiz_question_s_number_is_numbering_but_its_data_are_numbers():
 
     assert audit_text("**Question 3.** Which estimate is biased?") == []
     assert [f.text for f in audit_text("**Question 4.** A model is measured on 200 samples.")] == ["200"]
+
+
+def test_a_lab_s_part_labels_references_and_points_are_numbering():
+    from calibcourse.tools.audit import audit_text
+
+    text = ("**2. ECE** from your bin statistics; see part 6 and questions 5 and 6.\n\n"
+            "**Question 5** (written, 4 points). Why?\n\n**Rubric (4 points).** A table of 15 rows.\n")
+    assert [f.text for f in audit_text(text)] == ["15"]
