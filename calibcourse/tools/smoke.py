@@ -103,7 +103,7 @@ def write_fake_data(root, seed: int = 0, sizes: dict | None = None) -> Path:
     >>> from calibcourse.study.data import load_full
     >>> root = write_fake_data(tempfile.mkdtemp())
     >>> [a.shape for a in load_full("cifar100", root, verify=False)]
-    [(500, 3, 32, 32), (500,), (100, 3, 32, 32), (100,)]
+    [(500, 3, 32, 32), (500,), (500, 3, 32, 32), (500,)]
     """
     sizes = {**SIZES, **(sizes or {})}
     root = Path(root)
