@@ -93,7 +93,7 @@ _HEADING_NUMBER = re.compile(r"^(#+\s+)\d+(?:\.\d+)*\.?\s")
 #: start of a paragraph (``**2. ECE**``) and a reference to a part or question ("question 5",
 #: "Part 6", "questions 5 and 6"), and a written question's points ("(written, 4 points)",
 #: "**Rubric (4 points).**", set by the lab's design)
-_QUIZ_LABEL = re.compile(r"\*\*Question \d+\.?\*\*|^\*\*\d+\.\s|\b[QqPp](?:uestion|art)s? \d+(?: and \d+)?\b"
+_NUMBERING = re.compile(r"\*\*Question \d+\.?\*\*|^\*\*\d+\.\s|\b[QqPp](?:uestion|art)s? \d+(?: and \d+)?\b"
                          r"|\(written, \d+ points\)|\*\*Rubric \(\d+ points\)\.\*\*", re.M)
 _BLOCK_MARK = re.compile(r"^\s*<!--\s*(quote:\s*(?P<key>[\w:.-]+)|fixed)\s*-->\s*$")
 # a number: digits with optional thousands separators, decimals, a sign
@@ -324,7 +324,7 @@ def audit_text(text: str, path: str = "<text>", keys: set | None = None) -> list
         work = _COMMENT.sub(lambda x: _blank(x.group(0)), line)
         work = _HEADING_NUMBER.sub(lambda x: x.group(1) + " " * (len(x.group(0)) - len(x.group(1))), work)
         work = _LIST_MARKER.sub(lambda x: _blank(x.group(0)), work)
-        work = _QUIZ_LABEL.sub(lambda x: _blank(x.group(0)), work)
+        work = _NUMBERING.sub(lambda x: _blank(x.group(0)), work)
 
         def role(m):
             name, body = m.group(1), m.group(2)
