@@ -138,3 +138,20 @@ def test_cross_fit_is_an_optional_key_that_leaves_every_committed_key_as_it_was(
 def test_bad_cross_fit_configs_are_refused(change, match):
     with pytest.raises(ValueError, match=match):
         normalize_config({**CFG, **change})
+
+
+def test_the_full_profiles_cross_fitted_run_trains_on_the_smoke_runs_small_files(tmp_path, monkeypatch):
+    """``make smoke PROFILE=full`` trains it on small MNIST files for one batch per network."""
+    from calibcourse.study.experiments import experiments
+    from calibcourse.tools import smoke as S
+
+    S.write_fake_data(tmp_path / "data")
+    for var, value in (("CALIBCOURSE_SMOKE", S.SMOKE_CAPS), ("CALIBCOURSE_DATA", str(tmp_path / "data"))):
+        monkeypatch.setenv(var, value)
+    full = experiments("full")
+    assert {"ch6/heldout/n60000/s4", "ch6/crossfit/n60000/s4"} <= set(full)
+    cfg = full["ch6/crossfit/n60000/s0"]
+    assert cfg["data"]["name"] == "mnist" and cfg["cross_fit"] == {"folds": 5}
+    result = C.Cache(tmp_path / "cache").get_or_train(cfg, progress=False)
+    assert result.info["trainings"] == 6 and result.info["smoke"].startswith("1 epochs")
+    assert result.logits("test").shape == (len(result.labels("test")), 10)
