@@ -21,7 +21,9 @@ rate by 10; default 50 % and 75 % of ``epochs``), ``warmup`` (``{"epochs": 1, "l
 0.01}``: that rate for the first epochs, then the config's), ``nesterov`` (default:
 Nesterov momentum whenever ``momentum > 0``), ``mixup_alpha`` (train on mixup batches,
 :class:`MixupStep`), ``meta`` (the meta-learned gamma-Net of chapter 5, :class:`MetaStep`) and
-``keep_best`` (``"val_nll"``: keep the outputs of the epoch with the lowest validation NLL).
+``keep_best`` (``"val_nll"``: keep the outputs of the epoch with the lowest validation NLL)
+and ``cross_fit`` (``{"folds": k}``: calibration without a held-out set, chapter 6: ``k`` fold
+networks and a final one, trained by :func:`calibcourse.study.crossfit.train_cross_fitted`).
 A run can checkpoint every few epochs and resume from the checkpoint with the same result as
 an uninterrupted run (``train(config, checkpoint=path)``). ``CALIBCOURSE_SMOKE="E:B[:S]"`` caps every run at
 ``E`` epochs of ``B`` batches of ``S`` samples (the smoke run of the ``full`` profile; its
