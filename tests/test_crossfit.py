@@ -155,3 +155,40 @@ def test_the_full_profiles_cross_fitted_run_trains_on_the_smoke_runs_small_files
     result = C.Cache(tmp_path / "cache").get_or_train(cfg, progress=False)
     assert result.info["trainings"] == 6 and result.info["smoke"].startswith("1 epochs")
     assert result.logits("test").shape == (len(result.labels("test")), 10)
+
+
+def test_crossfit_comparison_pairs_by_size_and_seed_and_matches_a_paired_t_interval():
+    """Per (size, seed) the held-out arm is TS fitted on its validation split and the cross-fitted arm the
+    stored temperature; with no bootstrap the interval is scipy's paired t interval over seeds."""
+    from scipy.stats import ttest_rel
+
+    from calibcourse.calibration import metrics as M
+    from calibcourse.calibration.synthetic import scaled_logits
+    from calibcourse.study.results import RunResult
+    from calibcourse.study.tables import CROSSFIT_ARMS, crossfit_comparison
+
+    zt, yt = scaled_logits(800, 4, factor=2.5, seed=100)
+    heldout, crossfit, ref = {}, {}, []
+    for s in range(4):
+        z, y = scaled_logits(300, 4, factor=2.5, seed=s)
+        shift = np.random.default_rng(s).normal(0, 0.3, zt.shape)
+        heldout[f"ch6/heldout/n300/s{s}"] = RunResult({}, None, {"val_logits": z, "val_labels": y,
+                                                                 "test_logits": zt + shift, "test_labels": yt})
+        t_cf = 2.0 + 0.2 * s
+        crossfit[f"ch6/crossfit/n300/s{s}"] = RunResult({}, None, {"test_logits": (zt - shift).astype(np.float32),
+                                                                   "test_labels": yt, "temperature": np.array(t_cf)})
+        p_ho = TemperatureScaling().fit(z, y).predict_proba(zt + shift)
+        p_cf = softmax((zt - shift).astype(np.float32).astype(np.float64) / t_cf, axis=1)
+        ref.append((M.ece(p_cf, yt), M.ece(p_ho, yt)))
+    per_seed, summary, diff, tests = crossfit_comparison(heldout, crossfit, n_boot=0)
+    d = tests[(300, CROSSFIT_ARMS[1], "ECE (%)")]
+    a, b = np.array(ref).T
+    np.testing.assert_allclose(d.per_seed, a - b, atol=1e-12)
+    ci = ttest_rel(a, b).confidence_interval(0.95)
+    assert (d.estimate, d.low, d.high) == pytest.approx(((a - b).mean(), ci.low, ci.high), abs=1e-10)
+    assert per_seed.loc[per_seed["arm"] == CROSSFIT_ARMS[1], "T"].tolist() == pytest.approx([2.0, 2.2, 2.4, 2.6])
+    assert list(summary.index) == [(300, CROSSFIT_ARMS[0]), (300, CROSSFIT_ARMS[1])]
+    with pytest.raises(ValueError, match="same \\(pool size, seed\\) pairs"):
+        crossfit_comparison(heldout, dict(list(crossfit.items())[:3]), n_boot=0)
+    with pytest.raises(ValueError, match="must end in n<pool size>/s<seed>"):
+        crossfit_comparison({"ch6/heldout/s0": heldout["ch6/heldout/n300/s0"]}, crossfit, n_boot=0)
