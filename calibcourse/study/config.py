@@ -44,11 +44,12 @@ DEFAULT_CONFIG = {
 DATA_KEYS = {"name", "view", "split", "val_fraction", "n_train", "seed", "mnist1d_train", "mnist1d_test",
              "root", "download"}
 #: keys a config may have that are not filled by default (so older configs keep their cache keys)
-OPTIONAL_KEYS = {"meta", "mixup_alpha", "keep_best", "augment", "amp", "milestones", "nesterov", "warmup"}
+OPTIONAL_KEYS = {"meta", "mixup_alpha", "keep_best", "augment", "amp", "milestones", "nesterov", "warmup",
+                 "cross_fit"}
 #: optional keys dropped from the canonical config when they say "off" (``amp: False``,
-#: ``augment: None``, ``milestones: None``, ``mixup_alpha: None``, ``meta: {}``): a config that does
-#: not use them hashes as if absent
-_DROPPED_WHEN_OFF = ("augment", "amp", "milestones", "warmup", "mixup_alpha", "meta")
+#: ``augment: None``, ``milestones: None``, ``mixup_alpha: None``, ``meta: {}``, ``cross_fit: None``): a
+#: config that does not use them hashes as if absent
+_DROPPED_WHEN_OFF = ("augment", "amp", "milestones", "warmup", "mixup_alpha", "meta", "cross_fit")
 #: the augmentation keys and what they mean
 AUGMENT_KEYS = {"crop_padding": "pixels of padding before a random crop back to the input size",
                 "hflip": "flip each image horizontally with probability 1/2"}
@@ -139,6 +140,7 @@ def normalize_config(config: dict) -> dict:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 if positive else v >= 0):
             raise ValueError(f"{key} must be a number {'> 0' if positive else '>= 0'}; got {v!r}")
     _check_step_loss(cfg)
+    _check_cross_fit(cfg)
     json.dumps(cfg)  # must be JSON-serialisable to be hashed
     return cfg
 
@@ -152,6 +154,25 @@ def _check_step_loss(cfg: dict) -> None:
         if cfg.get(key) and (cfg["loss"] != loss or cfg["loss_kwargs"]):
             raise ValueError(f"a config with {key} trains with loss {loss!r} (its step's own) and no loss_kwargs; "
                              f"got loss={cfg['loss']!r}, loss_kwargs={cfg['loss_kwargs']!r}")
+
+
+def _check_cross_fit(cfg: dict) -> None:
+    """``cross_fit`` (chapter 6, :mod:`calibcourse.study.crossfit`): ``{"folds": k}`` with k >= 2, on a
+    run whose validation split joins its training split as the pool the folds cut; the run's own
+    outputs are its final network's, so it keeps no best epoch and no per-epoch logits."""
+    cf = cfg.get("cross_fit")
+    if cf is None:
+        return
+    if not isinstance(cf, dict) or set(cf) != {"folds"}:
+        raise ValueError(f'cross_fit must be {{"folds": k}}; got {cf!r}')
+    k = cf["folds"]
+    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+        raise ValueError(f"cross_fit.folds must be an integer >= 2; got {k!r}")
+    for key in ("keep_best", "meta"):
+        if cfg.get(key):
+            raise ValueError(f"cross_fit cannot be combined with {key}: the folds replace the validation split")
+    if cfg["keep_epoch_logits"]:
+        raise ValueError("cross_fit cannot be combined with keep_epoch_logits")
 
 
 def _check_recipe_keys(cfg: dict) -> None:

@@ -233,6 +233,25 @@ CH5_DIAGNOSIS = {
 }
 
 
+def _chapter6_crossfit(sizes, seeds, epochs, n_test, data=None, model=None, folds=5, val_fraction=0.2):
+    """Chapter 6's calibration without a held-out set: at each pool size ``n`` and seed, a held-out run
+    (train on 1 - ``val_fraction`` of the pool, temperature from the rest: ``ch6/heldout/n<n>/s<seed>``)
+    and a cross-fitted run of the same data section (``folds`` fold networks and a final one on the
+    whole pool: ``ch6/crossfit/n<n>/s<seed>``, :mod:`calibcourse.study.crossfit`). The seed also draws
+    the held-out split and the folds. ``data``: another data section than MNIST-1D (``n`` then names
+    its size, not a generated one)."""
+    runs = {}
+    for n in sizes:
+        for s in seeds:
+            d = {**(data or {"name": "mnist1d", "mnist1d_train": n, "mnist1d_test": n_test}),
+                 "val_fraction": val_fraction, "seed": s}
+            cfg = {"data": d, "model": model or {"name": "mlp", "depth": 2, "width": 256, "batch_norm": False},
+                   "epochs": epochs, "lr": 1e-3, "batch_size": 128, "seed": s}
+            runs[f"ch6/heldout/n{n}/s{s}"] = cfg
+            runs[f"ch6/crossfit/n{n}/s{s}"] = {**cfg, "cross_fit": {"folds": folds}}
+    return runs
+
+
 def _chapter5(ci=False, base=None, **base_changes):
     """Chapter 5's runs; ``ci``: seed 0 of everything."""
     base = {**CH5_BACKBONE, **(base or {}), **base_changes}
@@ -414,6 +433,8 @@ def _full():
     runs.update(_nine1d(epochs=100, n_test=N_TEST_MNIST1D))
     runs["ch4/recipe"] = he({"name": "resnet18"})
     runs.update(_chapter5(base={"data": c10, "model": {"name": "resnet18"}, **META_CIFAR}))
+    runs.update(_chapter6_crossfit(sizes=(60000,), seeds=range(5), epochs=20, n_test=None, data={"name": "mnist"},
+                                   model={"name": "lenet5"}))
     return runs
 
 
@@ -452,6 +473,7 @@ def experiments(profile: str) -> dict:
         runs.update(_nine1d(epochs=2, n_test=1000))
         runs.update(_chapter4(epochs=3))
         runs.update(_chapter5(ci=True, data={"name": "mnist1d"}, epochs=2))
+        runs.update(_chapter6_crossfit(sizes=(200,), seeds=(0,), epochs=2, n_test=100))
         return runs
     if profile == "default":
         runs = _chapter1(epochs=30)
@@ -461,6 +483,7 @@ def experiments(profile: str) -> dict:
         runs.update(_nine1d(epochs=100, n_test=N_TEST_MNIST1D))
         runs.update(_chapter4(epochs=60, n_test=N_TEST_MNIST1D))
         runs.update(_chapter5())
+        runs.update(_chapter6_crossfit(sizes=(500, 2000), seeds=range(5), epochs=60, n_test=700))
         return runs
     if profile == "full":
         return _chapter1(epochs=30) | _full()
