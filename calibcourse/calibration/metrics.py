@@ -206,7 +206,6 @@ def _checked_top_label(probs):
     check_prob_values(p, "probs", lows.min(), conf.max(), row_sums=sums,  # the largest value is a row's top
                       eps=input_eps(probs))
     return p, conf.astype(np.float64), pred.astype(np.int64, copy=False)
-    return p, conf, pred
 
 
 def _positive_class(p: np.ndarray) -> np.ndarray:
