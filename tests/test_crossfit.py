@@ -77,7 +77,19 @@ CFG = {"data": {"name": "mnist1d", "mnist1d_train": 150, "mnist1d_test": 60, "se
        "cross_fit": {"folds": 3}}
 
 
-def test_the_cross_fitted_run_trains_each_fold_without_its_fold_and_the_final_network_on_the_pool(monkeypatch):
+@pytest.fixture
+def one_thread():
+    """train()'s thread policy for the direct calls of ``_train`` below: the threads decide a CPU run's last bits."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_the_cross_fitted_run_trains_each_fold_without_its_fold_and_the_final_network_on_the_pool(monkeypatch,
+                                                                                                   one_thread):
     calls, real = [], T._train
 
     def spy(config, *args, data=None, **kw):
