@@ -23,6 +23,18 @@ def test_uniform_bins_are_guo_bins_even_on_the_edges(n_bins):
     np.testing.assert_array_equal(B.bin_index(x, edges), expected)
 
 
+@pytest.mark.parametrize("n_bins", [1, 15, 100])
+def test_uniform_bins_of_a_long_input_go_chunk_by_chunk_alike(n_bins):
+    """An input longer than the chunks that stay in the cache: every chunk, the last one short, is binned alike."""
+    edges = np.linspace(0, 1, n_bins + 1)
+    rng = np.random.default_rng(n_bins)
+    n = 2 * B._INDEX_CHUNK + 123
+    x = rng.uniform(size=n)
+    x[rng.integers(0, n, 500)] = rng.choice(edges, 500)  # scores on an edge, in every chunk
+    x[B._INDEX_CHUNK - 2: B._INDEX_CHUNK + 2] = [edges[-1], edges[0], edges[n_bins // 2], 1e-300]
+    np.testing.assert_array_equal(B.assign_bins(x, n_bins)[0], np.searchsorted(edges[1:-1], x, side="left"))
+
+
 def test_quantile_bins_are_array_split_runs():
     rng = np.random.default_rng(1)
     x = rng.uniform(size=103)

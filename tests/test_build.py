@@ -5,6 +5,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from bs4 import BeautifulSoup
 
 from calibcourse.tools import build
 
@@ -159,14 +160,19 @@ def test_html_build_passes_then_fails_on_a_broken_reference(tmp_path):
 
 def test_two_editions_build_side_by_side_and_switch_without_executing_again(tmp_path):
     """The student edition (``_build/html``) stubs the labs' solutions and drops the cells tagged
-    ``solution`` (rubrics); the chapters' exercise solutions stay in both (folded). The instructor
-    edition goes to ``_build/instructor/html`` and leaves the student's HTML in place."""
+    ``solution`` (rubrics); the chapters' exercise solutions stay in both (folded), the gated ones
+    (``solution-start`` / ``solution-end``) with their code executed and its output inside the
+    folded solution. The instructor edition goes to ``_build/instructor/html`` and leaves the
+    student's HTML in place."""
     page = ("# Ex\n\n" + code('profile = "default"\nedition = "instructor"', ["parameters"])
             + code("def f(x):\n    # BEGIN SOLUTION\n    return 2 * x\n    # END SOLUTION", ["exercise"])
             + code("try:\n    print('f gives', f(2))\nexcept NotImplementedError:\n    print('f not written')")
             + "+++ {\"tags\": [\"solution\"]}\n\nRUBRIC-TEXT: two points for the factor.\n\n+++\n\n"
             + "```{exercise}\n:label: ex-one\n\nDouble it.\n```\n\n"
-            + "```{solution} ex-one\n:class: dropdown\n\nCHAPTER-ANSWER: multiply by two.\n```\n")
+            + "```{solution} ex-one\n:class: dropdown\n\nCHAPTER-ANSWER: multiply by two.\n```\n\n"
+            + "```{exercise}\n:label: ex-two\n\nCompute it.\n```\n\n"
+            + "```{solution-start} ex-two\n:class: dropdown\n```\n\nGATED-TEXT\n\n"
+            + code("print('GATED-OUTPUT', 6 * 7)") + "```{solution-end}\n```\n")
     pkg = write_book(tmp_path, {"ex": page}, extra_config="sphinx:\n  extra_extensions: [sphinx_exercise]\n")
     texts = {}
     for edition in ("student", "instructor"):
@@ -179,6 +185,10 @@ def test_two_editions_build_side_by_side_and_switch_without_executing_again(tmp_
     assert "f gives 4" in texts["instructor"] and "RUBRIC-TEXT" in texts["instructor"]
     for text in texts.values():
         assert "CHAPTER-ANSWER" in text
+        folded = [div for div in BeautifulSoup(text, "html.parser").find_all(class_="solution")
+                  if "GATED-TEXT" in div.get_text()]
+        assert len(folded) == 1 and "dropdown" in folded[0]["class"]
+        assert "GATED-OUTPUT 42" in folded[0].get_text(), "the gated solution's output is in its fold"
     assert (tmp_path / "_build" / "html" / "index.html").exists(), "the student edition is still there"
     # back to the student edition: its executed copy is reused
     assert build.execute_book(tmp_path, profile="ci", edition="student", package_dir=pkg,

@@ -249,3 +249,20 @@ def test_the_committed_cache_stays_within_its_budget_and_holds_no_orphan():
     served = set(unique_runs(experiments("ci"))) | set(unique_runs(experiments("default")))
     orphans = sorted(set(committed.keys()) - served)
     assert not orphans, f"entries no ci or default run uses (remove them): {orphans[:5]}"
+
+
+def test_the_training_fingerprint_skips_a_lazy_module_getattr(tmp_path, monkeypatch):
+    """A module-level ``__getattr__`` (PEP 562) runs only when its attribute is asked for: the
+    modules it imports are not training code (``calibcourse.calibration.load`` -> ``report``)."""
+    import ast
+
+    from calibcourse.study import provenance as P
+
+    src = ("import calibcourse.study.data\n"
+           "def __getattr__(name):\n    from calibcourse.calibration import report\n    return report\n"
+           "def f():\n    from calibcourse.calibration import stats\n")
+    found = P._imports("calibcourse.study.x", ast.parse(src))
+    assert "calibcourse.study.data" in found and "calibcourse.calibration.stats" in found
+    assert "calibcourse.calibration.report" not in found
+    mods = P.code_modules()
+    assert "calibcourse.calibration.report" not in mods and "calibcourse.calibration.metrics" in mods

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from calibcourse.calibration import losses as L
 from calibcourse.calibration import metrics as M
-from calibcourse.study.meta import GammaNet, MetaTrainer, lookahead_outer_loss, lookahead_step
+from calibcourse.study.meta import GammaNet, MetaTrainer, adam_noise_walk, lookahead_outer_loss, lookahead_step
 from calibcourse.study.models import MLP
 
 
@@ -431,3 +431,24 @@ def test_options_off_by_default_train_bit_for_bit_as_before():
     a, b = train(base, progress=False), train(explicit, progress=False)
     assert np.array_equal(a.logits("test"), b.logits("test"))
     assert np.array_equal(a.outputs["test_gammas"], b.outputs["test_gammas"])
+
+
+def test_adam_noise_walk_matches_torch_adam_on_the_same_noise():
+    steps, reps, start = 50, 3, [0.2, -0.1]
+    walk = adam_noise_walk(start, steps=steps, reps=reps, lr=1e-2, seed=4)
+    rng = np.random.default_rng(4)      # the noise the walk draws, in the same order
+    theta = torch.tensor(np.tile(start, (reps, 1)), dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Adam([theta], lr=1e-2)
+    for t in range(1, steps + 1):
+        theta.grad = torch.from_numpy(rng.standard_normal((reps, 2)))
+        opt.step()
+        np.testing.assert_allclose(walk[t], theta.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(walk[0], np.tile(start, (reps, 1)))
+
+
+def test_adam_noise_walk_validates_its_arguments():
+    for kw, word in (({"start": [[0.2]]}, "start"), ({"steps": 0}, "steps"), ({"reps": 1.5}, "reps"),
+                     ({"lr": 0.0}, "lr"), ({"betas": (1.0, 0.9)}, "betas"), ({"eps": -1.0}, "eps")):
+        args = {"start": [0.2], "steps": 2, "reps": 2, **kw}
+        with pytest.raises(ValueError, match=word):
+            adam_noise_walk(**args)

@@ -509,6 +509,69 @@ def test_float16_and_bfloat16_softmax_outputs_are_accepted(k):
             M.ece(bad, y)
 
 
+@pytest.mark.parametrize("dtype", ["float16 numpy", "bfloat16 torch"])
+def test_low_precision_probabilities_through_stats_and_calibrators(dtype):
+    """float16 and bfloat16 softmax outputs of random logits: the metrics, the intervals of stats
+    (which convert bfloat16 to float32 and check the copy again, row sums included) and the calibrators."""
+    from calibcourse.calibration import calibrators as C
+    from calibcourse.calibration import stats
+
+    rng = np.random.default_rng(5)
+    n, k = 3000, 100
+    logits = torch.tensor(rng.normal(size=(n, k)) * 3, dtype=torch.float32)
+    y = rng.integers(0, k, n)
+    if dtype == "bfloat16 torch":
+        p_low = logits.to(torch.bfloat16).softmax(1)
+        dev = (p_low.double().sum(1) - 1).abs().max().item()
+    else:
+        p_low = logits.softmax(1).numpy().astype(np.float16)
+        dev = np.abs(p_low.astype(np.float64).sum(1) - 1).max()
+    assert dev > 1e-4  # beyond float32's tolerance: refused if checked as float32
+    p64 = logits.double().softmax(1).numpy()
+    e = M.ece(p_low, y)
+    assert e == pytest.approx(M.ece(p64, y), abs=0.01)
+    r = stats.interval(M.ece, p_low, y, n_boot=50)
+    assert r.estimate == e and r.low <= e <= r.high
+    cw = stats.interval(M.classwise_ece, p_low, y, n_boot=10)  # no fast path: the metric on each resample
+    assert cw.estimate == M.classwise_ece(p_low, y)
+    d = stats.paired_difference(M.ece, p_low, p64, y, n_boot=50)
+    assert d.estimate == e - M.ece(p64, y)
+    assert stats.interval(M.nll, p_low, y, n_boot=50).estimate == pytest.approx(M.nll(p_low, y), rel=1e-12)
+
+    def as64(a):  # torch in, torch out (of the input's dtype)
+        return a.double().numpy() if torch.is_tensor(a) else np.asarray(a, dtype=np.float64)
+
+    ova = C.OneVsAll(C.HistogramBinning()).fit(p_low, y)
+    q = ova.predict_proba(p_low)
+    assert as64(q).shape == (n, k) and np.allclose(as64(q).sum(1), 1, atol=0.05)
+    assert M.ece(q, y) == pytest.approx(M.ece(ova.predict_proba(p64), y), abs=0.01)  # its rows are accepted
+    y2 = (y % 2).astype(int)
+    two = logits[:, :2]
+    p2 = two.to(torch.bfloat16).softmax(1) if dtype == "bfloat16 torch" else two.softmax(1).numpy().astype(np.float16)
+    for method in (C.HistogramBinning(), C.IsotonicCalibration(), C.PlattScaling()):
+        got = as64(method.fit(p2, y2).predict_proba(p2))
+        assert got.shape == (n, 2) and np.all(np.isfinite(got)) and np.allclose(got.sum(1), 1, atol=0.01)
+
+
+def test_a_float32_copy_of_bfloat16_data_keeps_bfloat16s_tolerance():
+    from calibcourse.calibration._validation import check_probs, to_numpy
+
+    torch.manual_seed(0)
+    bf = (3 * torch.randn(500, 100)).to(torch.bfloat16).softmax(1)
+    copy = to_numpy(bf, "probs")  # float32, every value a bfloat16 number
+    assert copy.dtype == np.float32 and np.abs(copy.astype(np.float64).sum(1) - 1).max() > 1e-4
+    check_probs(copy)  # as stats and the calibrators check it again
+    assert M.ece(copy, np.zeros(500, int)) == M.ece(bf, torch.zeros(500, dtype=torch.long))
+    off = copy + np.float32(2.0**-10)  # float32 values that are no bfloat16 numbers: float32's tolerance
+    off /= off.sum(1, keepdims=True) * np.float32(1.001)
+    with pytest.raises(ValueError, match=r"tolerance 0.0001 for float32 with 100 classes\); row"):
+        check_probs(off)
+    bad = copy.copy()
+    bad[3] = 0  # off by more than bfloat16 allows (100 * 2**-7 = 0.78)
+    with pytest.raises(ValueError, match=r"tolerance 0.78125 for bfloat16 values in float32 with 100 classes\); row 3 sums to 0"):
+        check_probs(bad)
+
+
 def test_sum_tolerance_follows_the_dtype():
     from calibcourse.calibration._validation import input_eps, sum_tolerance
 

@@ -92,7 +92,10 @@ def check_probs(probs, name: str = "probs", allow_1d: bool = True, eps: float | 
     Rows of an (n, K) array must sum to 1 within :func:`sum_tolerance` of the input's dtype
     (float16 and bfloat16 probabilities are accepted; they are computed on as they come, or
     as float32 for bfloat16). ``eps``: the machine epsilon of the dtype the data came in, where
-    ``probs`` is already a converted copy (default: :func:`input_eps` of ``probs``).
+    ``probs`` is already a converted copy (default: :func:`input_eps` of ``probs``). A float32
+    array whose every value is a bfloat16 number, the copy that :func:`to_numpy` makes of
+    bfloat16 data, gets bfloat16's tolerance without being told: a caller that converted the
+    data (:mod:`calibcourse.calibration.stats`) and a metric that checks its copy again agree.
     """
     p = probs_array(probs, name, allow_1d)
     lo, hi = _min_max(p)
@@ -130,12 +133,31 @@ def check_prob_values(p: np.ndarray, name: str, lo: float, hi: float, row_sums=N
                          "(pass logits through calibcourse.calibration.metrics.softmax first)")
     if row_sums is not None:
         s = row_sums(p) if callable(row_sums) else row_sums
-        dev = np.abs(s - 1.0)
-        worst = int(dev.argmax())
-        tol = sum_tolerance(input_eps(p) if eps is None else eps, p.shape[1])
-        if dev[worst] > tol:
-            raise ValueError(f"rows of {name} must sum to 1 (tolerance {tol:g} for {p.dtype} with "
-                             f"{p.shape[1]} classes); row {worst} sums to {s[worst]:.6g}")
+        eps = input_eps(p) if eps is None else eps
+        k = p.shape[1]
+        # the largest |s - 1| from the smallest and the largest sum, in float64: two fast passes
+        # (a rounding of s - 1 keeps its order, so the test is the one on every row's |s - 1|)
+        worst_dev = max(1.0 - float(s.min()), float(s.max()) - 1.0)
+        held = str(p.dtype)
+        if worst_dev > sum_tolerance(eps, k) and eps < _LOW_EPS["bfloat16"] and _bfloat16_values(p):
+            eps, held = _LOW_EPS["bfloat16"], f"bfloat16 values in {p.dtype}"  # a float32 copy of bfloat16 data
+        tol = sum_tolerance(eps, k)
+        if worst_dev > tol:
+            dev = np.abs(s.astype(np.float64) - 1.0)
+            worst = int(dev.argmax())
+            raise ValueError(f"rows of {name} must sum to 1 (tolerance {tol:g} for {held} with "
+                             f"{k} classes); row {worst} sums to {s[worst]:.6g}")
+
+
+def _bfloat16_values(p: np.ndarray) -> bool:
+    """Whether ``p`` is float32 and every value a bfloat16 number (its low 16 bits zero).
+
+    That is what :func:`to_numpy` makes of bfloat16 data (numpy has no bfloat16), and what a
+    caller that converted first (:mod:`calibcourse.calibration.stats`, a calibrator) passes on:
+    the values keep the precision they came in, so the row sums get bfloat16's tolerance. A
+    float32 computation's output has such values with probability 2**-16 each.
+    """
+    return p.dtype == np.float32 and not (p.view(np.uint32) & np.uint32(0xFFFF)).any()
 
 
 def torch_or_none():

@@ -187,20 +187,25 @@ def _checked_top_label(probs):
         return (p, *top_label(p))
     n, k = p.shape
     rows = max(1, _BLOCK_ELEMENTS // k)
-    ones, starts = np.ones(k, dtype=p.dtype), np.arange(rows) * k  # where each row of a block starts
+    starts = np.arange(rows) * k  # where each row of a block starts in the flat array
     wide = p.dtype in (np.float32, np.float64)  # float16 sums in float16 lose digits: sum those in float64
-    sums, conf, pred = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
-    lows = []
-    for i in range(0, n, rows):
-        b = p[i: i + rows]
-        lows.append(b.min())
-        sums[i: i + rows] = b @ ones if wide else b.sum(1, dtype=np.float64)  # a matrix-vector product: fastest
-        top = b.argmax(axis=1)
-        pred[i: i + rows] = top
-        conf[i: i + rows] = b.ravel().take(starts[: len(top)] + top)
-    check_prob_values(p, "probs", np.min(lows), conf.max(), row_sums=sums,  # the largest value is a row's top
+    ones = np.ones(k, dtype=p.dtype)
+    sums = np.empty(n, dtype=p.dtype if wide else np.float64)
+    conf, pred = np.empty(n, dtype=p.dtype), np.empty(n, dtype=np.intp)
+    lows = np.empty(-(-n // rows), dtype=p.dtype)
+    flat = p.reshape(-1)
+    for j, i in enumerate(range(0, n, rows)):  # each block is read from memory once, then worked on in cache
+        b, top = p[i: i + rows], pred[i: i + rows]
+        b.argmax(axis=1, out=top)
+        np.take(flat, starts[: len(top)] + (top + i * k), out=conf[i: i + rows])  # the top, not a second max
+        lows[j] = b.min()
+        if wide:
+            np.matmul(b, ones, out=sums[i: i + rows])  # a matrix-vector product: the fastest row sums
+        else:
+            b.sum(axis=1, dtype=np.float64, out=sums[i: i + rows])
+    check_prob_values(p, "probs", lows.min(), conf.max(), row_sums=sums,  # the largest value is a row's top
                       eps=input_eps(probs))
-    return p, conf, pred
+    return p, conf.astype(np.float64), pred.astype(np.int64, copy=False)
 
 
 def _positive_class(p: np.ndarray) -> np.ndarray:

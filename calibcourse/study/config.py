@@ -45,11 +45,12 @@ DATA_KEYS = {"name", "view", "split", "val_fraction", "n_train", "seed", "mnist1
              "root", "download"}
 #: keys a config may have that are not filled by default (so older configs keep their cache keys)
 OPTIONAL_KEYS = {"meta", "mixup_alpha", "keep_best", "augment", "amp", "milestones", "nesterov", "warmup",
-                 "shift", "ensemble", "mc_dropout"}
+                 "cross_fit", "shift", "ensemble", "mc_dropout"}
 #: optional keys dropped from the canonical config when they say "off" (``amp: False``,
-#: ``augment: None``, ``milestones: None``, ``mixup_alpha: None``, ``meta: {}``): a config that does
-#: not use them hashes as if absent
-_DROPPED_WHEN_OFF = ("augment", "amp", "milestones", "warmup", "mixup_alpha", "meta", "shift", "ensemble", "mc_dropout")
+#: ``augment: None``, ``milestones: None``, ``mixup_alpha: None``, ``meta: {}``, ``cross_fit: None``,
+#: ``shift: None``, ...): a config that does not use them hashes as if absent
+_DROPPED_WHEN_OFF = ("augment", "amp", "milestones", "warmup", "mixup_alpha", "meta", "cross_fit", "shift", "ensemble",
+                     "mc_dropout")
 #: the augmentation keys and what they mean
 AUGMENT_KEYS = {"crop_padding": "pixels of padding before a random crop back to the input size",
                 "hflip": "flip each image horizontally with probability 1/2"}
@@ -141,6 +142,7 @@ def normalize_config(config: dict) -> dict:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 if positive else v >= 0):
             raise ValueError(f"{key} must be a number {'> 0' if positive else '>= 0'}; got {v!r}")
     _check_step_loss(cfg)
+    _check_cross_fit(cfg)
     json.dumps(cfg)  # must be JSON-serialisable to be hashed
     return cfg
 
@@ -167,6 +169,25 @@ def _check_prediction_keys(cfg: dict) -> None:
         v = cfg.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise ValueError(f"{key} must be an integer >= 1 ({what}); got {v!r}")
+
+
+def _check_cross_fit(cfg: dict) -> None:
+    """``cross_fit`` (chapter 6, :mod:`calibcourse.study.crossfit`): ``{"folds": k}`` with k >= 2, on a
+    run whose validation split joins its training split as the pool the folds cut; the run's own
+    outputs are its final network's, so it keeps no best epoch and no per-epoch logits."""
+    cf = cfg.get("cross_fit")
+    if cf is None:
+        return
+    if not isinstance(cf, dict) or set(cf) != {"folds"}:
+        raise ValueError(f'cross_fit must be {{"folds": k}}; got {cf!r}')
+    k = cf["folds"]
+    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+        raise ValueError(f"cross_fit.folds must be an integer >= 2; got {k!r}")
+    for key in ("keep_best", "meta"):
+        if cfg.get(key):
+            raise ValueError(f"cross_fit cannot be combined with {key}: the folds replace the validation split")
+    if cfg["keep_epoch_logits"]:
+        raise ValueError("cross_fit cannot be combined with keep_epoch_logits")
 
 
 def _check_recipe_keys(cfg: dict) -> None:

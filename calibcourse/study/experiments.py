@@ -205,7 +205,7 @@ CH5_N_SEEDS = {m: 10 if m in CH5_MAIN_METHODS else 5 for m in CH5_METHODS}
 #: ablations of the paper's set-up (seed 0 each): name -> the config's changes against :data:`CH5_PAPER`
 #: (the fixed gamma is the mean gamma that set-up learned over the epochs of seed 0, rounded,
 #: checked by the chapter)
-CH5_FIXED_GAMMA = 4.0
+CH5_FIXED_GAMMA = 2.0
 CH5_ABLATIONS = {
     "fixed gamma": {"loss": "focal", "loss_kwargs": {"gamma": CH5_FIXED_GAMMA}, "meta": None},
     "SGD look-ahead": {"meta": {**CH5_META, "lookahead": "sgd"}},
@@ -231,6 +231,25 @@ CH5_DIAGNOSIS = {
     "CE + SECE": ({"meta_loss": "ce+cal", "cal_weight": 1.0}, 1),
     "last-layer look-ahead": ({"lookahead_params": "head"}, 1),
 }
+
+
+def _chapter6_crossfit(sizes, seeds, epochs, n_test, data=None, model=None, folds=5, val_fraction=0.2):
+    """Chapter 6's calibration without a held-out set: at each pool size ``n`` and seed, a held-out run
+    (train on 1 - ``val_fraction`` of the pool, temperature from the rest: ``ch6/heldout/n<n>/s<seed>``)
+    and a cross-fitted run of the same data section (``folds`` fold networks and a final one on the
+    whole pool: ``ch6/crossfit/n<n>/s<seed>``, :mod:`calibcourse.study.crossfit`). The seed also draws
+    the held-out split and the folds. ``data``: another data section than MNIST-1D (``n`` then names
+    its size, not a generated one)."""
+    runs = {}
+    for n in sizes:
+        for s in seeds:
+            d = {**(data or {"name": "mnist1d", "mnist1d_train": n, "mnist1d_test": n_test}),
+                 "val_fraction": val_fraction, "seed": s}
+            cfg = {"data": d, "model": model or {"name": "mlp", "depth": 2, "width": 256, "batch_norm": False},
+                   "epochs": epochs, "lr": 1e-3, "batch_size": 128, "seed": s}
+            runs[f"ch6/heldout/n{n}/s{s}"] = cfg
+            runs[f"ch6/crossfit/n{n}/s{s}"] = {**cfg, "cross_fit": {"folds": folds}}
+    return runs
 
 
 def _chapter5(ci=False, base=None, **base_changes):
@@ -452,6 +471,8 @@ def _full():
     runs.update(_nine1d(epochs=100, n_test=N_TEST_MNIST1D))
     runs["ch4/recipe"] = he({"name": "resnet18"})
     runs.update(_chapter5(base={"data": c10, "model": {"name": "resnet18"}, **META_CIFAR}))
+    runs.update(_chapter6_crossfit(sizes=(60000,), seeds=range(5), epochs=20, n_test=None, data={"name": "mnist"},
+                                   model={"name": "lenet5"}))
     # chapter 6: LeNet-5 on full MNIST, its 10,000 test digits rotated by every angle
     runs.update(_chapter6_shift({"name": "mnist", "val_fraction": 0.1}, epochs=20, seeds=range(CH6_N_SEEDS),
                                 shift={**CH6_SHIFT, "n": 10_000}))
@@ -493,6 +514,7 @@ def experiments(profile: str) -> dict:
         runs.update(_nine1d(epochs=2, n_test=1000))
         runs.update(_chapter4(epochs=3))
         runs.update(_chapter5(ci=True, data={"name": "mnist1d"}, epochs=2))
+        runs.update(_chapter6_crossfit(sizes=(200,), seeds=(0,), epochs=2, n_test=100))
         runs.update(_chapter6_shift({**CH6_DATA, "n_train": 300}, epochs=2, seeds=(0,),
                                     shift={**CH6_SHIFT, "levels": [30, 90], "n": 100}, ensemble=2, passes=3))
         return runs
@@ -504,6 +526,7 @@ def experiments(profile: str) -> dict:
         runs.update(_nine1d(epochs=100, n_test=N_TEST_MNIST1D))
         runs.update(_chapter4(epochs=60, n_test=N_TEST_MNIST1D))
         runs.update(_chapter5())
+        runs.update(_chapter6_crossfit(sizes=(500, 2000), seeds=range(5), epochs=60, n_test=700))
         runs.update(_chapter6_shift(CH6_DATA, epochs=20, seeds=range(CH6_N_SEEDS), shift=CH6_SHIFT))
         return runs
     if profile == "full":

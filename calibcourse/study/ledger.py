@@ -279,9 +279,12 @@ def _what_would_decide_paired(d, null: float) -> str:
     ...           per_seed=[0.01] * 10, n_positive=10)
     >>> _what_would_decide_paired(test, 0.0)
     'the test samples dominate (98 % of the variance); about 3,200 test samples would decide it, if the mean difference held (worse in 10 of 10 seeds)'
+    >>> both = NS(estimate=0.08, level=0.95, n=5000, n_seeds=5, v_test=4.6e-3, v_seed=2.4e-3,
+    ...           per_seed=[0.08] * 5, n_positive=4)   # an MCE: wide on both counts
+    >>> _what_would_decide_paired(both, 0.0)
+    'the test samples dominate (66 % of the variance), but the seed spread alone is too wide: about 22 seeds with 5x the test samples (25,000) would decide it, if the mean difference held (worse in 4 of 5 seeds)'
     """
     from scipy.stats import norm
-    from scipy.stats import t as student_t
 
     gap = abs(d.estimate - null)
     signs = f" (worse in {d.n_positive} of {d.n_seeds} seeds)"
@@ -295,18 +298,39 @@ def _what_would_decide_paired(d, null: float) -> str:
         s2 = d.v_seed * d.n_seeds  # the per-seed differences' variance
         if target <= d.v_test:
             return (f"the seed spread dominates ({100 * share:.0f} % of the variance), and the test samples alone "
-                    "are too few: it needs more seeds and more test data" + signs)
-        seeds = next((k for k in range(2, 1001)
-                      if student_t.ppf(0.5 + d.level / 2, k - 1) ** 2 * (d.v_test + s2 / k) < gap ** 2), None)
+                    f"are too few: {_both(d, gap)}" + signs)
+        seeds = _seeds_needed(d, gap, 1)
         many = f"about {seeds} seeds" if seeds is not None else "more than 1,000 seeds"
         return (f"the seed spread dominates ({100 * share:.0f} % of the variance); {many} would decide it, "
                 "if the mean difference held; more test data cannot" + signs)
     if target <= d.v_seed:
         return (f"the test samples dominate ({100 * (1 - share):.0f} % of the variance), but the seed spread alone "
-                "is too wide: it needs more test data and more seeds" + signs)
+                f"is too wide: {_both(d, gap)}" + signs)
     factor = d.v_test / (target - d.v_seed)
     return (f"the test samples dominate ({100 * (1 - share):.0f} % of the variance); about "
             f"{int(round(d.n * factor, -2)):,} test samples would decide it, if the mean difference held" + signs)
+
+
+def _seeds_needed(d, gap: float, more_test: float):
+    """The smallest number of seeds S' (up to 1,000) whose interval, with ``more_test`` times the test
+    samples, would exclude a null ``gap`` away: :math:`t_{S'-1}^2 (V_\text{test}/m + s_d^2/S') < \text{gap}^2`;
+    None if none does."""
+    from scipy.stats import t as student_t
+
+    s2 = d.v_seed * d.n_seeds  # the per-seed differences' variance
+    q2 = lambda k: student_t.ppf(0.5 + d.level / 2, k - 1) ** 2  # noqa: E731
+    return next((k for k in range(2, 1001) if q2(k) * (d.v_test / more_test + s2 / k) < gap ** 2), None)
+
+
+def _both(d, gap: float) -> str:
+    """What decides a claim that needs more seeds and more test data: the fewest seeds with 2, 5, 10
+    or 100 times the test samples (the first that suffices), if the mean difference held."""
+    for m in (2, 5, 10, 100):
+        seeds = _seeds_needed(d, gap, m)
+        if seeds is not None:
+            return (f"about {seeds} seeds with {m}x the test samples ({d.n * m:,}) would decide it, "
+                    "if the mean difference held")
+    return "not even 1,000 seeds with 100x the test samples would decide it, if the mean difference held"
 
 
 def check_claims(claims: list, chapters=None) -> None:

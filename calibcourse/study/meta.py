@@ -16,7 +16,8 @@ from torch.func import functional_call
 
 from calibcourse.calibration.losses import dece_loss, focal_loss, sece_loss
 
-__all__ = ["GammaNet", "MetaTrainer", "lookahead_outer_loss", "lookahead_step", "permuted_labels", "OUTER_LOSSES",
+__all__ = ["GammaNet", "MetaTrainer", "lookahead_outer_loss", "lookahead_step", "permuted_labels", "adam_noise_walk",
+           "OUTER_LOSSES",
            "LOOKAHEADS", "LOOKAHEAD_PARAMS", "META_LOSSES", "CONTROLS"]
 
 OUTER_LOSSES = {"sece": sece_loss, "dece": dece_loss}
@@ -144,6 +145,77 @@ def permuted_labels(y, seed: int):
     """
     perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(int(seed)))
     return y[perm]
+
+
+def adam_noise_walk(start, steps: int, reps: int, lr: float = 1e-3, betas=(0.9, 0.999),
+                    eps: float = 1e-8, seed: int = 0) -> np.ndarray:
+    r"""Parameters moved by Adam on pure-noise gradients: what a meta-gradient without signal does.
+
+    Every step draws each gradient coordinate from :math:`\mathcal N(0, 1)`, independently,
+    and applies Adam's update (Kingma and Ba, bias-corrected, no weight decay; the rule of
+    ``torch.optim.Adam``), to ``reps`` independent copies of the parameters at once.
+    Chapter 5's exercise on the gamma-Net's drift simulates a one-feature gamma-Net with it.
+
+    Parameters
+    ----------
+    start : array-like of shape (p,)
+        The initial parameters (the same for every repetition).
+    steps : int
+        Number of Adam steps, >= 1.
+    reps : int
+        Number of independent repetitions, >= 1.
+    lr : float, default=1e-3
+        Adam's learning rate, > 0.
+    betas : tuple of two floats, default=(0.9, 0.999)
+        Adam's decay rates of the first and second moments, each in [0, 1).
+    eps : float, default=1e-8
+        Adam's denominator term, >= 0.
+    seed : int, default=0
+        Seed of the noise (numpy's ``default_rng``).
+
+    Returns
+    -------
+    numpy.ndarray of shape (steps + 1, reps, p)
+        The parameters before the first step (row 0) and after each step.
+
+    Examples
+    --------
+    The first step moves every coordinate by ``lr`` exactly (up to ``eps``), whatever the
+    gradient's size: :math:`\hat m / \sqrt{\hat v} = g / |g|`.
+
+    >>> walk = adam_noise_walk([0.2, 0.2], steps=3, reps=4, lr=1e-3)
+    >>> walk.shape
+    (4, 4, 2)
+    >>> np.allclose(np.abs(walk[1] - walk[0]), 1e-3)
+    True
+    """
+    start = np.asarray(start, dtype=float)
+    if start.ndim != 1 or start.size == 0:
+        raise ValueError(f"start must be a non-empty 1-D array of parameters; got shape {start.shape}")
+    if int(steps) != steps or steps < 1:
+        raise ValueError(f"steps must be an integer >= 1; got {steps!r}")
+    if int(reps) != reps or reps < 1:
+        raise ValueError(f"reps must be an integer >= 1; got {reps!r}")
+    if not lr > 0:
+        raise ValueError(f"lr must be > 0; got {lr!r}")
+    b1, b2 = betas
+    if not (0 <= b1 < 1 and 0 <= b2 < 1):
+        raise ValueError(f"betas must both lie in [0, 1); got {betas!r}")
+    if eps < 0:
+        raise ValueError(f"eps must be >= 0; got {eps!r}")
+    rng = np.random.default_rng(seed)
+    steps, reps = int(steps), int(reps)
+    theta = np.tile(start, (reps, 1))
+    m, v = np.zeros_like(theta), np.zeros_like(theta)
+    out = np.empty((steps + 1, reps, start.size))
+    out[0] = theta
+    for t in range(1, steps + 1):
+        g = rng.standard_normal(theta.shape)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        theta = theta - lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
+        out[t] = theta
+    return out
 
 
 def _safe_sqrt(v):

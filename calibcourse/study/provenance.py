@@ -86,10 +86,16 @@ def _module_file(name: str) -> Path | None:
 
 
 def _imports(name: str, tree: ast.AST) -> set[str]:
-    """The package modules that module ``name`` imports anywhere in its source."""
+    """The package modules that module ``name`` imports anywhere in its source, except inside a
+    module-level ``__getattr__`` (PEP 562: it runs only when a caller asks for that attribute, as
+    ``calibcourse.calibration.load`` does; a training run never does)."""
     found = set()
     package = name if _module_file(name) and _module_file(name).name == "__init__.py" else name.rsplit(".", 1)[0]
+    lazy = {id(n) for top in getattr(tree, "body", []) if isinstance(top, ast.FunctionDef) and top.name == "__getattr__"
+            for n in ast.walk(top)}
     for node in ast.walk(tree):
+        if id(node) in lazy:
+            continue
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.split(".")[0] == "calibcourse"}
         elif isinstance(node, ast.ImportFrom):

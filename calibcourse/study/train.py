@@ -21,7 +21,9 @@ rate by 10; default 50 % and 75 % of ``epochs``), ``warmup`` (``{"epochs": 1, "l
 0.01}``: that rate for the first epochs, then the config's), ``nesterov`` (default:
 Nesterov momentum whenever ``momentum > 0``), ``mixup_alpha`` (train on mixup batches,
 :class:`MixupStep`), ``meta`` (the meta-learned gamma-Net of chapter 5, :class:`MetaStep`) and
-``keep_best`` (``"val_nll"``: keep the outputs of the epoch with the lowest validation NLL), and
+``keep_best`` (``"val_nll"``: keep the outputs of the epoch with the lowest validation NLL),
+``cross_fit`` (``{"folds": k}``: calibration without a held-out set, chapter 6: ``k`` fold
+networks and a final one, trained by :func:`calibcourse.study.crossfit.train_cross_fitted`), and
 chapter 6's ``shift`` (rotated copies of the test images, stored as the splits ``"shift/<angle>"``:
 :mod:`calibcourse.study.shift`), ``mc_dropout`` (the stored outputs average that many forward
 passes with dropout on) and ``ensemble`` (that many members trained from derived seeds, their
@@ -264,6 +266,10 @@ def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoin
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
+        if config.get("cross_fit"):  # k fold networks and a final one (chapter 6): their own module
+            from calibcourse.study.crossfit import train_cross_fitted
+
+            return train_cross_fitted(config, progress)
         cfg = normalize_config(config)
         if cfg.get("ensemble"):
             from calibcourse.study.predictive import train_ensemble
@@ -274,7 +280,8 @@ def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoin
         torch.set_num_threads(before)
 
 
-def _train(config: dict, progress: bool | None, checkpoint, checkpoint_every: int, on_checkpoint=None) -> RunResult:
+def _train(config: dict, progress: bool | None, checkpoint, checkpoint_every: int, on_checkpoint=None,
+           data=None) -> RunResult:
     import pandas as pd
     import torch
     from tqdm.auto import tqdm
@@ -294,7 +301,8 @@ def _train(config: dict, progress: bool | None, checkpoint, checkpoint_every: in
     torch.manual_seed(cfg["seed"])
     np.random.seed(cfg["seed"])
     dev = default_device(cfg["device"])
-    Xtr, ytr, Xva, yva, Xte, yte, (mean, std) = load_data_splits(cfg["data"], return_stats=True)
+    # ``data``: the splits a cross-fitted run hands its fold networks (:mod:`calibcourse.study.crossfit`)
+    Xtr, ytr, Xva, yva, Xte, yte, (mean, std) = data or load_data_splits(cfg["data"], return_stats=True)
     num_classes = 1 if cfg["loss"] == "bce" else int(max(ytr.max(), yte.max()) + 1)
     model = make_model(cfg, Xtr.shape[1:], num_classes, dev)
     opt, sched = make_optimizer(run_cfg, model)

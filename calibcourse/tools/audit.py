@@ -56,7 +56,8 @@ class Finding:
         Its line, from 1.
     kind : str
         ``"number"`` (a typed number), ``"quote"`` (a quotation whose citation is missing or
-        unknown) or ``"code"`` (a shown code line over :data:`MAX_CODE_LINE` characters).
+        unknown) or ``"code"`` (a shown code line over :data:`MAX_CODE_LINE` characters) or ``"table"`` (a bar
+        inside inline math in a table row, which splits the cell).
     text : str
         The number, or the offending line.
 
@@ -292,6 +293,8 @@ def audit_text(text: str, path: str = "<text>", keys: set | None = None) -> list
     ['quote']
     >>> audit_text("<!-- quote: guo2017calibration -->\\n| ResNet-110 | 4.6 | 0.58 |")
     []
+    >>> [f.kind for f in audit_text("| ECE | $|a - b|$ |")]
+    ['table']
     """
     keys = bib_keys() if keys is None else keys
     findings = []
@@ -335,6 +338,11 @@ def audit_text(text: str, path: str = "<text>", keys: set | None = None) -> list
             return _blank(m.group(0))
 
         work = _ROLE.sub(role, work)
+        if line.lstrip().startswith("|"):  # a table row: a bar inside math would split the cell
+            for math in _MATH_INLINE.findall(line):
+                if "|" in math:
+                    findings.append(Finding(path, no, "table", f"'|' inside math in a table row "
+                                                                 f"(write \\lvert, \\rvert): {math[:60]}"))
         work = _MATH_INLINE.sub(lambda x: _blank(x.group(0)), work)
         work = _CODE_INLINE.sub(lambda x: _blank(x.group(0)), work)
         work = _URL.sub(lambda x: _blank(x.group(0)), work)

@@ -3,9 +3,10 @@
 In a lab's code cells, the lines between ``# BEGIN SOLUTION`` and
 ``# END SOLUTION`` are the instructor's solution. The student edition replaces
 them with ``raise NotImplementedError(...)`` at the same indentation, drops
-cells tagged ``solution``, and sets the ``edition`` parameter to "student". In
-the book, sphinx-exercise's ``hide_solutions`` hides the ``{solution}`` blocks
-of the student build (``make book EDITION=student``).
+cells tagged ``solution``, and sets the ``edition`` parameter to "student". The
+chapters' exercise solutions (sphinx-exercise's ``{solution}`` blocks, and the
+gated ``{solution-start}`` ... ``{solution-end}`` ones whose code cells run with
+the page) are neither: both editions keep them, folded.
 """
 from __future__ import annotations
 
