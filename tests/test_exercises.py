@@ -10,7 +10,7 @@ from calibcourse.tools import build
 from calibcourse.tools.editions import to_edition
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTERS = sorted((ROOT / "notebooks").glob("0[1-5]_*.md"))
+CHAPTERS = sorted((ROOT / "notebooks").glob("0[1-9]_*.md"))
 
 # a directive's fence: ``` or ````, its name, and its argument (title or label)
 DIRECTIVE = re.compile(r"^(`{3,})\{(exercise|solution|solution-start|solution-end|code-cell)\}[ \t]*(.*)$", re.M)

@@ -34,7 +34,8 @@ def test_fake_data_are_read_by_the_real_loaders(tmp_path):
         assert np.abs(a - b).max() <= 25 / 255 + 1e-6 and np.abs(a - X[y != y[0]][0]).mean() > 0.2
 
 
-@pytest.mark.parametrize("name", ["ch2/depth/level1/s0", "ch3/frozen_head", "ch3/nine/small_sigmoid_overfit"])
+@pytest.mark.parametrize("name", ["ch2/depth/level1/s0", "ch3/frozen_head", "ch3/nine/small_sigmoid_overfit",
+                                  "ch6/dropout/s0"])
 def test_full_configs_train_for_one_batch_on_the_small_files(tmp_path, monkeypatch, name):
     S.write_fake_data(tmp_path / "data")
     S._write_fake_weights(tmp_path / "data" / "weights")

@@ -45,11 +45,12 @@ DATA_KEYS = {"name", "view", "split", "val_fraction", "n_train", "seed", "mnist1
              "root", "download"}
 #: keys a config may have that are not filled by default (so older configs keep their cache keys)
 OPTIONAL_KEYS = {"meta", "mixup_alpha", "keep_best", "augment", "amp", "milestones", "nesterov", "warmup",
-                 "cross_fit"}
+                 "cross_fit", "shift", "ensemble", "mc_dropout"}
 #: optional keys dropped from the canonical config when they say "off" (``amp: False``,
-#: ``augment: None``, ``milestones: None``, ``mixup_alpha: None``, ``meta: {}``, ``cross_fit: None``): a
-#: config that does not use them hashes as if absent
-_DROPPED_WHEN_OFF = ("augment", "amp", "milestones", "warmup", "mixup_alpha", "meta", "cross_fit")
+#: ``augment: None``, ``milestones: None``, ``mixup_alpha: None``, ``meta: {}``, ``cross_fit: None``,
+#: ``shift: None``, ...): a config that does not use them hashes as if absent
+_DROPPED_WHEN_OFF = ("augment", "amp", "milestones", "warmup", "mixup_alpha", "meta", "cross_fit", "shift", "ensemble",
+                     "mc_dropout")
 #: the augmentation keys and what they mean
 AUGMENT_KEYS = {"crop_padding": "pixels of padding before a random crop back to the input size",
                 "hflip": "flip each image horizontally with probability 1/2"}
@@ -114,6 +115,7 @@ def normalize_config(config: dict) -> dict:
         if key in cfg and (cfg[key] is None or cfg[key] is False or cfg[key] == {}):
             del cfg[key]
     _check_recipe_keys(cfg)
+    _check_prediction_keys(cfg)
     if cfg["data"]["name"] not in DATASETS:
         raise ValueError(f"data.name must be one of {', '.join(sorted(DATASETS))}; got {cfg['data']['name']!r}")
     from calibcourse.study.models import MODELS
@@ -154,6 +156,19 @@ def _check_step_loss(cfg: dict) -> None:
         if cfg.get(key) and (cfg["loss"] != loss or cfg["loss_kwargs"]):
             raise ValueError(f"a config with {key} trains with loss {loss!r} (its step's own) and no loss_kwargs; "
                              f"got loss={cfg['loss']!r}, loss_kwargs={cfg['loss_kwargs']!r}")
+
+
+def _check_prediction_keys(cfg: dict) -> None:
+    """Validate chapter 6's ``shift`` (:func:`calibcourse.study.shift.check_shift`), ``ensemble`` (members)
+    and ``mc_dropout`` (forward passes) when present."""
+    if "shift" in cfg:
+        from calibcourse.study.shift import check_shift
+
+        check_shift(cfg["shift"])
+    for key, what in (("ensemble", "members"), ("mc_dropout", "forward passes with dropout on")):
+        v = cfg.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ValueError(f"{key} must be an integer >= 1 ({what}); got {v!r}")
 
 
 def _check_cross_fit(cfg: dict) -> None:

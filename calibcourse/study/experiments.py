@@ -19,7 +19,7 @@ from calibcourse.study.profiles import PROFILES
 __all__ = ["experiments", "run", "runs", "data_summary", "model_label", "data_label", "sweep_value",
            "sweep_axis", "sweep_levels", "PROFILES", "SEEDS", "CH5_METHODS", "CH5_DIAGNOSIS", "CH5_N_SEEDS",
            "CH5_META_SAFE", "CH5_META_VAL", "CH5_PAPER", "ch5_choice", "ch5_val_part", "HE_CIFAR", "META_CIFAR",
-           "DENSENET_WEIGHTS"]
+           "DENSENET_WEIGHTS", "CH6_SHIFT", "CH6_METHODS", "CH6_N_SEEDS", "CH6_FOCAL_GAMMA", "CH6_DROPOUT"]
 
 SEEDS = (0, 1, 2)
 
@@ -273,6 +273,43 @@ def _chapter5(ci=False, base=None, **base_changes):
     return runs
 
 
+#: chapter 6's shifted test sets: the first 300 test digits rotated by each angle (degrees), like
+#: Ovadia et al. (2019)'s rotated MNIST (their angles go in 15-degree steps to 180; here to 90,
+#: where LeNet-5's error is already above 80 %); 300 digits per angle keep the cache's budget
+CH6_SHIFT = {"kind": "rotate", "levels": [15, 30, 45, 60, 75, 90], "n": 300}
+#: focal loss with a fixed gamma (Mukhoti et al.'s FL-3, the fixed-gamma baseline of chapter 5's paper)
+CH6_FOCAL_GAMMA = 3.0
+#: MC dropout: the probability of each dropout layer of LeNet-5 (before each fully connected layer)
+#: and the forward passes averaged at prediction time (our choices, fixed before any run)
+CH6_DROPOUT = {"p": 0.25, "passes": 20}
+#: chapter 6's methods under shift (run names ``ch6/<method>/s<seed>``): what each adds to the backbone;
+#: CE + TS is post-hoc on the CE runs (fitted on their validation split), no run of its own. Member 0
+#: of ``ch6/ensemble/s<k>`` is the network of ``ch6/CE/s<k>`` (:func:`calibcourse.study.predictive.member_seed`)
+CH6_METHODS = {
+    "CE": {},
+    "ensemble": {"ensemble": 5},
+    "dropout": {"model": {"name": "lenet5", "dropout": CH6_DROPOUT["p"]}, "mc_dropout": CH6_DROPOUT["passes"]},
+    "focal": {"loss": "focal", "loss_kwargs": {"gamma": CH6_FOCAL_GAMMA}},
+}
+CH6_N_SEEDS = 5
+
+
+def _chapter6_shift(data, epochs, seeds, shift, ensemble=None, passes=None, **base_extra):
+    """Chapter 6's runs under shift: every method of :data:`CH6_METHODS` on LeNet-5, paired by seed."""
+    runs = {}
+    for method, extra in CH6_METHODS.items():
+        extra = {**extra, **({"ensemble": ensemble} if ensemble and "ensemble" in extra else {}),
+                 **({"mc_dropout": passes} if passes and "mc_dropout" in extra else {})}
+        for s in seeds:
+            runs[f"ch6/{method}/s{s}"] = {"data": data, "model": {"name": "lenet5"}, "epochs": epochs, "lr": 1e-3,
+                                          "batch_size": 128, "shift": shift, **base_extra, **extra, "seed": s}
+    return runs
+
+
+#: chapter 6's data in the default profile: the 5000 MNIST digits, 70/10/20 % train/validation/test
+CH6_DATA = {"name": "mnist5k", "split": [0.7, 0.1, 0.2]}
+
+
 def ch5_val_part(result, part: str, kind: str = "probs"):
     """One part of a chapter-5 run's validation split: ``"meta"`` (the first :data:`CH5_META_VAL`
     of it, the gamma-Net's) or ``"posthoc"`` (the rest: temperature scaling's and the baselines' grids').
@@ -394,7 +431,8 @@ def _full():
     tutorial does not state a schedule, our choice) and the frozen DenseNet-121 on CIFAR-10 cat vs
     bird. Chapter 4: reference 004's ResNet-18 on CIFAR-100, trained here with :data:`HE_CIFAR`
     (the tutorial loads pretrained weights). Chapter 5: ResNet-18 on CIFAR-10 with
-    :data:`META_CIFAR`, every method of :data:`CH5_METHODS` on it.
+    :data:`META_CIFAR`, every method of :data:`CH5_METHODS` on it. Chapter 6: LeNet-5 on MNIST
+    under rotation, every method of :data:`CH6_METHODS`, the 10,000 test digits at every angle.
     """
     c100, c10 = {"name": "cifar100", "val_fraction": 0.1}, {"name": "cifar10", "val_fraction": 0.1}
 
@@ -435,6 +473,9 @@ def _full():
     runs.update(_chapter5(base={"data": c10, "model": {"name": "resnet18"}, **META_CIFAR}))
     runs.update(_chapter6_crossfit(sizes=(60000,), seeds=range(5), epochs=20, n_test=None, data={"name": "mnist"},
                                    model={"name": "lenet5"}))
+    # chapter 6: LeNet-5 on full MNIST, its 10,000 test digits rotated by every angle
+    runs.update(_chapter6_shift({"name": "mnist", "val_fraction": 0.1}, epochs=20, seeds=range(CH6_N_SEEDS),
+                                shift={**CH6_SHIFT, "n": 10_000}))
     return runs
 
 
@@ -474,6 +515,8 @@ def experiments(profile: str) -> dict:
         runs.update(_chapter4(epochs=3))
         runs.update(_chapter5(ci=True, data={"name": "mnist1d"}, epochs=2))
         runs.update(_chapter6_crossfit(sizes=(200,), seeds=(0,), epochs=2, n_test=100))
+        runs.update(_chapter6_shift({**CH6_DATA, "n_train": 300}, epochs=2, seeds=(0,),
+                                    shift={**CH6_SHIFT, "levels": [30, 90], "n": 100}, ensemble=2, passes=3))
         return runs
     if profile == "default":
         runs = _chapter1(epochs=30)
@@ -484,6 +527,7 @@ def experiments(profile: str) -> dict:
         runs.update(_chapter4(epochs=60, n_test=N_TEST_MNIST1D))
         runs.update(_chapter5())
         runs.update(_chapter6_crossfit(sizes=(500, 2000), seeds=range(5), epochs=60, n_test=700))
+        runs.update(_chapter6_shift(CH6_DATA, epochs=20, seeds=range(CH6_N_SEEDS), shift=CH6_SHIFT))
         return runs
     if profile == "full":
         return _chapter1(epochs=30) | _full()

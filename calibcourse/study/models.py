@@ -44,6 +44,9 @@ class LeNet5(_WithFeatures):
         Channels of the input images.
     input_size : int, default=28
         Height and width of the (square) input images, at least 12.
+    dropout : float, default=0
+        Dropout probability before each fully connected layer (chapter 6's MC dropout); 0 leaves
+        the network as LeCun et al.'s, with no dropout layers at all.
 
     Attributes
     ----------
@@ -58,18 +61,25 @@ class LeNet5(_WithFeatures):
     (torch.Size([2, 10]), torch.Size([2, 84]))
     >>> count_parameters(net), count_parameters(LeNet5(in_channels=3, input_size=32))
     (61706, 83126)
+    >>> [type(m).__name__ for m in LeNet5(dropout=0.25).fc]  # the same weights, three dropout layers
+    ['Dropout', 'Linear', 'ReLU', 'Dropout', 'Linear', 'ReLU', 'Dropout']
     """
 
-    def __init__(self, num_classes: int = 10, in_channels: int = 1, input_size: int = 28):
+    def __init__(self, num_classes: int = 10, in_channels: int = 1, input_size: int = 28, dropout: float = 0.0):
         super().__init__()
         if input_size < 12:
             raise ValueError(f"input_size must be >= 12 for LeNet-5; got {input_size}")
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+            raise ValueError(f"dropout must be a probability in [0, 1); got {dropout!r}")
         self.conv = nn.Sequential(
             nn.Conv2d(in_channels, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten())
         with torch.no_grad():
             flat = self.conv(torch.zeros(1, in_channels, input_size, input_size)).shape[1]
-        self.fc = nn.Sequential(nn.Linear(flat, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU())
+        # dropout layers hold no weights: with them the initialization draws the same numbers
+        drop = (lambda: [nn.Dropout(dropout)]) if dropout > 0 else (lambda: [])
+        self.fc = nn.Sequential(*drop(), nn.Linear(flat, 120), nn.ReLU(), *drop(), nn.Linear(120, 84), nn.ReLU(),
+                                *drop())
         self.head = nn.Linear(84, num_classes)
 
     def features(self, x):

@@ -79,6 +79,9 @@ WEEKS = (
     Week(5, "05_meta_regularization", "Calibration at training time: meta-regularization", 120,
          None, "", (), "Lab 4",
          "chapters 1 to 4; PyTorch autograd (the chapter introduces the bilevel optimization it uses)"),
+    Week(6, "06_practice", "Calibration in practice: distribution shift and scarce labels", 120,
+         None, "", (), "nothing",
+         "chapters 1, 4 and 5 (ECE, NLL, Brier score; temperature scaling; comparisons paired by seed)"),
 )
 
 #: the labs in order

@@ -21,9 +21,13 @@ rate by 10; default 50 % and 75 % of ``epochs``), ``warmup`` (``{"epochs": 1, "l
 0.01}``: that rate for the first epochs, then the config's), ``nesterov`` (default:
 Nesterov momentum whenever ``momentum > 0``), ``mixup_alpha`` (train on mixup batches,
 :class:`MixupStep`), ``meta`` (the meta-learned gamma-Net of chapter 5, :class:`MetaStep`) and
-``keep_best`` (``"val_nll"``: keep the outputs of the epoch with the lowest validation NLL)
-and ``cross_fit`` (``{"folds": k}``: calibration without a held-out set, chapter 6: ``k`` fold
-networks and a final one, trained by :func:`calibcourse.study.crossfit.train_cross_fitted`).
+``keep_best`` (``"val_nll"``: keep the outputs of the epoch with the lowest validation NLL),
+``cross_fit`` (``{"folds": k}``: calibration without a held-out set, chapter 6: ``k`` fold
+networks and a final one, trained by :func:`calibcourse.study.crossfit.train_cross_fitted`), and
+chapter 6's ``shift`` (rotated copies of the test images, stored as the splits ``"shift/<angle>"``:
+:mod:`calibcourse.study.shift`), ``mc_dropout`` (the stored outputs average that many forward
+passes with dropout on) and ``ensemble`` (that many members trained from derived seeds, their
+softmaxes averaged: :mod:`calibcourse.study.predictive`; an ensemble does not checkpoint).
 A run can checkpoint every few epochs and resume from the checkpoint with the same result as
 an uninterrupted run (``train(config, checkpoint=path)``). ``CALIBCOURSE_SMOKE="E:B[:S]"`` caps every run at
 ``E`` epochs of ``B`` batches of ``S`` samples (the smoke run of the ``full`` profile; its
@@ -150,6 +154,27 @@ def weights_file(name: str) -> str:
     return path
 
 
+def _predictive_outputs(cfg: dict, model, X: dict, fill, labels: dict) -> dict:
+    """Chapter 6's outputs of a trained network: the shifted test sets' logits and labels (``shift``),
+    and with ``mc_dropout`` every split's logits replaced by the MC-dropout average (seeded by the run's seed)."""
+    if not cfg.get("shift") and not cfg.get("mc_dropout"):
+        return {}
+    from calibcourse.study.predictive import STORED_DTYPE, mc_dropout_logits
+    from calibcourse.study.shift import shifted_sets
+
+    out, sets = {}, dict(X)
+    if cfg.get("shift"):
+        for name, (Xs, ys) in shifted_sets(X["test"], labels["test"], cfg["shift"], fill=fill.reshape(-1)).items():
+            sets[name] = Xs
+            out[f"{name}_labels"] = ys
+            # the network computes in float32: its logits are stored as float32 without loss
+            out[f"{name}_logits"] = predict_logits(model, Xs).astype(np.float32)
+    if cfg.get("mc_dropout"):
+        for name, Xs in sets.items():
+            out[f"{name}_logits"] = mc_dropout_logits(model, Xs, cfg["mc_dropout"], seed=cfg["seed"]).astype(STORED_DTYPE)
+    return out
+
+
 def _rng_state(dev, gens: dict) -> dict:
     import torch
 
@@ -245,6 +270,11 @@ def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoin
             from calibcourse.study.crossfit import train_cross_fitted
 
             return train_cross_fitted(config, progress)
+        cfg = normalize_config(config)
+        if cfg.get("ensemble"):
+            from calibcourse.study.predictive import train_ensemble
+
+            return train_ensemble(cfg, lambda member: _train(member, progress, None, checkpoint_every))
         return _train(config, progress, checkpoint, checkpoint_every, on_checkpoint)
     finally:
         torch.set_num_threads(before)
@@ -361,6 +391,8 @@ def _train(config: dict, progress: bool | None, checkpoint, checkpoint_every: in
                 on_checkpoint(epoch)
     outputs = {"val_logits": zva, "val_labels": yva, "test_logits": zte, "test_labels": yte,
                **step.outputs(Xte_t)}
+    outputs.update(_predictive_outputs(cfg, model, {"val": Xva, "test": Xte}, fill=-np.asarray(mean) / np.asarray(std),
+                                       labels={"val": yva, "test": yte}))
     if best:
         outputs.update({"best_val_logits": best["val_logits"], "best_test_logits": best["test_logits"],
                         "best_epoch": np.array(best["epoch"])})
