@@ -133,7 +133,7 @@ def test_the_calibcourse_command_lists_verifies_and_clears(tmp_path, result):
 SENSITIVE = {"ch1/mlp", "ch2/batchnorm/bn/s0", "ch2/batchnorm/plain/s0", "ch2/nll_overfit", "ch3/nine/large",
              "ch4/recipe", "ch5/CE-DECE (weight 0.5)/s0", "ch5/FLgamma-DECE/s0", "ch5/FLgamma-SECE/s0",
              "ch5/Label smoothing (epsilon 0.01)/s0", "ch5/MMCE (weight 1)/s0", "ch5/Mixup (alpha 0.1)/s0",
-             "ch5/ablation/cap 20, clip 1/s0", "ch5/ablation/fixed gamma/s0", "ch5/diagnosis/CE + SECE/s0",
+             "ch5/ablation/cap 20, clip 1/s0", "ch5/diagnosis/CE + SECE/s0",
              "ch5/diagnosis/bounded/s0", "ch5/diagnosis/last-layer look-ahead/s0", "ch5/diagnosis/meta lr 1e-4/s0",
              "ch5/diagnosis/meta lr 1e-5/s0", "ch5/diagnosis/null/s0", "ch5/diagnosis/paper/s0",
              "ch5/diagnosis/permuted/s0", "ch5/grid/CE-DECE (weight 0.1)/s0", "ch5/grid/CE-DECE (weight 1)/s0",
