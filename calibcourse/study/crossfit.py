@@ -118,7 +118,7 @@ def out_of_fold(fit_predict, y, folds: int, seed: int) -> np.ndarray:
     return out
 
 
-def train_cross_fitted(config: dict, progress: bool | None = None):
+def train_cross_fitted(config: dict, train_network):
     """Train a run with ``"cross_fit": {"folds": k}``: ``k`` fold networks, then one on the whole pool.
 
     The pool is the run's training and validation splits together (the data a held-out run of the
@@ -136,8 +136,10 @@ def train_cross_fitted(config: dict, progress: bool | None = None):
     ----------
     config : dict
         A run config with ``cross_fit`` (:func:`calibcourse.study.config.normalize_config`).
-    progress : bool, optional
-        A progress bar over the epochs of each network.
+    train_network : callable
+        ``train_network(config, data) -> RunResult``: trains one network of ``config`` on the given
+        splits ``data = (X_train, y_train, X_val, y_val, X_test, y_test, stats)`` (the training
+        loop; :func:`calibcourse.study.train.train` passes it, so this module does not import it).
 
     Returns
     -------
@@ -152,7 +154,8 @@ def train_cross_fitted(config: dict, progress: bool | None = None):
     --------
     >>> cfg = {"data": {"name": "digits", "n_train": 300}, "model": {"name": "mlp", "depth": 1, "width": 8},
     ...        "epochs": 2, "seed": 0, "cross_fit": {"folds": 3}}
-    >>> r = train_cross_fitted(cfg, progress=False)
+    >>> from calibcourse.study.train import _train
+    >>> r = train_cross_fitted(cfg, lambda c, data: _train(c, False, None, 1, data=data))
     >>> r.logits("test").shape, r.info["trainings"], r.info["n_pool"], r.outputs["fold_temperatures"].shape
     ((359, 10), 4, 659, (3,))
     >>> float(r.outputs["temperature"]) > 0
@@ -161,7 +164,6 @@ def train_cross_fitted(config: dict, progress: bool | None = None):
     from calibcourse.calibration.calibrators import TemperatureScaling
     from calibcourse.study.config import load_data_splits, normalize_config
     from calibcourse.study.results import RunResult
-    from calibcourse.study.train import _train
 
     cfg = normalize_config(config)
     if "cross_fit" not in cfg:
@@ -174,7 +176,7 @@ def train_cross_fitted(config: dict, progress: bool | None = None):
     fold_t, fold_time = [], []
 
     def fit_predict(train, held):
-        r = _train(base, progress, None, 1, data=(X[train], y[train], X[held], y[held], Xte, yte, stats))
+        r = train_network(base, (X[train], y[train], X[held], y[held], Xte, yte, stats))
         fold_t.append(float(TemperatureScaling().fit(r.logits("val"), y[held]).temperature_))
         fold_time.append(r.info["wall_time_s"])
         return r.logits("val")
@@ -182,7 +184,7 @@ def train_cross_fitted(config: dict, progress: bool | None = None):
     oof = out_of_fold(fit_predict, y, k, cfg["seed"])
     temperature = float(TemperatureScaling().fit(oof, y).temperature_)
     # the final network has no validation split: the pool stands in for it, and its columns are emptied
-    final = _train(base, progress, None, 1, data=(X, y, X, y, Xte, yte, stats))
+    final = train_network(base, (X, y, X, y, Xte, yte, stats))
     history = final.history.assign(val_error=np.nan, val_nll=np.nan)
     z = final.logits("test")
     if not np.array_equal(z.astype(np.float32).astype(np.float64), z):  # pragma: no cover - a float64 network

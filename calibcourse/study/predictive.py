@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["log_mean_softmax", "mc_dropout_logits", "member_seed", "member_config", "combine_members",
-           "train_ensemble", "STORED_DTYPE"]
+           "train_ensemble"]
 
 #: the dtype of averaged outputs in a run's outputs (see the module docstring)
 STORED_DTYPE = np.float32
@@ -114,6 +114,18 @@ def member_seed(seed: int, member: int) -> int:
     seed ``s`` (paired comparisons); member ``j`` has ``seed + 1000 j``, distinct from every
     other run's member while the runs' seeds stay below 1000.
 
+    Parameters
+    ----------
+    seed : int
+        The run's seed.
+    member : int
+        The member's index, from 0.
+
+    Returns
+    -------
+    int
+        The member's seed.
+
     Examples
     --------
     >>> [member_seed(3, j) for j in range(4)]
@@ -124,6 +136,18 @@ def member_seed(seed: int, member: int) -> int:
 
 def member_config(cfg: dict, member: int) -> dict:
     """The run config of one member: the ensemble's config without ``ensemble``, seed :func:`member_seed`.
+
+    Parameters
+    ----------
+    cfg : dict
+        The ensemble's run config.
+    member : int
+        The member's index, from 0.
+
+    Returns
+    -------
+    dict
+        A new config.
 
     Examples
     --------
@@ -140,6 +164,16 @@ def combine_members(outputs: list) -> dict:
     :func:`log_mean_softmax` (stored as :data:`STORED_DTYPE`), every ``<split>_labels`` checked equal.
 
     Outputs of the training's own bookkeeping (``best_*``, ``epoch_*``) are not combined.
+
+    Parameters
+    ----------
+    outputs : list of dict
+        The members' ``RunResult.outputs``, in member order.
+
+    Returns
+    -------
+    dict
+        The ensemble's outputs.
 
     Examples
     --------

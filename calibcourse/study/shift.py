@@ -67,6 +67,16 @@ def check_shift(spec) -> dict:
 def split_name(level) -> str:
     """The split a shift level is stored under: ``"shift/<level>"``.
 
+    Parameters
+    ----------
+    level : int or float
+        The shift's intensity (an angle in degrees for ``rotate``).
+
+    Returns
+    -------
+    str
+        The split's name for :meth:`calibcourse.study.results.RunResult.logits`.
+
     Examples
     --------
     >>> split_name(30)
@@ -77,6 +87,16 @@ def split_name(level) -> str:
 
 def shift_levels(config: dict) -> list:
     """The shift levels (angles) a run config stores, smallest first; ``[]`` without ``shift``.
+
+    Parameters
+    ----------
+    config : dict
+        A run config.
+
+    Returns
+    -------
+    list
+        Its levels.
 
     Examples
     --------

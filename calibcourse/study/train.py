@@ -269,7 +269,7 @@ def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoin
         if config.get("cross_fit"):  # k fold networks and a final one (chapter 6): their own module
             from calibcourse.study.crossfit import train_cross_fitted
 
-            return train_cross_fitted(config, progress)
+            return train_cross_fitted(config, lambda cfg, data: _train(cfg, progress, None, checkpoint_every, data=data))
         cfg = normalize_config(config)
         if cfg.get("ensemble"):
             from calibcourse.study.predictive import train_ensemble
