@@ -2,7 +2,7 @@
 
     calibcourse report OUTPUTS [options]      a calibration report of a model's outputs
                                               (:mod:`calibcourse.calibration.cli`; needs no torch)
-    calibcourse list|verify|clear|train|status ...
+    calibcourse list|verify|clear|compact|train|status ...
                                               the study's result cache and run grid
                                               (:mod:`calibcourse.tools.cli`)
 

@@ -1,4 +1,4 @@
-"""calibcourse.study.cache: keys, atomic writes, corruption handling, the CLI, committed entries."""
+"""calibcourse.study.cache: keys, atomic writes, lossless float32 storage, corruption handling, the CLI, committed entries."""
 import json
 import subprocess
 import sys
@@ -64,6 +64,65 @@ def test_store_then_load_roundtrip(tmp_path, result):
     assert cache.verify() == []
 
 
+def test_float32_logits_are_stored_as_float32_and_load_back_bit_for_bit(tmp_path, result):
+    cache = C.Cache(tmp_path)
+    path = cache.store(result)
+    manifest = json.loads((path / "manifest.json").read_text())
+    narrowed = [n for n, v in result.outputs.items() if np.asarray(v).dtype == np.float64
+                and np.array_equal(np.asarray(v, dtype=np.float32).astype(np.float64), v)]
+    assert narrowed and manifest["widened"] == sorted(narrowed)  # the network's logits are float32 numbers
+    with np.load(path / "outputs.npz") as z:
+        assert all(z[n].dtype == np.float32 for n in narrowed)
+    loaded = cache.load(CFG)
+    for name, value in result.outputs.items():
+        a, b = np.asarray(value), loaded.outputs[name]
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+
+
+def test_narrow_outputs_keeps_what_float32_cannot_hold():
+    third, tiny = np.array([1 / 3]), np.array([1e-300])
+    exact = np.array([0.5, -0.0, np.nan, np.inf, 3.0], dtype=np.float64)
+    arrays, widened = C.narrow_outputs({"third": third, "tiny": tiny, "exact": exact, "labels": np.arange(3),
+                                        "f32": exact.astype(np.float32)})
+    assert widened == ["exact"]
+    assert arrays["third"].dtype == arrays["tiny"].dtype == np.float64 and arrays["labels"].dtype == np.int64
+    back = arrays["exact"].astype(np.float64)
+    assert back.tobytes() == exact.tobytes() and np.signbit(back[1])
+
+
+def test_compact_rewrites_an_older_entry_losslessly(tmp_path, result):
+    import io
+
+    cache = C.Cache(tmp_path)
+    path = cache.store(result)
+    # an entry as the cache wrote it before it narrowed: every output as the run returned it
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in result.outputs.items()})
+    (path / "outputs.npz").write_bytes(buf.getvalue())
+    m = json.loads((path / "manifest.json").read_text())
+    del m["widened"]
+    m["files"]["outputs.npz"] = C._sha256(path / "outputs.npz")
+    (path / "manifest.json").write_text(json.dumps(m))
+    before = (path / "outputs.npz").stat().st_size
+    assert cache.load(CFG).outputs["test_logits"].dtype == np.float64
+    saved = cache.compact()
+    assert saved == before - (path / "outputs.npz").stat().st_size > 0
+    assert cache.verify() == [] and cache.compact() == 0
+    loaded = cache.load(CFG)
+    for name, value in result.outputs.items():
+        assert np.asarray(value).tobytes() == loaded.outputs[name].tobytes(), name
+
+
+def test_an_entry_that_widens_an_array_it_lacks_is_unusable(tmp_path, result):
+    cache = C.Cache(tmp_path)
+    path = cache.store(result)
+    m = json.loads((path / "manifest.json").read_text())
+    m["widened"] = m["widened"] + ["no_such_output"]
+    (path / "manifest.json").write_text(json.dumps(m))
+    with pytest.warns(UserWarning, match=f"cache entry {path.name} is unusable"):
+        assert cache.load(CFG) is None
+
+
 def test_interrupted_write_leaves_no_entry(tmp_path, result, monkeypatch):
     cache = C.Cache(tmp_path)
 
@@ -112,9 +171,12 @@ def test_the_calibcourse_command_lists_verifies_and_clears(tmp_path, result):
     out = run("list")
     assert out.returncode == 0 and path.name in out.stdout and "1 entries" in out.stdout
     assert run("verify").returncode == 0
+    compact = run("compact")
+    assert compact.returncode == 0 and "0.0 MiB saved" in compact.stdout  # stored compact already
     (path / "history.csv").write_text("tampered\n")
     bad = run("verify")
     assert bad.returncode == 1 and path.name in bad.stderr and "checksum mismatch" in bad.stderr
+    assert run("compact").returncode == 0  # a bad entry is left to verify's report
     assert run("clear").returncode == 0 and not tmp_path.exists()
     assert run("train").returncode != 0  # needs a profile
 

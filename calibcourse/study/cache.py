@@ -7,14 +7,17 @@ of its canonical config (:func:`calibcourse.study.config.normalize_config`). An 
   time), its ``provenance`` (:func:`calibcourse.study.provenance.current`: torch, threads, CPU
   capability, device and the fingerprint of the training code that produced it) and the
   sha256 of every other file;
-* ``outputs.npz``: logits and labels (loaded with ``allow_pickle=False``);
+* ``outputs.npz``: logits and labels (loaded with ``allow_pickle=False``). A float64 array whose
+  every value is a float32 number (a float32 network's logits) is stored as float32 and listed in
+  the manifest's ``widened``; loading widens it back, so what is read is bit for bit what was
+  stored (:func:`narrow_outputs`), at about 15 % less room;
 * ``history.csv``: the per-epoch history.
 
 Writes are atomic (a temporary folder, then a rename), so an interrupted run
 leaves no entry. An entry whose checksum or format is wrong is reported and
 recomputed, never used.
 
-    python -m calibcourse.tools.cli list | verify | train PROFILE | clear [--root DIR]
+    python -m calibcourse.tools.cli list | verify | train PROFILE | clear | compact [--root DIR]
 
 (:mod:`calibcourse.tools.cli`; ``calibcourse list|verify|clear`` runs the same command). The
 store knows configs only as the dicts it hashes: which runs a profile holds is
@@ -43,7 +46,8 @@ from pathlib import Path
 import numpy as np
 
 
-__all__ = ["Cache", "CacheError", "config_key", "get_or_train", "REPOSITORY_CACHE", "default_root"]
+__all__ = ["Cache", "CacheError", "config_key", "get_or_train", "REPOSITORY_CACHE", "default_root",
+           "narrow_outputs"]
 
 FORMAT = 1
 #: the committed cache of a checkout of the repository (``<checkout>/data/cache``)
@@ -89,6 +93,43 @@ FILES = ("outputs.npz", "history.csv")
 
 class CacheError(RuntimeError):
     """An entry is corrupt, incomplete or of a different format."""
+
+
+def narrow_outputs(outputs: dict) -> tuple[dict, list[str]]:
+    """The arrays an entry stores, and the names of those stored as float32 to be widened on load.
+
+    A float64 array is stored as float32 when that loses nothing: every value (NaN and the
+    sign of zero included) comes back bit for bit from ``astype(np.float64)``. A network that
+    computes in float32 gives such logits; a temperature fitted in float64 does not, and stays.
+
+    Parameters
+    ----------
+    outputs : dict of str to array_like
+        A run's outputs.
+
+    Returns
+    -------
+    arrays : dict of str to numpy.ndarray
+        What to write, the narrowed arrays as float32.
+    widened : list of str
+        The sorted names of the narrowed arrays (the manifest's ``widened``).
+
+    Examples
+    --------
+    >>> arrays, widened = narrow_outputs({"logits": np.array([0.5, -2.0]), "t": np.array(1.1)})
+    >>> widened, arrays["logits"].dtype, arrays["t"].dtype
+    (['logits'], dtype('float32'), dtype('float64'))
+    """
+    arrays, widened = {}, []
+    for name, value in outputs.items():
+        a = np.asarray(value)
+        if a.dtype == np.float64:
+            narrow = a.astype(np.float32)
+            if narrow.astype(np.float64).tobytes() == a.tobytes():
+                a = narrow
+                widened.append(name)
+        arrays[name] = a
+    return arrays, sorted(widened)
 
 
 def _sha256(path: Path) -> str:
@@ -261,8 +302,10 @@ class Cache:
             manifest = self.check(key)
             with np.load(self.path(key) / "outputs.npz", allow_pickle=False) as z:
                 outputs = {k: z[k] for k in z.files}
+            for name in manifest.get("widened", []):  # stored as float32, losslessly (narrow_outputs)
+                outputs[name] = outputs[name].astype(np.float64)
             history = pd.read_csv(self.path(key) / "history.csv")
-        except (CacheError, ValueError, OSError) as exc:
+        except (CacheError, ValueError, OSError, KeyError) as exc:
             warnings.warn(f"cache entry {key} is unusable and will be recomputed: {exc}", stacklevel=2)
             return None
         return RunResult(normalize_config(config), history, outputs, manifest.get("info", {}),
@@ -294,12 +337,13 @@ class Cache:
         tmp = self.root / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
         try:
+            arrays, widened = narrow_outputs(result.outputs)
             buf = io.BytesIO()
-            np.savez_compressed(buf, **{k: np.asarray(v) for k, v in result.outputs.items()})
+            np.savez_compressed(buf, **arrays)
             (tmp / "outputs.npz").write_bytes(buf.getvalue())
             result.history.to_csv(tmp / "history.csv", index=False, float_format="%.10g")
             manifest = {
-                "format": FORMAT, "key": key,
+                "format": FORMAT, "key": key, "widened": widened,
                 "config": result.config, "info": result.info, "provenance": result.provenance,
                 "packages": _package_versions(),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -365,6 +409,59 @@ class Cache:
         tmp = path.with_name(f".manifest-{uuid.uuid4().hex[:8]}.json")
         tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         os.replace(tmp, path)
+
+    def compact(self) -> int:
+        """Store every entry's lossless float32 arrays as float32 (:func:`narrow_outputs`).
+
+        For entries written before the cache narrowed what it stores: ``outputs.npz`` is
+        rewritten and the manifest's checksum and ``widened`` updated; nothing else changes,
+        and every entry loads bit for bit as before. An entry that is already compact is left
+        as it is, and so is a bad one (:meth:`verify` names it).
+
+        Returns
+        -------
+        int
+            The bytes saved.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from calibcourse.study.train import train
+        >>> cfg = {"data": {"name": "digits", "n_train": 200}, "model": {"name": "mlp", "depth": 1, "width": 8},
+        ...        "epochs": 1}
+        >>> cache = Cache(tempfile.mkdtemp())
+        >>> result = train(cfg, progress=False)
+        >>> _ = cache.store(result)
+        >>> cache.compact()  # stored compact already
+        0
+        >>> np.array_equal(cache.load(cfg).logits("test"), result.logits("test"))
+        True
+        """
+        saved = 0
+        for key in self.keys():
+            try:
+                manifest = self.check(key)
+            except CacheError:
+                continue  # verify() reports it
+            d = self.path(key)
+            with np.load(d / "outputs.npz", allow_pickle=False) as z:
+                outputs = {k: z[k] for k in z.files}
+            arrays, widened = narrow_outputs(outputs)
+            if not widened:
+                continue
+            before = (d / "outputs.npz").stat().st_size
+            buf = io.BytesIO()
+            np.savez_compressed(buf, **arrays)
+            manifest["widened"] = sorted(set(manifest.get("widened", [])) | set(widened))
+            tag = uuid.uuid4().hex[:8]
+            tmp_out, tmp_man = d / f".outputs-{tag}.npz", d / f".manifest-{tag}.json"
+            tmp_out.write_bytes(buf.getvalue())
+            manifest["files"] = {**manifest["files"], "outputs.npz": _sha256(tmp_out)}
+            tmp_man.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+            os.replace(tmp_out, d / "outputs.npz")
+            os.replace(tmp_man, d / "manifest.json")
+            saved += before - (d / "outputs.npz").stat().st_size
+        return saved
 
     def checkpoint_path(self, key: str) -> Path:
         """Where a run of ``key`` keeps its checkpoint while it trains (never an entry).

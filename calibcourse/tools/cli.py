@@ -1,6 +1,6 @@
 """The command line of the result cache and the run grid (``make train`` and ``make status`` call it).
 
-    python -m calibcourse.tools.cli list | verify | clear [--root DIR]
+    python -m calibcourse.tools.cli list | verify | clear | compact [--root DIR]
     python -m calibcourse.tools.cli train PROFILE [--executor serial|local|slurm] [--jobs N] [--threads T]
                                             [--partition P] [--gpus G] [--time MIN] [--account A]
                                             [--cpus C] [--mem M] [--checkpoint-every E] [--root DIR]
@@ -8,14 +8,15 @@
 
 ``list`` prints every entry of the cache with the experiment names it serves
 (``profile:name``) and its wall time; ``verify`` exits non-zero naming each bad
-entry; ``clear`` removes the cache; ``train`` trains every run of a profile that has
+entry; ``clear`` removes the cache; ``compact`` stores every entry's lossless float32 arrays as float32
+(:meth:`calibcourse.study.cache.Cache.compact`); ``train`` trains every run of a profile that has
 no entry (:func:`calibcourse.study.experiments.experiments`): one after another in this process
 (``serial``, the default), ``--jobs`` at a time on this machine (``local``) or one SLURM
 job per run (``slurm``), through submitit (:mod:`calibcourse.tools.grid`); ``status`` says
 which runs are done, running, failed or missing (exit status 1 unless all are done) and which
 done entries are stale (another version of the training code produced them:
 :meth:`calibcourse.study.cache.Cache.stale`).
-``calibcourse list|verify|clear|train|status ...`` (:mod:`calibcourse.__main__`) is the same command.
+``calibcourse list|verify|clear|compact|train|status ...`` (:mod:`calibcourse.__main__`) is the same command.
 """
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ def main(argv=None) -> int:
     0
     """
     ap = argparse.ArgumentParser(prog="python -m calibcourse.tools.cli", description=__doc__.split("\n")[0])
-    ap.add_argument("command", choices=("list", "verify", "train", "status", "clear"))
+    ap.add_argument("command", choices=("list", "verify", "train", "status", "clear", "compact"))
     ap.add_argument("profile", nargs="?", choices=PROFILES, help=f"for train and status: {', '.join(PROFILES)}")
     ap.add_argument("--root", default=None, help="cache folder (default $CALIBCOURSE_CACHE, else the checkout's data/cache)")
     ap.add_argument("--executor", default="serial", choices=EXECUTORS,
@@ -140,6 +141,9 @@ def main(argv=None) -> int:
         return _list(cache)
     if args.command == "verify":
         return _verify(cache)
+    if args.command == "compact":
+        print(f"{cache.compact() / 2**20:.1f} MiB saved in {cache.root}")
+        return 0
     if args.command == "clear":
         print(f"removed {cache.clear()} entries from {cache.root}")
         return 0
