@@ -27,6 +27,24 @@ def test_chapter_5s_final_weights_are_the_validation_choice_on_the_committed_cac
     assert {family: c["chosen"] for family, c in choice.items()} == E.CH5_CHOSEN
 
 
+def test_a_validation_error_exactly_at_the_gap_is_within_it(monkeypatch):
+    """The rule's "within 2 points of CE's error" includes 2 points: on the committed grid the
+    gamma-Nets' meta lr 1e-5 makes exactly 15 errors more than CE on the 750 meta-validation
+    samples, which float arithmetic put 1e-17 above the gap (and so excluded it)."""
+    from calibcourse.calibration import metrics as M
+
+    monkeypatch.delenv("CALIBCOURSE_CACHE", raising=False)
+    choice = E.ch5_choice("default")
+    for family in ("FLgamma-SECE", "FLgamma-DECE"):
+        c = choice[family]
+        row = c["table"].set_index("meta lr").loc[1e-5]
+        n = len(E.ch5_val_part(E.run("ch5/CE/s0", "default"), "meta")[1])
+        assert n == 750 and round((row["val error"] - c["ce_val_error"]) * n) == 15 == 0.02 * n
+        assert row["val error"] > c["ce_val_error"] + E.CH5_MAX_VAL_ERROR_GAP  # what the float test saw
+        assert row["eligible"] and c["chosen"] == 1e-5
+        assert M.error(*E.ch5_val_part(E.run("ch5/CE/s0", "default"), "meta")) == c["ce_val_error"]
+
+
 @pytest.mark.parametrize("profile", ["ci", "default"])
 def test_the_small_profiles_use_none_of_the_full_recipe_keys(profile):
     for name, cfg in E.experiments(profile).items():

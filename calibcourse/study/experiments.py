@@ -180,7 +180,7 @@ CH5_GRIDS["FLgamma-DECE"] = (CH5_META_GRID[0], CH5_META_GRID[1], lambda v: _meta
 #: the meta learning rate of the reported FLgamma-SECE and FLgamma-DECE: the rule's choice on the
 #: grid's default-profile runs (the lowest meta-validation ECE among the rates whose meta-validation
 #: error is within CH5_MAX_VAL_ERROR_GAP of CE's); :func:`ch5_choice` recomputes it from the runs
-CH5_CHOSEN.update({"FLgamma-SECE": 1e-4, "FLgamma-DECE": 1e-4})
+CH5_CHOSEN.update({"FLgamma-SECE": 1e-5, "FLgamma-DECE": 1e-5})
 #: where each family's choice is measured: the baselines on the second part of the validation split
 #: (the part post-hoc calibration uses too), the gamma-Nets on their own meta-validation part
 CH5_CHOICE_PART = {family: "meta" if family.startswith("FLgamma") else "posthoc" for family in CH5_GRIDS}
@@ -392,7 +392,11 @@ def ch5_choice(profile: str) -> dict:
             p, y = ch5_val_part(r, part)
             rows.append({param: v, "val error": M.error(p, y), "val ECE": M.ece(p, y)})
         table = pd.DataFrame(rows)
-        table["eligible"] = table["val error"] <= ce_err + CH5_MAX_VAL_ERROR_GAP
+        # "within" includes the gap itself: errors are counts over the same samples, so a difference
+        # of exactly 2 points is compared in whole errors, not in floats that round it up or down
+        n = len(ch5_val_part(ce, part)[1])
+        gap_errors = ((table["val error"] - ce_err) * n).round()
+        table["eligible"] = gap_errors <= int(CH5_MAX_VAL_ERROR_GAP * n + 1e-9)
         pool = table[table["eligible"]] if table["eligible"].any() else table
         out[family] = {"chosen": float(pool.loc[pool["val ECE"].idxmin(), param]), "table": table,
                        "ce_val_error": ce_err, "part": part}

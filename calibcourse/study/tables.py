@@ -765,9 +765,10 @@ def diagnosis_table(arms: dict, reference: dict, labels, n_boot: int = 200, seed
     return pd.DataFrame(rows).set_index("arm"), tests
 
 
-def seed_paired_view(tests: dict, units: dict | None = None):
+def seed_paired_view(tests: dict, units: dict | None = None, nulls: dict | None = None):
     """Seed-paired comparisons as a table: A - B with its 95 % interval, the sign count and the
-    verdict of "A is below B" (chapter 5's comparison; :func:`comparisons_view` without seeds).
+    verdict of "A - B lies below its bound" (chapter 5's comparison; :func:`comparisons_view`
+    without seeds).
 
     Parameters
     ----------
@@ -776,12 +777,17 @@ def seed_paired_view(tests: dict, units: dict | None = None):
     units : dict, optional
         ``{measure: (scale, unit)}``; by default NLL in nats (scale 1), every other measure in
         percentage points.
+    nulls : dict, optional
+        ``{(measure, A, B): bound or None}``: the bound a row's claim puts on A - B (a claim with a
+        size, e.g. 0.01 for "costs less than 1 point"); None for a row that is the cost of another
+        and tests nothing (its verdict is blank). Every other row is tested against 0.
 
     Returns
     -------
     pandas.DataFrame
         Indexed by (measure, A, B): ``A - B [95 % interval]``, ``A above B in`` (``"worse in k
-        of n seeds"``: the seeds where A's measure is higher) and ``verdict (A below B)``.
+        of n seeds"``: the seeds where A's measure is higher), ``claim: A - B below`` (the bound,
+        in the row's unit) and ``verdict``.
 
     Examples
     --------
@@ -791,7 +797,9 @@ def seed_paired_view(tests: dict, units: dict | None = None):
     >>> b = [np.eye(2)[y] * 0.9 + 0.05 for _ in range(3)]  # correct at confidence 0.95
     >>> d = stats.paired_seeds_difference(M.ece, a, b, y, n_boot=0)
     >>> seed_paired_view({("ECE", "A", "B"): d}).loc[("ECE", "A", "B")].tolist()
-    ['+15.00 [+15.00, +15.00] points', 'worse in 3 of 3 seeds', 'not held']
+    ['+15.00 [+15.00, +15.00] points', 'worse in 3 of 3 seeds', '0', 'not held']
+    >>> seed_paired_view({("ECE", "A", "B"): d}, nulls={("ECE", "A", "B"): 0.2}).iloc[0, 2:].tolist()
+    ['+20.00', 'held']
     """
     import pandas as pd
 
@@ -807,10 +815,13 @@ def seed_paired_view(tests: dict, units: dict | None = None):
                              f"got {type(d).__name__}")
         measure, a, b = key
         scale, unit = units.get(measure, (100.0, "points"))
+        digits = 3 if scale == 1 else 2
+        null = (nulls or {}).get(key, 0.0)
         rows.append({"measure": measure, "A": a, "B": b,
-                     "A - B [95 % interval]": fmt_difference(d, scale=scale, unit=unit,
-                                                             digits=3 if scale == 1 else 2),
-                     "A above B in": d.sign_text, "verdict (A below B)": stats.verdict(d.low, d.high)})
+                     "A - B [95 % interval]": fmt_difference(d, scale=scale, unit=unit, digits=digits),
+                     "A above B in": d.sign_text,
+                     "claim: A - B below": "" if null is None else ("0" if null == 0 else f"{scale * null:+.{digits}f}"),
+                     "verdict": "" if null is None else stats.verdict(d.low, d.high, null=null)})
     return pd.DataFrame(rows).set_index(["measure", "A", "B"])
 
 
