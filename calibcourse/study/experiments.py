@@ -233,6 +233,19 @@ CH5_DIAGNOSIS = {
 }
 
 
+#: the diagnosis's backbone-optimizer arm (issue 24): the papers' recipe for the backbone (Mukhoti et al.
+#: 2020, Bohdal et al. 2021, Wang and Golebiowski 2023; :data:`META_CIFAR`): SGD with momentum 0.9 (not
+#: Nesterov), weight decay 5e-4 and the step schedule (the rate divided by 10 at 50 % and 75 % of the
+#: epochs), the default backbone's data, epochs and batch otherwise (:data:`CH5_BACKBONE`); the gamma-Net's
+#: own meta optimizer is unchanged
+CH5_SGD = {"optimizer": "sgd", "momentum": 0.9, "nesterov": False, "weight_decay": 5e-4, "schedule": "step"}
+#: its learning rate, by a rule fixed before any of its runs: CE under :data:`CH5_SGD` at each rate of
+#: this grid (seed 0, runs ``ch5/diagnosis/SGD CE lr <rate>/s0``), the rate with the lowest validation
+#: error on the post-hoc half of the validation split (the half the baselines' grids choose on,
+#: :func:`ch5_val_part`); a tie goes to the lower rate. :func:`ch5_sgd_choice` recomputes it
+CH5_SGD_GRID = ("lr", (0.01, 0.03, 0.1))
+
+
 def _chapter6_crossfit(sizes, seeds, epochs, n_test, data=None, model=None, folds=5, val_fraction=0.2):
     """Chapter 6's calibration without a held-out set: at each pool size ``n`` and seed, a held-out run
     (train on 1 - ``val_fraction`` of the pool, temperature from the rest: ``ch6/heldout/n<n>/s<seed>``)
@@ -270,6 +283,8 @@ def _chapter5(ci=False, base=None, **base_changes):
     for arm, (change, n) in CH5_DIAGNOSIS.items():
         for s in seeds(n):
             runs[f"ch5/diagnosis/{arm}/s{s}"] = {**base, **CH5_PAPER, "meta": {**CH5_META, **change}, "seed": s}
+    for lr in CH5_SGD_GRID[1]:
+        runs[f"ch5/diagnosis/SGD CE lr {lr:g}/s0"] = {**base, **CH5_SGD, "lr": lr, "seed": 0}
     return runs
 
 
