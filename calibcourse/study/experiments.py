@@ -508,7 +508,8 @@ def _full():
     tutorial does not state a schedule, our choice) and the frozen DenseNet-121 on CIFAR-10 cat vs
     bird. Chapter 4: reference 004's ResNet-18 on CIFAR-100, trained here with :data:`HE_CIFAR`
     (the tutorial loads pretrained weights). Chapter 5: ResNet-18 on CIFAR-10 with
-    :data:`META_CIFAR`, every method of :data:`CH5_METHODS` on it. Chapter 6: LeNet-5 on MNIST
+    :data:`META_CIFAR`, every method of :data:`CH5_METHODS` on it (the SGD-backbone arm,
+    :data:`CH5_SGD_ARM`, is then the main runs under its own names: that recipe is already the papers'). Chapter 6: LeNet-5 on MNIST
     under rotation, every method of :data:`CH6_METHODS`, the 10,000 test digits at every angle.
     """
     c100, c10 = {"name": "cifar100", "val_fraction": 0.1}, {"name": "cifar10", "val_fraction": 0.1}
