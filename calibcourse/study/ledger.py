@@ -303,7 +303,8 @@ def _side(est: float, null: float, direction: str) -> str:
 
 
 def _scale_limit() -> str:
-    return f"more than {MAX_TEST_FACTOR}x the test samples or {MAX_SEEDS} seeds"
+    """What "this scale" is, in words (:data:`MAX_TEST_FACTOR`, :data:`MAX_SEEDS`)."""
+    return f"more than {MAX_TEST_FACTOR}x the test samples or more than {MAX_SEEDS} seeds"
 
 
 def _what_would_decide(est, low, high, null, n_test, n_seeds, direction="below") -> str:
