@@ -235,8 +235,9 @@ class Ledger:
                 else:
                     c.why = _what_would_decide(est, low, high, float(null), n_test, n_seeds, direction)
                 if c.underpowered:
-                    c.why = (f"underpowered: it detects {c.scale * detect:.{c.digits}f}{_unit(c)}, "
-                             f"{detect / abs(null):.1f}x its margin of {c.scale * abs(null):.{c.digits}f}{_unit(c)}; " + c.why)
+                    amount = lambda v: f"{c.scale * v:.{c.digits}f}{_unit(c)}"  # noqa: E731
+                    c.why = (f"underpowered: it detects {amount(detect)}, {detect / abs(null):.1f}x its margin of "
+                             f"{amount(abs(null))}; " + c.why)
         self.claims.append(c)
         if self.glue:
             from calibcourse.study.notebook import glue_value
@@ -282,6 +283,7 @@ class Ledger:
 
 
 def _unit(c) -> str:
+    """The claim's unit after a space (nothing for a unitless claim)."""
     return f" {c.unit}" if c.unit else ""
 
 
