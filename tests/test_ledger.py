@@ -115,3 +115,15 @@ def test_the_page_states_multiplicity_and_no_test_set_rule_for_seeds():
     assert "not corrected for the 40 tests" in page and "about 2 of the 39 decided verdicts" in page
     assert "Holm" in page and "1 - 0.05/40" in page and "does not apply it" in page
     assert "bootstrap hull intervals: 39" in page and "t intervals over seeds paired by seed: 1" in page
+
+
+def test_a_quantity_that_is_not_a_difference_prints_without_a_sign():
+    from calibcourse.calibration import stats as S
+
+    led = L.Ledger(chapter=3, glue=False)
+    t = S.Difference(2.85, 2.099, 3.25, 0.95, n=500)
+    c = led.claim("t", "needs a temperature above 1", "s", "the temperature", t, null=1.0, direction="above",
+                  scale=1, unit="", signed=False)
+    assert c.interval_text == "2.850 [2.099, 3.250]" and c.verdict == "held"
+    d = led.claim("d", "lowers it", "s", "a difference", S.Difference(-0.012, -0.02, -0.004, 0.95, n=500))
+    assert d.interval_text == "-1.2 [-2.0, -0.4] points"

@@ -89,6 +89,7 @@ class Claim:
     scale: float = 100.0
     unit: str = "points"
     method: str | None = None
+    signed: bool = True
 
     def as_dict(self) -> dict:
         """The claim as ``_build/claims.json`` stores it: :data:`CLAIM_KEYS` first, then the rest."""
@@ -103,13 +104,16 @@ class Claim:
     def fmt(self, value) -> str:
         """One number of the claim, signed, in its unit's scale (``"-"`` for None; a value that
         rounds to zero has no sign)."""
-        return "-" if value is None else _signed(self.scale * value, self.digits)
+        if value is None:
+            return "-"
+        return _signed(self.scale * value, self.digits) if self.signed else f"{self.scale * value:.{self.digits}f}"
 
     def _end(self, value) -> str:
         """An interval end, with one more decimal where it lies within one display unit of ``null``
         (so that the reader sees on which side of it the end lies)."""
         near = self.null is not None and abs(self.scale * (value - self.null)) < 10 ** -self.digits
-        return _signed(self.scale * value, self.digits + near)
+        digits = self.digits + near
+        return _signed(self.scale * value, digits) if self.signed else f"{self.scale * value:.{digits}f}"
 
     @property
     def interval_text(self) -> str:
@@ -184,7 +188,7 @@ class Ledger:
     def claim(self, id: str, claim: str, source: str, effect: str, interval=None, null: float = 0.0,
               direction: str = "below", n_test: int | None = None, n_seeds: int | None = None,
               section: str | None = None, why: str | None = None, cost: str | None = None,
-              scale: float = 100.0, unit: str = "points") -> Claim:
+              scale: float = 100.0, unit: str = "points", signed: bool = True) -> Claim:
         """Declare and test one claim; return it.
 
         Parameters
@@ -208,6 +212,9 @@ class Ledger:
             What the effect costs, in words with its numbers (e.g. the error change).
         scale, unit
             How to print the effect (100, "points": percentage points).
+        signed : bool, default=True
+            Print the effect with its sign, as a difference; False for a quantity that is not one
+            (a fitted temperature).
         """
 
         if any(c.id == id for c in self.claims):
@@ -219,7 +226,7 @@ class Ledger:
             if not why:
                 raise ValueError(f"claim {id!r} has no interval: say in why= why it is not tested")
             c = Claim(id, self.chapter, claim, source, effect, None, None, None, None, None, None,
-                      "not tested", n_test, n_seeds, section, why, cost, None, scale, unit)
+                      "not tested", n_test, n_seeds, section, why, cost, None, scale, unit, None, signed)
         else:
             est, low, high, level = (float(v) for v in interval[:4])
             v = stats.verdict(low, high, null=null, direction=direction)
@@ -228,7 +235,7 @@ class Ledger:
             n_seeds = int(n_seeds if n_seeds is not None else getattr(interval, "n_seeds", 1))
             method = getattr(interval, "method", None)
             c = Claim(id, self.chapter, claim, source, effect, est, low, high, level, float(null), direction,
-                      v, n_test, n_seeds, section, why, cost, detect, scale, unit, method)
+                      v, n_test, n_seeds, section, why, cost, detect, scale, unit, method, signed)
             if v == "inconclusive" and not why:
                 if hasattr(interval, "v_seed"):  # seeds paired by seed (stats.paired_seeds_difference)
                     c.why = _what_would_decide_paired(interval, float(null), direction)
