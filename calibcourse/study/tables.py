@@ -403,8 +403,9 @@ def post_hoc_view(long, methods, digits: int = 2, error: bool = False):
     digits : int, default=2
         Decimals.
     error : bool, default=False
-        Also show the test error: the index becomes (model, measure), the ECE row of each model
-        followed by its ``error (%)`` row (a method that moves the argmax shows it there).
+        Also show the test error: the index becomes (model, measure), the ``ECE (%)`` row of each
+        model (with its interval) followed by its ``error (%)`` row (a method that moves the argmax
+        shows it there).
 
     Returns
     -------
@@ -421,7 +422,7 @@ def post_hoc_view(long, methods, digits: int = 2, error: bool = False):
     ['5.00 [4.00, 6.00]', '1.00 [0.50, 2.00]']
     >>> view = post_hoc_view(long.assign(error=[0.2, 0.2]), ["none", "TS"], error=True)
     >>> view.index.tolist(), view.loc[("m", "error (%)")].tolist()
-    ([('m', 'ECE (%) [95 % interval]'), ('m', 'error (%)')], ['20.00', '20.00'])
+    ([('m', 'ECE (%)'), ('m', 'error (%)')], ['20.00', '20.00'])
     """
     import pandas as pd
 
@@ -433,13 +434,13 @@ def post_hoc_view(long, methods, digits: int = 2, error: bool = False):
     view = view.reindex(order)
     if not error:
         return view
-    ece_name = "ECE (%) [95 % interval]"
+    ece_name = "ECE (%)"
     errors = (long.assign(cell=[f"{100 * e:.{digits}f}" for e in long["error"]])
               .pivot(index="model", columns="method", values="cell")[list(methods)].reindex(order))
     both = pd.concat({ece_name: view, "error (%)": errors}, names=["measure", "model"])
     both = both.swaplevel().reindex(pd.MultiIndex.from_product([order, [ece_name, "error (%)"]],
                                                                names=["model", "measure"]))
-    both.columns.name = "test, by method"
+    both.columns.name = None
     return both
 
 
