@@ -77,7 +77,14 @@ def test_seed_paired_view_shows_the_interval_sign_count_and_verdict():
     assert row["A above B in"] == f"worse in {sum(v > 0 for v in per_seed)} of 3 seeds"
     assert row["A - B [95 % interval]"].startswith(f"{np.mean(per_seed):+.3f}")
     assert row["A - B [95 % interval]"].endswith("nats")
-    assert row["verdict (A below B)"] == stats.verdict(d.low, d.high)
+    assert row["claim: A - B below"] == "0" and row["verdict"] == stats.verdict(d.low, d.high)
+    # a claim with a size is tested on its size; a cost row tests nothing
+    bound = (d.low + d.high) / 2
+    view = R.seed_paired_view({("NLL", "A", "B"): d, ("Error", "A", "B"): d},
+                              nulls={("NLL", "A", "B"): bound, ("Error", "A", "B"): None})
+    assert view.loc[("NLL", "A", "B"), "verdict"] == "inconclusive" == stats.verdict(d.low, d.high, null=bound)
+    assert view.loc[("NLL", "A", "B"), "claim: A - B below"] == f"{bound:+.3f}"
+    assert view.loc[("Error", "A", "B"), ["claim: A - B below", "verdict"]].tolist() == ["", ""]
 
 
 def test_seed_paired_view_rejects_an_unpaired_difference():

@@ -24,7 +24,7 @@ from calibcourse.calibration import stats
 from calibcourse.calibration.synthetic import SyntheticCalibration
 
 __all__ = ["SineMiscalibration", "expected_ece", "coverage_single", "equally_calibrated_pair",
-           "false_held_rate", "boot_ece", "PAIR_KINDS"]
+           "false_held_rate", "boot_ece", "PAIR_KINDS", "coverage_paired_seeds"]
 
 PAIR_KINDS = ("shifted", "calibrated")
 
@@ -369,3 +369,57 @@ def false_held_rate(kind: str, n: int, reps: int, method: str = "hull", n_boot: 
             held[m] += stats.verdict(d.low, d.high, direction="above") == "held"
     rates = {m: h / reps for m, h in held.items()}
     return rates[method] if isinstance(method, str) else rates
+
+
+def coverage_paired_seeds(n_seeds: int, n: int, reps: int, shift: float = 0.1, spread: float = 0.02,
+                          n_boot: int = 200) -> float:
+    """Fraction of ``reps`` replications whose seed-paired interval covers the true mean difference.
+
+    The interval is :func:`calibcourse.calibration.stats.paired_seeds_difference` (the t interval
+    of the seed-paired claims) of the Brier score. In each replication the true P(y = 1) of a
+    sample is ``q``, uniform in [0.2, 0.8], ``n`` test samples; predictor ``b`` is ``q`` itself,
+    and seed ``s`` of predictor ``a`` is ``q + c_s`` with ``c_s`` drawn from a normal with mean
+    ``shift`` and standard deviation ``spread`` (what the seed changes). The Brier score of
+    ``q + c`` exceeds that of ``q`` by ``c^2`` in the population, so the true mean difference
+    over seeds is ``shift^2 + spread^2``; the per-seed differences vary with the seed and the
+    test samples add their own noise, shared by the seeds.
+
+    Parameters
+    ----------
+    n_seeds : int
+        Seeds per replication (at least 2).
+    n : int
+        Test samples per replication.
+    reps : int
+        Number of replications (replication ``r`` draws with seed ``20_000 + r``).
+    shift, spread : float, default=0.1, 0.02
+        The mean and standard deviation of the per-seed shift ``c_s`` (``shift + 5 spread``
+        at most 0.2, so that no prediction leaves [0, 1]).
+    n_boot : int, default=200
+        Bootstrap resamples of the test set per interval.
+
+    Returns
+    -------
+    float
+        The fraction of the replications whose interval holds the truth, in [0, 1].
+
+    Examples
+    --------
+    >>> from calibcourse.study.coverage import coverage_paired_seeds
+    >>> coverage_paired_seeds(3, 500, 10, n_boot=50)
+    1.0
+    """
+    if isinstance(n_seeds, bool) or not isinstance(n_seeds, (int, np.integer)) or n_seeds < 2:
+        raise ValueError(f"n_seeds must be an integer >= 2; got {n_seeds!r}")
+    if not 0 <= shift + 5 * spread <= 0.2 or spread < 0:
+        raise ValueError(f"shift + 5 spread must lie in [0, 0.2] and spread >= 0; got shift={shift}, spread={spread}")
+    truth = shift ** 2 + spread ** 2
+    hits = 0
+    for r in range(reps):
+        rng = np.random.default_rng(20_000 + r)
+        q = rng.uniform(0.2, 0.8, n)
+        y = (rng.random(n) < q).astype(int)
+        a = [np.clip(q + c, 0, 1) for c in rng.normal(shift, spread, n_seeds)]
+        d = stats.paired_seeds_difference(M.brier, a, [q] * n_seeds, y, n_boot=n_boot, seed=r)
+        hits += d.low <= truth <= d.high
+    return hits / reps

@@ -8,15 +8,24 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from calibcourse.calibration import stats
-from calibcourse.study.tables import fmt_difference
 
-__all__ = ["Claim", "Ledger", "CLAIM_KEYS", "CLAIMS_GLUE_NAME", "check_claims", "ledger_page"]
+__all__ = ["Claim", "Ledger", "CLAIM_KEYS", "CLAIMS_GLUE_NAME", "check_claims", "ledger_page",
+           "MAX_TEST_FACTOR", "MAX_SEEDS", "UNDERPOWERED_RATIO"]
 
 #: the keys of every claim in ``_build/claims.json``, in order (extra keys follow them)
 CLAIM_KEYS = ("id", "chapter", "claim", "source", "effect", "estimate", "low", "high", "level", "null",
               "direction", "verdict", "n_test", "n_seeds")
 #: the glue name under which a chapter stores its claims in its executed notebook
 CLAIMS_GLUE_NAME = "calibcourse-claims"
+#: the most an inconclusive claim's note proposes: this many times the test samples, this many seeds
+#: (beyond them, a claim "cannot be decided at this scale")
+MAX_TEST_FACTOR, MAX_SEEDS = 10, 100
+#: a claim with a margin is underpowered when its detectable effect exceeds the margin this many times
+UNDERPOWERED_RATIO = 2.0
+#: the kinds of interval, by the interval's ``method`` (:class:`calibcourse.calibration.stats.Difference`)
+_METHOD_TEXT = {"hull": "bootstrap hull intervals", "percentile": "bootstrap percentile intervals",
+                "bc": "bias-corrected bootstrap intervals", "basic": "basic bootstrap intervals",
+                "seeds": "t intervals over two sets of seeds", "paired seeds": "t intervals over seeds paired by seed"}
 _VERDICT_MARK = {"held": "held", "not held": "**not held**", "inconclusive": "*inconclusive*",
                  "not tested": "not tested"}
 
@@ -47,6 +56,9 @@ class Claim:
         The effect the test detects with 80 % power.
     scale, unit
         How to print the numbers.
+    method : str or None
+        How the interval was made (the interval's ``method``: ``"hull"``, ``"percentile"``,
+        ``"seeds"``, ``"paired seeds"`` ...; None when not known).
 
     Examples
     --------
@@ -76,6 +88,8 @@ class Claim:
     detectable: float | None = None
     scale: float = 100.0
     unit: str = "points"
+    method: str | None = None
+    signed: bool = True
 
     def as_dict(self) -> dict:
         """The claim as ``_build/claims.json`` stores it: :data:`CLAIM_KEYS` first, then the rest."""
@@ -88,15 +102,42 @@ class Claim:
         return 3 if self.scale == 1 else 1
 
     def fmt(self, value) -> str:
-        """One number of the claim, signed, in its unit's scale (``"-"`` for None)."""
-        return "-" if value is None else f"{self.scale * value:+.{self.digits}f}"
+        """One number of the claim, signed, in its unit's scale (``"-"`` for None; a value that
+        rounds to zero has no sign)."""
+        if value is None:
+            return "-"
+        return _signed(self.scale * value, self.digits) if self.signed else f"{self.scale * value:.{self.digits}f}"
+
+    def _end(self, value) -> str:
+        """An interval end, with one more decimal where it lies within one display unit of ``null``
+        (so that the reader sees on which side of it the end lies)."""
+        near = self.null is not None and abs(self.scale * (value - self.null)) < 10 ** -self.digits
+        digits = self.digits + near
+        return _signed(self.scale * value, digits) if self.signed else f"{self.scale * value:.{digits}f}"
 
     @property
     def interval_text(self) -> str:
-        """``"-1.2 [-1.9, -0.5] points"`` (or ``"not tested"``)."""
+        """``"-1.2 [-1.9, -0.5] points"`` (or ``"not tested"``).
+
+        As :func:`calibcourse.study.tables.fmt_difference`, but no number prints as ``-0.0``, and
+        an interval end within one display unit of the claim's ``null`` gets one more decimal:
+
+        >>> Claim("c", 5, "costs under 1 point", "s", "d", 0.0048, -0.0001, 0.0097, 0.95, 0.01, "below",
+        ...       "held", 5000, 15).interval_text
+        '+0.5 [0.0, +0.97] points'
+        """
         if self.estimate is None:
             return "not tested"
-        return fmt_difference((self.estimate, self.low, self.high), self.scale, self.unit, self.digits)
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{self.fmt(self.estimate)} [{self._end(self.low)}, {self._end(self.high)}]{unit}"
+
+    @property
+    def underpowered(self) -> bool:
+        """Whether a claim with a margin (a non-zero ``null``) is tested too weakly to decide it:
+        its detectable effect is more than :data:`UNDERPOWERED_RATIO` times the margin, so that
+        even a true effect of zero would seldom have been told from the margin."""
+        return (self.detectable is not None and self.null is not None and self.null != 0
+                and self.detectable > UNDERPOWERED_RATIO * abs(self.null))
 
     @property
     def null_text(self) -> str:
@@ -147,7 +188,7 @@ class Ledger:
     def claim(self, id: str, claim: str, source: str, effect: str, interval=None, null: float = 0.0,
               direction: str = "below", n_test: int | None = None, n_seeds: int | None = None,
               section: str | None = None, why: str | None = None, cost: str | None = None,
-              scale: float = 100.0, unit: str = "points") -> Claim:
+              scale: float = 100.0, unit: str = "points", signed: bool = True) -> Claim:
         """Declare and test one claim; return it.
 
         Parameters
@@ -171,6 +212,9 @@ class Ledger:
             What the effect costs, in words with its numbers (e.g. the error change).
         scale, unit
             How to print the effect (100, "points": percentage points).
+        signed : bool, default=True
+            Print the effect with its sign, as a difference; False for a quantity that is not one
+            (a fitted temperature).
         """
 
         if any(c.id == id for c in self.claims):
@@ -182,20 +226,25 @@ class Ledger:
             if not why:
                 raise ValueError(f"claim {id!r} has no interval: say in why= why it is not tested")
             c = Claim(id, self.chapter, claim, source, effect, None, None, None, None, None, None,
-                      "not tested", n_test, n_seeds, section, why, cost, None, scale, unit)
+                      "not tested", n_test, n_seeds, section, why, cost, None, scale, unit, None, signed)
         else:
             est, low, high, level = (float(v) for v in interval[:4])
             v = stats.verdict(low, high, null=null, direction=direction)
             detect = interval.detectable() if hasattr(interval, "detectable") else None
             n_test = int(n_test if n_test is not None else getattr(interval, "n", 0))
             n_seeds = int(n_seeds if n_seeds is not None else getattr(interval, "n_seeds", 1))
+            method = getattr(interval, "method", None)
+            c = Claim(id, self.chapter, claim, source, effect, est, low, high, level, float(null), direction,
+                      v, n_test, n_seeds, section, why, cost, detect, scale, unit, method, signed)
             if v == "inconclusive" and not why:
                 if hasattr(interval, "v_seed"):  # seeds paired by seed (stats.paired_seeds_difference)
-                    why = _what_would_decide_paired(interval, float(null))
+                    c.why = _what_would_decide_paired(interval, float(null), direction)
                 else:
-                    why = _what_would_decide(est, low, high, float(null), n_test, n_seeds)
-            c = Claim(id, self.chapter, claim, source, effect, est, low, high, level, float(null), direction,
-                      v, n_test, n_seeds, section, why, cost, detect, scale, unit)
+                    c.why = _what_would_decide(est, low, high, float(null), n_test, n_seeds, direction)
+                if c.underpowered:
+                    amount = lambda v: f"{c.scale * v:.{c.digits}f}{_unit(c)}"  # noqa: E731
+                    c.why = (f"underpowered: it detects {amount(detect)}, {detect / abs(null):.1f}x its margin of "
+                             f"{amount(abs(null))}; " + c.why)
         self.claims.append(c)
         if self.glue:
             from calibcourse.study.notebook import glue_value
@@ -240,49 +289,98 @@ class Ledger:
             glue(CLAIMS_GLUE_NAME, json.dumps([c.as_dict() for c in self.claims]), display=False)
 
 
-def _what_would_decide(est, low, high, null, n_test, n_seeds) -> str:
-    """For an inconclusive claim: how much more data would decide it, if the estimate held.
+def _unit(c) -> str:
+    """The claim's unit after a space (nothing for a unitless claim)."""
+    return f" {c.unit}" if c.unit else ""
+
+
+def _signed(value: float, digits: int) -> str:
+    """``value`` with its sign and ``digits`` decimals; one that rounds to zero has no sign (never ``-0.0``).
+
+    >>> _signed(1.25, 1), _signed(-0.04, 1), _signed(-0.04, 2), _signed(0.0, 1)
+    ('+1.2', '0.0', '-0.04', '0.0')
+    """
+    text = f"{value:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text
+
+
+def _side(est: float, null: float, direction: str) -> str:
+    """The verdict more data would likely give if the estimate stayed where it is: ``"held"`` when it
+    lies on the claimed side of ``null``, else ``"not held"``."""
+    below = est < null
+    return "held" if below == (direction == "below") else "not held"
+
+
+def _scale_limit() -> str:
+    """What "this scale" is, in words (:data:`MAX_TEST_FACTOR`, :data:`MAX_SEEDS`)."""
+    return f"more than {MAX_TEST_FACTOR}x the test samples or more than {MAX_SEEDS} seeds"
+
+
+def _what_would_decide(est, low, high, null, n_test, n_seeds, direction="below") -> str:
+    """For an inconclusive claim: how much more data would decide it, and which way, if the estimate stayed.
 
     An interval's half-width shrinks like 1/sqrt(n); it excludes ``null`` once it is smaller
-    than ``|estimate - null|``, i.e. with (half-width / |estimate - null|)^2 times the data.
+    than ``|estimate - null|``, i.e. with (half-width / |estimate - null|)^2 times the data. The
+    verdict it would then give is the side of ``null`` the estimate lies on. Beyond
+    :data:`MAX_TEST_FACTOR` times the data the claim "cannot be decided at this scale" (the
+    size it would need is not worth printing).
+
+    Examples
+    --------
+    >>> _what_would_decide(0.007, -0.007, 0.02, 0.0, 1000, 1, "above")
+    'the estimate lies on the claimed side: about 3,700 test samples would decide it, as held, if the estimate stayed'
+    >>> _what_would_decide(0.18, -1.0, 2.3, 0.25, 10000, 1, "above")
+    'cannot be decided at this scale: an interval with this centre would exclude the boundary only with more than 10x the test samples'
     """
     gap = abs(est - null)
     half = (high - low) / 2
     if gap < 1e-12:
         return "the estimate sits on the boundary: no test set size decides it; a larger effect would"
     factor = (half / gap) ** 2
+    if factor > MAX_TEST_FACTOR:
+        more = "test samples and seeds" if n_seeds and n_seeds > 1 else "test samples" if n_test else "data"
+        return ("cannot be decided at this scale: an interval with this centre would exclude the boundary only "
+                f"with more than {MAX_TEST_FACTOR}x the {more}")
+    side = _side(est, null, direction)
+    where = "the claimed side" if side == "held" else "the other side"
     if n_seeds and n_seeds > 1:
-        return f"about {factor:.1f}x the test samples and seeds would decide it, if the estimate held"
-    if not n_test:  # the interval's sample size was not given
-        return f"about {factor:.1f}x the data would decide it, if the estimate held"
-    return f"about {int(round(n_test * factor, -2)):,} test samples would decide it, if the estimate held"
+        more = f"about {factor:.1f}x the test samples and seeds"
+    elif not n_test:  # the interval's sample size was not given
+        more = f"about {factor:.1f}x the data"
+    else:
+        more = f"about {int(round(n_test * factor, -2)):,} test samples"
+    return f"the estimate lies on {where}: {more} would decide it, as {side}, if the estimate stayed"
 
 
-def _what_would_decide_paired(d, null: float) -> str:
-    """For an inconclusive seed-paired claim (:func:`calibcourse.calibration.stats.paired_seeds_difference`):
-    what would decide it, if the mean difference held.
+def _what_would_decide_paired(d, null: float, direction: str = "below") -> str:
+    r"""For an inconclusive seed-paired claim (:func:`calibcourse.calibration.stats.paired_seeds_difference`):
+    what would decide it, and which way, if the mean difference stayed.
 
     The interval's half-width is :math:`q\sqrt{V_\text{test} + s_d^2/S}`. More test samples shrink only
-    :math:`V_\text{test}`, more seeds only :math:`s_d^2/S`: where the seed part alone is wider than
-    the gap to ``null``, no test set decides it, and the number of seeds that would is the smallest
-    :math:`S'` with :math:`t_{S'-1}^2 (V_\text{test} + s_d^2/S') < \text{gap}^2` (the t quantile of
-    the seeds alone: conservative), if the test part allows it at all.
+    :math:`V_\text{test}`, more seeds only :math:`s_d^2/S`. With :math:`g` the gap to ``null`` and
+    :math:`(g/z)^2` the variance that would put ``null`` outside the interval: more test samples alone
+    can decide it only where the seed part is below it, more seeds alone only where the test part is
+    (then the number of seeds is the smallest :math:`S'` with
+    :math:`t_{S'-1}^2 (V_\text{test} + s_d^2/S') < g^2`, the t quantile of the seeds alone:
+    conservative); where neither can, it takes both. What needs more than
+    :data:`MAX_TEST_FACTOR` times the test samples or :data:`MAX_SEEDS` seeds "cannot be decided at
+    this scale". The verdict it would give is the side of ``null`` the mean difference lies on.
 
     Examples
     --------
     >>> from types import SimpleNamespace as NS
     >>> seeds = NS(estimate=0.01, level=0.95, n=10000, n_seeds=3, v_test=1e-6, v_seed=4e-5,
     ...            per_seed=[0.0, 0.01, 0.02], n_positive=2)
-    >>> _what_would_decide_paired(seeds, 0.0)
-    'the seed spread dominates (98 % of the variance); about 8 seeds would decide it, if the mean difference held; more test data cannot (worse in 2 of 3 seeds)'
+    >>> _what_would_decide_paired(seeds, 0.0, "above")
+    'the seed spread dominates (98 % of the variance); about 8 seeds would decide it, as held, if the mean difference stayed; more test data cannot (worse in 2 of 3 seeds)'
     >>> test = NS(estimate=0.01, level=0.95, n=2000, n_seeds=10, v_test=4e-5, v_seed=1e-6,
     ...           per_seed=[0.01] * 10, n_positive=10)
-    >>> _what_would_decide_paired(test, 0.0)
-    'the test samples dominate (98 % of the variance); about 3,200 test samples would decide it, if the mean difference held (worse in 10 of 10 seeds)'
+    >>> _what_would_decide_paired(test, 0.0, "below")
+    'the test samples dominate (98 % of the variance); about 3,200 test samples would decide it, as not held, if the mean difference stayed; more seeds cannot (worse in 10 of 10 seeds)'
     >>> both = NS(estimate=0.08, level=0.95, n=5000, n_seeds=5, v_test=4.6e-3, v_seed=2.4e-3,
     ...           per_seed=[0.08] * 5, n_positive=4)   # an MCE: wide on both counts
-    >>> _what_would_decide_paired(both, 0.0)
-    'the test samples dominate (66 % of the variance), but the seed spread alone is too wide: about 22 seeds with 5x the test samples (25,000) would decide it, if the mean difference held (worse in 4 of 5 seeds)'
+    >>> _what_would_decide_paired(both, 0.0, "below")
+    'the test samples give 66 % of the variance, the seeds 34 %, and neither alone can be reduced enough: about 22 seeds with 5x the test samples (25,000) would decide it, as not held, if the mean difference stayed (worse in 4 of 5 seeds)'
     """
     from scipy.stats import norm
 
@@ -290,29 +388,35 @@ def _what_would_decide_paired(d, null: float) -> str:
     signs = f" (worse in {d.n_positive} of {d.n_seeds} seeds)"
     if gap < 1e-12:
         return "the estimate sits on the boundary: neither more seeds nor more test data decides it" + signs
+    outcome = f"as {_side(d.estimate, null, direction)}, if the mean difference stayed"
     z = norm.ppf(0.5 + d.level / 2)
     target = (gap / z) ** 2  # the variance of the mean that would put null outside the interval
     total = d.v_test + d.v_seed
     share = d.v_seed / total if total > 0 else 0.0
-    if d.v_seed >= d.v_test:
-        s2 = d.v_seed * d.n_seeds  # the per-seed differences' variance
-        if target <= d.v_test:
-            return (f"the seed spread dominates ({100 * share:.0f} % of the variance), and the test samples alone "
-                    f"are too few: {_both(d, gap)}" + signs)
-        seeds = _seeds_needed(d, gap, 1)
-        many = f"about {seeds} seeds" if seeds is not None else "more than 1,000 seeds"
-        return (f"the seed spread dominates ({100 * share:.0f} % of the variance); {many} would decide it, "
-                "if the mean difference held; more test data cannot" + signs)
-    if target <= d.v_seed:
-        return (f"the test samples dominate ({100 * (1 - share):.0f} % of the variance), but the seed spread alone "
-                f"is too wide: {_both(d, gap)}" + signs)
-    factor = d.v_test / (target - d.v_seed)
-    return (f"the test samples dominate ({100 * (1 - share):.0f} % of the variance); about "
-            f"{int(round(d.n * factor, -2)):,} test samples would decide it, if the mean difference held" + signs)
+    shares = (f"the seed spread dominates ({100 * share:.0f} % of the variance)" if share >= 0.5 else
+              f"the test samples dominate ({100 * (1 - share):.0f} % of the variance)")
+    seeds = _seeds_needed(d, gap, 1) if target > d.v_test else None
+    factor = d.v_test / (target - d.v_seed) if target > d.v_seed else None
+    seeds_ok = seeds is not None and seeds <= MAX_SEEDS
+    test_ok = factor is not None and factor <= MAX_TEST_FACTOR
+    if seeds_ok and test_ok:
+        return (f"{shares}; about {seeds} seeds, or about {int(round(d.n * factor, -2)):,} test samples, would "
+                f"decide it, {outcome}" + signs)
+    if seeds_ok:
+        return f"{shares}; about {seeds} seeds would decide it, {outcome}; more test data cannot" + signs
+    if test_ok:
+        return (f"{shares}; about {int(round(d.n * factor, -2)):,} test samples would decide it, {outcome}; "
+                "more seeds cannot" + signs)
+    if seeds is None and factor is None:  # neither part alone can be reduced enough
+        both = _both(d, gap)
+        if both is not None:
+            return (f"the test samples give {100 * (1 - share):.0f} % of the variance, the seeds {100 * share:.0f} %, "
+                    f"and neither alone can be reduced enough: {both}, {outcome}" + signs)
+    return f"cannot be decided at this scale: it would take {_scale_limit()}" + signs
 
 
 def _seeds_needed(d, gap: float, more_test: float):
-    """The smallest number of seeds S' (up to 1,000) whose interval, with ``more_test`` times the test
+    r"""The smallest number of seeds S' (up to 1,000) whose interval, with ``more_test`` times the test
     samples, would exclude a null ``gap`` away: :math:`t_{S'-1}^2 (V_\text{test}/m + s_d^2/S') < \text{gap}^2`;
     None if none does."""
     from scipy.stats import t as student_t
@@ -322,15 +426,15 @@ def _seeds_needed(d, gap: float, more_test: float):
     return next((k for k in range(2, 1001) if q2(k) * (d.v_test / more_test + s2 / k) < gap ** 2), None)
 
 
-def _both(d, gap: float) -> str:
-    """What decides a claim that needs more seeds and more test data: the fewest seeds with 2, 5, 10
-    or 100 times the test samples (the first that suffices), if the mean difference held."""
-    for m in (2, 5, 10, 100):
+def _both(d, gap: float):
+    """What decides a claim that needs more seeds and more test data: the fewest seeds (at most
+    :data:`MAX_SEEDS`) with 2, 5 or :data:`MAX_TEST_FACTOR` times the test samples (the first that
+    suffices); None if none does."""
+    for m in (2, 5, MAX_TEST_FACTOR):
         seeds = _seeds_needed(d, gap, m)
-        if seeds is not None:
-            return (f"about {seeds} seeds with {m}x the test samples ({d.n * m:,}) would decide it, "
-                    "if the mean difference held")
-    return "not even 1,000 seeds with 100x the test samples would decide it, if the mean difference held"
+        if seeds is not None and seeds <= MAX_SEEDS:
+            return f"about {seeds} seeds with {m}x the test samples ({d.n * m:,}) would decide it"
+    return None
 
 
 def check_claims(claims: list, chapters=None) -> None:
@@ -409,22 +513,44 @@ def ledger_page(claims: list, titles: dict | None = None) -> str:
     >>> c = Claim("x", 4, "TS lowers the ECE", "guo2017calibration", "ECE(TS) - ECE(none)",
     ...           -0.03, -0.04, -0.02, 0.95, 0.0, "below", "held", 5000, 1)
     >>> page = ledger_page([c.as_dict()], titles={"guo2017calibration": "Guo et al. (2017)"})
-    >>> for line in (page.splitlines()[4], page.splitlines()[-1]):
+    >>> for line in (next(l for l in page.splitlines() if l.startswith("In this build")), page.splitlines()[-1]):
     ...     print(line)
     In this build: 1 held, 0 not held, 0 inconclusive, 0 not tested.
     | 4 | TS lowers the ECE | ECE(TS) - ECE(none) (5,000 test, 1 seed) | -3.0 [-4.0, -2.0] points | held (< 0) | - |
     """
     counts = {v: sum(c["verdict"] == v for c in claims) for v in _VERDICT_MARK}
+    tested = len(claims) - counts["not tested"]
+    decided = counts["held"] + counts["not held"]
+    methods = {}
+    for c in claims:
+        if c["verdict"] != "not tested":
+            kind = _METHOD_TEXT.get(c.get("method"), "other intervals")
+            methods[kind] = methods.get(kind, 0) + 1
+    kinds = "; ".join(f"{k}: {n}" for k, n in sorted(methods.items(), key=lambda kv: -kv[1]))
     lines = ["# What held", "",
              "Every claim the book tests, grouped by the paper or document that makes it. Each effect is "
-             "estimated with a 95 % interval (paired on the same test samples, and over seeds where a claim "
-             "is about training); the verdict follows from the interval by one rule "
+             "estimated with a 95 % interval; the verdict follows from the interval by one rule "
              "({func}`calibcourse.calibration.stats.verdict`): **held** when the whole interval lies on the side the claim "
              "states, **not held** when it lies wholly on the other side, *inconclusive* when it contains "
-             "the boundary. A claim with a size is tested on its size. *Detects* is the smallest true "
-             "effect the test finds with 80 % probability: where a verdict is inconclusive, it says how "
-             "large an effect this data could have shown, and a test set (detects / wanted)^2 times larger "
-             "would resolve an effect of the wanted size. The same list is in `_build/claims.json`.", "",
+             "the boundary. A claim with a size is tested on its size. The intervals are of several kinds "
+             f"({kinds}); the appendix {{ref}}`appendix-coverage` says which and how far each is checked. "
+             "An interval end close to the boundary is printed with one more decimal, so that its side shows. "
+             "The same list is in `_build/claims.json`.", "",
+             "*Detects* is the smallest true effect the test finds with 80 % probability. Where a verdict is "
+             "inconclusive, its note says what would decide it and which verdict that would likely be if the "
+             "estimate stayed where it is: more test samples where the test samples make most of the interval's "
+             "variance, more seeds where the seed spread does (for a claim compared over seeds, no test set, however "
+             "large, shrinks the seed part), or both; or that it cannot be decided at this scale, when it would "
+             f"take {_scale_limit()}. A claim with a margin (\"less than 1 point\") whose test detects only "
+             f"effects more than {UNDERPOWERED_RATIO:g} times the margin is marked *underpowered*: even a true "
+             "effect of zero would seldom have been told apart from the margin.", "",
+             f"Each verdict is a separate test at the 95 % level, not corrected for the {tested} tests on this page. "
+             "If every tested effect sat exactly on its boundary, each interval would still exclude the boundary "
+             f"with probability 5 %, so about {0.05 * tested:.0f} of the {decided} decided verdicts could be decided "
+             "by chance alone. A reader who wants a family-wise guarantee can apply Holm's procedure: order the "
+             f"claims by p-value and require the first to be decided at level 1 - 0.05/{tested}, the next at "
+             f"1 - 0.05/{max(tested - 1, 1)}, and so on. The ledger stores each claim's 95 % interval, not a p-value "
+             "or the interval at other levels, so this page does not apply it.", "",
              f"In this build: {counts['held']} held, {counts['not held']} not held, "
              f"{counts['inconclusive']} inconclusive, {counts['not tested']} not tested.", ""]
     by_source: dict = {}
@@ -440,6 +566,7 @@ def ledger_page(claims: list, titles: dict | None = None) -> str:
             where = f"{{ref}}`{c.chapter} <{c.section}>`" if c.section else str(c.chapter)
             verdict = _VERDICT_MARK[c.verdict] + (f" ({c.why})" if c.why else "")
             detects = "-" if c.detectable is None else f"{c.scale * c.detectable:.{c.digits}f} {c.unit}".strip()
+            detects += " (*underpowered*)" if c.underpowered else ""
             side = f" ({c.null_text})" if c.null is not None else ""
             sizes = f" ({c.n_test:,} test, {c.n_seeds} seed{'s' if c.n_seeds != 1 else ''})" if c.n_test else ""
             effect = c.effect + sizes + (f"; {c.cost}" if c.cost else "")

@@ -15,7 +15,7 @@ from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 
 __all__ = ["run_summary", "sweep_table", "seed_predictions", "fmt_ci", "fmt_difference", "post_hoc_table",
-           "post_hoc_binary", "post_hoc_view", "post_hoc_binary_view", "SEED_MEASURES", "seed_table", "seeds_view",
+           "post_hoc_binary", "binary_scores", "post_hoc_view", "post_hoc_binary_view", "SEED_MEASURES", "seed_table", "seeds_view",
            "grid_choice_view", "paired_table", "comparisons_view"]
 
 
@@ -339,20 +339,59 @@ def post_hoc_binary(models: dict, methods: dict, score, n_bins: int = 15, n_boot
     >>> table.index.tolist(), bool(table.nll["net", "Platt"] < table.nll["net", "uncalibrated"])
     ([('net', 'uncalibrated'), ('net', 'Platt')], True)
     """
-    import pandas as pd
-
-    rows, predictions = [], {}
+    predictions, n_val = {}, {}
     for model_name, r in models.items():
         s_val, y_val, s_test, y_test = score(r, "val"), r.labels("val"), score(r, "test"), r.labels("test")
-        outputs = {"uncalibrated": s_test}
-        for method_name, method in methods.items():
-            outputs[method_name] = method.clone().fit(s_val, y_val).predict_proba(s_test)[:, 1]  # P(y = 1)
-        for method_name, p in outputs.items():  # the chapter's table is top-label: asked for explicitly
-            row = _post_hoc_row(model_name, method_name, p, y_test, n_bins, n_boot, seed, reliability="top_label")
-            rows.append({**row, "mce": M.mce(p, y_test, n_bins=n_bins, reliability="top_label"), "test_errors": int(round(row["error"] * len(y_test))),
-                         "n_test": len(y_test), "n_val": len(y_val)})
-            predictions[(model_name, method_name)] = (p, y_test)
-    return pd.DataFrame(rows).set_index(["model", "method"]), predictions
+        n_val[model_name] = len(y_val)
+        predictions[(model_name, "uncalibrated")] = (s_test, y_test)
+        for method_name, method in methods.items():  # P(y = 1)
+            predictions[(model_name, method_name)] = (method.clone().fit(s_val, y_val).predict_proba(s_test)[:, 1],
+                                                      y_test)
+    return binary_scores(predictions, n_val=n_val, n_bins=n_bins, n_boot=n_boot, seed=seed), predictions
+
+
+def binary_scores(predictions: dict, n_val: dict | None = None, n_bins: int = 15, n_boot: int = 1000, seed: int = 0):
+    """The table of :func:`post_hoc_binary` from test predictions already made: every binary measure, top-label.
+
+    Parameters
+    ----------
+    predictions : dict
+        ``{(model, method): (P(y = 1) on the test split, labels)}``, in the table's order.
+    n_val : dict, optional
+        ``{model: calibration samples}``, the ``n_val`` column (NaN without it).
+    n_bins : int, default=15
+        Bins of the ECE and MCE.
+    n_boot : int, default=1000
+        Bootstrap resamples of each ECE's interval.
+    seed : int, default=0
+        Seed of the resampling.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table of :func:`post_hoc_binary`, indexed by (model, method).
+
+    Examples
+    --------
+    >>> y = np.array([0, 0, 1, 1, 1, 0, 1, 0])
+    >>> p = np.array([0.1, 0.6, 0.8, 0.3, 0.9, 0.2, 0.7, 0.4])
+    >>> t = binary_scores({("net", "uncalibrated"): (p, y)}, n_val={"net": 100}, n_boot=20)
+    >>> t.loc[("net", "uncalibrated"), ["test_errors", "n_test", "n_val"]].tolist()
+    [2, 8, 100]
+    >>> bool(np.isclose(t.ece.iloc[0], M.ece(p, y, reliability="top_label")))
+    True
+    """
+    import pandas as pd
+
+    if not predictions:
+        raise ValueError("predictions is empty: give at least one {(model, method): (probs, labels)}")
+    rows = []
+    for (model_name, method_name), (p, y) in predictions.items():  # the chapter's table is top-label: asked for
+        row = _post_hoc_row(model_name, method_name, p, y, n_bins, n_boot, seed, reliability="top_label")
+        rows.append({**row, "mce": M.mce(p, y, n_bins=n_bins, reliability="top_label"),
+                     "test_errors": int(round(row["error"] * len(y))), "n_test": len(y),
+                     "n_val": (n_val or {}).get(model_name, float("nan"))})
+    return pd.DataFrame(rows).set_index(["model", "method"])
 
 
 def post_hoc_binary_view(table, digits: int = 2):
@@ -786,9 +825,10 @@ def diagnosis_table(arms: dict, reference: dict, labels, n_boot: int = 200, seed
     return pd.DataFrame(rows).set_index("arm"), tests
 
 
-def seed_paired_view(tests: dict, units: dict | None = None):
+def seed_paired_view(tests: dict, units: dict | None = None, nulls: dict | None = None):
     """Seed-paired comparisons as a table: A - B with its 95 % interval, the sign count and the
-    verdict of "A is below B" (chapter 5's comparison; :func:`comparisons_view` without seeds).
+    verdict of "A - B lies below its bound" (chapter 5's comparison; :func:`comparisons_view`
+    without seeds).
 
     Parameters
     ----------
@@ -797,12 +837,17 @@ def seed_paired_view(tests: dict, units: dict | None = None):
     units : dict, optional
         ``{measure: (scale, unit)}``; by default NLL in nats (scale 1), every other measure in
         percentage points.
+    nulls : dict, optional
+        ``{(measure, A, B): bound or None}``: the bound a row's claim puts on A - B (a claim with a
+        size, e.g. 0.01 for "costs less than 1 point"); None for a row that is the cost of another
+        and tests nothing (its verdict is blank). Every other row is tested against 0.
 
     Returns
     -------
     pandas.DataFrame
         Indexed by (measure, A, B): ``A - B [95 % interval]``, ``A above B in`` (``"worse in k
-        of n seeds"``: the seeds where A's measure is higher) and ``verdict (A below B)``.
+        of n seeds"``: the seeds where A's measure is higher), ``claim: A - B below`` (the bound,
+        in the row's unit) and ``verdict``.
 
     Examples
     --------
@@ -812,7 +857,9 @@ def seed_paired_view(tests: dict, units: dict | None = None):
     >>> b = [np.eye(2)[y] * 0.9 + 0.05 for _ in range(3)]  # correct at confidence 0.95
     >>> d = stats.paired_seeds_difference(M.ece, a, b, y, n_boot=0)
     >>> seed_paired_view({("ECE", "A", "B"): d}).loc[("ECE", "A", "B")].tolist()
-    ['+15.00 [+15.00, +15.00] points', 'worse in 3 of 3 seeds', 'not held']
+    ['+15.00 [+15.00, +15.00] points', 'worse in 3 of 3 seeds', '0', 'not held']
+    >>> seed_paired_view({("ECE", "A", "B"): d}, nulls={("ECE", "A", "B"): 0.2}).iloc[0, 2:].tolist()
+    ['+20.00', 'held']
     """
     import pandas as pd
 
@@ -828,10 +875,13 @@ def seed_paired_view(tests: dict, units: dict | None = None):
                              f"got {type(d).__name__}")
         measure, a, b = key
         scale, unit = units.get(measure, (100.0, "points"))
+        digits = 3 if scale == 1 else 2
+        null = (nulls or {}).get(key, 0.0)
         rows.append({"measure": measure, "A": a, "B": b,
-                     "A - B [95 % interval]": fmt_difference(d, scale=scale, unit=unit,
-                                                             digits=3 if scale == 1 else 2),
-                     "A above B in": d.sign_text, "verdict (A below B)": stats.verdict(d.low, d.high)})
+                     "A - B [95 % interval]": fmt_difference(d, scale=scale, unit=unit, digits=digits),
+                     "A above B in": d.sign_text,
+                     "claim: A - B below": "" if null is None else ("0" if null == 0 else f"{scale * null:+.{digits}f}"),
+                     "verdict": "" if null is None else stats.verdict(d.low, d.high, null=null)})
     return pd.DataFrame(rows).set_index(["measure", "A", "B"])
 
 

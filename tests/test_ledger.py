@@ -1,0 +1,129 @@
+"""calibcourse.study.ledger: what the ledger says about a claim follows from its interval."""
+import re
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from calibcourse.calibration import stats
+from calibcourse.study import ledger as L
+
+
+def _paired(est, v_test, v_seed, n_seeds=5, n=5000, level=0.95, n_positive=3):
+    """A seed-paired interval as stats.paired_seeds_contrast makes it, from its variance parts."""
+    total = v_test + v_seed
+    df = total ** 2 / (v_seed ** 2 / (n_seeds - 1))
+    half = sps.t.ppf(0.5 + level / 2, df) * np.sqrt(total)
+    return stats.PairedSeeds(est, est - half, est + half, level, est, n, n_seeds, "paired seeds",
+                             np.full(n_seeds, est), n_positive, v_test, v_seed, df)
+
+
+def _claim(interval, null=0.0, direction="below"):
+    return L.Ledger(5, glue=False).claim("x", "a lowers the ECE", "src", "ECE(a) - ECE(b)", interval,
+                                         null=null, direction=direction)
+
+
+def _number(text, before):
+    """The integer printed just before ``before`` in ``text`` (e.g. the 60 of "about 60 seeds")."""
+    return int(re.search(r"about ([\d,]+) " + before, text).group(1).replace(",", ""))
+
+
+def _excludes(d, gap, n_seeds, test_factor):
+    """Whether the conservative interval (t with n_seeds - 1 df) with that many seeds and test samples
+    excludes a null ``gap`` away, the mean difference and spreads unchanged."""
+    s2 = d.v_seed * d.n_seeds
+    q = sps.t.ppf(0.5 + d.level / 2, n_seeds - 1)
+    return q * np.sqrt(d.v_test / test_factor + s2 / n_seeds) < gap
+
+
+def test_an_estimate_beyond_the_null_says_more_seeds_would_decide_not_held():
+    d = _paired(0.11, v_test=2.5e-3, v_seed=5e-3, n_seeds=10)  # the claim: below 0; the estimate: above
+    c = _claim(d)
+    assert c.verdict == "inconclusive"
+    assert "as not held" in c.why and "as held" not in c.why and "seed spread dominates" in c.why
+    seeds = _number(c.why, "seeds")
+    assert _excludes(d, 0.11, seeds, 1) and not _excludes(d, 0.11, seeds - 1, 1)
+    # the same interval on the claimed side: more seeds would decide it held
+    c = _claim(_paired(-0.11, v_test=2.5e-3, v_seed=5e-3, n_seeds=10))
+    assert "as held" in c.why and "not held" not in c.why
+
+
+def test_more_test_samples_decide_where_the_seed_part_is_small():
+    d = _paired(0.01, v_test=4e-5, v_seed=1e-6, n_seeds=10, n=2000)
+    c = _claim(d, direction="above")
+    assert c.verdict == "inconclusive" and "test samples dominate" in c.why and "as held" in c.why
+    n = _number(c.why, "test samples")
+    z = sps.norm.ppf(0.975)
+    # with n test samples the test part shrinks by 2000 / n: the (normal) interval then just excludes 0
+    assert z * np.sqrt(d.v_test * 2000 / n + d.v_seed) == pytest.approx(0.01, rel=0.02)
+    assert n <= L.MAX_TEST_FACTOR * 2000
+
+
+def test_when_neither_part_alone_can_decide_the_text_names_both_and_no_dominance():
+    d = _paired(0.08, v_test=4.6e-3, v_seed=2.4e-3, n_seeds=5)  # test share 66 %, seeds alone too wide
+    c = _claim(d)
+    assert "dominate" not in c.why and "neither alone" in c.why and "as not held" in c.why
+    assert "66 %" in c.why and "34 %" in c.why
+    seeds = _number(c.why, "seeds")
+    factor = int(re.search(r"with (\d+)x the test samples", c.why).group(1))
+    assert factor <= L.MAX_TEST_FACTOR and seeds <= L.MAX_SEEDS and _excludes(d, 0.08, seeds, factor)
+    # seeds dominate (share >= 50 %): never "the test samples dominate"
+    c = _claim(_paired(0.08, v_test=2.4e-3, v_seed=4.6e-3, n_seeds=5))
+    assert "test samples dominate" not in c.why
+
+
+def test_a_claim_out_of_reach_cannot_be_decided_at_this_scale():
+    # a single test set: the interval would exclude the null only with (1.6 / 0.07)^2 = 520x the samples
+    c = _claim(stats.Difference(0.18, -1.0, 2.2, 0.95, n=10000), null=0.25, direction="above")
+    assert c.why.startswith("underpowered") and "cannot be decided at this scale" in c.why
+    assert not re.search(r"\d{2},\d{3}", c.why)  # no test set size it names
+    # seeds paired by seed: even 100 seeds with 10x the test samples would not do
+    c = _claim(_paired(0.016, v_test=1.1e-4, v_seed=1.6e-4, n_seeds=5, n=700), null=0.01)
+    assert "cannot be decided at this scale" in c.why and "100 seeds" in c.why
+
+
+def test_a_claim_whose_test_detects_far_more_than_its_margin_is_flagged_underpowered():
+    wide = stats.Difference(0.016, -0.017, 0.049, 0.95, n=700)  # detects ~4.7 points
+    c = _claim(wide, null=0.01)
+    assert c.detectable / 0.01 > 2 and c.underpowered and c.why.startswith("underpowered: it detects 4.7 points")
+    assert "4.7x its margin of 1.0 points" in c.why
+    narrow = stats.Difference(0.005, -0.001, 0.0099, 0.95, n=5000)  # detects ~0.8 points < 2 x 1
+    assert not _claim(narrow, null=0.01).underpowered
+    assert not _claim(wide, null=0.0).underpowered  # no margin: nothing to compare with
+    page = L.ledger_page([c.as_dict()])
+    assert "(*underpowered*)" in page
+
+
+def test_no_minus_zero_and_one_more_decimal_next_to_the_null():
+    c = _claim(stats.Difference(0.0048, -0.0001, 0.0097, 0.95, n=5000), null=0.01)
+    assert c.verdict == "held" and c.interval_text == "+0.5 [0.0, +0.97] points"
+    c = _claim(stats.Difference(-0.0004, -0.0004, 0.0003, 0.95, n=5000))
+    assert c.interval_text == "0.0 [-0.04, +0.03] points" and "-0.0 " not in c.interval_text
+    # ends far from the null keep one decimal
+    assert _claim(stats.Difference(-0.03, -0.04, -0.02, 0.95)).interval_text == "-3.0 [-4.0, -2.0] points"
+    page = L.ledger_page([c.as_dict()])
+    assert "-0.0 " not in page and "-0.0]" not in page and "-0.0," not in page
+
+
+def test_the_page_states_multiplicity_and_no_test_set_rule_for_seeds():
+    led = L.Ledger(2, glue=False)
+    for i in range(39):
+        led.claim(f"c{i}", "lowers", "src", "d", stats.Difference(-0.03, -0.04, -0.02, 0.95, n=100))
+    led.claim("open", "lowers", "src", "d", _paired(0.11, v_test=2.5e-3, v_seed=5e-3, n_seeds=10))
+    page = L.ledger_page([c.as_dict() for c in led.claims])
+    assert "(detects / wanted)^2" not in page
+    assert "not corrected for the 40 tests" in page and "about 2 of the 39 decided verdicts" in page
+    assert "Holm" in page and "1 - 0.05/40" in page and "does not apply it" in page
+    assert "bootstrap hull intervals: 39" in page and "t intervals over seeds paired by seed: 1" in page
+
+
+def test_a_quantity_that_is_not_a_difference_prints_without_a_sign():
+    from calibcourse.calibration import stats as S
+
+    led = L.Ledger(chapter=3, glue=False)
+    t = S.Difference(2.85, 2.099, 3.25, 0.95, n=500)
+    c = led.claim("t", "needs a temperature above 1", "s", "the temperature", t, null=1.0, direction="above",
+                  scale=1, unit="", signed=False)
+    assert c.interval_text == "2.850 [2.099, 3.250]" and c.verdict == "held"
+    d = led.claim("d", "lowers it", "s", "a difference", S.Difference(-0.012, -0.02, -0.004, 0.95, n=500))
+    assert d.interval_text == "-1.2 [-2.0, -0.4] points"
