@@ -317,3 +317,52 @@ def test_the_ledger_says_more_seeds_not_more_data_when_the_seed_spread_dominates
     s2 = d.v_seed * d.n_seeds
     assert sps.t.ppf(0.975, k - 1) * np.sqrt(d.v_test + s2 / k) < abs(d.estimate)
     assert sps.t.ppf(0.975, k - 2) * np.sqrt(d.v_test + s2 / (k - 1)) >= abs(d.estimate)
+
+
+# --------------------------------------------------------------------------- one against every rival
+def _rival_setup():
+    rng = np.random.default_rng(3)
+    q = rng.uniform(0.4, 1, 3000)
+    y = (rng.random(3000) < q).astype(int)
+    return q, y
+
+
+def test_rivals_difference_is_built_from_each_rivals_paired_interval_at_both_levels():
+    q, y = _rival_setup()
+    a = np.clip(q + 0.03, 0, 1)
+    rivals = {"calibrated": q, "worse": np.clip(q + 0.08, 0, 1), "under": np.clip(q - 0.04, 0, 1)}
+    kw = dict(n_boot=300, reliability="positive_class")
+    d = stats.rivals_difference(M.ece, a, rivals, y, **kw)
+    plain = {r: stats.paired_difference(M.ece, a, p, y, **kw) for r, p in rivals.items()}
+    bonf = {r: stats.paired_difference(M.ece, a, p, y, level=1 - 0.05 / 3, **kw) for r, p in rivals.items()}
+    assert d.high == max(x.high for x in plain.values())
+    assert d.low == max(x.low for x in bonf.values())
+    assert d.estimate == max(M.ece(a, y, reliability="positive_class") - M.ece(p, y, reliability="positive_class")
+                             for p in rivals.values())
+    assert d.low <= d.estimate <= d.high
+    # the verdict is the intersection-union / Bonferroni rule
+    iut = all(x.high < 0 for x in plain.values())
+    some_better = any(x.low > 0 for x in bonf.values())
+    expected = "held" if iut else "not held" if some_better else "inconclusive"
+    assert stats.verdict(d.low, d.high) == expected == "not held"
+    assert d.better == tuple(r for r in rivals if bonf[r].low > 0) and "calibrated" in d.better
+
+
+def test_rivals_difference_needs_every_rival_beaten_to_hold():
+    q, y = _rival_setup()
+    kw = dict(n_boot=300, reliability="positive_class")
+    far = {"+0.06": np.clip(q + 0.06, 0, 1), "+0.12": np.clip(q + 0.12, 0, 1)}
+    d = stats.rivals_difference(M.ece, q, far, y, **kw)
+    assert stats.verdict(d.low, d.high) == "held" and d.closest == "+0.06"
+    # a rival equal to the predictor itself: it cannot be beaten, nor does it beat it
+    tie = stats.rivals_difference(M.ece, q, {**far, "itself": q.copy()}, y, **kw)
+    assert stats.verdict(tie.low, tie.high) == "inconclusive" and tie.closest == "itself"
+    assert tie.better == ()
+
+
+def test_rivals_difference_rejects_bad_rivals():
+    q, y = _rival_setup()
+    with pytest.raises(ValueError, match="rivals must be a non-empty dict"):
+        stats.rivals_difference(M.ece, q, {}, y, n_boot=50)
+    with pytest.raises(ValueError, match=r"rivals\['short'\]"):
+        stats.rivals_difference(M.ece, q, {"short": q[:10]}, y, n_boot=50)

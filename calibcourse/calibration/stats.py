@@ -851,3 +851,146 @@ def paired_seeds_contrast(metric, probs_lists, weights, labels, n_boot: int = 20
 
 
 __all__ += ["PairedSeeds", "paired_seeds_difference", "paired_seeds_contrast"]
+
+
+# --------------------------------------------------------------------------- one predictor against several
+class RivalsDifference(NamedTuple):
+    r"""The result of :func:`rivals_difference`: an interval for ``metric(a)`` minus the *best* rival's, with
+    the per-rival intervals it is built from.
+
+    Attributes
+    ----------
+    estimate, low, high, level, plugin, n, n_seeds, method
+        As in :class:`Difference`: the effect :math:`\max_j [\mathrm{metric}(a) - \mathrm{metric}(b_j)]`
+        and its interval (``method`` is ``"rivals, Bonferroni"``).
+    per_rival : dict
+        ``{rival: Difference}``, ``metric(a) - metric(rival)`` at ``level`` (the upper ends).
+    adjusted : dict
+        ``{rival: Difference}``, the same at the Bonferroni level ``1 - (1 - level) / k`` (the lower ends).
+    closest : str
+        The rival with the largest upper end (the one that decides "held").
+    better : tuple of str
+        The rivals whose adjusted interval lies wholly above 0: reliably better than ``a`` on a
+        measure where lower is better.
+
+    Examples
+    --------
+    >>> d = Difference(-0.01, -0.02, 0.0, 0.95)
+    >>> r = RivalsDifference(-0.01, -0.03, 0.0, 0.95, -0.01, 100, 1, "rivals, Bonferroni",
+    ...                      {"b": d}, {"b": d}, "b", ())
+    >>> r.closest, r[:4]
+    ('b', (-0.01, -0.03, 0.0, 0.95))
+    """
+
+    estimate: float
+    low: float
+    high: float
+    level: float
+    plugin: float
+    n: int
+    n_seeds: int
+    method: str
+    per_rival: dict
+    adjusted: dict
+    closest: str
+    better: tuple
+
+    def detectable(self, power: float = 0.8) -> float:
+        """As :meth:`Difference.detectable`, of the closest rival's difference."""
+        return self.per_rival[self.closest].detectable(power)
+
+
+def rivals_difference(metric, probs_a, rivals: dict, labels, n_boot: int = 2000, level: float = 0.95,
+                      seed: int = 0, **metric_kwargs) -> RivalsDifference:
+    r"""Is ``a`` better than *every* rival? ``metric(a)`` minus the best rival's, on the same test samples.
+
+    The effect is :math:`\theta = \max_j \theta_j` with :math:`\theta_j = \mathrm{metric}(a) -
+    \mathrm{metric}(b_j)` (population values): below 0 when ``a`` beats every rival on a measure where
+    lower is better. Its interval is
+
+    .. math:: \Big[\max_j L_j^{(k)},\; \max_j U_j\Big],
+
+    with :math:`U_j` the upper end of the paired interval of :math:`\theta_j` at ``level``
+    (:func:`paired_difference`) and :math:`L_j^{(k)}` the lower end at the Bonferroni level
+    :math:`1 - (1 - \text{level}) / k` for :math:`k` rivals. :func:`verdict` with ``direction="below"``
+    then reads it as
+
+    * **held** iff every rival's interval lies below 0 (an *intersection-union* test: "better than
+      each" is rejected unless each comparison is, so no multiplicity correction is needed);
+    * **not held** iff some rival's Bonferroni-adjusted interval lies above 0 (that rival is reliably
+      better, corrected for having looked at :math:`k` of them);
+    * **inconclusive** otherwise.
+
+    Both ends are valid bounds for :math:`\theta` (one-sided, at ``(1 - level) / 2`` each): the upper
+    because the rival that attains the maximum has its own bound, the lower because every rival's
+    adjusted bound holds at once. Choosing the rival by its test score and testing it on the same
+    samples (the winner's curse) is what this replaces. Every rival is evaluated on the same
+    bootstrap resamples.
+
+    Parameters
+    ----------
+    metric : callable
+        ``metric(probs, labels, **metric_kwargs) -> float``.
+    probs_a : array-like
+        The predictor under test.
+    rivals : dict
+        ``{name: probs}``, at least one rival, each of the shape of ``probs_a`` (the same samples).
+    labels : array-like of shape (n,)
+        The labels of those samples.
+    n_boot, level, seed
+        As in :func:`paired_difference`.
+    **metric_kwargs
+        Passed to ``metric``.
+
+    Returns
+    -------
+    RivalsDifference
+        The effect's estimate (the largest plug-in difference) and interval, and every rival's
+        intervals at both levels.
+
+    Examples
+    --------
+    A calibrated predictor against two overconfident ones, then against a better one:
+
+    >>> import numpy as np
+    >>> from calibcourse.calibration import metrics, stats
+    >>> rng = np.random.default_rng(0)
+    >>> q = rng.uniform(0.5, 1, 4000); y = (rng.random(4000) < q).astype(int)
+    >>> worse = {"+0.05": np.clip(q + 0.05, 0, 1), "+0.10": np.clip(q + 0.10, 0, 1)}
+    >>> d = stats.rivals_difference(metrics.ece, q, worse, y, n_boot=200, reliability="positive_class")
+    >>> d.closest, stats.verdict(d.low, d.high)
+    ('+0.05', 'held')
+    >>> d = stats.rivals_difference(metrics.ece, np.clip(q + 0.1, 0, 1), {"calibrated": q, **worse}, y,
+    ...                             n_boot=200, reliability="positive_class")
+    >>> d.better, stats.verdict(d.low, d.high)
+    (('calibrated', '+0.05'), 'not held')
+    """
+    _check_metric(metric)
+    _check_common(n_boot, level, "hull")
+    if not isinstance(rivals, dict) or not rivals:
+        raise ValueError(f"rivals must be a non-empty dict {{name: probs}}; got {type(rivals).__name__}")
+    pa, y = _check_pair(probs_a, labels, "probs_a")
+    va, fa = _resampler(metric, pa, y, metric_kwargs)
+    idx = list(resample_indices(len(y), n_boot, seed))
+    reps_a = np.array([fa(i) for i in idx])
+    k = len(rivals)
+    adjusted_level = 1 - (1 - level) / k
+    per_rival, adjusted = {}, {}
+    for name, probs in rivals.items():
+        pb, _ = _check_pair(probs, labels, f"rivals[{name!r}]")
+        if pb.shape != pa.shape:
+            raise ValueError(f"rivals[{name!r}] must have the shape of probs_a (the same samples); got "
+                             f"{pb.shape} and {pa.shape}")
+        vb, fb = _resampler(metric, pb, y, metric_kwargs)
+        reps = reps_a - np.array([fb(i) for i in idx])
+        per_rival[name] = interval_from_replicates(va - vb, reps, level, "hull", len(y))
+        adjusted[name] = interval_from_replicates(va - vb, reps, adjusted_level, "hull", len(y))
+    closest = max(per_rival, key=lambda r: per_rival[r].high)
+    est = max(d.estimate for d in per_rival.values())
+    low = max(d.low for d in adjusted.values())
+    better = tuple(r for r in rivals if adjusted[r].low > 0)
+    return RivalsDifference(float(est), float(low), float(per_rival[closest].high), float(level), float(est),
+                            int(len(y)), 1, "rivals, Bonferroni", per_rival, adjusted, closest, better)
+
+
+__all__ += ["RivalsDifference", "rivals_difference"]

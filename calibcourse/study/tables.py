@@ -429,7 +429,7 @@ def post_hoc_binary_view(table, digits: int = 2):
     }, index=table.index)
 
 
-def post_hoc_view(long, methods, digits: int = 2):
+def post_hoc_view(long, methods, digits: int = 2, error: bool = False):
     """:func:`post_hoc_table`'s long table as Guo et al.'s Table 1: a row per model, a column per method
     (in the order of ``methods``), each cell the test ECE in percent with its 95 % interval.
 
@@ -441,11 +441,16 @@ def post_hoc_view(long, methods, digits: int = 2):
         The columns, in order.
     digits : int, default=2
         Decimals.
+    error : bool, default=False
+        Also show the test error: the index becomes (model, measure), the ``ECE (%)`` row of each
+        model (with its interval) followed by its ``error (%)`` row (a method that moves the argmax
+        shows it there).
 
     Returns
     -------
     pandas.DataFrame
-        Indexed by model (in the order of ``long``), one string column per method.
+        Indexed by model (in the order of ``long``), or by (model, measure) with ``error``; one
+        string column per method.
 
     Examples
     --------
@@ -454,12 +459,28 @@ def post_hoc_view(long, methods, digits: int = 2):
     ...                      "ece_low": [0.005, 0.04], "ece_high": [0.02, 0.06]})
     >>> post_hoc_view(long, ["none", "TS"]).loc["m"].tolist()
     ['5.00 [4.00, 6.00]', '1.00 [0.50, 2.00]']
+    >>> view = post_hoc_view(long.assign(error=[0.2, 0.2]), ["none", "TS"], error=True)
+    >>> view.index.tolist(), view.loc[("m", "error (%)")].tolist()
+    ([('m', 'ECE (%)'), ('m', 'error (%)')], ['20.00', '20.00'])
     """
+    import pandas as pd
+
     cells = long.assign(cell=[fmt_ci(e, lo, hi, digits=digits)
                               for e, lo, hi in zip(long["ece"], long["ece_low"], long["ece_high"])])
     view = cells.pivot(index="model", columns="method", values="cell")[list(methods)]
     view.columns.name = "test ECE (%) [95 % interval]"
-    return view.reindex(list(dict.fromkeys(long["model"])))
+    order = list(dict.fromkeys(long["model"]))
+    view = view.reindex(order)
+    if not error:
+        return view
+    ece_name = "ECE (%)"
+    errors = (long.assign(cell=[f"{100 * e:.{digits}f}" for e in long["error"]])
+              .pivot(index="model", columns="method", values="cell")[list(methods)].reindex(order))
+    both = pd.concat({ece_name: view, "error (%)": errors}, names=["measure", "model"])
+    both = both.swaplevel().reindex(pd.MultiIndex.from_product([order, [ece_name, "error (%)"]],
+                                                               names=["model", "measure"]))
+    both.columns.name = None
+    return both
 
 
 #: the measures of :func:`seed_table`, with their units: name -> (function of (probs, labels), scale)
