@@ -53,9 +53,9 @@ def test_more_test_samples_decide_where_the_seed_part_is_small():
     c = _claim(d, direction="above")
     assert c.verdict == "inconclusive" and "test samples dominate" in c.why and "as held" in c.why
     n = _number(c.why, "test samples")
-    z = sps.norm.ppf(0.975)
-    # with n test samples the test part shrinks by 2000 / n: the (normal) interval then just excludes 0
-    assert z * np.sqrt(d.v_test * 2000 / n + d.v_seed) == pytest.approx(0.01, rel=0.02)
+    q = sps.t.ppf(0.975, d.n_seeds - 1)  # the seeds stay: the interval keeps its t quantile
+    # with n test samples the test part shrinks by 2000 / n: the interval then just excludes 0
+    assert q * np.sqrt(d.v_test * 2000 / n + d.v_seed) == pytest.approx(0.01, rel=0.02)
     assert n <= L.MAX_TEST_FACTOR * 2000
 
 
