@@ -53,9 +53,16 @@ def test_more_test_samples_decide_where_the_seed_part_is_small():
     c = _claim(d, direction="above")
     assert c.verdict == "inconclusive" and "test samples dominate" in c.why and "as held" in c.why
     n = _number(c.why, "test samples")
-    q = sps.t.ppf(0.975, d.n_seeds - 1)  # the seeds stay: the interval keeps its t quantile
-    # with n test samples the test part shrinks by 2000 / n: the interval then just excludes 0
-    assert q * np.sqrt(d.v_test * 2000 / n + d.v_seed) == pytest.approx(0.01, rel=0.02)
+    # with n test samples the test part shrinks by 2000 / n: the interval (its t quantile on
+    # Satterthwaite's degrees of freedom, as stats.paired_seeds_contrast) then just excludes 0
+    v = d.v_test * 2000 / n + d.v_seed
+    q = sps.t.ppf(0.975, v ** 2 / (d.v_seed ** 2 / (d.n_seeds - 1)))
+    assert q * np.sqrt(v) == pytest.approx(0.01, rel=0.02)
+    # where the seeds dominate, the quantile stays near t with n_seeds - 1 degrees of freedom, and
+    # more test samples alone cannot decide what a normal quantile would have said they could
+    d2 = _paired(0.46e-2, v_test=0.0125e-4, v_seed=0.0569e-4, n_seeds=10, n=5000)
+    c2 = _claim(d2)
+    assert c2.verdict == "inconclusive" and "more test data cannot" in c2.why and "test samples" not in c2.why
     assert n <= L.MAX_TEST_FACTOR * 2000
 
 

@@ -376,14 +376,13 @@ def _what_would_decide_paired(d, null: float, direction: str = "below") -> str:
     >>> test = NS(estimate=0.01, level=0.95, n=2000, n_seeds=10, v_test=4e-5, v_seed=1e-6,
     ...           per_seed=[0.01] * 10, n_positive=10)
     >>> _what_would_decide_paired(test, 0.0, "below")
-    'the test samples dominate (98 % of the variance); about 4,300 test samples would decide it, as not held, if the mean difference stayed; more seeds cannot (worse in 10 of 10 seeds)'
+    'the test samples dominate (98 % of the variance); about 3,200 test samples would decide it, as not held, if the mean difference stayed; more seeds cannot (worse in 10 of 10 seeds)'
     >>> both = NS(estimate=0.08, level=0.95, n=5000, n_seeds=5, v_test=4.6e-3, v_seed=2.4e-3,
     ...           per_seed=[0.08] * 5, n_positive=4)   # an MCE: wide on both counts
     >>> _what_would_decide_paired(both, 0.0, "below")
     'the test samples give 66 % of the variance, the seeds 34 %, and neither alone can be reduced enough: about 22 seeds with 5x the test samples (25,000) would decide it, as not held, if the mean difference stayed (worse in 4 of 5 seeds)'
     """
     from scipy.stats import norm
-    from scipy.stats import t as student_t
 
     gap = abs(d.estimate - null)
     signs = f" (worse in {d.n_positive} of {d.n_seeds} seeds)"
@@ -392,14 +391,12 @@ def _what_would_decide_paired(d, null: float, direction: str = "below") -> str:
     outcome = f"as {_side(d.estimate, null, direction)}, if the mean difference stayed"
     z = norm.ppf(0.5 + d.level / 2)
     target = (gap / z) ** 2  # the variance of the mean that would put null outside the interval, many seeds
-    # with the seeds as they are, the interval keeps its t quantile of n_seeds - 1 degrees of freedom
-    target_now = (gap / student_t.ppf(0.5 + d.level / 2, d.n_seeds - 1)) ** 2
     total = d.v_test + d.v_seed
     share = d.v_seed / total if total > 0 else 0.0
     shares = (f"the seed spread dominates ({100 * share:.0f} % of the variance)" if share >= 0.5 else
               f"the test samples dominate ({100 * (1 - share):.0f} % of the variance)")
     seeds = _seeds_needed(d, gap, 1) if target > d.v_test else None
-    factor = d.v_test / (target_now - d.v_seed) if target_now > d.v_seed else None
+    factor = _test_factor(d, gap)
     seeds_ok = seeds is not None and seeds <= MAX_SEEDS
     test_ok = factor is not None and factor <= MAX_TEST_FACTOR
     if seeds_ok and test_ok:
@@ -416,6 +413,29 @@ def _what_would_decide_paired(d, null: float, direction: str = "below") -> str:
             return (f"the test samples give {100 * (1 - share):.0f} % of the variance, the seeds {100 * share:.0f} %, "
                     f"and neither alone can be reduced enough: {both}, {outcome}" + signs)
     return f"cannot be decided at this scale: it would take {_scale_limit()}" + signs
+
+
+def _test_factor(d, gap: float):
+    r"""How many times the test samples (the seeds as they are) would put a null ``gap`` away outside the
+    interval of :func:`calibcourse.calibration.stats.paired_seeds_contrast`, whose half-width is
+    :math:`q\sqrt{V}` with :math:`V = V_\text{test}/m + s_d^2/S` and :math:`q` the t quantile of
+    Satterthwaite's :math:`V^2 / ((s_d^2/S)^2/(S-1))` degrees of freedom; None beyond
+    :data:`MAX_TEST_FACTOR` (the smallest factor on a grid of 1 % steps)."""
+    import numpy as np
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    def half(m):
+        v = d.v_test / m + d.v_seed
+        if d.v_seed <= 0:
+            return norm.ppf(0.5 + d.level / 2) * np.sqrt(v)
+        df = v ** 2 / (d.v_seed ** 2 / (d.n_seeds - 1))
+        return student_t.ppf(0.5 + d.level / 2, df) * np.sqrt(v)
+
+    if d.v_test <= 0:
+        return None
+    return next((float(m) for m in np.exp(np.arange(0.0, np.log(MAX_TEST_FACTOR) + 1e-9, 0.01))
+                 if half(m) < gap), None)
 
 
 def _seeds_needed(d, gap: float, more_test: float):
