@@ -135,6 +135,25 @@ def test_titles_banners_and_schedule_page_come_from_one_table():
     assert "file: book/schedule" in toc and "file: book/setup" in toc
 
 
+def test_every_lab_follows_the_chapter_that_teaches_it_and_is_due_within_the_course():
+    weeks = {int(w.chapter[:2]): w.number for w in schedule.WEEKS}
+    for lab in schedule.LAB_TABLE:
+        assert lab.out >= weeks[lab.chapter], lab  # never handed out before its chapter is read
+        assert lab.out < lab.due <= len(schedule.WEEKS), lab
+        assert schedule.lab_week(lab.name).number == lab.out
+    outs = [lab.out for lab in schedule.LAB_TABLE]
+    assert outs == sorted(outs), "labs are numbered in the order they are handed out"
+    page = schedule.schedule_page()
+    assert f"| Lab {len(schedule.LABS)} |" in page.split("\n| 6 |")[1], "the last week collects the last lab"
+
+
+@pytest.mark.parametrize("chapter", [1, 2, 3])  # chapters 4 and 5 join when their sentences are pasted
+def test_chapters_state_their_lab_as_the_schedule_does(chapter):
+    text = " ".join((ROOT / "notebooks" / f"{schedule.WEEKS[chapter - 1].chapter}.md").read_text().split())
+    assert " ".join(schedule.chapter_lab_sentence(chapter).split()) in text, \
+        f"chapter {chapter}: paste schedule.chapter_lab_sentence({chapter})"
+
+
 def test_setup_page_commands_exist_and_its_python_runs(tmp_path):
     """Every command of the setup page names something that exists; the lab-writing command and the
     execution command a student runs before handing in are run as written (on a student notebook)."""
