@@ -119,6 +119,33 @@ def test_every_lab_has_four_graded_parts_hidden_tests_and_rubrics(lab):
     assert editions.BEGIN not in student
 
 
+@pytest.mark.parametrize("lab", LABS, ids=[p.stem for p in LABS])
+def test_no_cell_of_the_student_edition_hands_out_an_answer(lab):
+    """Outside the exercise cells, no code cell of the student edition (the hidden ones included: the
+    downloaded notebook shows them) reads what an exercise forbids; the solutions themselves use none of
+    it; and every exercise names what it forbids."""
+    qs = assignments.questions(jupytext.read(lab))
+    fns = {q.function for q in qs}
+    assert all(len(q.forbid) > len(assignments.ALWAYS_FORBIDDEN) for q in qs), "an exercise without forbid"
+    forbidden = sorted({f for q in qs for f in q.forbid} - set(assignments.ALWAYS_FORBIDDEN))
+    student = [c.source for c in editions.to_edition(jupytext.read(lab), "student").cells
+               if c.cell_type == "code" and not fns & set(assignments._defined_names(c.source))]
+    assert assignments.forbidden_uses(student, None, forbidden, imports=False) == []
+    instructor = [c.source for c in editions.to_edition(jupytext.read(lab), "instructor").cells
+                  if c.cell_type == "code"]
+    for q in qs:
+        assert assignments.forbidden_uses(instructor, q.function, q.forbid) == [], q.function
+    text = lab.read_text()
+    assert "reference_" not in text and "losses.focal_loss" not in text and "TemperatureScaling" not in text
+
+
+def test_checks_expose_no_reference_implementation():
+    from calibcourse.study import checks
+
+    assert all(name == "CheckFailure" or name.startswith("check_") for name in checks.__all__)
+    assert not [name for name in dir(checks) if name.startswith("reference")]
+
+
 def test_titles_banners_and_schedule_page_come_from_one_table():
     assert [p.stem for p in LABS] == list(schedule.LABS)
     for lab in LABS:
