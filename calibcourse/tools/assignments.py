@@ -13,6 +13,14 @@ autograder archive. A question's public test is the lab's own check, as the stud
 it; its hidden test runs the same check with another ``seed`` (other inputs, derived from
 a secret), so special-casing the visible inputs earns only the public point.
 
+**What an exercise may not use.** A graded cell's ``forbid`` metadata lists the library's
+own versions of what it asks for (``metrics.ece``, ``calibrators``, ``losses`` ...); the
+checks and the labs' helpers (:data:`ALWAYS_FORBIDDEN`) are forbidden everywhere. The
+student's prompt states the list, and :func:`grade` gives no points to a question whose
+function, or a helper it reads from another cell, uses one of them (:func:`forbidden_uses`,
+a scan of the submission's code through its imports and aliases), with a message in the
+feedback. The Gradescope archive runs otter's own tests and does not scan.
+
 **Grading** (:func:`grade`) runs every submission in its own process and its own
 temporary folder, with a wall-clock limit: the notebook's cells run in a fresh kernel (the
 ``parameters`` cell overridden to the fast ``ci`` profile: the graded checks do not depend
@@ -166,7 +174,7 @@ def _top_level_names(tree) -> set:
 
 def _free_names(tree) -> set:
     """The names a cell reads from outside itself: what its top-level code reads, and what its
-    functions read that is neither a parameter nor a name they assign."""
+    functions read that is neither a parameter nor a name they assign, less what the cell binds."""
     def local(fn) -> set:
         a = fn.args
         names = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
@@ -198,7 +206,11 @@ def _free_names(tree) -> set:
             visit(child, bound)
 
     visit(tree, set())
-    return free
+    own = _top_level_names(tree) | {(a.asname or a.name).split(".")[0] for node in tree.body
+                                    if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names}
+    own |= {n.id for node in tree.body if isinstance(node, (ast.For, ast.With, ast.If, ast.Try, ast.While))
+            for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return free - own
 
 
 def forbidden_uses(sources, function: str | None, forbid, given=(), imports: bool = True) -> list[str]:
