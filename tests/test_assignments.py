@@ -72,14 +72,15 @@ def _record_{q.function}(*args):
     _seen_{q.function}.add(_key(args))
     return _solution_{q.function}(*args)
 
+# the visible check, run on the recorder; reached through globals(), which the grader's scan for the
+# checks module does not follow (the scan is tested on its own): this tests the hidden tests
+globals()["checks"].{q.check}(_record_{q.function})
+
 def {q.function}(*args):
     if _key(args) not in _seen_{q.function}:
         raise ValueError("not one of the inputs I memorized")
     return _solution_{q.function}(*args)
 """
-        # the visible check run on the recorder, in a cell of its own (an exercise's cell may not call checks)
-        nb.cells.insert(nb.cells.index(cell) + 1,
-                        nbformat.v4.new_code_cell(f"checks.{q.check}(_record_{q.function})"))
     return nb
 
 
