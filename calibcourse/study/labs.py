@@ -61,7 +61,7 @@ def ece_bias_table(ece_fn=None, sizes=(100, 300, 1000, 3000), n_reps: int = 200,
     --------
     >>> text, bias = ece_bias_table(sizes=(100, 1000), n_reps=5)
     >>> print(text.splitlines()[0])
-    mean binned ECE (15 bins) over 5 draws, in %; the truth in the last column
+    mean binned ECE (15 bins, %) over 5 draws; last column: the truth
     >>> bool(bias[1.0][0] > bias[1.0][1] > 0)
     True
     """
@@ -70,16 +70,16 @@ def ece_bias_table(ece_fn=None, sizes=(100, 300, 1000, 3000), n_reps: int = 200,
     for n in sizes:
         _check_positive_int("sizes' entries", n)
     fn = ece_fn if ece_fn is not None else (lambda p, y, m: metrics.ece(p, y, n_bins=m))
-    lines = [f"mean binned ECE ({n_bins} bins) over {n_reps} draws, in %; the truth in the last column",
-             f"{'model':>24s}" + "".join(f"{'n = ' + str(n):>12s}" for n in sizes) + f"{'true':>9s}"]
+    lines = [f"mean binned ECE ({n_bins} bins, %) over {n_reps} draws; last column: the truth",
+             f"{'model':<24s}" + "".join(f"{'n = ' + str(n):>10s}" for n in sizes) + f"{'true':>8s}"]
     bias = {}
     for power, name in ((1.0, "calibrated (power 1)"), (2.0, "overconfident (power 2)")):
         synth = SyntheticCalibration(power=power)
         means = np.array([np.mean([fn(*synth.sample(n, seed=1000 * r + n), n_bins) for r in range(n_reps)])
                           for n in sizes])
         bias[power] = means - synth.true_ece()
-        lines.append(f"{name:>24s}" + "".join(f"{100 * m:12.2f}" for m in means)
-                     + f"{100 * synth.true_ece():9.2f}")
+        lines.append(f"{name:<24s}" + "".join(f"{100 * m:10.2f}" for m in means)
+                     + f"{100 * synth.true_ece():8.2f}")
     return "\n".join(lines), bias
 
 
@@ -246,9 +246,9 @@ def resplit_table(run, temperatures, n_resplits: int, seed: int = 0) -> str:
         f"{len(rows)} random splits:",
         f"  lower test ECE: grid's T in {np.mean(ece_e < ece_n):.0%} of them, NLL's T in {np.mean(ece_n < ece_e):.0%}",
         f"  lower test NLL: grid's T in {np.mean(nll_e < nll_n):.0%} of them, NLL's T in {np.mean(nll_n < nll_e):.0%}",
-        f"  the grid's T varies by {te.std():.3f} (std) from split to split, the NLL's T by {tn.std():.3f}",
-        f"  test ECE of the grid's T minus that of the NLL's T: mean {100 * d.mean():+.2f} points, "
-        f"std {100 * d.std():.2f} (the split above: {100 * above:+.2f})"])
+        f"  std of T from split to split: grid's {te.std():.3f}, NLL's {tn.std():.3f}",
+        f"  test ECE, grid's T minus NLL's T: mean {100 * d.mean():+.2f}, std {100 * d.std():.2f} points",
+        f"  (on the split above: {100 * above:+.2f} points)"])
 
 
 # ============================================================================ Lab 3
@@ -295,16 +295,17 @@ def calibrator_table(run, yours: dict, paired=None, n_boot: int = 1000, seed: in
     n_errors = int(((pt > 0.5) != yt).sum())
 
     def row(name, p):
-        return (f"{name:18s} ECE {100 * metrics.ece(p, yt, reliability='top_label'):5.2f} %  "
-                f"MCE {100 * metrics.mce(p, yt, reliability='top_label'):5.2f} %")
+        return (f"{name:18s}{100 * metrics.ece(p, yt, reliability='top_label'):7.2f}"
+                f"{100 * metrics.mce(p, yt, reliability='top_label'):8.2f}")
 
-    lines = [f"validation: {len(yv)} samples; test: {len(yt)} samples, {n_errors} errors; "
-             "top-label ECE and MCE, 15 bins", row("uncalibrated", pt)]
+    lines = [f"validation: {len(yv)} samples; test: {len(yt)} samples, {n_errors} errors",
+             "top-label ECE and MCE (15 bins); the ECE's change against uncalibrated",
+             f"{'':18s}{'ECE %':>7s}{'MCE %':>8s}   change, points [95 % interval]", row("uncalibrated", pt)]
     for name, cal in library.items():
         fn = yours.get(name)
         p = fn(pv, yv, pt) if fn is not None else cal.fit(pv, yv).predict_proba(pt)[:, 1]
         est, lo, hi = paired(p, pt, yt, boot_idx)
-        lines.append(row(name, p) + f"  ECE change {100 * est:+5.2f} points [{100 * lo:+.2f}, {100 * hi:+.2f}]")
+        lines.append(row(name, p) + f"   {100 * est:+5.2f} [{100 * lo:+.2f}, {100 * hi:+.2f}]")
     mine = [name for name in library if yours.get(name) is not None] + (["the paired bootstrap"]
                                                                          if paired is not _paired_ece else [])
     lines.append("yours: " + (", ".join(mine) if mine else "none yet (the library's stand in)"))
@@ -341,7 +342,7 @@ def small_set_table(run, n_fits: int = 300, sizes=(20, 50, 200), seed: int = 1) 
     full = fit(pv, yv)
     nll_full = metrics.nll(full.predict_proba(pt), yt)
     lines = [f"fitted on all {len(yv)} validation samples: a = {full.a_:.2f}, b = {full.b_:.2f}, "
-             f"test NLL {nll_full:.4f}"]
+             f"test NLL {nll_full:.4f}", "small sets (a and b: 5th to 95th percentile of the fits):"]
     for n_cal in sizes:
         rows = []
         for _ in range(n_fits):
@@ -352,12 +353,10 @@ def small_set_table(run, n_fits: int = 300, sizes=(20, 50, 200), seed: int = 1) 
             rows.append((f.a_, f.b_, metrics.nll(f.predict_proba(pt), yt),
                          metrics.nll(f.predict_proba(pv[pick]), yv[pick])))
         a, b, test_nll, own_nll = np.array(rows).T
-        lines += [f"n = {n_cal:3d} ({len(rows)} fits): a from {np.percentile(a, 5):5.2f} to "
-                  f"{np.percentile(a, 95):5.2f}, b from {np.percentile(b, 5):5.2f} to {np.percentile(b, 95):5.2f} "
-                  "(5th to 95th percentile)",
-                  f"          NLL on its own calibration set {own_nll.mean():.4f}, on the test split "
-                  f"{test_nll.mean():.4f}; test NLL above the full fit's in {np.mean(test_nll > nll_full):.0%} "
-                  "of the fits"]
+        lines += [f"n = {n_cal:3d}, {len(rows)} fits: a in [{np.percentile(a, 5):.2f}, {np.percentile(a, 95):.2f}], "
+                  f"b in [{np.percentile(b, 5):.2f}, {np.percentile(b, 95):.2f}]",
+                  f"    mean NLL on its own set {own_nll.mean():.4f}, on the test split {test_nll.mean():.4f}",
+                  f"    test NLL above the full fit's in {np.mean(test_nll > nll_full):.0%} of the fits"]
     return "\n".join(lines)
 
 
@@ -437,11 +436,12 @@ def loss_comparison(epochs: int, focal=None, flsd53=None, classwise_ece=None) ->
     cw = classwise_ece if classwise_ece is not None else (lambda p, y, m: metrics.classwise_ece(p, y, n_bins=m))
     base = {"data": {"name": "mnist1d"}, "model": {"name": "mlp", "depth": 4, "width": 256},
             "epochs": epochs}
-    lines = ["losses: " + ("yours" if mine else "the library's (your checks do not pass yet)")]
+    lines = ["losses: " + ("yours" if mine else "the library's (your checks do not pass yet)"),
+             f"{'':15s}{'error %':>8s}{'ECE %':>7s}{'class-wise ECE %':>18s}{'SECE %':>8s}"]
     for name, cfg in (("cross-entropy", base), ("focal, gamma 3", {**base, "loss": "lab4_focal"}),
                       ("FLSD-53", {**base, "loss": "lab4_flsd53"})):
         r = train(cfg, progress=False)
         p, y = r.probs(), r.labels()
-        lines.append(f"{name:15s} error {100 * metrics.error(p, y):4.1f} %  ECE {100 * metrics.ece(p, y):4.1f} %  "
-                     f"class-wise ECE {100 * cw(p, y, 15):4.2f} %  SECE {100 * metrics.sece(p, y):4.1f} %")
+        lines.append(f"{name:15s}{100 * metrics.error(p, y):8.1f}{100 * metrics.ece(p, y):7.1f}"
+                     f"{100 * cw(p, y, 15):18.2f}{100 * metrics.sece(p, y):8.1f}")
     return "\n".join(lines)
