@@ -5,9 +5,9 @@ confidences of exactly 0 and 1, values on bin edges, empty bins, one class)
 and random ones, compares it with the reference implementation of
 ``calibcourse``, prints what passed, what failed with the input that broke it
 (for arrays: the first element that differs) and a hint, and returns True when
-every case passed, False otherwise. A function that raises
-(``NotImplementedError`` in the student edition) is a failure, never a crash of
-the check. Where a wrong answer is a known variant (an unweighted average of
+every case passed, False otherwise. A function that raises is a failure, never
+a crash of the check; one that raises ``NotImplementedError`` (the student
+edition's stub) is reported once as "not written yet", its cases not run. Where a wrong answer is a known variant (an unweighted average of
 the bin gaps for the ECE, a leave-one-out average for the SECE, a temperature
 fitted on the test split), the check names it.
 
@@ -63,11 +63,10 @@ class _Report:
 
     def done(self) -> bool:
         if self.unfilled and not (self.passed or self.failed):
-            summary = (f"{self.name}: not written yet (the function raises NotImplementedError), so none of "
-                       f"its {self.not_run} cases ran -> fill in the exercise cell, run it, then this check")
+            summary = f"{self.name}: not written yet, its {self.not_run} cases not run"
         elif self.unfilled:
-            summary = (f"{self.name}: {self.passed} passed, {self.failed} failed, then the function raised "
-                       f"NotImplementedError and {self.not_run} cases did not run -> not finished")
+            summary = (f"{self.name}: {self.passed} passed, {self.failed} failed, then NotImplementedError: "
+                       f"{self.not_run} cases not run")
         else:
             verdict = "all passed" if self.failed == 0 else f"{self.failed} failed"
             summary = f"{self.name}: {self.passed} passed, {self.failed} failed -> {verdict}"
