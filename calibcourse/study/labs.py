@@ -341,8 +341,8 @@ def small_set_table(run, n_fits: int = 300, sizes=(20, 50, 200), seed: int = 1) 
 
     full = fit(pv, yv)
     nll_full = metrics.nll(full.predict_proba(pt), yt)
-    lines = [f"fitted on all {len(yv)} validation samples: a = {full.a_:.2f}, b = {full.b_:.2f}, "
-             f"test NLL {nll_full:.4f}", "small sets (a and b: 5th to 95th percentile of the fits):"]
+    lines = [f"all {len(yv)} validation samples: a = {full.a_:.2f}, b = {full.b_:.2f}, test NLL {nll_full:.4f}",
+             "small sets (a and b: 5th to 95th percentile of the fits):"]
     for n_cal in sizes:
         rows = []
         for _ in range(n_fits):
