@@ -72,13 +72,42 @@ def _record_{q.function}(*args):
     _seen_{q.function}.add(_key(args))
     return _solution_{q.function}(*args)
 
-checks.{q.check}(_record_{q.function})
+# the visible check, run on the recorder; reached through globals(), which the grader's scan for the
+# checks module does not follow (the scan is tested on its own): this tests the hidden tests
+globals()["checks"].{q.check}(_record_{q.function})
 
 def {q.function}(*args):
     if _key(args) not in _seen_{q.function}:
         raise ValueError("not one of the inputs I memorized")
     return _solution_{q.function}(*args)
 """
+    return nb
+
+
+#: per lab, a first exercise answered by the library (through an alias, a helper in another cell, an import)
+WRAPS_THE_LIBRARY = {
+    "lab1_ece": ("from calibcourse.calibration import metrics as m\n\n"
+                 "def bin_stats(probs, labels, n_bins=15):\n"
+                 "    rb = m.reliability_bins(probs, labels, n_bins=n_bins)\n"
+                 "    return rb.accuracy, rb.confidence, rb.count"),
+    "lab2_temperature": ("from calibcourse.calibration.metrics import softmax\n\n"
+                         "def softmax_t(logits, temperature):\n    return softmax(logits / temperature)"),
+    "lab3_binning": ("from calibcourse.calibration import calibrators\n\n"
+                     "def histogram_binning(val_scores, val_labels, test_scores, n_bins=15):\n"
+                     "    hb = calibrators.HistogramBinning(n_bins=n_bins).fit(val_scores, val_labels)\n"
+                     "    return hb.predict_proba(test_scores)[:, 1]"),
+    "lab4_sece_focal": ("from calibcourse.calibration import metrics\n\n"
+                        "def my_sece(probs, labels, bandwidth=0.05):\n"
+                        "    return metrics.sece(probs, labels, bandwidth=bandwidth, method='exact')"),
+}
+
+
+def wraps_the_library(nb, lab, q):
+    """A copy of ``nb`` whose first exercise calls the library's solution from a helper cell."""
+    helper = WRAPS_THE_LIBRARY[lab].replace(f"def {q.function}(", "def _mine(")
+    nb = replace_function(nb, q.function, f"def {q.function}(*args, **kwargs):\n    return _mine(*args, **kwargs)")
+    i = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and f"def {q.function}(" in c.source)
+    nb.cells.insert(i, nbformat.v4.new_code_cell(helper))
     return nb
 
 
@@ -153,6 +182,28 @@ def test_assignments_are_written_with_points_stated_and_solutions_only_in_the_so
     assert any(n.endswith("manifest.json") for n in entries)
 
 
+def test_forbidden_uses_follows_aliases_and_helpers_but_not_the_labs_own_cells():
+    cells = ["import numpy as np\nfrom calibcourse.calibration import metrics\nfrom calibcourse.study import checks",
+             "probs = np.ones((3, 2)) / 2",                                   # a name that parameters shadow
+             "ok = checks.check_ece(my_ece)",                                 # the lab's own check cell
+             "e = metrics.ece",                                               # an alias by assignment
+             "def helper(p, y, n):\n    return e(p, y, n_bins=n)",
+             "def my_ece(probs, labels, n_bins=15):\n    return helper(probs, labels, n_bins)",
+             "def my_mce(probs, labels, n_bins=15):\n    x = probs.max(1)\n    return float(np.max(x))",
+             "def my_l2(probs, labels, n_bins=15):\n    import calibcourse.calibration.metrics as mm\n"
+             "    return mm.ece(probs, labels, norm='l2')",
+             "def my_bins(probs, labels, n_bins=15):\n    return ok"]
+    assert A.forbidden_uses(cells, "my_ece", ["metrics.ece"]) == ["cell 4 uses calibcourse.calibration.metrics.ece",
+                                                                 "cell 5 uses calibcourse.calibration.metrics.ece"]
+    assert A.forbidden_uses(cells, "my_mce", ["metrics"]) == []              # probs is its parameter, not cell 2
+    assert A.forbidden_uses(cells, "my_l2", ["metrics.ece"]) == ["cell 8 uses calibcourse.calibration.metrics"
+                                                                ".ece"]
+    assert A.forbidden_uses(cells, "my_bins", A.ALWAYS_FORBIDDEN) == [
+        "cell 3 uses calibcourse.study.checks.check_ece"]
+    assert A.forbidden_uses(cells, "my_bins", A.ALWAYS_FORBIDDEN, given=[cells[2]]) == []
+    assert A.forbidden_uses(cells, "nothing_defined", ["metrics"]) == []
+
+
 # ------------------------------------------------------------------ grading
 @pytest.mark.parametrize("lab", [lab for lab in LABS if lab != "lab1_ece"])
 def test_grading_a_lab(lab, built, tmp_path):
@@ -160,9 +211,15 @@ def test_grading_a_lab(lab, built, tmp_path):
     out, qs, solution = start_submissions(lab, built, subs)
     # the first questions special-cased (public point only), the last one raising (zero)
     write(subs, "special_cased_last_raises", raising(special_cased(solution, qs[:-1]), qs[-1].function))
+    # the first question answered by the library: it passes the checks, and earns nothing
+    write(subs, "wraps_the_library", wraps_the_library(solution, lab, qs[0]))
     rows = read_csv(A.grade(lab, subs, tmp_path / "grades", timeout=NO_LIMIT, assignments_dir=out, log=lambda *_: None))
     full = {q.name: q.points for q in qs}
     assert {q: float(rows["solution.ipynb"][q]) for q in full} == full
+    assert [float(rows["wraps_the_library.ipynb"][q.name]) for q in qs] == [0] + [q.points for q in qs[1:]]
+    fb = (tmp_path / "grades" / lab / "wraps_the_library.txt").read_text()
+    assert f"{qs[0].function} uses what the exercise asks you to write, so it earns no points" in fb
+    assert "hidden test (2 points): FAILED" in fb
     assert all(float(rows["untouched.ipynb"][q]) == 0 for q in full)
     assert [float(rows["special_cased_last_raises.ipynb"][q.name]) for q in qs] == [q.public for q in qs[:-1]] + [0]
     for name, row in rows.items():

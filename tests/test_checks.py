@@ -66,7 +66,7 @@ def test_unfilled_cells_are_failures_not_crashes(capsys):
                   checks.check_sece, checks.check_focal_loss):
         assert check(unfilled) is False
     out = capsys.readouterr().out
-    assert "NotImplementedError" in out and "fill in the exercise cell" in out
+    assert out.count(": not written yet, its ") == 8 and "failed" not in out
 
 
 def test_check_reliability_bins():
@@ -195,7 +195,21 @@ def test_not_a_function_and_unfilled_fail_once_with_a_reason(capsys):
     assert "fn must be a function; got None" in capsys.readouterr().out
     assert checks.check_ece(unfilled) is False
     out = capsys.readouterr().out
-    assert out.count("NotImplementedError") == 1 and "0 passed, 6 failed" in out
+    assert "FAIL" not in out and "failed" not in out
+    assert out.strip() == "check_ece: not written yet, its 6 cases not run"
+    with pytest.raises(checks.CheckFailure, match="not written yet"):
+        checks.check_ece(unfilled, strict=True)
+
+    calls = []
+
+    def half_done(p, y, n_bins):  # passes the first case, then raises
+        calls.append(1)
+        if len(calls) > 1:
+            raise NotImplementedError
+        return M.ece(p, y, n_bins=n_bins)
+    assert checks.check_ece(half_done) is False
+    out = capsys.readouterr().out
+    assert "check_ece: 1 passed, 0 failed, then NotImplementedError: 5 cases not run" in out
 
 
 # ------------------------------------------------------------------ the checks of the new exercises
@@ -255,6 +269,11 @@ def good_classwise(probs, labels, n_bins):
     return float(np.mean(per_class))
 
 
+def top(s, y, n_bins):
+    """The top-label ECE of binary scores, through the two-column route (independent of ``reliability=``)."""
+    return M.ece(np.c_[1 - s, s], y, n_bins=n_bins)
+
+
 @pytest.mark.parametrize("seed", [0, 7, 123456])
 def test_fourth_parts_pass_independent_implementations_on_every_seed(seed, capsys):
     assert checks.check_ece_l2(good_ece_l2, seed=seed) is True
@@ -263,11 +282,11 @@ def test_fourth_parts_pass_independent_implementations_on_every_seed(seed, capsy
         torch.as_tensor(z / t, dtype=torch.float64), torch.as_tensor(y)))
     assert checks.check_nll_temperature(torch_nll, seed=seed) is True
 
-    def paired(sa, sb, y, idx, n_bins):  # the bootstrap with np.quantile and its own loop
+    def paired(sa, sb, y, idx, n_bins):  # the bootstrap with np.quantile and its own loop, top-label by hand
         reps = np.empty(len(idx))
         for r, i in enumerate(idx):
-            reps[r] = M.ece(sa[i], y[i], n_bins=n_bins) - M.ece(sb[i], y[i], n_bins=n_bins)
-        return (M.ece(sa, y, n_bins=n_bins) - M.ece(sb, y, n_bins=n_bins), *np.quantile(reps, [0.025, 0.975]))
+            reps[r] = top(sa[i], y[i], n_bins) - top(sb[i], y[i], n_bins)
+        return (top(sa, y, n_bins) - top(sb, y, n_bins), *np.quantile(reps, [0.025, 0.975]))
     assert checks.check_paired_difference(paired, seed=seed) is True
 
 
@@ -289,18 +308,26 @@ def test_fourth_parts_catch_wrong_answers(capsys):
     assert checks.check_nll_temperature(lambda z, y, t: M.nll(M.softmax(z), y)) is False  # T ignored
 
     def percentile_90(sa, sb, y, idx, n_bins):
-        d = [M.ece(sa[i], y[i], n_bins=n_bins) - M.ece(sb[i], y[i], n_bins=n_bins) for i in idx]
-        return (M.ece(sa, y, n_bins=n_bins) - M.ece(sb, y, n_bins=n_bins), *np.percentile(d, [5, 95]))
+        d = [top(sa[i], y[i], n_bins) - top(sb[i], y[i], n_bins) for i in idx]
+        return (top(sa, y, n_bins) - top(sb, y, n_bins), *np.percentile(d, [5, 95]))
 
     def mean_of_replicates(sa, sb, y, idx, n_bins):
-        d = [M.ece(sa[i], y[i], n_bins=n_bins) - M.ece(sb[i], y[i], n_bins=n_bins) for i in idx]
+        d = [top(sa[i], y[i], n_bins) - top(sb[i], y[i], n_bins) for i in idx]
         return (np.mean(d), *np.percentile(d, [2.5, 97.5]))
 
     def unpaired(sa, sb, y, idx, n_bins):
-        d = [M.ece(sa[i], y[i], n_bins=n_bins) - M.ece(sb[j], y[j], n_bins=n_bins) for i, j in zip(idx, idx[::-1])]
-        return (M.ece(sa, y, n_bins=n_bins) - M.ece(sb, y, n_bins=n_bins), *np.percentile(d, [2.5, 97.5]))
+        d = [top(sa[i], y[i], n_bins) - top(sb[j], y[j], n_bins) for i, j in zip(idx, idx[::-1])]
+        return (top(sa, y, n_bins) - top(sb, y, n_bins), *np.percentile(d, [2.5, 97.5]))
     for wrong, where in ((percentile_90, "low"), (mean_of_replicates, "estimate"), (unpaired, "low")):
         assert checks.check_paired_difference(wrong) is False, wrong.__name__
         assert f"({where})" in capsys.readouterr().out, wrong.__name__
+    assert checks.check_paired_difference(lambda *a: (0.0, 0.0)) is False
+    assert "expected (estimate, low, high)" in capsys.readouterr().out
+
+    def positive_class(sa, sb, y, idx, n_bins):  # P(1) against the fraction of positives, not chapter 3's
+        d = [M.ece(sa[i], y[i], n_bins=n_bins) - M.ece(sb[i], y[i], n_bins=n_bins) for i in idx]
+        return (M.ece(sa, y, n_bins=n_bins) - M.ece(sb, y, n_bins=n_bins), *np.percentile(d, [2.5, 97.5]))
+    assert checks.check_paired_difference(positive_class) is False
+    assert "positive class" in capsys.readouterr().out
     assert checks.check_paired_difference(lambda *a: (0.0, 0.0)) is False
     assert "expected (estimate, low, high)" in capsys.readouterr().out

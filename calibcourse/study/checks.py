@@ -5,9 +5,9 @@ confidences of exactly 0 and 1, values on bin edges, empty bins, one class)
 and random ones, compares it with the reference implementation of
 ``calibcourse``, prints what passed, what failed with the input that broke it
 (for arrays: the first element that differs) and a hint, and returns True when
-every case passed, False otherwise. A function that raises
-(``NotImplementedError`` in the student edition) is a failure, never a crash of
-the check. Where a wrong answer is a known variant (an unweighted average of
+every case passed, False otherwise. A function that raises is a failure, never
+a crash of the check; one that raises ``NotImplementedError`` (the student
+edition's stub) is reported once as "not written yet", its cases not run. Where a wrong answer is a known variant (an unweighted average of
 the bin gaps for the ECE, a leave-one-out average for the SECE, a temperature
 fitted on the test split), the check names it.
 
@@ -29,8 +29,7 @@ from calibcourse.calibration.synthetic import scaled_logits
 __all__ = ["CheckFailure", "check_ece", "check_mce", "check_reliability_bins", "check_softmax_temperature",
            "check_temperature_scaling", "check_grid_temperature", "check_histogram_binning",
            "check_isotonic", "check_platt", "check_sece", "check_focal_loss", "check_flsd53",
-           "check_ece_l2", "check_classwise_ece", "check_nll_temperature", "check_paired_difference",
-           "reference_paired_difference"]
+           "check_ece_l2", "check_classwise_ece", "check_nll_temperature", "check_paired_difference"]
 
 
 class CheckFailure(AssertionError):
@@ -41,7 +40,8 @@ class _Report:
     def __init__(self, name: str, verbose: bool, strict: bool):
         self.name, self.verbose, self.strict = name, verbose, strict
         self.passed, self.failed, self.lines = 0, 0, []
-        self.unfilled = False  # the function raised NotImplementedError: the other cases fail silently
+        self.unfilled = False  # the function raised NotImplementedError: the other cases are not run
+        self.not_run = 0  # the cases not run because of it (the one that raised included)
 
     def _say(self, text: str):
         self.lines.append(text)
@@ -62,14 +62,20 @@ class _Report:
             self._say(f"        hint: {hint}")
 
     def done(self) -> bool:
-        verdict = "all passed" if self.failed == 0 else f"{self.failed} failed"
-        summary = f"{self.name}: {self.passed} passed, {self.failed} failed -> {verdict}"
+        if self.unfilled and not (self.passed or self.failed):
+            summary = f"{self.name}: not written yet, its {self.not_run} cases not run"
+        elif self.unfilled:
+            summary = (f"{self.name}: {self.passed} passed, {self.failed} failed, then NotImplementedError: "
+                       f"{self.not_run} cases not run")
+        else:
+            verdict = "all passed" if self.failed == 0 else f"{self.failed} failed"
+            summary = f"{self.name}: {self.passed} passed, {self.failed} failed -> {verdict}"
         if self.strict:
-            if self.failed:
+            if self.failed or self.unfilled:
                 raise CheckFailure("\n".join([summary] + self.lines))
             return True
         print(summary)
-        return self.failed == 0
+        return self.failed == 0 and not self.unfilled
 
 
 def _start(name: str, fn, verbose: bool, strict: bool, seed) -> _Report:
@@ -87,14 +93,13 @@ def _call(report, label, fn, *args, **kwargs):
     if not callable(fn):
         return False, None
     if report.unfilled:
-        report.failed += 1
+        report.not_run += 1
         return False, None
     try:
         return True, fn(*args, **kwargs)
     except NotImplementedError:
-        report.case(label, False, "the function raises NotImplementedError (the other cases are not run)",
-                    "fill in the exercise cell, then run it again before this check")
         report.unfilled = True
+        report.not_run += 1
         return False, None
     except Exception as exc:  # a bug in the student's code is a failed case, not a crash
         report.case(label, False, f"the function raised {type(exc).__name__}: {exc}")
@@ -1068,46 +1073,13 @@ def check_nll_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: b
 
 
 def _paired_reference(pa, pb, y, boot_idx, n_bins):
-    est = M.ece(pa, y, n_bins=n_bins) - M.ece(pb, y, n_bins=n_bins)
-    reps = np.array([M.ece(pa[i], y[i], n_bins=n_bins) - M.ece(pb[i], y[i], n_bins=n_bins) for i in boot_idx])
+    """The paired bootstrap of the top-label ECE difference of two binary scores (chapter 3's convention)."""
+    def ece(p, labels):
+        return M.ece(p, labels, n_bins=n_bins, reliability="top_label")
+    est = ece(pa, y) - ece(pb, y)
+    reps = np.array([ece(pa[i], y[i]) - ece(pb[i], y[i]) for i in boot_idx])
     lo, hi = np.percentile(reps, [2.5, 97.5])
     return est, float(lo), float(hi), reps
-
-
-def reference_paired_difference(scores_a, scores_b, labels, boot_idx, n_bins: int = 15):
-    """What :func:`check_paired_difference` expects: Lab 3 uses it until the student's passes.
-
-    Parameters
-    ----------
-    scores_a, scores_b : array of shape (n,)
-        Two calibrators' scores on the same test samples.
-    labels : array of shape (n,)
-        The test labels.
-    boot_idx : int array of shape (B, n)
-        The resampled indices, one resample a row.
-    n_bins : int, default=15
-        The ECE's bins.
-
-    Returns
-    -------
-    tuple of float
-        ``(estimate, low, high)``: the plug-in difference of the two ECEs and the 2.5th and 97.5th percentiles of its paired bootstrap.
-
-    Examples
-    --------
-    >>> s = np.array([0.9, 0.8, 0.3, 0.6]); y = np.array([1, 1, 0, 0])
-    >>> est, low, high = reference_paired_difference(s, np.full(4, 0.5), y, np.array([[0, 1, 2, 3]] * 3))
-    >>> round(est, 4), low == high == est
-    (0.3, True)
-    """
-    scores_a, scores_b = np.asarray(scores_a, float), np.asarray(scores_b, float)
-    labels, boot_idx = np.asarray(labels), np.asarray(boot_idx)
-    if scores_a.shape != scores_b.shape or scores_a.shape != labels.shape or scores_a.ndim != 1:
-        raise ValueError(f"scores_a, scores_b and labels must be 1-D of one length; got shapes "
-                         f"{scores_a.shape}, {scores_b.shape}, {labels.shape}")
-    if boot_idx.ndim != 2 or boot_idx.shape[1] != labels.size:
-        raise ValueError(f"boot_idx must have shape (B, {labels.size}); got {boot_idx.shape}")
-    return _paired_reference(scores_a, scores_b, labels, boot_idx, n_bins)[:3]
 
 
 def check_paired_difference(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
@@ -1118,7 +1090,9 @@ def check_paired_difference(fn, verbose: bool = False, *, seed: int = 0, strict:
     samples; ``low`` and ``high`` are the 2.5th and 97.5th percentiles (``np.percentile``'s
     default interpolation) of that difference recomputed on each row of ``boot_idx`` (a
     ``(B, n)`` array of resampled indices: the same indices for both calibrators, the pairing).
-    The ECE is ``metrics.ece(scores, labels, n_bins=n_bins)``.
+    The ECE is the top-label one of chapter 3, ``metrics.ece(scores, labels, n_bins=n_bins,
+    reliability="top_label")``: the confidence is ``max(p, 1 - p)``, correct when the predicted
+    class is the label.
 
     Parameters
     ----------
@@ -1140,10 +1114,12 @@ def check_paired_difference(fn, verbose: bool = False, *, seed: int = 0, strict:
     --------
     >>> from calibcourse.study import checks
     >>> from calibcourse.calibration import metrics
+    >>> def ece(p, y, n_bins):
+    ...     return metrics.ece(p, y, n_bins=n_bins, reliability="top_label")
     >>> def paired(sa, sb, y, idx, n_bins):
-    ...     d = [metrics.ece(sa[i], y[i], n_bins=n_bins) - metrics.ece(sb[i], y[i], n_bins=n_bins) for i in idx]
+    ...     d = [ece(sa[i], y[i], n_bins) - ece(sb[i], y[i], n_bins) for i in idx]
     ...     lo, hi = np.percentile(d, [2.5, 97.5])
-    ...     return metrics.ece(sa, y, n_bins=n_bins) - metrics.ece(sb, y, n_bins=n_bins), lo, hi
+    ...     return ece(sa, y, n_bins) - ece(sb, y, n_bins), lo, hi
     >>> checks.check_paired_difference(paired)
     check_paired_difference: 2 passed, 0 failed -> all passed
     True
@@ -1151,10 +1127,9 @@ def check_paired_difference(fn, verbose: bool = False, *, seed: int = 0, strict:
     Resampling the two calibrators with different indices loses the pairing:
 
     >>> def unpaired(sa, sb, y, idx, n_bins):
-    ...     d = [metrics.ece(sa[i], y[i], n_bins=n_bins) - metrics.ece(sb[j], y[j], n_bins=n_bins)
-    ...          for i, j in zip(idx, idx[::-1])]
+    ...     d = [ece(sa[i], y[i], n_bins) - ece(sb[j], y[j], n_bins) for i, j in zip(idx, idx[::-1])]
     ...     lo, hi = np.percentile(d, [2.5, 97.5])
-    ...     return metrics.ece(sa, y, n_bins=n_bins) - metrics.ece(sb, y, n_bins=n_bins), lo, hi
+    ...     return ece(sa, y, n_bins) - ece(sb, y, n_bins), lo, hi
     >>> checks.check_paired_difference(unpaired, strict=True)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
@@ -1181,7 +1156,11 @@ def check_paired_difference(fn, verbose: bool = False, *, seed: int = 0, strict:
             continue
         diff = _first_difference(arr, np.array([est, lo, hi]), 1e-9,
                                  lambda j: ("estimate", "low", "high")[j[0]])
-        report.case(label, diff is None, diff or "",
-                    "estimate: the difference of the two ECEs on all samples; low, high: percentiles 2.5 and "
-                    "97.5 of the difference recomputed on each row of boot_idx, the same rows for both")
+        positive = M.ece(sa, y, n_bins=n_bins) - M.ece(sb, y, n_bins=n_bins)
+        hint = ("that is the ECE of P(1) against the fraction of positives (the positive class); measure the "
+                'top-label ECE, reliability="top_label", as chapter 3 does'
+                if diff is not None and abs(arr[0] - positive) < 1e-9 else
+                "estimate: the difference of the two ECEs on all samples; low, high: percentiles 2.5 and "
+                "97.5 of the difference recomputed on each row of boot_idx, the same rows for both")
+        report.case(label, diff is None, diff or "", hint)
     return report.done()

@@ -13,6 +13,14 @@ autograder archive. A question's public test is the lab's own check, as the stud
 it; its hidden test runs the same check with another ``seed`` (other inputs, derived from
 a secret), so special-casing the visible inputs earns only the public point.
 
+**What an exercise may not use.** A graded cell's ``forbid`` metadata lists the library's
+own versions of what it asks for (``metrics.ece``, ``calibrators``, ``losses`` ...); the
+checks and the labs' helpers (:data:`ALWAYS_FORBIDDEN`) are forbidden everywhere. The
+student's prompt states the list, and :func:`grade` gives no points to a question whose
+function, or a helper it reads from another cell, uses one of them (:func:`forbidden_uses`,
+a scan of the submission's code through its imports and aliases), with a message in the
+feedback. The Gradescope archive runs otter's own tests and does not scan.
+
 **Grading** (:func:`grade`) runs every submission in its own process and its own
 temporary folder, with a wall-clock limit: the notebook's cells run in a fresh kernel (the
 ``parameters`` cell overridden to the fast ``ci`` profile: the graded checks do not depend
@@ -45,7 +53,7 @@ from pathlib import Path
 
 from calibcourse.tools.editions import BEGIN, END, STUB, set_edition
 
-__all__ = ["Question", "questions", "hidden_seed", "lab_sources", "master_notebook", "write_assignment",
+__all__ = ["Question", "questions", "forbidden_uses", "ALWAYS_FORBIDDEN", "hidden_seed", "lab_sources", "master_notebook", "write_assignment",
            "write_assignments", "grade", "main", "GRADE_PROFILE", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB",
            "DEFAULT_SECRET"]
 
@@ -59,6 +67,13 @@ DEFAULT_SECRET = "calibcourse"
 #: point it chooses instead of after a number of seconds that depends on the machine's load)
 _clock = time.monotonic
 _CHECK_CALL = re.compile(r"checks\.(check_\w+)\(\s*(\w+)\s*[,)]")
+#: the package's modules as the labs import them (``from calibcourse.calibration import metrics``): a
+#: ``forbid`` entry may name them short, ``metrics.ece`` for ``calibcourse.calibration.metrics.ece``
+SHORT_MODULES = {name: f"calibcourse.calibration.{name}" for name in
+                 ("metrics", "calibrators", "losses", "plots", "binning", "stats", "synthetic")}
+SHORT_MODULES.update({name: f"calibcourse.study.{name}" for name in ("checks", "labs")})
+#: what no exercise may use: the checks (their reference implementations) and the labs' helpers
+ALWAYS_FORBIDDEN = ("calibcourse.study.checks", "calibcourse.study.labs")
 
 #: the arguments several functions take
 _SECRET = ("secret", "str, default=DEFAULT_SECRET", "The text the hidden tests' seeds derive from (:func:`hidden_seed`).")
@@ -84,6 +99,10 @@ class Question:
         Points of the hidden test (the same check, another seed).
     title : str
         The bold title of the prompt, for the feedback.
+    forbid : tuple of str
+        What the function may not use: the library's solution of the exercise (the graded cell's
+        ``forbid`` metadata, e.g. ``["metrics.ece"]``, always with :data:`ALWAYS_FORBIDDEN`);
+        :func:`forbidden_uses` finds them.
     points : float
         ``public + hidden``.
 
@@ -99,6 +118,7 @@ class Question:
     public: float   # points of the public test (the lab's check, seed 0)
     hidden: float   # points of the hidden test (the same check, another seed)
     title: str      # the bold title of the prompt, for the feedback
+    forbid: tuple = ALWAYS_FORBIDDEN  # what the function may not use (the library's solution)
 
     @property
     def points(self) -> float:
@@ -111,6 +131,188 @@ def _defined_names(source: str) -> list[str]:
     except SyntaxError:
         return []
     return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _full_name(name: str) -> str:
+    """``metrics.ece`` -> ``calibcourse.calibration.metrics.ece``; other names unchanged."""
+    head, _, rest = name.partition(".")
+    full = SHORT_MODULES.get(head, head)
+    return f"{full}.{rest}" if rest else full
+
+
+def _parse(source: str):
+    """The AST of a cell, IPython's ``%`` and ``!`` lines blanked; None where it does not parse."""
+    lines = ["" if ln.lstrip().startswith(("%", "!")) else ln for ln in source.splitlines()]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def _dotted(node) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return ".".join([node.id, *reversed(parts)])
+    return None
+
+
+def _top_level_names(tree) -> set:
+    """The names a cell binds at its top level (functions, classes, assignments)."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                names.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
+def _free_names(tree) -> set:
+    """The names a cell reads from outside itself: what its top-level code reads, and what its
+    functions read that is neither a parameter nor a name they assign, less what the cell binds."""
+    def local(fn) -> set:
+        a = fn.args
+        names = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                names.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not fn:
+                names.add(node.name)
+            elif isinstance(node, ast.Lambda):
+                names.update(x.arg for x in node.args.args)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((x.asname or x.name).split(".")[0] for x in node.names)
+        return names
+
+    free = set()
+
+    def visit(node, bound):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            for d in getattr(node, "decorator_list", []) + node.args.defaults + node.args.kw_defaults:
+                if d is not None:
+                    visit(d, bound)
+            inner = bound | local(node)
+            for child in (node.body if isinstance(node.body, list) else [node.body]):
+                visit(child, inner)
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound:
+            free.add(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child, bound)
+
+    visit(tree, set())
+    own = _top_level_names(tree) | {(a.asname or a.name).split(".")[0] for node in tree.body
+                                    if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names}
+    own |= {n.id for node in tree.body if isinstance(node, (ast.For, ast.With, ast.If, ast.Try, ast.While))
+            for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return free - own
+
+
+def forbidden_uses(sources, function: str | None, forbid, given=(), imports: bool = True) -> list[str]:
+    r"""What ``function``'s code uses of ``forbid``: the calls that hand over an exercise's answer.
+
+    The cells scanned are the ones that define ``function`` and, transitively, the ones that
+    define a name its code reads (a helper in another cell counts); cells of ``given`` (the lab's
+    own cells, as handed out) are not scanned. A use is an attribute chain, a name or an import
+    that resolves, through the notebook's imports and assignments (``import ... as``, ``m =
+    metrics``), to an entry of ``forbid`` or to something inside it.
+
+    Parameters
+    ----------
+    sources : list of str
+        The code cells of a notebook, in order.
+    function : str or None
+        The exercise's function; None: every cell (but those of ``given``).
+    forbid : iterable of str
+        Full dotted names (``calibcourse.calibration.metrics.ece``) or short ones (``metrics.ece``).
+    given : iterable of str, default=()
+        Sources of cells that are not the student's own (compared without surrounding blank space).
+    imports : bool, default=True
+        Whether importing a forbidden name counts as a use (False: only what the code reads).
+
+    Returns
+    -------
+    list of str
+        One line per use: ``"cell n calls calibcourse.calibration.metrics.ece"``; empty: none.
+
+    Examples
+    --------
+    >>> cells = ["from calibcourse.calibration import metrics as m",
+    ...          "def helper(p, y, n):\n    return m.ece(p, y, n_bins=n)",
+    ...          "def my_ece(p, y, n_bins=15):\n    return helper(p, y, n_bins)",
+    ...          "def my_mce(p, y, n_bins=15):\n    return 0.0"]
+    >>> forbidden_uses(cells, "my_ece", ["metrics.ece"])
+    ['cell 2 uses calibcourse.calibration.metrics.ece']
+    >>> forbidden_uses(cells, "my_mce", ["metrics.ece"])
+    []
+    """
+    forbid = [_full_name(f) for f in forbid]
+    given = {g.strip() for g in given}
+    trees = [_parse(src) if src.strip() not in given else None for src in sources]
+    aliases = dict(SHORT_MODULES)
+    for tree in (_parse(src) for src in sources):  # every cell's imports: the kernel shares them
+        for node in ast.walk(tree) if tree else ():
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+
+    def resolve(dotted: str) -> str:
+        head, _, rest = dotted.partition(".")
+        full = aliases.get(head, head)
+        return f"{full}.{rest}" if rest else full
+
+    for tree in trees:  # simple aliases by assignment: m = metrics, f = metrics.ece
+        for node in tree.body if tree else ():
+            if isinstance(node, ast.Assign) and _dotted(node.value):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        aliases[t.id] = resolve(_dotted(node.value))
+    defines = {}
+    for i, tree in enumerate(trees):
+        for name in _top_level_names(tree) if tree else ():
+            defines.setdefault(name, []).append(i)
+    todo = [i for i, t in enumerate(trees) if t] if function is None else list(defines.get(function, []))
+    seen = set()
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        for name in _free_names(trees[i]):
+            todo += defines.get(name, [])
+
+    def bad(full: str) -> bool:
+        return any(full == f or full.startswith(f + ".") for f in forbid)
+
+    found = []
+    for i in sorted(seen):
+        inner = {id(n.value) for n in ast.walk(trees[i]) if isinstance(n, ast.Attribute)}
+        for node in ast.walk(trees[i]):
+            names = []
+            if id(node) in inner:  # a part of a longer chain: the chain is checked
+                continue
+            if isinstance(node, ast.Attribute):
+                names.append(_dotted(node))
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                names.append(node.id)
+            elif isinstance(node, ast.Import) and imports:
+                names += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and imports:
+                names += [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                if name and bad(resolve(name)):
+                    line = f"cell {i + 1} uses {resolve(name)}"
+                    if line not in found:
+                        found.append(line)
+    return found
 
 
 def questions(nb) -> list[Question]:
@@ -140,8 +342,11 @@ def questions(nb) -> list[Question]:
     ...     new.new_code_cell("def double(x):\n    # BEGIN SOLUTION\n    return 2 * x\n    # END SOLUTION",
     ...                       metadata={"tags": ["exercise"], "points": [1, 2]}),
     ...     new.new_code_cell("checks.check_double(double)")])
-    >>> questions(nb)
-    [Question(name='q1', function='double', check='check_double', public=1.0, hidden=2.0, title='1. Double')]
+    >>> q = questions(nb)[0]
+    >>> q.name, q.function, q.check, q.points, q.title
+    ('q1', 'double', 'check_double', 3.0, '1. Double')
+    >>> q.forbid
+    ('calibcourse.study.checks', 'calibcourse.study.labs')
     """
     out = []
     for i, cell in enumerate(nb.cells):
@@ -164,8 +369,12 @@ def questions(nb) -> list[Question]:
             raise ValueError(f"{where}: no later cell calls checks.check_...({fn})")
         prompt = nb.cells[i - 1].source if i and nb.cells[i - 1].cell_type == "markdown" else ""
         title = re.search(r"(?m)^\*\*(.+?)\*\*", prompt)
+        forbid = cell.metadata.get("forbid", [])
+        if not (isinstance(forbid, list) and all(isinstance(f, str) and f for f in forbid)):
+            raise ValueError(f"{where}: forbid must be a list of names (e.g. ['metrics.ece']); got {forbid!r}")
+        full = tuple(dict.fromkeys([*(_full_name(f) for f in forbid), *ALWAYS_FORBIDDEN]))
         out.append(Question(f"q{len(out) + 1}", fn, checks[0], float(points[0]), float(points[1]),
-                            title.group(1).strip(" .") if title else fn))
+                            title.group(1).strip(" .") if title else fn, full))
     return out
 
 
@@ -276,10 +485,14 @@ def master_notebook(src, secret: str = DEFAULT_SECRET):
             cells.append(cell)
             continue
         prompt = cells.pop() if cells and cells[-1].cell_type == "markdown" else nbformat.v4.new_markdown_cell("")
+        own = [f"`{f}`" for f in cell.metadata.get("forbid", [])]
         prompt.source += (f"\n\n*{_fmt(q.points)} points: {_fmt(q.public)} for the check below, "
-                          f"{_fmt(q.hidden)} for hidden tests that run the same check on inputs you do not see.*")
+                          f"{_fmt(q.hidden)} for hidden tests that run the same check on inputs you do not see. "
+                          f"A function that uses {', '.join(own) + ' or ' if own else ''}the `checks` module "
+                          "earns no points.*")
         solution = nbformat.v4.new_code_cell(_prompt_cell_source(cell.source), metadata=dict(cell.metadata))
         solution.metadata.pop("points", None)
+        solution.metadata.pop("forbid", None)
         seed = hidden_seed(src.stem, q.name, secret)
         cells += [raw(f"# BEGIN QUESTION\nname: {q.name}\npoints: [{_fmt(q.public)}, {_fmt(q.hidden)}]\n"
                       "check_cell: false"), prompt,
@@ -306,11 +519,17 @@ def _solution_source(code: str) -> str:
 
 
 def _cache_entries(source_text: str) -> list[Path]:
-    """The result-cache entries of the runs a lab loads (experiment names quoted in its source)."""
+    """The result-cache entries of the runs a lab loads (experiment names quoted in its source, or
+    named by a ``labs.LAB..._RUN`` constant of :mod:`calibcourse.study.labs`)."""
     from calibcourse.study.cache import Cache, config_key
     from calibcourse.study.experiments import experiments
 
+    from calibcourse.study import labs
+
     quoted = set(re.findall(r'"(ch\d[^"]*)"', source_text))
+    for name in re.findall(r"labs\.(LAB\w+)", source_text):  # a lab's runs named in calibcourse.study.labs
+        value = getattr(labs, name, "")
+        quoted.update(value.values() if isinstance(value, dict) else [value])
     cache, found = Cache(), []
     for profile in ("ci", "default"):
         for name, cfg in experiments(profile).items():
@@ -493,14 +712,30 @@ class KernelGrader:
             json.dump(self.results, f)
         os.replace(tmp, self.progress_path)
 
+    def refuse(self, name: str, function: str, uses: list):
+        """Fail every test of question ``name``: ``function`` uses the library's solution (``uses``)."""
+        from otter.test_files.exception_test import ExceptionTestFile
+
+        tf = ExceptionTestFile.from_string(self.tests[name], path=f"{name}.py")
+        message = (f"{function} uses what the exercise asks you to write, so it earns no points: "
+                   f"{'; '.join(uses)}. Write it yourself with numpy (and what the exercise's text allows).")
+        self.results[name] = {"score": 0, "cases": [
+            {"name": tc.name, "hidden": tc.hidden, "points": tc.points, "passed": False, "message": message}
+            for tc in tf.test_cases]}
+        tmp = self.progress_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.results, f)
+        os.replace(tmp, self.progress_path)
+
     def grade_rest(self, env: dict):
         for name in self.tests:
             self.grade(name, env)
 
 
 # =========================================================================== one submission (child)
-def _grading_notebook(nb, qs: list[dict], private: Path):
-    """The cells to execute: the grader's set-up, the submission's code cells with the
+def _grading_notebook(nb, qs: list[dict], private: Path, given=()):
+    """The cells to execute: the grader's set-up (which fails at once every question whose
+    function uses its ``forbid`` list, :func:`forbidden_uses`), the submission's code cells with the
     ``ci`` profile injected after its parameters cell, a grading cell after the last cell
     that defines each question's function, and a last cell for the questions left. Code
     cells after the last graded definition are not run: nothing there is graded."""
@@ -508,6 +743,10 @@ def _grading_notebook(nb, qs: list[dict], private: Path):
 
     new = nbformat.v4.new_code_cell
     code = [c for c in nb.cells if c.get("cell_type") == "code"]
+    sources = [c.source for c in code]
+    refusals = "".join(
+        f"__calibcourse_grader__.refuse({q['name']!r}, {q['function']!r}, {uses!r})\n" for q in qs
+        for uses in [forbidden_uses(sources, q["function"], q.get("forbid", ALWAYS_FORBIDDEN), given)] if uses)
     last_def = {}
     for i, cell in enumerate(code):
         for fn in _defined_names(cell.source):
@@ -516,7 +755,7 @@ def _grading_notebook(nb, qs: list[dict], private: Path):
         code = code[: max(last_def[q["function"]] for q in qs) + 1]
     cells, origin = [new(f"from calibcourse.tools.assignments import KernelGrader as _KG\n"
                          f"__calibcourse_grader__ = _KG({str(private / 'tests.json')!r}, "
-                         f"{str(private / 'progress.json')!r})\ndel _KG")], ["grader set-up"]
+                         f"{str(private / 'progress.json')!r})\ndel _KG\n{refusals}")], ["grader set-up"]
     for i, cell in enumerate(code):
         cells.append(new(cell.source))
         origin.append(f"code cell {i + 1}")
@@ -554,8 +793,8 @@ def run_submission(submission, private, workdir) -> dict:
         result["read_error"] = f"{type(exc).__name__}: {exc}"[:500]
         save()
         return result
-    qs = json.loads((private / "tests.json").read_text())["questions"]
-    gnb, origin = _grading_notebook(nb, qs, private)
+    tests = json.loads((private / "tests.json").read_text())
+    gnb, origin = _grading_notebook(nb, tests["questions"], private, tests.get("given", ()))
 
     class Client(NotebookClient):
         used = 0
@@ -816,7 +1055,8 @@ def read_autograder(zip_path, questions_of=None) -> dict:
         tf = ExceptionTestFile.from_string(source, path=f"{name}.py")
         q = next((q for q in questions_of or [] if q.name == name), None)
         qs.append({"name": name, "function": q.function if q else _test_params(source),
-                   "title": q.title if q else name, "possible": float(tf.possible)})
+                   "title": q.title if q else name, "possible": float(tf.possible),
+                   "forbid": list(q.forbid if q else ALWAYS_FORBIDDEN)})
     return {"tests": tests, "questions": qs}
 
 
@@ -924,7 +1164,15 @@ def grade(lab: str, submissions, out_dir=None, timeout: float = DEFAULT_TIMEOUT,
         write_assignments(adir, [lab], log=log)
     import jupytext
 
-    tests = read_autograder(zip_path, questions(jupytext.read(sources[lab])))
+    lab_qs = questions(jupytext.read(sources[lab]))
+    tests = read_autograder(zip_path, lab_qs)
+    handed_out = zip_path.parent / "student" / f"{lab}.ipynb"
+    if handed_out.exists():  # the lab's own cells, as handed out: not the student's code
+        import nbformat
+
+        fns = {q.function for q in lab_qs}
+        tests["given"] = [c.source for c in nbformat.read(handed_out, as_version=4).cells
+                          if c.cell_type == "code" and not fns & set(_defined_names(c.source))]
     qs = tests["questions"]
     out_dir = Path(out_dir or ROOT / "_build" / "grades")
     fb_dir = out_dir / lab
