@@ -199,7 +199,7 @@ SENSITIVE = {"ch1/mlp", "ch2/batchnorm/bn/s0", "ch2/batchnorm/plain/s0", "ch2/nl
              "ch5/diagnosis/bounded/s0", "ch5/diagnosis/last-layer look-ahead/s0", "ch5/diagnosis/meta lr 1e-4/s0",
              "ch5/diagnosis/meta lr 1e-5/s0", "ch5/diagnosis/null/s0", "ch5/diagnosis/paper/s0",
              "ch5/diagnosis/permuted/s0", "ch5/grid/CE-DECE (weight 0.1)/s0", "ch5/grid/CE-DECE (weight 1)/s0",
-             "ch5/grid/FLgamma-DECE (meta lr 1e-05)/s0", "ch5/grid/FLgamma-SECE (meta lr 1e-05)/s0",
+             "ch5/grid/FLgamma-DECE (meta lr 0.0001)/s0", "ch5/grid/FLgamma-SECE (meta lr 0.0001)/s0",
              "ch5/grid/Focal (gamma 2)/s0", "ch5/grid/Focal (gamma 3)/s0", "ch5/grid/Label smoothing (epsilon 0.1)/s0",
              "ch5/grid/MMCE (weight 16)/s0", "ch5/grid/Mixup (alpha 0.2)/s0", "ch5/grid/Mixup (alpha 0.4)/s0"}
 

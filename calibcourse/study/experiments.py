@@ -556,8 +556,9 @@ def _full():
                                "loss": "nll", "epochs": 5, "lr": 1e-4, "seed": 0}
     runs.update(_nine1d(epochs=100, n_test=N_TEST_MNIST1D))
     runs["ch4/recipe"] = he({"name": "resnet18"})
+    # the SGD arm's grid as in every profile (the chapters read the same names): its 0.1 is the recipe's own
     runs.update(_chapter5(base={"data": c10, "model": {"name": "resnet18"}, **META_CIFAR},
-                          sgd_grid=(META_CIFAR["lr"],), sgd_lr=META_CIFAR["lr"]))
+                          sgd_lr=META_CIFAR["lr"]))
     # chapter 6's cross-fitting is about scarce labels: the default profile's small pools, in every profile
     runs.update(_chapter6_crossfit(sizes=(500, 2000), seeds=range(5), epochs=60, n_test=700))
     # chapter 6: LeNet-5 on full MNIST, its 10,000 test digits rotated by every angle

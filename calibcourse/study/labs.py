@@ -184,6 +184,17 @@ def grid_against_nll(run, temperatures, ax=None):
         Both temperatures, the test ECE uncalibrated and with each, and which one wins.
     result : dict
         ``t_ece``, ``t_nll`` and ``test_ece`` (``{T: ECE}``).
+
+    Examples
+    --------
+    >>> from calibcourse.study.results import RunResult
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 400); z = 4.0 * np.eye(3)[y] + rng.normal(0, 2, (400, 3))  # overconfident
+    >>> run = RunResult({}, None, {"val_logits": z[:200], "val_labels": y[:200],
+    ...                            "test_logits": z[200:], "test_labels": y[200:]})
+    >>> text, result = grid_against_nll(run, np.linspace(0.5, 3, 26))
+    >>> bool(result["t_nll"] > 0), sorted(result["test_ece"]) == sorted({1.0, result["t_ece"], result["t_nll"]})
+    (True, True)
     """
     zv, yv, zt, yt = _split_logits(run)
     grid = calibrators.TemperatureScaling.grid(zv, yv, temperatures)
@@ -224,6 +235,16 @@ def resplit_table(run, temperatures, n_resplits: int, seed: int = 0) -> str:
     str
         How often each wins on test ECE and NLL, how much each temperature moves, the mean and
         spread of the ECE difference and the one split of :func:`grid_against_nll`.
+
+    Examples
+    --------
+    >>> from calibcourse.study.results import RunResult
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 400); z = 4.0 * np.eye(3)[y] + rng.normal(0, 2, (400, 3))
+    >>> run = RunResult({}, None, {"val_logits": z[:200], "val_labels": y[:200],
+    ...                            "test_logits": z[200:], "test_labels": y[200:]})
+    >>> print(resplit_table(run, np.linspace(0.5, 3, 26), n_resplits=3).splitlines()[0])
+    3 random splits:
     """
     _check_positive_int("n_resplits", n_resplits)
     zv, yv, zt, yt = _split_logits(run)
@@ -280,6 +301,17 @@ def calibrator_table(run, yours: dict, paired=None, n_boot: int = 1000, seed: in
     -------
     str
         One line a calibrator, and which of them are the student's.
+
+    Examples
+    --------
+    >>> from calibcourse.study.results import RunResult
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 600); z = np.c_[np.zeros(600), 3.0 * (2 * y - 1) + rng.normal(0, 2, 600)]
+    >>> run = RunResult({}, None, {"val_logits": z[:300], "val_labels": y[:300],
+    ...                            "test_logits": z[300:], "test_labels": y[300:]})
+    >>> text = calibrator_table(run, {"histogram binning": None, "isotonic": None, "Platt": None}, n_boot=50)
+    >>> all(name in text for name in ("histogram binning", "isotonic", "Platt"))
+    True
     """
     _check_positive_int("n_boot", n_boot)
     library = {"histogram binning": calibrators.HistogramBinning(n_bins=15),
@@ -330,6 +362,17 @@ def small_set_table(run, n_fits: int = 300, sizes=(20, 50, 200), seed: int = 1) 
         The fit on the whole validation split, then per size the spread of ``a`` and ``b``, the
         mean NLL on the own set and on the test split, and how often the test NLL is above the
         full fit's.
+
+    Examples
+    --------
+    >>> from calibcourse.study.results import RunResult
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 600); z = np.c_[np.zeros(600), 3.0 * (2 * y - 1) + rng.normal(0, 2, 600)]
+    >>> run = RunResult({}, None, {"val_logits": z[:300], "val_labels": y[:300],
+    ...                            "test_logits": z[300:], "test_labels": y[300:]})
+    >>> text = small_set_table(run, n_fits=5, sizes=(20,))
+    >>> len(text.splitlines()) > 1
+    True
     """
     _check_positive_int("n_fits", n_fits)
     rng = np.random.default_rng(seed)
@@ -423,6 +466,12 @@ def loss_comparison(epochs: int, focal=None, flsd53=None, classwise_ece=None) ->
     -------
     str
         Whose losses were used, then one row a loss.
+
+    Examples
+    --------
+    >>> lines = loss_comparison(epochs=1).splitlines()  # three short trainings
+    >>> lines[0], [line.split()[0] for line in lines[2:]]
+    ("losses: the library's (your checks do not pass yet)", ['cross-entropy', 'focal,', 'FLSD-53'])
     """
     from calibcourse.calibration import losses
     from calibcourse.study.steps import register_loss
