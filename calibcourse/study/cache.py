@@ -95,6 +95,18 @@ class CacheError(RuntimeError):
     """An entry is corrupt, incomplete or of a different format."""
 
 
+def _manifest_text(manifest: dict) -> str:
+    """A manifest as every entry writes it (sorted keys, one-space indents)."""
+    return json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+
+
+def _npz_bytes(arrays: dict) -> bytes:
+    """``outputs.npz``'s bytes: the arrays of :func:`narrow_outputs`, compressed."""
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    return buf.getvalue()
+
+
 def narrow_outputs(outputs: dict) -> tuple[dict, list[str]]:
     """The arrays an entry stores, and the names of those stored as float32 to be widened on load.
 
@@ -338,9 +350,7 @@ class Cache:
         tmp.mkdir()
         try:
             arrays, widened = narrow_outputs(result.outputs)
-            buf = io.BytesIO()
-            np.savez_compressed(buf, **arrays)
-            (tmp / "outputs.npz").write_bytes(buf.getvalue())
+            (tmp / "outputs.npz").write_bytes(_npz_bytes(arrays))
             result.history.to_csv(tmp / "history.csv", index=False, float_format="%.10g")
             manifest = {
                 "format": FORMAT, "key": key, "widened": widened,
@@ -349,7 +359,7 @@ class Cache:
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "files": {name: _sha256(tmp / name) for name in FILES},
             }
-            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+            (tmp / "manifest.json").write_text(_manifest_text(manifest))
             final = self.path(key)
             if final.exists():
                 trash = self.root / f".trash-{key}-{uuid.uuid4().hex[:8]}"
@@ -407,7 +417,7 @@ class Cache:
         manifest["restamped"] = history
         path = self.path(key) / "manifest.json"
         tmp = path.with_name(f".manifest-{uuid.uuid4().hex[:8]}.json")
-        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        tmp.write_text(_manifest_text(manifest))
         os.replace(tmp, path)
 
     def compact(self) -> int:
@@ -450,14 +460,12 @@ class Cache:
             if not widened:
                 continue
             before = (d / "outputs.npz").stat().st_size
-            buf = io.BytesIO()
-            np.savez_compressed(buf, **arrays)
             manifest["widened"] = sorted(set(manifest.get("widened", [])) | set(widened))
             tag = uuid.uuid4().hex[:8]
             tmp_out, tmp_man = d / f".outputs-{tag}.npz", d / f".manifest-{tag}.json"
-            tmp_out.write_bytes(buf.getvalue())
+            tmp_out.write_bytes(_npz_bytes(arrays))
             manifest["files"] = {**manifest["files"], "outputs.npz": _sha256(tmp_out)}
-            tmp_man.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+            tmp_man.write_text(_manifest_text(manifest))
             os.replace(tmp_out, d / "outputs.npz")
             os.replace(tmp_man, d / "manifest.json")
             saved += before - (d / "outputs.npz").stat().st_size
