@@ -385,6 +385,14 @@ def ch5_val_part(result, part: str, kind: str = "probs"):
     return values[cut], y[cut]
 
 
+def _val_measures(result, part: str) -> dict:
+    """A grid run's ``val error`` and ``val ECE`` on one part of its validation split (the choice rules' columns)."""
+    from calibcourse.calibration import metrics as M
+
+    p, y = ch5_val_part(result, part)
+    return {"val error": M.error(p, y), "val ECE": M.ece(p, y)}
+
+
 def ch5_choice(profile: str) -> dict:
     """Each grid family's value chosen on its part of the validation split (:data:`CH5_CHOICE_PART`).
 
@@ -423,9 +431,7 @@ def ch5_choice(profile: str) -> dict:
         ce_err = M.error(*ch5_val_part(ce, part))
         rows = []
         for v in values:
-            r = run(f"ch5/grid/{_grid_label(family, v)}/s0", profile)
-            p, y = ch5_val_part(r, part)
-            rows.append({param: v, "val error": M.error(p, y), "val ECE": M.ece(p, y)})
+            rows.append({param: v, **_val_measures(run(f"ch5/grid/{_grid_label(family, v)}/s0", profile), part)})
         table = pd.DataFrame(rows)
         # "within" includes the gap itself: errors are counts over the same samples, so a difference
         # of exactly 2 points is compared in whole errors, not in floats that round it up or down
@@ -465,16 +471,13 @@ def ch5_sgd_choice(profile: str) -> dict:
     """
     import pandas as pd
 
-    from calibcourse.calibration import metrics as M
-
     prefix = "ch5/diagnosis/SGD CE lr "
     grid = sorted((cfg["lr"], name) for name, cfg in experiments(profile).items() if name.startswith(prefix))
     if not grid:
         raise KeyError(f"profile {profile!r} has no run starting with {prefix!r}")
     rows = []
     for lr, name in grid:
-        p, y = ch5_val_part(run(name, profile), "posthoc")
-        rows.append({CH5_SGD_GRID[0]: lr, "val error": M.error(p, y), "val ECE": M.ece(p, y)})
+        rows.append({CH5_SGD_GRID[0]: lr, **_val_measures(run(name, profile), "posthoc")})
     table = pd.DataFrame(rows)
     # idxmin returns the first minimum: the lowest rate among ties (the table is sorted by rate)
     return {"chosen": float(table.loc[table["val error"].idxmin(), CH5_SGD_GRID[0]]), "table": table}
