@@ -8,6 +8,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PROFILE ?= default
 EDITION ?= student
+# pip keeps no copy of the wheels it downloads: torch's CUDA build is about 5 GB installed, and a
+# machine that fetches it from the registry would otherwise hold it twice.
+PIP := $(PY) -m pip install --quiet --disable-pip-version-check --no-cache-dir
 # torch's OpenMP threads spin when another process is busy; never let them.
 export OMP_WAIT_POLICY ?= PASSIVE
 export MPLBACKEND ?= Agg
@@ -19,13 +22,13 @@ TEST_STAMP := $(VENV)/.test-installed
 
 $(BOOK_STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . \
-	  || $(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(PIP) -r requirements.txt
+	$(PIP) --no-deps --no-build-isolation -e . \
+	  || $(PIP) --no-deps -e .
 	@touch $@
 
 $(TEST_STAMP): $(BOOK_STAMP) requirements-test.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-test.txt -c requirements.txt
+	$(PIP) -r requirements-test.txt -c requirements.txt
 	@touch $@
 
 venv: $(BOOK_STAMP)
@@ -49,7 +52,7 @@ EXECUTOR ?= serial
 JOBS ?= 1
 TRAIN_STAMP := $(VENV)/.train-installed
 $(TRAIN_STAMP): $(BOOK_STAMP) requirements-train.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-train.txt -c requirements.txt
+	$(PIP) -r requirements-train.txt -c requirements.txt
 	@touch $@
 
 train: $(TRAIN_STAMP)
@@ -94,8 +97,8 @@ check-pages: $(TEST_STAMP) chromium
 
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(TEST_STAMP) requirements-bench.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-bench.txt -c requirements.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps torch-uncertainty==0.13.0
+	$(PIP) -r requirements-bench.txt -c requirements.txt
+	$(PIP) --no-deps torch-uncertainty==0.13.0
 	@touch $@
 
 # benchmarks are never run as tests; one thread-policy for every run
@@ -107,7 +110,7 @@ bench: $(BENCH_STAMP)
 # homework (otter-grader): _build/assignments/<lab>/{student,solution}/<lab>.ipynb + <lab>-autograder.zip
 GRADE_STAMP := $(VENV)/.grade-installed
 $(GRADE_STAMP): $(BOOK_STAMP) requirements-grade.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-grade.txt -c requirements.txt
+	$(PIP) -r requirements-grade.txt -c requirements.txt
 	@touch $@
 # the tests grade submissions and run the grid too: requirements-test.txt includes both files
 $(TEST_STAMP): requirements-grade.txt requirements-train.txt
