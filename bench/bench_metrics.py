@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 import warnings
@@ -66,17 +67,43 @@ def best_cpu_interleaved(fns: dict, repeat=11) -> dict:
     return best
 
 
+#: The budget of issue 23: ``ece`` within this factor of one read of the matrix, on every CPU.
+BUDGET = 1.25
+
+
 def one_read_ratio(n=10**6, k=100):
-    """The budget of issue 23: ``ece`` within 1.25x of one read of the matrix, ``probs.max(1)``."""
+    """The budget of issue 23: ``ece`` within 1.25x of one read of the matrix, ``probs.max(1)``.
+
+    numpy picks its SIMD kernels for the CPU it runs on, and the ratio moves with them (its
+    AVX-512 row maximum is three times slower than its AVX2 one on an AMD EPYC). So the budget
+    is measured once with the kernels numpy finds and, on an AVX-512 machine, once more with
+    numpy's AVX-512 kernels turned off (``NPY_DISABLE_CPU_FEATURES``): what an AVX2 machine runs.
+    """
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
     print(f"\n## ece at n = {n:.0e}, K = {k} against one read of the matrix (numpy's probs.max(1)); "
           "least CPU time of 11 rounds, taking turns (ms)\n")
-    print("| dtype | probs.max(1) | ece | ece / probs.max(1) |")
-    print("|---|---|---|---|")
+    print(f"| numpy's kernels | dtype | probs.max(1) | ece | ece / probs.max(1) | within {BUDGET}x |")
+    print("|---|---|---|---|---|---|")
+    avx512 = [t for t in __cpu_dispatch__ if t.startswith(("X86_V4", "AVX512")) and __cpu_features__.get(t)]
+    levels = [("as found (" + (avx512[-1] if avx512 else "no AVX-512") + ")", {})]
+    if avx512:
+        levels.append(("AVX2 (AVX-512 off)", {"NPY_DISABLE_CPU_FEATURES": " ".join(avx512)}))
+    for label, env in levels:
+        rows = subprocess.run([sys.executable, __file__, "--budget-rows", str(n), str(k)], check=True,
+                              env={**os.environ, **env}, capture_output=True, text=True).stdout
+        for line in rows.splitlines():
+            print(f"| {label} {line}", flush=True)
+
+
+def budget_rows(n, k):
+    """The rows of :func:`one_read_ratio` for the numpy kernels this process runs."""
     for dtype in (np.float32, np.float64):
         p, y = make(n, k, dtype=dtype)
         t = best_cpu_interleaved({"max": lambda: p.max(1), "ece": lambda: M.ece(p, y, n_bins=15)})
-        print(f"| {np.dtype(dtype).name} | {t['max']*1e3:.1f} | {t['ece']*1e3:.1f} | {t['ece']/t['max']:.2f} |",
-              flush=True)
+        ratio = t["ece"] / t["max"]
+        print(f"| {np.dtype(dtype).name} | {t['max']*1e3:.1f} | {t['ece']*1e3:.1f} | {ratio:.2f} | "
+              f"{'yes' if ratio <= BUDGET else 'no'} |", flush=True)
 
 
 def make(n, k, seed=0, dtype=np.float32):
@@ -91,7 +118,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="skip n = 1e6")
     ap.add_argument("--budget", action="store_true", help="only the ratio of ece to one read of the matrix")
+    ap.add_argument("--budget-rows", nargs=2, type=int, metavar=("N", "K"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.budget_rows:
+        return budget_rows(*args.budget_rows)
     if args.budget:
         return one_read_ratio()
     from netcal.metrics import ECE as NetcalECE

@@ -481,8 +481,8 @@ def test_float16_and_bfloat16_softmax_outputs_are_accepted(k):
     rng = np.random.default_rng(k)
     n = 2000
     feats = torch.tensor(rng.normal(size=(n, 64)), dtype=torch.float32)
+    torch.manual_seed(k)  # before the layer is made: its weights must not depend on the tests run before
     head = torch.nn.Linear(64, k)
-    torch.manual_seed(k)
     with torch.no_grad():
         logits = 3 * head(feats)
     y = torch.tensor(rng.integers(0, k, n))
@@ -648,3 +648,44 @@ def test_the_toolkit_runs_without_torch():
     kr = np.nansum(kernels.kernel_regression([0.5, 0.9], p.max(1), (p.argmax(1) == y), 0.05)[0])
     assert out["kr"] == pytest.approx(kr, rel=1e-12)
     assert out["report_ece"] == pytest.approx(calibration_report(p, y)["ece"].iloc[0], abs=1e-12)
+
+
+# ------------------------------------------------------------------ the blocked pass of wide matrices
+def _wide(n=40000, k=30, seed=0, dtype=np.float32):
+    """A matrix wide enough for the blocked pass (K >= 24) and long enough for several blocks."""
+    p, y = make_predictions(n, k, seed)
+    p = p.astype(dtype)
+    assert k >= M._BLOCKED_FROM_CLASSES and n * k * p.itemsize > 2 * M._BLOCK_BYTES
+    return p, y
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_blocked_pass_gives_what_the_row_by_row_path_gives(dtype):
+    p, y = _wide(dtype=dtype)
+    ref = np.asfortranarray(p)  # not C-contiguous: the unblocked path (check_probs, then top_label)
+    for measure in (M.ece, M.mce, M.accuracy):
+        assert measure(p, y) == pytest.approx(measure(ref, y), rel=1e-12, abs=1e-15)
+    p[7, :] = 1.0 / p.shape[1]  # a tie: the first maximum is the prediction, as numpy's argmax
+    conf, pred = M.top_label(np.asfortranarray(p))
+    _, conf_b, pred_b = M._checked_top_label(p)
+    assert pred_b[7] == 0 and np.array_equal(pred_b, pred) and np.array_equal(conf_b, conf)
+
+
+@pytest.mark.parametrize("bad,message", [(np.nan, "NaN"), (-0.25, r"\[0, 1\]"), (1.5, r"\[0, 1\]")])
+def test_blocked_pass_refuses_bad_values_in_a_late_block(bad, message):
+    p, y = _wide()
+    p[-3, 4] = bad  # in the last block
+    with pytest.raises(ValueError, match=message):
+        M.ece(p, y)
+
+
+def test_blocked_pass_accepts_negative_zero_and_names_a_row_that_does_not_sum_to_one():
+    p, y = _wide()
+    p[11000, 0] = 0.0
+    ref = M.ece(p.copy() / p.sum(1, keepdims=True), y)
+    q = p / p.sum(1, keepdims=True)
+    q[11000, 0] = -0.0  # a negative zero is a zero: its bit pattern reads as larger than 1.0's, the exact check clears it
+    assert M.ece(q, y) == ref
+    q[12345] *= 1.01
+    with pytest.raises(ValueError, match="row 12345 sums to 1.01"):
+        M.ece(q, y)

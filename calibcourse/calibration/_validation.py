@@ -122,27 +122,35 @@ def probs_array(probs, name: str = "probs", allow_1d: bool = True) -> np.ndarray
     return p
 
 
-def check_prob_values(p: np.ndarray, name: str, lo: float, hi: float, row_sums=None, eps: float | None = None) -> None:
+def check_prob_values(p: np.ndarray, name: str, lo: float, hi: float, row_sums=None, eps: float | None = None,
+                      sum_range=None) -> None:
     """The value checks of :func:`check_probs`, from the minimum ``lo``, the maximum ``hi`` and
     the row sums (an array, or a function of ``p`` that computes them; None for shape (n,)).
-    ``eps``: the machine epsilon of the input's dtype (default: ``p``'s), for :func:`sum_tolerance`."""
+    ``eps``: the machine epsilon of the input's dtype (default: ``p``'s), for :func:`sum_tolerance`.
+    ``sum_range``: the smallest and the largest row sum, where the caller has them already;
+    ``row_sums`` is then called only if a row fails (to name it)."""
     if not (np.isfinite(lo) and np.isfinite(hi)):
         check_finite(p, name)  # names NaN or inf and counts them
     if lo < 0 or hi > 1:
         raise ValueError(f"{name} must lie in [0, 1]; got values from {lo:g} to {hi:g} "
                          "(pass logits through calibcourse.calibration.metrics.softmax first)")
     if row_sums is not None:
-        s = row_sums(p) if callable(row_sums) else row_sums
+        s = None
+        if sum_range is None:
+            s = row_sums(p) if callable(row_sums) else row_sums
+            sum_range = (s.min(), s.max())
         eps = input_eps(p) if eps is None else eps
         k = p.shape[1]
         # the largest |s - 1| from the smallest and the largest sum, in float64: two fast passes
         # (a rounding of s - 1 keeps its order, so the test is the one on every row's |s - 1|)
-        worst_dev = max(1.0 - float(s.min()), float(s.max()) - 1.0)
+        worst_dev = max(1.0 - float(sum_range[0]), float(sum_range[1]) - 1.0)
         held = str(p.dtype)
         if worst_dev > sum_tolerance(eps, k) and eps < _LOW_EPS["bfloat16"] and _bfloat16_values(p):
             eps, held = _LOW_EPS["bfloat16"], f"bfloat16 values in {p.dtype}"  # a float32 copy of bfloat16 data
         tol = sum_tolerance(eps, k)
         if worst_dev > tol:
+            if s is None:
+                s = row_sums(p) if callable(row_sums) else row_sums
             dev = np.abs(s.astype(np.float64) - 1.0)
             worst = int(dev.argmax())
             raise ValueError(f"rows of {name} must sum to 1 (tolerance {tol:g} for {held} with "

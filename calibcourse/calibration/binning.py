@@ -160,10 +160,10 @@ _INDEX_CHUNK = 2**14
 def _uniform_index(x: np.ndarray, n_bins: int) -> np.ndarray:
     """``bin_index(x, uniform_edges(n_bins))`` by arithmetic: a few vectorized passes instead of a binary search.
 
-    ``numpy.linspace`` makes edge ``m`` exactly ``m * (1 / n_bins)`` in floating point (and the
-    last one exactly 1), so the candidate ``ceil(x * n_bins) - 1``, which rounding may put one
-    bin off near an edge, is corrected by comparing ``x`` with the same products. Long inputs
-    go through in chunks that stay in the cache.
+    The candidate ``ceil(x * n_bins) - 1`` is the bin unless ``x * n_bins`` lies within rounding
+    of an integer, where ``numpy.linspace``'s edge and the product may disagree by an ulp: those
+    few scores are placed by the edges themselves (a binary search). Long inputs go through in
+    chunks that stay in the cache.
     """
     out = np.empty(x.shape[0], dtype=np.int64)
     for i in range(0, x.shape[0], _INDEX_CHUNK):
@@ -172,21 +172,40 @@ def _uniform_index(x: np.ndarray, n_bins: int) -> np.ndarray:
 
 
 def _uniform_index_into(x: np.ndarray, n_bins: int, out: np.ndarray) -> None:
-    step = 1.0 / n_bins
     c = np.multiply(x, n_bins)
-    np.ceil(c, out=c)
-    c -= 1
-    np.clip(c, 0, n_bins - 1, out=c)
-    edge = np.multiply(c, step)
-    move = np.less_equal(x, edge)
-    move &= c > 0
-    c -= move                                       # at or below the bin's lower edge: one bin down
-    np.add(c, 1, out=edge)
-    edge *= step
-    np.greater(x, edge, out=move)
-    move &= c < n_bins - 1
-    c += move                                       # above its upper edge: one bin up
-    out[...] = c
+    up = np.ceil(c)
+    c -= up                                          # in (-1, 0]: how far below the next integer
+    c += 0.5
+    np.abs(c, out=c)                                 # 0.5 at an integer, 0 half-way between two
+    np.clip(up, 1, n_bins, out=up)
+    np.subtract(up, 1, out=out, casting="unsafe")    # the candidate bin
+    # x * n_bins and the edge m / n_bins (as linspace makes it) are each off by a few ulps of
+    # n_bins: within 64 times that of an integer, the edges decide
+    near = c > 0.5 - 64 * np.finfo(np.float64).eps * max(n_bins, 1)
+    if near.any():
+        at = np.flatnonzero(near)
+        out[at] = np.searchsorted(uniform_edges(n_bins)[1:-1], x[at], side="left")
+
+
+def _uniform_bin_sums(x: np.ndarray, weights, n_bins: int):
+    """:func:`bin_sums` of long scores on uniform bins, chunk by chunk: each chunk's bin
+    indices are made and counted while they are in the cache, never stored at full length."""
+    x = np.asarray(x, dtype=np.float64)
+    weights = [np.asarray(w) for w in weights]
+    for j, w in enumerate(weights):
+        if w.shape != x.shape:
+            raise ValueError(f"weights[{j}] must have the shape of x, {x.shape}; got {w.shape}")
+    count = np.zeros(n_bins)
+    sums = [np.zeros(n_bins) for _ in weights]
+    index = np.empty(min(_INDEX_CHUNK, x.shape[0]), dtype=np.int64)
+    for i in range(0, x.shape[0], _INDEX_CHUNK):
+        xc = x[i: i + _INDEX_CHUNK]
+        ic = index[: xc.shape[0]]
+        _uniform_index_into(xc, n_bins, ic)
+        count += np.bincount(ic, minlength=n_bins)
+        for total, w in zip(sums, weights):
+            total += np.bincount(ic, weights=w[i: i + _INDEX_CHUNK], minlength=n_bins)
+    return count, sums
 
 
 def bin_sums(x, *weights, n_bins: int = 15, strategy: str = "uniform"):
@@ -230,6 +249,8 @@ def bin_sums(x, *weights, n_bins: int = 15, strategy: str = "uniform"):
         count = np.stack([col[0] for col in per_column])
         sums = [np.stack([col[1][i] for col in per_column]) for i in range(len(weights))]
         return count, sums, np.stack([col[2] for col in per_column])
+    if x.ndim == 1 and strategy == "uniform" and x.shape[0] > _INDEX_CHUNK:
+        return (*_uniform_bin_sums(x, weights, n_bins), uniform_edges(n_bins))
     index, edges = assign_bins(x.ravel(), n_bins, strategy)
     shape = (n_bins,)
     if x.ndim == 2:  # column c's bins are n_bins * c ... n_bins * (c + 1) - 1

@@ -172,40 +172,59 @@ def _prepare(probs, labels, reliability: str | None = None):
 #: From this many classes on, the checks and the top label are one numpy pass over row blocks
 #: (torch's max over a row is slower than numpy's argmax there; below it, torch is faster)
 _BLOCKED_FROM_CLASSES = 24
-_BLOCK_ELEMENTS = 2**17  # 512 KiB of float32: a block stays in the L2 cache
+_BLOCK_BYTES = 2**20  # 1 MiB: a block is read from memory once and worked on in the L2 (or L3) cache
 
 
 def _checked_top_label(probs):
     """``p = check_probs(probs)`` and ``top_label(p)``: (p, confidence, predicted class).
 
-    For a wide float matrix the value checks (minimum, maximum, row sums) and the top label
-    are computed block by block, each block of rows read from memory once.
+    For a wide float matrix the value checks (range and row sums) and the top label are
+    computed block by block, each block of rows read from memory once; only the outputs the
+    caller keeps are allocated at full length (fresh pages cost as much as a pass).
     """
     p = probs_array(probs)
     if not (p.ndim == 2 and p.shape[1] >= _BLOCKED_FROM_CLASSES and p.flags.c_contiguous):
         p = check_probs(p, eps=input_eps(probs))
         return (p, *top_label(p))
     n, k = p.shape
-    rows = max(1, _BLOCK_ELEMENTS // k)
+    rows = max(1, _BLOCK_BYTES // (k * p.itemsize))
     starts = np.arange(rows) * k  # where each row of a block starts in the flat array
     wide = p.dtype in (np.float32, np.float64)  # float16 sums in float16 lose digits: sum those in float64
     ones = np.ones(k, dtype=p.dtype)
-    sums = np.empty(n, dtype=p.dtype if wide else np.float64)
-    conf, pred = np.empty(n, dtype=p.dtype), np.empty(n, dtype=np.intp)
-    lows = np.empty(-(-n // rows), dtype=p.dtype)
-    flat = p.reshape(-1)
+    top_buf, sum_buf = np.empty(rows, dtype=p.dtype), np.empty(rows, dtype=p.dtype if wide else np.float64)
+    conf, pred = np.empty(n, dtype=np.float64), np.empty(n, dtype=np.intp)
+    blocks = -(-n // rows)
+    bits_max, sum_lo, sum_hi = np.empty(blocks, dtype=np.uint64), np.empty(blocks), np.empty(blocks)
+    flat, bits = p.reshape(-1), p.view(_UINT_OF[p.dtype.itemsize])
     for j, i in enumerate(range(0, n, rows)):  # each block is read from memory once, then worked on in cache
         b, top = p[i: i + rows], pred[i: i + rows]
+        m = len(top)
         b.argmax(axis=1, out=top)
-        np.take(flat, starts[: len(top)] + (top + i * k), out=conf[i: i + rows])  # the top, not a second max
-        lows[j] = b.min()
+        np.take(flat, starts[:m] + (top + i * k), out=top_buf[:m])  # the top, not a second max
+        conf[i: i + m] = top_buf[:m]
+        bits_max[j] = bits[i: i + rows].max()  # one integer max checks 0 <= p <= 1 and NaN (below)
+        s = sum_buf[:m]
         if wide:
-            np.matmul(b, ones, out=sums[i: i + rows])  # a matrix-vector product: the fastest row sums
+            np.matmul(b, ones, out=s)  # a matrix-vector product: the fastest row sums
         else:
-            b.sum(axis=1, dtype=np.float64, out=sums[i: i + rows])
-    check_prob_values(p, "probs", lows.min(), conf.max(), row_sums=sums,  # the largest value is a row's top
+            b.sum(axis=1, dtype=np.float64, out=s)
+        sum_lo[j], sum_hi[j] = s.min(), s.max()
+    # A float in [0, 1] has its bit pattern, read as an unsigned integer, at most that of 1.0;
+    # a negative value, NaN or a value above 1 has a larger one (-0.0 too: the exact check clears it).
+    in_range = int(bits_max.max()) <= int(np.ones(1, dtype=p.dtype).view(bits.dtype)[0])
+    lo, hi = (0.0, 1.0) if in_range else (p.min(), p.max())
+    check_prob_values(p, "probs", lo, hi, row_sums=_block_row_sums, sum_range=(sum_lo.min(), sum_hi.max()),
                       eps=input_eps(probs))
-    return p, conf.astype(np.float64), pred.astype(np.int64, copy=False)
+    return p, conf, pred.astype(np.int64, copy=False)
+
+
+_UINT_OF = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _block_row_sums(p: np.ndarray) -> np.ndarray:
+    """Every row's sum, as :func:`_checked_top_label` computes them (only to name a row that fails)."""
+    return p @ np.ones(p.shape[1], dtype=p.dtype) if p.dtype in (np.float32, np.float64) \
+        else p.sum(axis=1, dtype=np.float64)
 
 
 def _positive_class(p: np.ndarray) -> np.ndarray:
