@@ -142,3 +142,20 @@ def test_fixed_point_bandwidth_bisects_to_the_fixed_point():
     assert K.fixed_point_bandwidth(f, refine=30) == pytest.approx(0.2, abs=1e-8)
     assert K.fixed_point_bandwidth(lambda s: 2.0) == 1.0          # above 1 everywhere: 1
     assert K.fixed_point_bandwidth(lambda s: 0.0, eps=1e-3, refine=20) == pytest.approx(1e-3, abs=2e-6)
+
+
+def test_bin_sums_of_a_long_input_match_the_whole_array_path_and_check_the_weights():
+    """Past one chunk, bin sums go chunk by chunk: the same counts, the same sums to rounding, the same checks."""
+    rng = np.random.default_rng(5)
+    n = 3 * B._INDEX_CHUNK + 17
+    x = rng.uniform(size=n)
+    x[:5] = [0.0, 1.0, -np.inf, np.inf, 0.5]
+    w = rng.integers(0, 2, n).astype(bool)
+    count, (sx, sw), _ = B.bin_sums(x, np.clip(x, 0, 1), w[:, None], n_bins=15)  # a column of weights is raveled
+    index = np.searchsorted(np.linspace(0, 1, 16)[1:-1], x, side="left")
+    np.testing.assert_array_equal(count, np.bincount(index, minlength=15))
+    np.testing.assert_allclose(sx, np.bincount(index, weights=np.clip(x, 0, 1), minlength=15), rtol=1e-12)
+    np.testing.assert_array_equal(sw, np.bincount(index, weights=w, minlength=15))
+    for m in (5, n):  # short and long inputs name the weight that does not fit
+        with pytest.raises(ValueError, match=r"weights\[1\] must have one value per score"):
+            B.bin_sums(x[:m], x[:m], x[: m - 1], n_bins=15)

@@ -689,3 +689,15 @@ def test_blocked_pass_accepts_negative_zero_and_names_a_row_that_does_not_sum_to
     q[12345] *= 1.01
     with pytest.raises(ValueError, match="row 12345 sums to 1.01"):
         M.ece(q, y)
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">f8", np.longdouble])
+def test_blocked_pass_checks_values_of_any_byte_order_and_precision(dtype):
+    """The bit-pattern check orders like the values only for native floats: the others are checked exactly."""
+    n, k = 20000, 32
+    p, y = np.full((n, k), 1 / k, dtype=dtype), np.zeros(n, dtype=int)  # 1/32's low bytes are zero
+    assert M.ece(p, y) == pytest.approx(M.ece(np.asfortranarray(p), y), rel=1e-12)
+    p[n - 2] = 0
+    p[n - 2, :3] = [2.0, -0.5, -0.5]  # a bad row in the last block whose sum is still 1
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        M.ece(p, y)

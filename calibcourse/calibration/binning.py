@@ -166,15 +166,30 @@ def _uniform_index(x: np.ndarray, n_bins: int) -> np.ndarray:
     chunks that stay in the cache.
     """
     out = np.empty(x.shape[0], dtype=np.int64)
+    edges = _LazyEdges(n_bins)
     for i in range(0, x.shape[0], _INDEX_CHUNK):
-        _uniform_index_into(x[i: i + _INDEX_CHUNK], n_bins, out[i: i + _INDEX_CHUNK])
+        _uniform_index_into(x[i: i + _INDEX_CHUNK], edges, out[i: i + _INDEX_CHUNK])
     return out
 
 
-def _uniform_index_into(x: np.ndarray, n_bins: int, out: np.ndarray) -> None:
+class _LazyEdges:
+    """The inner edges of ``uniform_edges(n_bins)``, made once, when a score first needs them."""
+
+    def __init__(self, n_bins: int):
+        self.n_bins, self._inner = n_bins, None
+
+    def inner(self) -> np.ndarray:
+        if self._inner is None:
+            self._inner = uniform_edges(self.n_bins)[1:-1]
+        return self._inner
+
+
+def _uniform_index_into(x: np.ndarray, edges: _LazyEdges, out: np.ndarray) -> None:
+    n_bins = edges.n_bins
     c = np.multiply(x, n_bins)
     up = np.ceil(c)
-    c -= up                                          # in (-1, 0]: how far below the next integer
+    with np.errstate(invalid="ignore"):              # an infinite score: its candidate is clipped below
+        c -= up                                      # in (-1, 0]: how far below the next integer
     c += 0.5
     np.abs(c, out=c)                                 # 0.5 at an integer, 0 half-way between two
     np.clip(up, 1, n_bins, out=up)
@@ -184,27 +199,26 @@ def _uniform_index_into(x: np.ndarray, n_bins: int, out: np.ndarray) -> None:
     near = c > 0.5 - 64 * np.finfo(np.float64).eps * max(n_bins, 1)
     if near.any():
         at = np.flatnonzero(near)
-        out[at] = np.searchsorted(uniform_edges(n_bins)[1:-1], x[at], side="left")
+        out[at] = np.searchsorted(edges.inner(), x[at], side="left")
 
 
 def _uniform_bin_sums(x: np.ndarray, weights, n_bins: int):
     """:func:`bin_sums` of long scores on uniform bins, chunk by chunk: each chunk's bin
     indices are made and counted while they are in the cache, never stored at full length."""
     x = np.asarray(x, dtype=np.float64)
-    weights = [np.asarray(w) for w in weights]
-    for j, w in enumerate(weights):
-        if w.shape != x.shape:
-            raise ValueError(f"weights[{j}] must have the shape of x, {x.shape}; got {w.shape}")
+    weights = [np.asarray(w).ravel() for w in weights]  # as the whole-array path: raveled, summed in float64
     count = np.zeros(n_bins)
     sums = [np.zeros(n_bins) for _ in weights]
     index = np.empty(min(_INDEX_CHUNK, x.shape[0]), dtype=np.int64)
+    edges = _LazyEdges(n_bins)
     for i in range(0, x.shape[0], _INDEX_CHUNK):
         xc = x[i: i + _INDEX_CHUNK]
         ic = index[: xc.shape[0]]
-        _uniform_index_into(xc, n_bins, ic)
+        _uniform_index_into(xc, edges, ic)
         count += np.bincount(ic, minlength=n_bins)
         for total, w in zip(sums, weights):
-            total += np.bincount(ic, weights=w[i: i + _INDEX_CHUNK], minlength=n_bins)
+            total += np.bincount(ic, weights=np.asarray(w[i: i + _INDEX_CHUNK], dtype=np.float64),
+                                 minlength=n_bins)
     return count, sums
 
 
@@ -243,6 +257,9 @@ def bin_sums(x, *weights, n_bins: int = 15, strategy: str = "uniform"):
     n_bins = check_n_bins(n_bins)
     check_choice(strategy, STRATEGIES, "strategy")
     x = np.asarray(x)
+    for j, w in enumerate(weights):
+        if np.size(w) != x.size:
+            raise ValueError(f"weights[{j}] must have one value per score, {x.size}; got {np.size(w)}")
     if x.ndim == 2 and strategy == "quantile":
         per_column = [bin_sums(x[:, c], *(w[:, c] for w in weights), n_bins=n_bins, strategy=strategy)
                       for c in range(x.shape[1])]

@@ -195,14 +195,17 @@ def _checked_top_label(probs):
     conf, pred = np.empty(n, dtype=np.float64), np.empty(n, dtype=np.intp)
     blocks = -(-n // rows)
     bits_max, sum_lo, sum_hi = np.empty(blocks, dtype=np.uint64), np.empty(blocks), np.empty(blocks)
-    flat, bits = p.reshape(-1), p.view(_UINT_OF[p.dtype.itemsize])
+    # the bit patterns as unsigned integers order like the values in [0, 1] only in native byte order
+    bitwise = p.dtype.isnative and p.dtype.itemsize in _UINT_OF
+    flat, bits = p.reshape(-1), (p.view(_UINT_OF[p.dtype.itemsize]) if bitwise else None)
     for j, i in enumerate(range(0, n, rows)):  # each block is read from memory once, then worked on in cache
         b, top = p[i: i + rows], pred[i: i + rows]
         m = len(top)
         b.argmax(axis=1, out=top)
         np.take(flat, starts[:m] + (top + i * k), out=top_buf[:m])  # the top, not a second max
         conf[i: i + m] = top_buf[:m]
-        bits_max[j] = bits[i: i + rows].max()  # one integer max checks 0 <= p <= 1 and NaN (below)
+        if bitwise:
+            bits_max[j] = bits[i: i + rows].max()  # one integer max checks 0 <= p <= 1 and NaN (below)
         s = sum_buf[:m]
         if wide:
             np.matmul(b, ones, out=s)  # a matrix-vector product: the fastest row sums
@@ -211,20 +214,28 @@ def _checked_top_label(probs):
         sum_lo[j], sum_hi[j] = s.min(), s.max()
     # A float in [0, 1] has its bit pattern, read as an unsigned integer, at most that of 1.0;
     # a negative value, NaN or a value above 1 has a larger one (-0.0 too: the exact check clears it).
-    in_range = int(bits_max.max()) <= int(np.ones(1, dtype=p.dtype).view(bits.dtype)[0])
+    in_range = bitwise and int(bits_max.max()) <= int(np.ones(1, dtype=p.dtype).view(bits.dtype)[0])
     lo, hi = (0.0, 1.0) if in_range else (p.min(), p.max())
-    check_prob_values(p, "probs", lo, hi, row_sums=_block_row_sums, sum_range=(sum_lo.min(), sum_hi.max()),
-                      eps=input_eps(probs))
+    check_prob_values(p, "probs", lo, hi, row_sums=lambda q: _block_row_sums(q, rows),
+                      sum_range=(sum_lo.min(), sum_hi.max()), eps=input_eps(probs))
     return p, conf, pred.astype(np.int64, copy=False)
 
 
 _UINT_OF = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-def _block_row_sums(p: np.ndarray) -> np.ndarray:
-    """Every row's sum, as :func:`_checked_top_label` computes them (only to name a row that fails)."""
-    return p @ np.ones(p.shape[1], dtype=p.dtype) if p.dtype in (np.float32, np.float64) \
-        else p.sum(axis=1, dtype=np.float64)
+def _block_row_sums(p: np.ndarray, rows: int) -> np.ndarray:
+    """Every row's sum, block by block as :func:`_checked_top_label` computes them (only to name a
+    row that fails: the same calls give the same sums)."""
+    wide = p.dtype in (np.float32, np.float64)
+    ones = np.ones(p.shape[1], dtype=p.dtype)
+    sums = np.empty(p.shape[0], dtype=p.dtype if wide else np.float64)
+    for i in range(0, p.shape[0], rows):
+        if wide:
+            np.matmul(p[i: i + rows], ones, out=sums[i: i + rows])
+        else:
+            p[i: i + rows].sum(axis=1, dtype=np.float64, out=sums[i: i + rows])
+    return sums
 
 
 def _positive_class(p: np.ndarray) -> np.ndarray:
