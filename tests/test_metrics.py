@@ -701,3 +701,12 @@ def test_blocked_pass_checks_values_of_any_byte_order_and_precision(dtype):
     p[n - 2, :3] = [2.0, -0.5, -0.5]  # a bad row in the last block whose sum is still 1
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         M.ece(p, y)
+
+
+def test_input_eps_reads_torch_dtypes_as_their_numpy_namesakes():
+    import torch
+
+    from calibcourse.calibration._validation import input_eps
+    for dtype, eps in [(torch.float32, np.finfo(np.float32).eps), (torch.float64, np.finfo(np.float64).eps),
+                       (torch.float16, 2.0**-10), (torch.bfloat16, 2.0**-7), (torch.int64, np.finfo(np.float64).eps)]:
+        assert input_eps(torch.zeros(2, dtype=dtype)) == eps, dtype

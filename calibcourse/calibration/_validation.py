@@ -28,7 +28,10 @@ def input_eps(x) -> float:
     try:
         dt = np.dtype(getattr(x, "dtype", np.float64))
     except TypeError:
-        return float(np.finfo(np.float64).eps)
+        try:  # a torch dtype: torch.float32 is numpy's "float32"
+            dt = np.dtype(name)
+        except TypeError:
+            return float(np.finfo(np.float64).eps)
     return float(np.finfo(dt).eps) if dt.kind == "f" else float(np.finfo(np.float64).eps)
 
 
