@@ -18,7 +18,7 @@ export MPLBACKEND ?= Agg
 BOOK_STAMP := $(VENV)/.book-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: book test bench clean venv train status reproduce restamp smoke labs assignments grade check-pages chromium
+.PHONY: book test bench clean venv train status reproduce restamp smoke labs lab execute assignments grade check-pages chromium
 
 $(BOOK_STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,16 @@ book: $(BOOK_STAMP)
 # downloadable lab notebooks, student and instructor editions: _build/labs/{student,instructor}/
 labs: $(BOOK_STAMP)
 	$(PY) -m calibcourse.tools.build --labs
+
+# a student's lab in JupyterLab, and the run before handing in (book/setup.md):
+#   make lab NB=_build/labs/student/lab1_ece.ipynb       make execute NB=_build/labs/student/lab1_ece.ipynb
+NB ?= _build/labs/student/lab1_ece.ipynb
+lab: $(BOOK_STAMP)
+	$(PIP) jupyterlab
+	$(PY) -m jupyter lab $(NB)
+
+execute: $(BOOK_STAMP)
+	$(PY) -m jupyter nbconvert --to notebook --execute --inplace $(NB)
 
 # fill the result cache for a profile: every training run of the book that has no entry
 #   make train PROFILE=full                                  one after another, in this process
