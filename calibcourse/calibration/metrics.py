@@ -189,9 +189,8 @@ def _checked_top_label(probs):
     n, k = p.shape
     rows = max(1, _BLOCK_BYTES // (k * p.itemsize))
     starts = np.arange(rows) * k  # where each row of a block starts in the flat array
-    wide = p.dtype in (np.float32, np.float64)  # float16 sums in float16 lose digits: sum those in float64
     ones = np.ones(k, dtype=p.dtype)
-    top_buf, sum_buf = np.empty(rows, dtype=p.dtype), np.empty(rows, dtype=p.dtype if wide else np.float64)
+    top_buf, sum_buf = np.empty(rows, dtype=p.dtype), np.empty(rows, dtype=_sum_dtype(p.dtype))
     conf, pred = np.empty(n, dtype=np.float64), np.empty(n, dtype=np.intp)
     blocks = -(-n // rows)
     bits_max, sum_lo, sum_hi = np.empty(blocks, dtype=np.uint64), np.empty(blocks), np.empty(blocks)
@@ -206,11 +205,7 @@ def _checked_top_label(probs):
         conf[i: i + m] = top_buf[:m]
         if bitwise:
             bits_max[j] = bits[i: i + rows].max()  # one integer max checks 0 <= p <= 1 and NaN (below)
-        s = sum_buf[:m]
-        if wide:
-            np.matmul(b, ones, out=s)  # a matrix-vector product: the fastest row sums
-        else:
-            b.sum(axis=1, dtype=np.float64, out=s)
+        s = _row_sums_into(b, ones, sum_buf[:m])
         sum_lo[j], sum_hi[j] = s.min(), s.max()
     # A float in [0, 1] has its bit pattern, read as an unsigned integer, at most that of 1.0;
     # a negative value, NaN or a value above 1 has a larger one (-0.0 too: the exact check clears it).
@@ -224,17 +219,27 @@ def _checked_top_label(probs):
 _UINT_OF = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
+def _sum_dtype(dtype) -> type:
+    """The dtype of row sums: the input's for float32 and float64, float64 for the others (float16
+    sums in float16 lose digits)."""
+    return dtype.type if dtype in (np.float32, np.float64) else np.float64
+
+
+def _row_sums_into(b: np.ndarray, ones: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """A block's row sums into ``out`` (of :func:`_sum_dtype`): for float32 and float64 a
+    matrix-vector product with ``ones``, the fastest row sums."""
+    if out.dtype == b.dtype:
+        return np.matmul(b, ones, out=out)
+    return b.sum(axis=1, dtype=np.float64, out=out)
+
+
 def _block_row_sums(p: np.ndarray, rows: int) -> np.ndarray:
     """Every row's sum, block by block as :func:`_checked_top_label` computes them (only to name a
     row that fails: the same calls give the same sums)."""
-    wide = p.dtype in (np.float32, np.float64)
     ones = np.ones(p.shape[1], dtype=p.dtype)
-    sums = np.empty(p.shape[0], dtype=p.dtype if wide else np.float64)
+    sums = np.empty(p.shape[0], dtype=_sum_dtype(p.dtype))
     for i in range(0, p.shape[0], rows):
-        if wide:
-            np.matmul(p[i: i + rows], ones, out=sums[i: i + rows])
-        else:
-            p[i: i + rows].sum(axis=1, dtype=np.float64, out=sums[i: i + rows])
+        _row_sums_into(p[i: i + rows], ones, sums[i: i + rows])
     return sums
 
 
