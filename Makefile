@@ -18,7 +18,7 @@ export MPLBACKEND ?= Agg
 BOOK_STAMP := $(VENV)/.book-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: book test bench clean venv train status reproduce restamp smoke labs lab execute assignments grade check-pages chromium
+.PHONY: provenance book test bench clean venv train status reproduce restamp smoke labs lab execute assignments grade check-pages chromium
 
 $(BOOK_STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ $(TEST_STAMP): $(BOOK_STAMP) requirements-test.txt
 	@touch $@
 
 venv: $(BOOK_STAMP)
+
+# this machine in one line (CPU, kernel set, torch, threads): CI prints it first, so a red run names its machine
+provenance: $(BOOK_STAMP)
+	@$(PY) -m calibcourse.study.provenance
 
 book: $(BOOK_STAMP)
 	$(PY) -m calibcourse.tools.build --profile $(PROFILE) --edition $(EDITION)

@@ -18,12 +18,16 @@ TINY = {"data": {"name": "digits", "n_train": 300}, "model": {"name": "mlp", "de
 
 def test_code_modules_follow_the_imports_of_a_run_and_ignore_docstrings(tmp_path, monkeypatch):
     mods = P.code_modules()
-    # what a run executes: the loop, the models, the losses, the meta-learner, the data, and what they import
+    # what decides a run's weights: the loop, the models, the losses, the meta-learner, the data
     for m in ("calibcourse.study.train", "calibcourse.study.models", "calibcourse.calibration.losses", "calibcourse.study.meta",
-              "calibcourse.study.data", "calibcourse.calibration.metrics", "calibcourse.study.provenance"):
+              "calibcourse.study.data", "calibcourse.study.steps", "calibcourse.study.config"):
         assert m in mods, m
     for m in ("calibcourse.tools.build", "calibcourse.study.ledger", "calibcourse.tools.grid", "calibcourse.tools.reproduce"):
         assert m not in mods, f"{m} is not executed by a run"
+    # executed, but not training code: the record of the run, the toolkit's numpy code and its validation
+    for m in ("calibcourse.study.provenance", "calibcourse.calibration.metrics", "calibcourse.calibration._validation",
+              "calibcourse.calibration.binning"):
+        assert m not in mods, f"{m} decides no trained weight"
     # an independent recomputation of one module's fingerprint
     src = (P._package_dir() / "study" / "models.py").read_text()
     tree = P._strip_docstrings(ast.parse(src))
@@ -119,10 +123,12 @@ def test_reproduce_retrains_a_profile_and_compares_each_run(tmp_path, monkeypatc
     assert manifest["provenance"]["threads"] == 1
 
 
-def test_the_command_line_says_what_is_missing(tmp_path, monkeypatch, capsys):
+def test_the_command_line_says_what_is_missing(tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("CALIBCOURSE_CACHE", str(tmp_path / "empty"))
-    assert R.main(["--profile", "ci", "--no-ledger"]) == 2
-    assert "has no entry for" in capsys.readouterr().err
+    assert R.main(["--profile", "ci", "--no-ledger"]) == 2  # in a process under the pinned numerics
+    assert "has no entry for" in capfd.readouterr().err
+    with pytest.raises(SystemExit):
+        R.main(["--profile", "ci", "--threads", "2"])  # the pinned numerics use one thread
     with pytest.raises(SystemExit):
         R.main(["--jobs", "0"])
 

@@ -342,6 +342,9 @@ class Cache:
 
         """
         key = config_key(result.config)
+        if result.info.get("perturbed_init"):
+            raise CacheError(f"{key}: a run with perturbed initial weights only measures a run's stability; "
+                             "it is never stored")
         if result.info.get("smoke") and self.root.resolve() == REPOSITORY_CACHE.resolve():
             raise CacheError(f"{key}: a smoke run ({result.info['smoke']}) is never stored in the committed "
                              f"cache {REPOSITORY_CACHE}; point CALIBCOURSE_CACHE at a temporary folder")
@@ -415,6 +418,41 @@ class Cache:
                         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         manifest["provenance"] = {**prov, "code": provenance["code"], "code_modules": provenance["code_modules"]}
         manifest["restamped"] = history
+        path = self.path(key) / "manifest.json"
+        tmp = path.with_name(f".manifest-{uuid.uuid4().hex[:8]}.json")
+        tmp.write_text(_manifest_text(manifest))
+        os.replace(tmp, path)
+
+    def record_stability(self, key: str, stability: dict) -> None:
+        """Write ``stability`` (:func:`calibcourse.study.stability.stability`) into entry ``key``'s manifest.
+
+        Outputs and history are untouched; written atomically.
+
+        Parameters
+        ----------
+        key : str
+            The entry.
+        stability : dict
+            What the perturbed retraining measured.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from calibcourse.study.train import train
+        >>> cfg = {"data": {"name": "digits", "n_train": 200}, "model": {"name": "mlp", "depth": 1, "width": 8},
+        ...        "epochs": 1}
+        >>> cache = Cache(tempfile.mkdtemp())
+        >>> key = cache.store(train(cfg, progress=False)).name
+        >>> cache.record_stability(key, {"chaotic": False})
+        >>> cache.check(key)["stability"], cache.verify()
+        ({'chaotic': False}, [])
+        """
+        manifest = self.check(key)
+        manifest["stability"] = stability
         path = self.path(key) / "manifest.json"
         tmp = path.with_name(f".manifest-{uuid.uuid4().hex[:8]}.json")
         tmp.write_text(_manifest_text(manifest))

@@ -5,13 +5,20 @@ its last bits, and training amplifies them: the same config trained with 1 and w
 threads ends with logits that differ by about 1e-3 after a few epochs (chapter 2's MLPs).
 The CPU's vector instructions (``torch.backends.cpu.get_cpu_capability()``: AVX2, AVX512, or
 ``DEFAULT`` under ``ATEN_CPU_CAPABILITY=default``) and the library versions do the same.
-torch does not promise bit-identical results across CPUs, so the study promises two things:
+torch does not promise bit-identical results across CPUs, and training for tens of epochs is
+chaotic: which runs a last-bit difference turns into a visible one depends on the CPU. So the
+study promises two things:
 
 * **the bits**, where a run's provenance is the machine's: the same config, code, torch,
-  thread count, CPU capability and device give byte-identical outputs;
-* **the numbers and the verdicts**, everywhere else: the metrics the book prints agree at
-  the precision printed (``tests/test_cache.py``) and ``make reproduce`` recomputes the claims
-  ledger from runs retrained on the reader's machine and lists every verdict that changed
+  thread count, CPU capability, numerics mode and device give byte-identical outputs. Under
+  the *pinned* numerics mode (:data:`PINNED_ENV`, :func:`pinned_environ`) the CPU capability is
+  torch's portable ``DEFAULT`` on every x86-64 CPU, MKL runs its conditional-numerical-
+  reproducibility code path, oneDNN is off and one thread does every sum, so the CPU's choices
+  leave the arithmetic and a pinned run's bits are the same on every x86-64 machine with the
+  pinned torch (checked on two CPU kinds: the contributors' guide records the hashes). The
+  ``ci`` profile's committed entries are pinned, and ``tests/test_cache.py`` demands their bits;
+* **the verdicts**, everywhere else: ``make reproduce`` recomputes the claims ledger from runs
+  retrained on the reader's machine and lists every verdict that changed
   (:mod:`calibcourse.tools.reproduce`).
 
 The thread policy: a run trains with :data:`DEFAULT_THREADS` (1) torch threads unless the
@@ -27,20 +34,38 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import platform
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["DEFAULT_THREADS", "KEYS", "resolve_threads", "code_fingerprint", "code_modules", "current",
-           "differences"]
+__all__ = ["DEFAULT_THREADS", "KEYS", "PINNED_ENV", "PINNED_PROFILES", "resolve_threads", "pinned_environ",
+           "numerics", "cpu_kind", "describe", "code_fingerprint", "code_modules", "current", "differences"]
 
 #: torch's intra-op threads of a run unless the caller says otherwise
 DEFAULT_THREADS = 1
 #: the provenance fields that decide a run's bits (compared by :func:`differences`)
-KEYS = ("torch", "threads", "cpu_capability", "device", "code")
-#: the module whose execution is a training run: the fingerprint covers it and every module
-#: of the package it imports (at module level or inside a function)
+KEYS = ("torch", "threads", "cpu_capability", "numerics", "device", "code")
+#: the module whose execution is a training run: the fingerprint covers it and the training
+#: modules it imports (at module level or inside a function): :func:`code_modules`
 TRAINING_ENTRY = "calibcourse.study.train"
+#: The environment of the *pinned* numerics mode. It must be set before torch is imported (torch
+#: reads its kernel set, MKL and oneDNN their code paths, once), so a pinned run trains in a
+#: process started with it (:func:`pinned_environ`); :func:`calibcourse.study.train.train` also
+#: turns oneDNN off for the run (its kernels choose their blocking by the CPU's cache sizes).
+#:
+#: * ``ATEN_CPU_CAPABILITY=default``: torch's portable kernels, the same instructions on every
+#:   x86-64 CPU (no AVX2 or AVX-512 lanes that split a sum differently);
+#: * ``MKL_CBWR=COMPATIBLE``: MKL's conditional numerical reproducibility, one code path on
+#:   Intel and AMD processors alike (matrix products, the convolutions' GEMMs);
+#: * ``ONEDNN_MAX_CPU_ISA=SSE41``: oneDNN held to a baseline instruction set, should any kernel
+#:   reach it;
+#: * one OpenMP and MKL thread, and no GPU.
+PINNED_ENV = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41",
+              "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+#: the profiles whose runs train under the pinned numerics (their entries are what the tests
+#: retrain and compare bit for bit on any machine)
+PINNED_PROFILES = ("ci",)
 
 
 def resolve_threads(threads=None) -> int:
@@ -69,6 +94,60 @@ def resolve_threads(threads=None) -> int:
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be an integer >= 1 or None; got {threads!r}")
     return threads
+
+
+def pinned_environ(base=None) -> dict:
+    """An environment for a process that trains under the pinned numerics mode.
+
+    Parameters
+    ----------
+    base : mapping, optional
+        The environment to start from (default ``os.environ``).
+
+    Returns
+    -------
+    dict
+        ``base`` with :data:`PINNED_ENV` set.
+
+    Examples
+    --------
+    >>> env = pinned_environ({"PATH": "/bin", "ATEN_CPU_CAPABILITY": "avx2"})
+    >>> env["ATEN_CPU_CAPABILITY"], env["MKL_CBWR"], env["PATH"]
+    ('default', 'COMPATIBLE', '/bin')
+    """
+    return {**(os.environ if base is None else base), **PINNED_ENV}
+
+
+def numerics(threads=None) -> str:
+    """The numerics mode of a run trained in this process now with ``threads`` threads.
+
+    ``"pinned"`` when this process was started with :data:`PINNED_ENV` (and torch runs its
+    portable kernels) and the run uses one thread; ``"native"`` otherwise: the CPU's own kernels,
+    whose bits are this machine's.
+
+    Parameters
+    ----------
+    threads : int or None, default=None
+        The torch threads of the run (:func:`resolve_threads`).
+
+    Returns
+    -------
+    str
+        ``"pinned"`` or ``"native"``.
+
+    Examples
+    --------
+    >>> import os
+    >>> numerics() == ("pinned" if all(os.environ.get(k) == v for k, v in PINNED_ENV.items()) else "native")
+    True
+    >>> numerics(threads=2)
+    'native'
+    """
+    if resolve_threads(threads) != 1 or any(os.environ.get(k) != v for k, v in PINNED_ENV.items()):
+        return "native"
+    import torch
+
+    return "pinned" if torch.backends.cpu.get_cpu_capability() == "DEFAULT" else "native"
 
 
 def _package_dir() -> Path:
@@ -126,12 +205,19 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
 
 @lru_cache(maxsize=None)
 def code_modules(entry: str = TRAINING_ENTRY) -> dict:
-    """The fingerprint of every package module a training run executes, by module name.
+    """The fingerprint of the training code a run executes, by module name.
 
-    The modules are ``entry`` and every module of the package it imports, transitively
-    (imports inside functions included). A module's fingerprint is the sha256 of its code
-    with docstrings and comments removed (``ast.unparse``), so a reworded docstring does
-    not make a cache entry stale; 12 hex digits.
+    The modules are ``entry`` and the modules of the study layer it imports, transitively
+    (imports inside functions included), with the toolkit's torch losses
+    (``calibcourse.calibration.losses``): the code that decides a run's weights and outputs.
+    Left out are this module (it records the run, it does not train it) and the toolkit's
+    numpy code that a run calls (softmax, the temperature fit of cross-fitting, the ECE of the
+    history): a change there, a validation refactor say, moves no trained weight, the toolkit's
+    tests compare its numbers with scikit-learn's and torchmetrics', and a change that did move
+    an output would fail the bit-for-bit test of the pinned ``ci`` entries
+    (``tests/test_cache.py``). A module's fingerprint is the sha256 of its code with docstrings
+    and comments removed (``ast.unparse``), so a reworded docstring does not make a cache entry
+    stale; 12 hex digits.
 
     Parameters
     ----------
@@ -148,6 +234,8 @@ def code_modules(entry: str = TRAINING_ENTRY) -> dict:
     >>> mods = code_modules()
     >>> "calibcourse.study.train" in mods and "calibcourse.study.models" in mods and "calibcourse.tools.build" not in mods
     True
+    >>> "calibcourse.calibration.losses" in mods, "calibcourse.calibration.metrics" in mods
+    (True, False)
     """
     if _module_file(entry) is None:
         raise ValueError(f"entry must name a module of the package; got {entry!r}")
@@ -160,7 +248,12 @@ def code_modules(entry: str = TRAINING_ENTRY) -> dict:
         trees[name] = ast.parse(_module_file(name).read_text())
         todo.extend(_imports(name, trees[name]) - seen)
     return {name: hashlib.sha256(ast.unparse(_strip_docstrings(trees[name])).encode()).hexdigest()[:12]
-            for name in sorted(trees)}
+            for name in sorted(trees) if _is_training_code(name)}
+
+
+def _is_training_code(name: str) -> bool:
+    return name == "calibcourse.calibration.losses" or (name.startswith("calibcourse.study.")
+                                                         and name != "calibcourse.study.provenance")
 
 
 def code_fingerprint(entry: str = TRAINING_ENTRY) -> str:
@@ -194,6 +287,37 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_kind() -> str:
+    """The processor as far as its arithmetic goes: vendor, family, model and widest vector set.
+
+    Virtual machines often show one model name for several generations ("AMD EPYC" for a Zen 3
+    with AVX2 and a Zen 5 with AVX-512), so the name alone cannot say that two machines round
+    alike.
+
+    Returns
+    -------
+    str
+        e.g. ``"AuthenticAMD family 26 model 2 (avx512)"``.
+
+    Examples
+    --------
+    >>> cpu_kind() == cpu_kind() and len(cpu_kind()) > 0
+    True
+    """
+    fields = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    except OSError:  # pragma: no cover (not Linux)
+        return platform.processor() or platform.machine()
+    flags = set(fields.get("flags", "").split())
+    widest = next((name for flag, name in (("avx512f", "avx512"), ("avx2", "avx2"), ("avx", "avx"),
+                                           ("sse4_2", "sse4.2")) if flag in flags), "baseline")
+    return (f"{fields.get('vendor_id', platform.machine())} family {fields.get('cpu family', '?')} "
+            f"model {fields.get('model', '?')} ({widest})")
+
+
 def current(threads=None, device="cpu") -> dict:
     """The provenance of a run trained here now with ``threads`` threads on ``device``.
 
@@ -208,10 +332,11 @@ def current(threads=None, device="cpu") -> dict:
     -------
     dict
         ``torch`` (version), ``threads``, ``cpu_capability``
-        (``torch.backends.cpu.get_cpu_capability()``), ``device`` (with the GPU's name on CUDA),
+        (``torch.backends.cpu.get_cpu_capability()``), ``numerics`` (:func:`numerics`:
+        ``"pinned"`` or ``"native"``), ``device`` (with the GPU's name on CUDA),
         ``code`` (:func:`code_fingerprint`), and for the reader: ``code_modules``
-        (:func:`code_modules`), ``python``, ``numpy``, ``machine`` and ``cpu`` (the processor's
-        model name).
+        (:func:`code_modules`), ``python``, ``numpy``, ``machine``, ``cpu`` (the processor's
+        model name) and ``cpu_kind`` (:func:`cpu_kind`).
 
     Examples
     --------
@@ -229,9 +354,9 @@ def current(threads=None, device="cpu") -> dict:
     if dev.type == "cuda":
         name = f"{dev} ({torch.cuda.get_device_name(dev)})"
     return {"torch": torch.__version__, "threads": resolve_threads(threads),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "device": name,
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "numerics": numerics(threads), "device": name,
             "code": code_fingerprint(), "code_modules": code_modules(), "python": platform.python_version(),
-            "numpy": np.__version__, "machine": platform.machine(), "cpu": _cpu_name()}
+            "numpy": np.__version__, "machine": platform.machine(), "cpu": _cpu_name(), "cpu_kind": cpu_kind()}
 
 
 def differences(recorded: dict | None, here: dict) -> dict:
@@ -241,7 +366,8 @@ def differences(recorded: dict | None, here: dict) -> dict:
     ----------
     recorded : dict or None
         A run's provenance (a cache manifest's ``provenance``); None or ``{}`` for an entry
-        that recorded none (every field then differs).
+        that recorded none (every field then differs). An entry from before the numerics mode
+        was recorded counts as ``"native"``.
     here : dict
         Another one, e.g. :func:`current`.
 
@@ -253,10 +379,33 @@ def differences(recorded: dict | None, here: dict) -> dict:
     Examples
     --------
     >>> a = {"torch": "2.14.1", "threads": 1, "cpu_capability": "AVX512", "device": "cpu", "code": "ab"}
-    >>> differences(a, {**a, "cpu_capability": "DEFAULT"})
-    {'cpu_capability': ('AVX512', 'DEFAULT')}
-    >>> differences(a, dict(a))
+    >>> differences(a, {**a, "cpu_capability": "DEFAULT", "numerics": "pinned"})
+    {'cpu_capability': ('AVX512', 'DEFAULT'), 'numerics': ('native', 'pinned')}
+    >>> differences(a, {**a, "numerics": "native"})
     {}
     """
+    def get(prov, k):
+        return prov.get(k, "native" if k == "numerics" and prov else None)
+
     recorded = recorded or {}
-    return {k: (recorded.get(k), here.get(k)) for k in KEYS if recorded.get(k) != here.get(k)}
+    return {k: (get(recorded, k), get(here, k)) for k in KEYS if get(recorded, k) != get(here, k)}
+
+
+def describe() -> str:
+    """This machine's provenance in one line, for a CI log: a red run then names its machine.
+
+    Examples
+    --------
+    >>> "cpu_capability" in describe() and "numerics" in describe()
+    True
+    """
+    import torch
+
+    p = current()
+    return (f"machine: {p['cpu']} [{p['cpu_kind']}], {os.cpu_count()} cores; torch {p['torch']}, "
+            f"cpu_capability {p['cpu_capability']}, numerics {p['numerics']}, torch threads {torch.get_num_threads()} "
+            f"(a run uses {DEFAULT_THREADS}); numpy {p['numpy']}; python {p['python']}; training code {p['code']}")
+
+
+if __name__ == "__main__":
+    print(describe())

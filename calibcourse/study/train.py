@@ -39,11 +39,12 @@ from __future__ import annotations
 import os
 import random
 import time
+from contextvars import ContextVar
 
 import numpy as np
 
 from calibcourse.study.config import load_data_splits, normalize_config, smoke_caps
-from calibcourse.study.provenance import current, resolve_threads
+from calibcourse.study.provenance import current, numerics, resolve_threads
 from calibcourse.study.results import RunResult, epoch_measures, predict_logits
 from calibcourse.study.steps import augment_batch, make_optimizer, make_step
 
@@ -206,8 +207,12 @@ def _save_checkpoint(path, state: dict) -> None:
     os.replace(tmp, path)
 
 
+#: set by ``train(..., perturb_init=True)`` for the runs it starts (fold and ensemble members too)
+_PERTURB_INIT = ContextVar("perturb_init", default=False)
+
+
 def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoint_every: int = 5,
-          threads: int | None = None, on_checkpoint=None) -> RunResult:
+          threads: int | None = None, on_checkpoint=None, perturb_init: bool = False) -> RunResult:
     """Train one run config; return its :class:`RunResult`.
 
     The config names the data, the model (:func:`make_model`), the optimizer and the
@@ -240,6 +245,11 @@ def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoin
     on_checkpoint : callable, optional
         Called with the epoch right after each checkpoint is written (the run grid's
         preemption drill kills its job there: :class:`calibcourse.tools.grid.TrainJob`).
+    perturb_init : bool, default=False
+        Move every non-zero initial weight of the network one float up (``torch.nextafter``)
+        before training: the same run with a last-bit difference, as another CPU would give it.
+        How far that moves the run's printed measures says whether its training amplifies
+        noise (:func:`calibcourse.study.stability.stability`); never for a stored result.
 
     Returns
     -------
@@ -265,18 +275,30 @@ def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoin
     threads = resolve_threads(threads)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
+    # pinned numerics (provenance.PINNED_ENV): oneDNN's kernels pick their blocking by the CPU's
+    # caches, so its convolutions fall back to torch's own (im2col and MKL's reproducible GEMM)
+    mkldnn = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = mkldnn and numerics(threads) != "pinned"
+    token = _PERTURB_INIT.set(bool(perturb_init))
     try:
         if config.get("cross_fit"):  # k fold networks and a final one (chapter 6): their own module
             from calibcourse.study.crossfit import train_cross_fitted
 
-            return train_cross_fitted(config, lambda cfg, data: _train(cfg, progress, None, checkpoint_every, data=data))
-        cfg = normalize_config(config)
-        if cfg.get("ensemble"):
+            result = train_cross_fitted(config, lambda cfg, data: _train(cfg, progress, None, checkpoint_every,
+                                                                         data=data))
+        elif normalize_config(config).get("ensemble"):
             from calibcourse.study.predictive import train_ensemble
 
-            return train_ensemble(cfg, lambda member: _train(member, progress, None, checkpoint_every))
-        return _train(config, progress, checkpoint, checkpoint_every, on_checkpoint)
+            result = train_ensemble(normalize_config(config),
+                                    lambda member: _train(member, progress, None, checkpoint_every))
+        else:
+            result = _train(config, progress, checkpoint, checkpoint_every, on_checkpoint)
+        if perturb_init:
+            result.info["perturbed_init"] = True
+        return result
     finally:
+        _PERTURB_INIT.reset(token)
+        torch.backends.mkldnn.enabled = mkldnn
         torch.set_num_threads(before)
 
 
@@ -305,6 +327,10 @@ def _train(config: dict, progress: bool | None, checkpoint, checkpoint_every: in
     Xtr, ytr, Xva, yva, Xte, yte, (mean, std) = data or load_data_splits(cfg["data"], return_stats=True)
     num_classes = 1 if cfg["loss"] == "bce" else int(max(ytr.max(), yte.max()) + 1)
     model = make_model(cfg, Xtr.shape[1:], num_classes, dev)
+    if _PERTURB_INIT.get():
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(torch.where(p != 0, torch.nextafter(p, torch.full_like(p, float("inf"))), p))
     opt, sched = make_optimizer(run_cfg, model)
     Xtr_t, ytr_t = torch.from_numpy(Xtr), torch.from_numpy(ytr)
     Xva_t, Xte_t = torch.from_numpy(Xva), torch.from_numpy(Xte)

@@ -29,3 +29,26 @@ def environ(**values):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def in_pinned_process(module: str, argv: list, profile: str):
+    """Run ``python -m module argv`` again in a process with the pinned numerics environment
+    (:data:`calibcourse.study.provenance.PINNED_ENV`) when ``profile`` trains pinned and this
+    process was not started so; return its exit status, or None when this process may go on.
+
+    torch reads its kernel set, MKL and oneDNN their code paths, when torch is first imported,
+    so a pinned run cannot be had by setting the variables in a running process.
+
+    Examples
+    --------
+    >>> in_pinned_process("calibcourse.tools.cli", ["status", "default"], "default") is None
+    True
+    """
+    import subprocess
+    import sys
+
+    from calibcourse.study.provenance import PINNED_ENV, PINNED_PROFILES, pinned_environ
+
+    if profile not in PINNED_PROFILES or all(os.environ.get(k) == v for k, v in PINNED_ENV.items()):
+        return None
+    return subprocess.run([sys.executable, "-m", module, *argv], env=pinned_environ()).returncode

@@ -15,7 +15,9 @@ no entry (:func:`calibcourse.study.experiments.experiments`): one after another 
 job per run (``slurm``), through submitit (:mod:`calibcourse.tools.grid`); ``status`` says
 which runs are done, running, failed or missing (exit status 1 unless all are done) and which
 done entries are stale (another version of the training code produced them:
-:meth:`calibcourse.study.cache.Cache.stale`).
+:meth:`calibcourse.study.cache.Cache.stale`). The ``ci`` profile trains under the pinned
+numerics (:data:`calibcourse.study.provenance.PINNED_ENV`): ``train ci`` runs itself again in a
+process started with that environment.
 ``calibcourse list|verify|clear|compact|train|status ...`` (:mod:`calibcourse.__main__`) is the same command.
 """
 from __future__ import annotations
@@ -26,6 +28,8 @@ import sys
 from calibcourse.study.cache import Cache, CacheError, config_key
 from calibcourse.study.experiments import experiments
 from calibcourse.study.profiles import PROFILES
+from calibcourse.study.provenance import PINNED_PROFILES
+from calibcourse.tools._env import in_pinned_process
 
 __all__ = ["main", "EXECUTORS"]
 
@@ -79,15 +83,33 @@ def _train(cache: Cache, args) -> int:
     if args.executor == "serial":
         skipped = grid.train_serial(configs, cache, checkpoint_every=args.checkpoint_every, log=log,
                                     threads=args.threads)
+        _record_stability(cache, configs, args, log)
         return 1 if skipped else 0  # runs another job trains have no entry yet
     if args.executor == "local":
         failed = grid.train_local(configs, args.jobs, cache, checkpoint_every=args.checkpoint_every, log=log,
                                   threads=args.threads)
+        _record_stability(cache, configs, args, log)
         return 1 if failed else 0
     slurm = {"partition": args.partition, "gpus": args.gpus, "time": args.time, "account": args.account,
              "cpus": args.cpus, "mem": args.mem}
     grid.submit_slurm(configs, cache, slurm, checkpoint_every=args.checkpoint_every, log=log, threads=args.threads)
     return 0
+
+
+def _record_stability(cache: Cache, configs: dict, args, log) -> None:
+    """The pinned profiles' entries learn whether their training is chaotic (:mod:`calibcourse.study.stability`)."""
+    if args.profile not in PINNED_PROFILES or args.no_stability:
+        return
+    from calibcourse.study.stability import stability
+    from calibcourse.tools.grid import unique_runs
+
+    todo = [(name, cfg) for name, cfg in unique_runs(configs).values()
+            if cache.load(cfg) is not None and "stability" not in cache.check(config_key(cfg))]
+    for i, (name, cfg) in enumerate(todo, start=1):
+        s = stability(cache.load(cfg))
+        cache.record_stability(config_key(cfg), s)
+        moves = ", ".join(f"{k} {v:+.3f}" for k, v in s["moves"].items())
+        log(f"[{i}/{len(todo)}] {name}: {'chaotic' if s['chaotic'] else 'stable'} ({moves} with perturbed initial weights)")
 
 
 def _status(cache: Cache, profile: str) -> int:
@@ -124,6 +146,9 @@ def main(argv=None) -> int:
                     help="train: serial (this process), local (--jobs processes through submitit), "
                          "slurm (one SLURM job per run through submitit)")
     ap.add_argument("--jobs", type=int, default=1, help="local: runs at a time")
+    ap.add_argument("--no-stability", action="store_true",
+                    help=f"train, for the {', '.join(PINNED_PROFILES)} profile: do not measure whether each run's "
+                         "training is chaotic (a second run with perturbed initial weights)")
     ap.add_argument("--checkpoint-every", type=int, default=5, help="epochs between checkpoints (default 5)")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch threads per run, for every executor (default 1); CPU results are "
@@ -135,6 +160,7 @@ def main(argv=None) -> int:
     slurm.add_argument("--account", default=None)
     slurm.add_argument("--cpus", type=int, default=None, help="CPUs per job (default 8)")
     slurm.add_argument("--mem", default=None, help="memory per job, e.g. 32G")
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = ap.parse_args(argv)
     cache = Cache(args.root)
     if args.command == "list":
@@ -155,7 +181,10 @@ def main(argv=None) -> int:
         ap.error(f"--threads must be >= 1; got {args.threads}")
     if args.command == "status":
         return _status(cache, args.profile)
-    return _train(cache, args)
+    if args.profile in PINNED_PROFILES and args.threads not in (None, 1):
+        ap.error(f"the {args.profile} profile trains under the pinned numerics, with one thread; got --threads {args.threads}")
+    rc = in_pinned_process("calibcourse.tools.cli", argv, args.profile)
+    return _train(cache, args) if rc is None else rc
 
 
 if __name__ == "__main__":

@@ -31,53 +31,13 @@ from pathlib import Path
 
 import numpy as np
 
-from calibcourse.tools._env import environ
+from calibcourse.tools._env import environ, in_pinned_process
 from calibcourse.study.profiles import PROFILES
+from calibcourse.study.provenance import PINNED_PROFILES
+from calibcourse.study.stability import TOLERANCE, run_metrics
 
 __all__ = ["TOLERANCE", "run_metrics", "compare_runs", "within_tolerance", "changed_verdicts", "reproduce", "restamp",
            "main"]
-
-#: How far a run's printed measures may move when its provenance differs (another CPU
-#: capability, thread count, torch or device), in the units the book prints them: test error,
-#: ECE and MCE in percentage points, NLL in nats. The chapters print error and ECE with
-#: 1-2 decimals of a point, and their seed-to-seed spread is 0.1 to several points; a
-#: difference below 0.05 points cannot change a printed number by more than one unit in its
-#: last digit, and is 10x smaller than the smallest difference any claim is about.
-TOLERANCE = {"error": 0.05, "ece": 0.05, "nll": 0.001}
-
-
-def run_metrics(result, split: str = "test", n_bins: int = 15) -> dict:
-    """The measures the book prints from a run: error and ECE (points), NLL.
-
-    Parameters
-    ----------
-    result : calibcourse.study.results.RunResult
-        A run.
-    split : str, default="test"
-        The split.
-    n_bins : int, default=15
-        ECE bins (Guo et al.'s 15 equal-width bins, as the chapters).
-
-    Returns
-    -------
-    dict
-        ``error`` and ``ece`` in percentage points, ``nll`` in nats (plug-in estimates).
-
-    Examples
-    --------
-    >>> from calibcourse.calibration.synthetic import scaled_logits
-    >>> from calibcourse.study.results import RunResult
-    >>> z, y = scaled_logits(1000, 3, factor=2.0, seed=0)
-    >>> m = run_metrics(RunResult({}, None, {"test_logits": z, "test_labels": y}))
-    >>> sorted(m), 0 < m["ece"] < 100
-    (['ece', 'error', 'nll'], True)
-    """
-    from calibcourse.calibration import metrics as M
-
-    p, y = result.probs(split), result.labels(split)
-    return {"error": 100 * M.error(p, y), "ece": 100 * M.ece(p, y, n_bins=n_bins, reliability="top_label"),
-            "nll": M.nll(p, y)}
-
 
 def compare_runs(committed, fresh) -> dict:
     """How a retrained run differs from its committed entry.
@@ -342,7 +302,7 @@ def restamp(profile: str = "ci", committed_root=None, workdir=None, log=print) -
     """
     from calibcourse.study.cache import Cache
     from calibcourse.study.experiments import experiments
-    from calibcourse.study.provenance import KEYS, current
+    from calibcourse.study.provenance import KEYS, current, differences
     from calibcourse.tools.grid import train_serial, unique_runs
 
     committed = Cache(committed_root)
@@ -353,7 +313,7 @@ def restamp(profile: str = "ci", committed_root=None, workdir=None, log=print) -
         return 0
     runs = {name: cfg for name, cfg in unique_runs(experiments(profile)).values()}
     same = {name: cfg for name, cfg in runs.items() if (e := committed.load(cfg)) is not None
-            and all(e.provenance.get(k) == here[k] for k in KEYS if k != "code")}
+            and set(differences(e.provenance, here)) <= {"code"}}
     if not same:
         raise RuntimeError(f"no committed {profile} run was trained on this machine's provenance "
                            f"({', '.join(f'{k}={here[k]}' for k in KEYS if k != 'code')}): nothing proves the "
@@ -407,13 +367,19 @@ def main(argv=None) -> int:
     ap.add_argument("--restamp", action="store_true",
                     help="instead: retrain the profile and, if every run on this machine's provenance is "
                          "byte-identical, record the current training code in every committed entry")
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = ap.parse_args(argv)
     if args.jobs < 1:
         ap.error(f"--jobs must be >= 1; got {args.jobs}")
     if args.threads is not None and args.threads < 1:
         ap.error(f"--threads must be >= 1; got {args.threads}")
+    if args.profile in PINNED_PROFILES and args.threads not in (None, 1):
+        ap.error(f"the {args.profile} profile trains under the pinned numerics, with one thread; got --threads {args.threads}")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("CALIBCOURSE_QUIET", "1")  # one line per run, no progress bars
+    rc = in_pinned_process("calibcourse.tools.reproduce", argv, args.profile)
+    if rc is not None:
+        return rc
     start = time.perf_counter()
     if args.restamp:
         try:
