@@ -13,7 +13,18 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["main"]
+__all__ = ["main", "USAGE"]
+
+USAGE = """usage: calibcourse COMMAND [options]     (calibcourse COMMAND --help for its options)
+
+The toolkit (needs no torch):
+  report OUTPUTS...    a calibration report of a model's logits or probabilities and labels:
+                       measures with intervals, the post-hoc calibrators compared out of fold,
+                       a recommendation (--save keeps it as JSON)
+
+The course's result cache and run grid (pip install ".[study]"):
+  list | verify | clear | compact      the cache's entries
+  train PROFILE | status PROFILE       train a profile's missing runs; what is done, stale or missing"""
 
 
 def main(argv=None) -> int:
@@ -33,8 +44,17 @@ def main(argv=None) -> int:
     >>> main(["verify", "--root", "/nonexistent/calibcourse-cache"])
     0 good, 0 bad entries in /nonexistent/calibcourse-cache
     0
+    >>> main(["--help"])  # doctest: +ELLIPSIS
+    usage: calibcourse COMMAND [options] ...
+    <BLANKLINE>
+    The toolkit (needs no torch):
+      report OUTPUTS...    a calibration report ...
+    0
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
     if argv[:1] == ["report"]:
         from calibcourse.calibration.cli import main as report_main
 

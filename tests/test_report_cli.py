@@ -172,3 +172,84 @@ def test_choose_takes_a_more_flexible_map_when_the_simplest_is_decidedly_worse()
     d = stats.paired_difference(M.ece, oof["temperature scaling"], oof[c.name], y, n_boot=200, seed=1,
                                 n_bins=15, reliability="top_label")
     assert c.name != "temperature scaling" and d.low > 0  # one temperature cannot undo an offset
+
+
+# ---------------------------------------------------------------- ordinary model outputs (issue 35)
+def _forest(loader, seed=0):
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.model_selection import train_test_split
+
+    X, y = loader(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, random_state=seed, stratify=y)
+    return RandomForestClassifier(random_state=seed).fit(Xtr, ytr).predict_proba(Xte), yte
+
+
+def test_the_report_is_written_for_an_accurate_forest_whose_folds_are_separated(tmp_path, capsys):
+    from sklearn.datasets import load_wine
+
+    p, y = _forest(load_wine)
+    assert (M.error(p, y) < 0.05) and (p == 0).any()  # accurate, with exact zeros
+    np.savez(tmp_path / "wine.npz", probs=p, y=y)
+    assert calibcourse_main(["report", str(tmp_path / "wine.npz"), "--out", str(tmp_path / "r"), "--n-boot", "50",
+                             "--save", str(tmp_path / "cal.json")]) == 0
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "temperature scaling: not fitted on fold" in page and "perfectly separated" in page  # skipped, with why
+    loaded = R.load(tmp_path / "cal.json")
+    if loaded.name == "uncalibrated":
+        np.testing.assert_allclose(loaded.predict_proba(p), p / p.sum(1, keepdims=True))
+
+
+def test_one_error_in_600_gets_a_page_not_an_abort():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 600)
+    z = rng.normal(size=(600, 3))
+    z[np.arange(600), y] += 8
+    z[0] = np.roll([10.0, 0.0, 0.0], (y[0] + 1) % 3)  # the one error
+    assert M.error(M.softmax(z), y) == pytest.approx(1 / 600)
+    with pytest.raises(ValueError, match="perfectly separated"):
+        from calibcourse.calibration.calibrators import TemperatureScaling
+
+        TemperatureScaling().fit(z[1:], y[1:])  # what one fold meets
+    html, fitted, choice = R.report_html(z, y, folds=5, n_boot=50)
+    assert html.startswith("<!DOCTYPE html>") and choice.table[0]["method"] == "uncalibrated"
+
+
+@pytest.mark.parametrize("loader", ["breast_cancer", "wine", "digits"])
+def test_the_recommendation_is_never_worse_than_none_on_all_three_measures(loader):
+    import sklearn.datasets as D
+    from sklearn.naive_bayes import GaussianNB
+
+    X, y = getattr(D, f"load_{loader}")(return_X_y=True)
+    models = [_forest(getattr(D, f"load_{loader}"))]
+    half = len(y) // 2
+    models.append((GaussianNB().fit(X[half:], y[half:]).predict_proba(X[:half]), y[:half]))  # exact 0s and 1s
+    for p, yy in models:
+        z, q, _ = R.as_logits_and_probs(p)
+        oof = R.cross_fit(z, q, yy, folds=3, skipped={})
+        c = R.choose(q, oof, yy, n_boot=100)
+        rows = {r["method"]: r for r in c.table}
+        assert rows["uncalibrated"]["ece"] == pytest.approx(M.ece(q, yy, reliability="positive_class" if q.shape[1] == 2
+                                                                  else "top_label"))
+        chosen, none = rows[c.name], rows["uncalibrated"]
+        assert not all(chosen[m] > none[m] for m in ("ece", "nll", "brier")), (loader, c.name, chosen, none)
+        assert chosen["brier"] <= none["brier"]
+
+
+def test_probabilities_become_logits_as_scikit_learn_takes_them():
+
+    p = np.array([[1.0, 0.0, 0.0], [0.2, 0.3, 0.5]])
+    z, q, kind = R.as_logits_and_probs(p)
+    np.testing.assert_allclose(z, np.log(p + 1e-12))  # scikit-learn's log(p + 1e-12), not -690 for a zero
+    assert kind == "probs" and z.min() > -28
+
+
+def test_the_command_line_lists_report_first_and_says_one_line_for_a_bad_out(tmp_path, capsys):
+    assert calibcourse_main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("report") < out.index("train") and "list" in out
+    z, y = scaled_logits(300, 3, factor=2.0, seed=0)
+    np.savez(tmp_path / "o.npz", logits=z, y=y)
+    (tmp_path / "afile").write_text("")
+    assert calibcourse_main(["report", str(tmp_path / "o.npz"), "--out", str(tmp_path / "afile"), "--n-boot", "20"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a file, not a folder" in err[0]

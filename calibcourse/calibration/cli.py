@@ -193,17 +193,30 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"calibcourse report: error: {e}", file=sys.stderr)
         return 2
-    os.makedirs(args.out, exist_ok=True)
     out = os.path.join(args.out, "index.html")
-    with open(out, "w", encoding="utf-8") as f:
-        f.write(page)
+    try:
+        if os.path.exists(args.out) and not os.path.isdir(args.out):
+            raise OSError(f"--out {args.out} is a file, not a folder: name a folder for the report")
+        os.makedirs(args.out, exist_ok=True)
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(page)
+        if args.save:
+            report.save(fitted, args.save)
+    except OSError as e:
+        print(f"calibcourse report: error: {e.strerror + ': ' + str(e.filename) if e.filename else e}",
+              file=sys.stderr)
+        return 2
     d = choice.ece_change
-    print(f"wrote {out}: {len(labels)} samples, {np.asarray(fitted.predict_proba(scores[:1])).shape[1]} classes; "
-          f"recommended {choice.name} (ECE change {100 * d.plugin:+.2f} points, 95 % [{100 * d.low:+.2f}, "
-          f"{100 * d.high:+.2f}])")
+    k = np.asarray(fitted.predict_proba(scores[:1])).shape[1]
+    if choice.name == "uncalibrated":
+        print(f"wrote {out}: {len(labels)} samples, {k} classes; recommended no calibration (no calibrator is "
+              "decidedly better than the model as given)")
+    else:
+        print(f"wrote {out}: {len(labels)} samples, {k} classes; recommended {choice.name} (ECE change "
+              f"{100 * d.plugin:+.2f} points, 95 % [{100 * d.low:+.2f}, {100 * d.high:+.2f}])")
     if args.save:
-        report.save(fitted, args.save)
-        print(f"wrote {args.save}: {choice.name}, fitted on all {len(labels)} samples")
+        print(f"wrote {args.save}: " + ("no calibration (scores pass through unchanged)" if choice.name == "uncalibrated"
+                                        else f"{choice.name}, fitted on all {len(labels)} samples"))
     return 0
 
 

@@ -52,7 +52,7 @@ from calibcourse.calibration._validation import (check_choice, check_labels, che
                                                  input_eps, is_torch, probs_array, to_numpy, torch_or_none)
 
 __all__ = [
-    "binned_on_confidence", "confidence_outcome", "softmax", "log_softmax", "logits_to_probs", "top_label", "reliability_bins", "ReliabilityBins",
+    "binned_on_confidence", "confidence_outcome", "softmax", "log_softmax", "logits_to_probs", "probs_to_logits", "PROB_EPS", "top_label", "reliability_bins", "ReliabilityBins",
     "ece", "mce", "ace", "classwise_ece", "debiased_ece", "sece", "sece_exact_torch", "smooth_ece",
     "smooth_ece_bandwidth", "nll", "brier", "brier_decomposition", "BrierDecomposition", "error", "accuracy",
     "SCORES", "CALIBRATION_ERRORS", "MEASURES", "NORMS", "RELIABILITIES",
@@ -149,6 +149,37 @@ def logits_to_probs(logits):
 
 
 # --------------------------------------------------------------------------- what is measured
+#: What a probability of exactly 0 becomes before its log is taken: scikit-learn's ``log(p + 1e-12)``
+#: (``CalibratedClassifierCV`` on a classifier's ``predict_proba``), so an exact zero is about -27.6,
+#: not -690.
+PROB_EPS = 1e-12
+
+
+def probs_to_logits(probs):
+    """Logits of checked probabilities ``(n, K)``: ``log(p + 1e-12)``, as scikit-learn takes them.
+
+    Every conversion of probabilities to logits in the toolkit goes through here. A softmax of
+    the result gives back the probabilities up to about ``K * 1e-12``; a model that says 0 for a
+    class becomes a logit of about -27.6, so that a temperature fitted on it stays of the order
+    of the model's own scale.
+
+    Parameters
+    ----------
+    probs : numpy.ndarray of shape (n, K)
+        Probabilities (rows summing to 1), already validated.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, K)
+
+    Examples
+    --------
+    >>> probs_to_logits(np.array([[1.0, 0.0]])).round(2)
+    array([[  0.  , -27.63]])
+    """
+    return np.log(probs + PROB_EPS)
+
+
 def _resolve_reliability(reliability, probs) -> str:
     """``reliability``, checked; None becomes "positive_class" for (n,) input, "top_label" otherwise."""
     if reliability is None:

@@ -110,7 +110,8 @@ def as_logits_and_probs(scores, kind: str = "auto", name: str = "scores"):
     Returns
     -------
     logits : numpy.ndarray of shape (n, K)
-        Logits (``log p`` for probabilities; ``[0, z]`` for a single logit ``z``).
+        Logits (``log(p + 1e-12)`` for probabilities, :func:`calibcourse.calibration.metrics.probs_to_logits`;
+        ``[0, z]`` for a single logit ``z``).
     probs : numpy.ndarray of shape (n, K)
         ``softmax(logits)``, or the probabilities given.
     kind : str
@@ -122,6 +123,8 @@ def as_logits_and_probs(scores, kind: str = "auto", name: str = "scores"):
     >>> kind, p
     ('probs', array([[0.8, 0.2],
            [0.1, 0.9]]))
+    >>> as_logits_and_probs(np.array([[1.0, 0.0]]))[0].round(2)  # log(p + 1e-12), as scikit-learn
+    array([[  0.  , -27.63]])
     >>> as_logits_and_probs(np.array([-1.0, 2.0]))[2]
     'logits'
     """
@@ -140,9 +143,7 @@ def as_logits_and_probs(scores, kind: str = "auto", name: str = "scores"):
     if kind == "probs":
         p = check_probs(s, name)
         p = np.stack([1 - p, p], 1) if p.ndim == 1 else p / p.sum(1, keepdims=True)
-        with np.errstate(divide="ignore"):
-            z = np.log(np.clip(p, 1e-300, None))
-        return z, p, "probs"
+        return M.probs_to_logits(p), p, "probs"
     z = np.stack([np.zeros_like(s), s], 1) if s.ndim == 1 else s
     p = np.stack([1 - expit(s), expit(s)], 1) if s.ndim == 1 else M.softmax(z)
     return z, p, "logits"
@@ -243,7 +244,7 @@ def check_folds(labels, n_classes: int, folds: int, name: str = "labels", folds_
     return y
 
 
-def cross_fit(logits, probs, labels, methods: dict | None = None, folds: int = 5) -> dict:
+def cross_fit(logits, probs, labels, methods: dict | None = None, folds: int = 5, skipped: dict | None = None) -> dict:
     """Out-of-fold calibrated probabilities of every method: each sample calibrated by a map fitted without it.
 
     The folds are scikit-learn's ``StratifiedKFold(folds)`` (no shuffling), the ones
@@ -260,11 +261,15 @@ def cross_fit(logits, probs, labels, methods: dict | None = None, folds: int = 5
         ``{name: (calibrator, view)}``; default :func:`candidate_methods`.
     folds : int, default=5
         The number of folds.
+    skipped : dict, optional
+        Filled with ``{name: why}`` for every method that could not be fitted on some fold (a
+        temperature on a perfectly separated fold, say): such a method is left out of the
+        result instead of stopping the comparison.
 
     Returns
     -------
     dict
-        ``{name: out-of-fold probabilities of shape (n, K)}``.
+        ``{name: out-of-fold probabilities of shape (n, K)}`` of every method fitted on every fold.
 
     Examples
     --------
@@ -282,11 +287,18 @@ def cross_fit(logits, probs, labels, methods: dict | None = None, folds: int = 5
     y = check_folds(labels, k, folds)
     methods = candidate_methods(k) if methods is None else methods
     out = {name: np.empty_like(probs, dtype=np.float64) for name in methods}
-    for train, test in StratifiedKFold(n_splits=folds).split(np.zeros(len(y)), y):
+    failed = {} if skipped is None else skipped
+    for i, (train, test) in enumerate(StratifiedKFold(n_splits=folds).split(np.zeros(len(y)), y), start=1):
         for name, (cal, view) in methods.items():
-            fitted = clone(cal).fit(_view(logits[train], probs[train], view), y[train])
+            if name in failed:
+                continue
+            try:
+                fitted = clone(cal).fit(_view(logits[train], probs[train], view), y[train])
+            except ValueError as exc:  # a map this fold cannot identify: the method is left out, with why
+                failed[name] = f"not fitted on fold {i} of {folds}: {exc}"
+                continue
             out[name][test] = fitted.predict_proba(_view(logits[test], probs[test], view))
-    return out
+    return {name: q for name, q in out.items() if name not in failed}
 
 
 class Choice(NamedTuple):
@@ -319,13 +331,18 @@ class Choice(NamedTuple):
 
 
 def choose(probs, oof: dict, labels, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> Choice:
-    """The simplest method not decidedly worse than the lowest out-of-fold ECE, and its paired change against none.
+    """The simplest candidate not decidedly worse than the lowest out-of-fold ECE, no calibration included.
 
-    The candidates are tried in their order (:func:`candidate_methods`: from temperature
-    scaling, one parameter, to the per-class maps); the first whose out-of-fold ECE minus the
-    lowest one has a paired 95 % interval that does not lie wholly above 0 is recommended. A
-    more flexible map must be better by more than the noise to be chosen: the binned ECE
-    favours the binning methods, which fit the very bins it is measured on.
+    The candidates are the model as given ("uncalibrated", no parameter) and the methods in
+    their order (:func:`candidate_methods`: from temperature scaling, one parameter, to the
+    per-class maps). The first candidate whose ECE minus the lowest one has a paired 95 %
+    interval that does not lie wholly above 0 is recommended: a calibrator must beat the model
+    as given by more than the noise to be recommended, and a more flexible map must beat a
+    simpler one (the binned ECE favours the binning methods, which fit the very bins it is
+    measured on). Only calibrators whose out-of-fold Brier score is at most the model's own are
+    candidates (a lower binned ECE bought with a higher Brier score is a loss of the model's
+    ranking, which the ECE of a small set rewards), so a calibrator whose out-of-fold ECE, NLL
+    and Brier score are all worse than the model's own is never recommended.
 
     Binary models are measured on P(y = 1) (``reliability="positive_class"``), others top-label.
 
@@ -347,6 +364,7 @@ def choose(probs, oof: dict, labels, n_bins: int = 15, n_boot: int = 1000, seed:
     Returns
     -------
     Choice
+        ``name`` is ``"uncalibrated"`` when no calibrator is decidedly better than none.
 
     Examples
     --------
@@ -356,25 +374,36 @@ def choose(probs, oof: dict, labels, n_bins: int = 15, n_boot: int = 1000, seed:
     >>> c = choose(p, cross_fit(z, p, y, folds=3), y, n_boot=100)
     >>> c.name in candidate_methods(3), bool(c.ece_change.high < 0)
     (True, True)
+    >>> z, y = scaled_logits(900, 3, factor=1.0, seed=1)  # calibrated already
+    >>> z, p, _ = as_logits_and_probs(z)
+    >>> choose(p, cross_fit(z, p, y, folds=3), y, n_boot=100).name
+    'uncalibrated'
     """
     y = check_labels(labels, probs.shape[0], probs.shape[1])
     kw = {"n_bins": n_bins, "reliability": "positive_class" if probs.shape[1] == 2 else "top_label"}
+    candidates = {"uncalibrated": probs, **oof}
     table = []
-    for name, q in {"uncalibrated": probs, **oof}.items():
+    for name, q in candidates.items():
         ci = stats.interval(M.ece, q, y, n_boot=n_boot, seed=seed, **kw)
         table.append({"method": name, "ece": ci.plugin, "ece_low": ci.low, "ece_high": ci.high,
                       "nll": M.nll(q, y), "brier": M.brier(q, y), "error": M.error(q, y)})
-    lowest = min(table[1:], key=lambda r: r["ece"])["method"]
+    rows = {r["method"]: r for r in table}
+    # a calibrator that raises the Brier score (a proper score: calibration and refinement together)
+    # trades the model's ranking for a lower binned ECE, which small sets favour: not a candidate
+    eligible = [name for name in candidates if rows[name]["brier"] <= rows["uncalibrated"]["brier"]]
+    lowest = min(eligible, key=lambda name: rows[name]["ece"])
     best = lowest
-    for name in oof:  # the simplest first
+    for name in eligible:  # the simplest first: none, then the methods in their order
         if name == lowest:
             break
-        d = stats.paired_difference(M.ece, oof[name], oof[lowest], y, n_boot=n_boot, seed=seed, **kw)
+        d = stats.paired_difference(M.ece, candidates[name], candidates[lowest], y, n_boot=n_boot, seed=seed, **kw)
         if stats.verdict(d.low, d.high, null=0.0, direction="above") != "held":
             best = name
             break
-    d_ece = stats.paired_difference(M.ece, oof[best], probs, y, n_boot=n_boot, seed=seed, **kw)
-    d_err = stats.paired_difference(M.error, oof[best], probs, y, n_boot=n_boot, seed=seed)
+    if all(rows[best][m] > rows["uncalibrated"][m] for m in ("ece", "nll", "brier")):
+        best = "uncalibrated"  # worse than none on every measure: never recommended
+    d_ece = stats.paired_difference(M.ece, candidates[best], probs, y, n_boot=n_boot, seed=seed, **kw)
+    d_err = stats.paired_difference(M.error, candidates[best], probs, y, n_boot=n_boot, seed=seed)
     return Choice(best, d_ece, d_err, table)
 
 
@@ -384,8 +413,9 @@ class FittedCalibration:
 
     Parameters
     ----------
-    calibrator : calibrator
-        A fitted calibrator of :mod:`calibcourse.calibration.calibrators`.
+    calibrator : calibrator or None
+        A fitted calibrator of :mod:`calibcourse.calibration.calibrators`; None where the
+        report recommended none (``predict_proba`` then returns the probabilities as given).
     view : str
         One of :data:`VIEWS`: what it takes of the scores.
     kind : {"logits", "probs"}
@@ -421,6 +451,8 @@ class FittedCalibration:
         numpy.ndarray of shape (n, K)
         """
         z, p, _ = as_logits_and_probs(scores, self.kind)
+        if self.calibrator is None:  # the report recommended no calibration
+            return p
         return np.asarray(self.calibrator.predict_proba(_view(z, p, self.view)))
 
     def __repr__(self):
@@ -657,10 +689,19 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     y = check_folds(y, k, folds, names["labels"], names["folds"])
     reliability = "positive_class" if k == 2 else "top_label"
     methods = candidate_methods(k)
-    oof = cross_fit(z, p, y, methods, folds)
+    skipped = {}
+    oof = cross_fit(z, p, y, methods, folds, skipped=skipped)
     choice = choose(p, oof, y, n_bins=n_bins, n_boot=n_boot, seed=seed)
-    cal, view = methods[choice.name]
-    fitted = FittedCalibration(clone(cal).fit(_view(z, p, view), y), view, kind, choice.name)
+    fitted = FittedCalibration(None, "probs", kind, "uncalibrated")
+    if choice.name != "uncalibrated":
+        cal, view = methods[choice.name]
+        try:
+            fitted = FittedCalibration(clone(cal).fit(_view(z, p, view), y), view, kind, choice.name)
+        except ValueError as exc:  # every fold fitted, all the data cannot: keep the model as given
+            skipped[choice.name] = f"not fitted on all the data: {exc}"
+            choice = choice._replace(name="uncalibrated", ece_change=stats.paired_difference(
+                M.ece, p, p, y, n_boot=n_boot, seed=seed, n_bins=n_bins, reliability=reliability),
+                error_change=stats.paired_difference(M.error, p, p, y, n_boot=n_boot, seed=seed))
 
     rows = []
     for key, fn in (("ECE", M.ece), ("MCE", M.mce), ("ACE", M.ace)):
@@ -670,8 +711,10 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
         r = stats.interval(fn, p, y, n_boot=n_boot, seed=seed)
         f = _pct if unit == " %" else (lambda v: f"{v:.4f}")
         rows.append((key, f"{f(r.plugin)}{unit}", f"[{f(r.low)}, {f(r.high)}]{unit}"))
-    png = _reliability_png({"uncalibrated": (p, y), f"{choice.name} (out of fold)": (oof[choice.name], y)},
-                           reliability, n_bins, min(n_boot, 500), seed)
+    panels = {"uncalibrated": (p, y)}
+    if choice.name != "uncalibrated":
+        panels[f"{choice.name} (out of fold)"] = (oof[choice.name], y)
+    png = _reliability_png(panels, reliability, n_bins, min(n_boot, 500), seed)
     what = ("P(y = 1) against the fraction of positives (binary: the reliability of class 1)"
             if k == 2 else "top-label confidence against accuracy")
     de, dr = choice.ece_change, choice.error_change
@@ -684,6 +727,21 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
         f"<td>{_pct(r['ece'])}</td><td>[{_pct(r['ece_low'])}, {_pct(r['ece_high'])}]</td>"
         f"<td>{r['nll']:.4f}</td><td>{r['brier']:.4f}</td><td>{_pct(r['error'])}</td></tr>" for r in choice.table)
     meas_rows = "".join(f"<tr><td>{a}</td><td>{b}</td><td>{c}</td></tr>" for a, b, c in rows)
+    if choice.name == "uncalibrated":
+        advice = ("<p>No calibrator is decidedly better than the model as given: each one's out-of-fold ECE is "
+                  "above the lowest by more than the noise allows, or its Brier score is above the model's own "
+                  "(it would trade the model's ranking for a lower binned ECE). Keep the model's probabilities (<code>--save</code> writes this "
+                  "choice, and the saved file passes scores through unchanged).</p>")
+    else:
+        advice = f"""<p>{H.escape(choice.name).capitalize()} is the simplest candidate, no calibration included,
+whose out-of-fold ECE is not decidedly above the lowest (paired interval), and {sentence}
+(<code>--save</code> writes it fitted on all the data). Out of fold, its ECE changes by
+<b>{_pct(de.plugin)} points</b> [{_pct(de.low)}, {_pct(de.high)}] and the error by
+<b>{_pct(dr.plugin)} points</b> [{_pct(dr.low)}, {_pct(dr.high)}] (paired intervals, the same samples
+before and after).</p>"""
+    left_out = "".join(f"<li>{H.escape(name)}: {H.escape(why)}</li>" for name, why in skipped.items())
+    if left_out:
+        left_out = f"<p>Left out of the comparison:</p><ul>{left_out}</ul>"
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{H.escape(title)}</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}}
@@ -693,13 +751,8 @@ img{{max-width:100%}}.note{{color:#555;font-size:.9em}}</style></head><body>
 <h1>{H.escape(title)}</h1>
 <p>{n:,} samples, {k} classes, {"probabilities" if kind == "probs" else "logits"} given. Measured: {what};
 {n_bins} equal-width bins; intervals are 95 % bootstrap intervals ({n_boot} resamples).</p>
-<h2>Recommendation: {H.escape(choice.name)}</h2>
-<p>{H.escape(choice.name).capitalize()} is the simplest of the calibrators below whose out-of-fold ECE is not
-decidedly above the lowest (paired interval), and {sentence}
-(<code>--save</code> writes it fitted on all the data). Out of fold, its ECE changes by
-<b>{_pct(de.plugin)} points</b> [{_pct(de.low)}, {_pct(de.high)}] and the error by
-<b>{_pct(dr.plugin)} points</b> [{_pct(dr.low)}, {_pct(dr.high)}] (paired intervals, the same samples
-before and after).</p>
+<h2>Recommendation: {"no calibration" if choice.name == "uncalibrated" else H.escape(choice.name)}</h2>
+{advice}
 <h2>Reliability diagrams</h2>
 <img alt="Reliability diagrams before and after the recommended calibrator, with 95 % bootstrap bands"
  src="data:image/png;base64,{png}">
@@ -711,6 +764,7 @@ before and after).</p>
 so the numbers are out of sample. ECE in %, NLL in nats, error in %.</p>
 <table><tr><th>method</th><th>ECE</th><th>95 % interval</th><th>NLL</th><th>Brier</th><th>error</th></tr>
 {cmp_rows}</table>
+{left_out}
 </body></html>
 """
     return page, fitted, choice

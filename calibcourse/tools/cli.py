@@ -162,7 +162,11 @@ def main(argv=None) -> int:
     slurm.add_argument("--mem", default=None, help="memory per job, e.g. 32G")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = ap.parse_args(argv)
-    cache = Cache(args.root)
+    try:
+        cache = Cache(args.root)
+    except CacheError as exc:  # an installed copy, outside a checkout, with no cache named
+        print(f"calibcourse {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     if args.command == "list":
         return _list(cache)
     if args.command == "verify":
