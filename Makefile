@@ -120,6 +120,7 @@ bench: $(BENCH_STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_metrics.py
 	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_calibrators.py
 	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_training.py
+	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_under_load.py
 
 # homework (otter-grader): _build/assignments/<lab>/{student,solution}/<lab>.ipynb + <lab>-autograder.zip
 GRADE_STAMP := $(VENV)/.grade-installed

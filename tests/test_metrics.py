@@ -638,8 +638,21 @@ def test_the_toolkit_runs_without_torch():
     res = subprocess.run([sys.executable, "-c", NO_TORCH], capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     out = ast.literal_eval(res.stdout.strip().splitlines()[-1])
+    from calibcourse.calibration._validation import use_torch
+
     z, y = scaled_logits(3000, 5, factor=2.0, seed=0)
-    p = M.softmax(z)  # the same numbers as with torch's fast paths
+    p = M.softmax(z)  # the same numbers as with torch's passes, asked for
+    use_torch(True)
+    try:
+        _compare_without_torch(out, z, y, p)
+    finally:
+        use_torch(False)
+
+
+def _compare_without_torch(out, z, y, p):
+    from calibcourse.calibration import kernels, stats
+    from calibcourse.calibration import calibrators as C
+
     assert out["ece"] == pytest.approx(M.ece(p, y), abs=1e-12)
     assert out["sece"] == pytest.approx(M.sece(p[:500], y[:500]), abs=1e-12)
     assert out["top"] == pytest.approx(M.top_label(p)[0].sum(), rel=1e-12)
@@ -648,6 +661,30 @@ def test_the_toolkit_runs_without_torch():
     kr = np.nansum(kernels.kernel_regression([0.5, 0.9], p.max(1), (p.argmax(1) == y), 0.05)[0])
     assert out["kr"] == pytest.approx(kr, rel=1e-12)
     assert out["report_ece"] == pytest.approx(calibration_report(p, y)["ece"].iloc[0], abs=1e-12)
+
+
+def test_numpy_arrays_are_computed_in_numpy_one_thread_unless_torch_is_asked_for(monkeypatch):
+    import torch
+
+    from calibcourse.calibration import calibrators as C
+    from calibcourse.calibration._validation import use_torch
+    from calibcourse.calibration.synthetic import scaled_logits
+
+    z, y = scaled_logits(3000, 5, factor=2.0, seed=0)
+    calls = []
+    real = torch.from_numpy
+    monkeypatch.setattr(torch, "from_numpy", lambda a: calls.append(a.shape) or real(a))
+    t_numpy = C.TemperatureScaling().fit(z, y).temperature_
+    M.ece(M.softmax(z), y), M.top_label(M.softmax(z))
+    assert calls == [], "a numpy input went through torch's thread pool"
+    use_torch(True)
+    try:
+        t_torch = C.TemperatureScaling().fit(z, y).temperature_
+    finally:
+        use_torch(False)
+    assert calls and t_torch == pytest.approx(t_numpy, rel=1e-12)
+    fitted = C.TemperatureScaling().fit(torch.from_numpy(z), torch.from_numpy(y))  # tensors: torch
+    assert fitted.temperature_ == pytest.approx(t_numpy, rel=1e-12)
 
 
 # ------------------------------------------------------------------ the blocked pass of wide matrices

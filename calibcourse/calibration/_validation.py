@@ -171,8 +171,40 @@ def _bfloat16_values(p: np.ndarray) -> bool:
     return p.dtype == np.float32 and not (p.view(np.uint32) & np.uint32(0xFFFF)).any()
 
 
+#: Where the toolkit's numeric passes over numpy arrays run: "numpy" (one thread, the default) or
+#: "torch" (torch's intra-op thread pool, where torch is installed): :func:`use_torch`.
+_BACKEND = {"name": "numpy"}
+
+
+def use_torch(on: bool = True) -> None:
+    """Run the toolkit's passes over numpy arrays on torch's threads (``on``), or in numpy.
+
+    By default every pass runs single-threaded in numpy: on a machine whose cores are busy,
+    torch's thread pool makes a 20 ms temperature fit take a second. Torch tensors handed to a
+    calibrator are computed in torch whatever this says.
+
+    Parameters
+    ----------
+    on : bool, default=True
+        True: torch, where it can be imported; False: numpy.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> use_torch(False); torch_or_none() is None
+    True
+    """
+    _BACKEND["name"] = "torch" if on else "numpy"
+
+
 def torch_or_none():
-    """The torch module where it can be imported (the fast paths), else None (numpy does it all)."""
+    """The torch module where the caller asked for it (:func:`use_torch`) and it can be imported, else
+    None: numpy does it all, in one thread."""
+    if _BACKEND["name"] != "torch":
+        return None
     try:
         import torch
     except ImportError:

@@ -644,8 +644,9 @@ class TemperatureScaling(_Calibrator):
     unchanged. A perfectly separated calibration set (every label the argmax)
     has its optimum at ``T = 0`` and is an error.
 
-    The passes run in torch where it is installed (multi-threaded) and in numpy
-    otherwise; both give the same temperature (to 1e-12).
+    The passes run in numpy, single-threaded, unless the logits are a torch tensor or
+    the caller asked for torch (:func:`calibcourse.calibration._validation.use_torch`);
+    both give the same temperature (to 1e-12).
 
     Parameters
     ----------
@@ -685,7 +686,10 @@ class TemperatureScaling(_Calibrator):
     def fit(self, logits, labels):
         z, y, _ = _multiclass_data(logits, labels)
         self.classes_ = np.arange(z.shape[1])
-        torch = torch_or_none()  # torch runs the passes over the (n, K) array on every core; numpy without it
+        # torch runs the passes where the caller handed torch tensors or asked for it (use_torch); else numpy
+        torch = torch_or_none()
+        if torch is None and is_torch(logits):
+            import torch
         # shift each row by its max: beta * (z - max z) <= 0 never overflows, and the shift
         # cancels in E_q[z] - z_y
         if torch is not None:
