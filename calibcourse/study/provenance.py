@@ -394,6 +394,12 @@ def differences(recorded: dict | None, here: dict) -> dict:
 def describe() -> str:
     """This machine's provenance in one line, for a CI log: a red run then names its machine.
 
+    Returns
+    -------
+    str
+        The CPU (model name and :func:`cpu_kind`), cores, torch, its kernel set, the numerics
+        mode, threads, numpy, Python and the training code's fingerprint.
+
     Examples
     --------
     >>> "cpu_capability" in describe() and "numerics" in describe()
