@@ -175,14 +175,19 @@ def train_cross_fitted(config: dict, train_network):
     X, y = np.concatenate([Xtr, Xva]), np.concatenate([ytr, yva])
     fold_t, fold_time = [], []
 
+    def temperature_of(logits, labels):  # fitted in torch, as the run trains: not on the toolkit's default backend
+        import torch
+
+        return float(TemperatureScaling().fit(torch.from_numpy(logits), torch.from_numpy(labels)).temperature_)
+
     def fit_predict(train, held):
         r = train_network(base, (X[train], y[train], X[held], y[held], Xte, yte, stats))
-        fold_t.append(float(TemperatureScaling().fit(r.logits("val"), y[held]).temperature_))
+        fold_t.append(temperature_of(r.logits("val"), y[held]))
         fold_time.append(r.info["wall_time_s"])
         return r.logits("val")
 
     oof = out_of_fold(fit_predict, y, k, cfg["seed"])
-    temperature = float(TemperatureScaling().fit(oof, y).temperature_)
+    temperature = temperature_of(oof, y)
     # the final network has no validation split: the pool stands in for it, and its columns are emptied
     final = train_network(base, (X, y, X, y, Xte, yte, stats))
     history = final.history.assign(val_error=np.nan, val_nll=np.nan)
