@@ -585,3 +585,87 @@ def test_temperature_scaling_of_separated_logits_is_an_error():
     z = rng.normal(size=(20_000, 3))
     with pytest.raises(ValueError, match="perfectly separated"):
         C.TemperatureScaling().fit(z, z.argmax(1))
+
+
+# ---------------------------------------------------------------- scikit-learn's conventions (issue 35)
+def _data(cls, n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    if cls in C.BINARY.values():
+        z = rng.normal(size=n) * 2
+        y = (rng.random(n) < 1 / (1 + np.exp(-z / 2))).astype(int)
+        return 1 / (1 + np.exp(-z)), y
+    z, y = scaled_logits(n, 4, factor=2.0, seed=seed)
+    return (M.softmax(z) if cls is C.OneVsAll else z), y
+
+
+@pytest.mark.parametrize("cls", [c for c in C.CALIBRATORS.values() if c is not C.BBQ])
+def test_integer_sample_weights_are_repeated_samples(cls):
+    s, y = _data(cls)
+    w = np.random.default_rng(1).integers(0, 4, len(y))
+    weighted = cls().fit(s, y, sample_weight=w)
+    repeated = cls().fit(np.repeat(s, w, axis=0), np.repeat(y, w))
+    test = _data(cls, 50, seed=2)[0]
+    np.testing.assert_allclose(weighted.predict_proba(test), repeated.predict_proba(test), atol=2e-6)
+    unit = cls().fit(s, y, sample_weight=np.ones(len(y)))
+    np.testing.assert_allclose(unit.predict_proba(test), cls().fit(s, y).predict_proba(test), atol=1e-9)
+
+
+def test_bbq_weights_count_in_its_bins_and_ones_change_nothing():
+    s, y = _data(C.BBQ)
+    test = _data(C.BBQ, 50, seed=2)[0]
+    np.testing.assert_allclose(C.BBQ().fit(s, y, sample_weight=np.ones(len(y))).predict_proba(test),
+                               C.BBQ().fit(s, y).predict_proba(test), rtol=1e-12)
+    w = np.where(y == 1, 5.0, 1.0)  # positives weigh more: every bin's estimate rises
+    assert (C.BBQ().fit(s, y, sample_weight=w).predict_proba(test)[:, 1]
+            >= C.BBQ().fit(s, y).predict_proba(test)[:, 1] - 1e-12).all()
+
+
+def test_measures_take_sample_weight_as_scikit_learn_does():
+    from sklearn.metrics import brier_score_loss, log_loss
+
+    z, y = scaled_logits(500, 3, factor=2.0, seed=0)
+    p = M.softmax(z)
+    w = np.random.default_rng(0).integers(0, 4, len(y)).astype(float)
+    assert M.nll(p, y, sample_weight=w) == pytest.approx(log_loss(y, p, sample_weight=w), rel=1e-12)
+    pb, yb = p[:, 1] / p[:, :2].sum(1), (y == 1).astype(int)
+    assert M.brier(pb, yb, sample_weight=w) == pytest.approx(brier_score_loss(yb, pb, sample_weight=w), rel=1e-12)
+    for fn in (M.ece, M.mce, M.brier, M.nll):
+        assert fn(p, y, sample_weight=w) == pytest.approx(fn(np.repeat(p, w.astype(int), 0), np.repeat(y, w.astype(int))),
+                                                          rel=1e-12, abs=1e-15), fn.__name__
+    with pytest.raises(ValueError, match="sample_weight must have shape"):
+        M.ece(p, y, sample_weight=w[:-1])
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        M.nll(p, y, sample_weight=-w)
+
+
+@pytest.mark.parametrize("cls", C.CALIBRATORS.values())
+def test_any_sortable_labels_come_back_from_predict(cls):
+    s, y = _data(cls)
+    names = np.array(["ant", "bee", "cat", "dog"])[: 2 if cls in C.BINARY.values() else 4]
+    fitted = cls().fit(X=s, y=names[y])  # scikit-learn's argument names
+    np.testing.assert_array_equal(fitted.classes_, names)
+    by_index = cls().fit(s, y)
+    np.testing.assert_array_equal(fitted.predict(s), names[by_index.predict(s)])
+    np.testing.assert_allclose(fitted.predict_proba(s), by_index.predict_proba(s))
+    if cls in C.BINARY.values():
+        assert cls().fit(s, np.where(y == 1, 1, -1)).classes_.tolist() == [-1, 1]
+        assert cls().fit(s, y + 1).classes_.tolist() == [1, 2]
+    with pytest.raises(ValueError, match="distinct values"):
+        cls().fit(s, np.where(y == 0, "a", "b") if len(names) > 2 else np.array(["a", "b", "c"])[np.arange(len(y)) % 3])
+
+
+@pytest.mark.parametrize("cls", C.MULTICLASS.values())
+def test_a_wrong_class_count_raises_also_after_save_and_load(cls, tmp_path):
+    from calibcourse.calibration import report as R
+
+    s, y = _data(cls)
+    fitted = cls().fit(s, y)
+    assert fitted.n_features_in_ == 4
+    with pytest.raises(ValueError, match="3 classes but the calibrator was fitted on 4"):
+        fitted.predict_proba(s[:, :3] if cls is not C.OneVsAll else s[:, :3] / s[:, :3].sum(1, keepdims=True))
+    view = "probs" if cls is C.OneVsAll else "logits"
+    R.save(R.FittedCalibration(fitted, view, "logits" if view == "logits" else "probs"), tmp_path / "c.json")
+    loaded = R.load(tmp_path / "c.json")
+    assert loaded.calibrator.n_features_in_ == 4
+    with pytest.raises(ValueError, match="fitted on 4"):
+        loaded.calibrator.predict_proba(s[:, :3] if cls is not C.OneVsAll else s[:, :3] / s[:, :3].sum(1, keepdims=True))

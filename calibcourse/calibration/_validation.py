@@ -313,3 +313,82 @@ def check_logits(logits, name: str = "logits", ndim: int | None = 2,
 
 def is_torch(x) -> bool:
     return type(x).__module__.startswith("torch")
+
+
+def check_sample_weight(sample_weight, n: int, name: str = "sample_weight"):
+    """Validate per-sample weights of length ``n`` (finite, >= 0, a positive sum); None stays None.
+
+    Examples
+    --------
+    >>> check_sample_weight([1, 2, 0], 3)
+    array([1., 2., 0.])
+    >>> check_sample_weight([1, -1], 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: sample_weight must be finite and >= 0; its smallest value is -1
+    """
+    if sample_weight is None:
+        return None
+    w = to_numpy(sample_weight, name)
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ValueError(f"{name} must have shape ({n},), one weight per sample; got shape {w.shape}")
+    if not np.issubdtype(w.dtype, np.number) or np.issubdtype(w.dtype, np.complexfloating):
+        raise ValueError(f"{name} must be real numbers; got dtype {w.dtype}")
+    w = w.astype(np.float64)
+    if not np.isfinite(w).all() or (w < 0).any():
+        bad = w[~np.isfinite(w)][0] if not np.isfinite(w).all() else w.min()
+        raise ValueError(f"{name} must be finite and >= 0; its smallest value is {bad:g}")
+    if not w.sum() > 0:
+        raise ValueError(f"{name} sums to 0: at least one sample needs a positive weight")
+    return w
+
+
+def encode_labels(labels, n: int, n_classes: int, name: str = "labels"):
+    """Class labels as indices ``0..K-1`` of the score columns, and ``classes_``.
+
+    Integer labels within ``[0, n_classes)`` are the column indices themselves (``classes_`` is
+    ``0..K-1``, a class may be absent). Any other sortable labels (``{1, 2}``, ``{-1, 1}``,
+    strings) must name every class once; sorted, they are the columns in order, as
+    scikit-learn's ``classes_``.
+
+    Returns
+    -------
+    y : numpy.ndarray of int64
+    classes : numpy.ndarray
+
+    Examples
+    --------
+    >>> encode_labels(["no", "yes", "no"], 3, 2)
+    (array([0, 1, 0]), array(['no', 'yes'], dtype='<U3'))
+    >>> encode_labels([-1, 1, 1], 3, 2)[0]
+    array([0, 1, 1])
+    >>> encode_labels([0, 2, 2], 3, 3)[1]
+    array([0, 1, 2])
+    """
+    if is_torch(labels):
+        lab = to_numpy(labels, name)
+    else:
+        lab = np.asarray(labels)
+    if lab.ndim != 1 or lab.shape[0] != n:
+        if lab.dtype.kind in "iubf":
+            check_labels(lab, n, n_classes, name)  # its message for a wrong length or shape
+        raise ValueError(f"{name} must have shape ({n},), one label per sample; got shape {lab.shape}")
+    if lab.dtype.kind in "iub" and (lab.size == 0 or (lab.min() >= 0 and lab.max() < n_classes)):
+        return check_labels(lab, n, n_classes, name), np.arange(n_classes)
+    if lab.dtype.kind == "f" and np.isfinite(lab).all() and (lab == np.round(lab)).all() and lab.min() >= 0 \
+            and lab.max() < n_classes:
+        return check_labels(lab, n, n_classes, name), np.arange(n_classes)
+    if lab.dtype.kind == "f" and not np.isfinite(lab).all():
+        raise ValueError(f"{name} contain NaN or infinite values")
+    try:
+        classes, y = np.unique(lab, return_inverse=True)
+    except TypeError as exc:
+        raise ValueError(f"{name} must be sortable class labels; {exc}") from None
+    if classes.size != n_classes and lab.dtype.kind in "iub":
+        check_labels(lab, n, n_classes, name)  # integers out of 0..K-1: its message names the range
+    if classes.size != n_classes:
+        raise ValueError(f"{name} have {classes.size} distinct values ({', '.join(map(str, classes[:6]))}"
+                         f"{', ...' if classes.size > 6 else ''}) but the scores have {n_classes} classes: labels "
+                         f"other than 0..{n_classes - 1} must name every class, the sorted labels in the order of "
+                         "the score columns")
+    return y.astype(np.int64).reshape(-1), classes

@@ -52,8 +52,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from calibcourse.calibration import binning
 from calibcourse.calibration import metrics as M
-from calibcourse.calibration._validation import (check_choice, check_labels, check_logits, check_n_bins, check_probs, is_torch,
-                                                 to_numpy, torch_or_none)
+from calibcourse.calibration._validation import (check_choice, check_labels, check_logits, check_n_bins, check_probs,
+                                                 check_sample_weight, encode_labels, is_torch, to_numpy, torch_or_none)
 
 __all__ = ["HistogramBinning", "IsotonicCalibration", "BBQ", "PlattScaling", "TemperatureScaling",
            "TemperatureGrid", "VectorScaling", "MatrixScaling", "OneVsAll", "NotFittedError", "INPUT_TYPES", "BINARY",
@@ -74,6 +74,25 @@ def _like(out: np.ndarray, ref):
     return out
 
 
+def _fit_arguments(cls: str, X, y, names: dict):
+    """``fit``'s scores and labels, given as ``X``/``y`` (scikit-learn) or ``scores``/``logits``/``labels``."""
+    unknown = sorted(set(names) - {"scores", "logits", "labels"})
+    if unknown:
+        raise TypeError(f"{cls}.fit() got an unexpected keyword argument {unknown[0]!r}")
+    for alias in ("scores", "logits"):
+        if alias in names:
+            if X is not None:
+                raise TypeError(f"{cls}.fit() got the scores twice (X and {alias})")
+            X = names[alias]
+    if "labels" in names:
+        if y is not None:
+            raise TypeError(f"{cls}.fit() got the labels twice (y and labels)")
+        y = names["labels"]
+    if X is None or y is None:
+        raise TypeError(f"{cls}.fit() needs the scores and the labels: fit(X, y) or fit(scores, labels)")
+    return X, y
+
+
 def _two_columns(q: np.ndarray) -> np.ndarray:
     """``[1 - q, q]`` of P(y = 1) of shape (n,): the (n, 2) output of a binary ``predict_proba``."""
     return np.stack([1.0 - q, q], axis=1)
@@ -83,24 +102,50 @@ class _Calibrator(BaseEstimator):
     """The interface every calibrator implements (the docstrings of ``fit`` and ``predict_proba`` live here)."""
 
     _fitted_attr = ""
+    #: whether the scores' columns are the classes (multiclass methods): ``predict_proba`` then
+    #: refuses another column count than ``fit`` saw (``n_features_in_``)
+    _columns_are_classes = True
 
-    def fit(self, scores, labels):
+    def fit(self, X=None, y=None, sample_weight=None, **names):
         """Fit the calibration map on a calibration (validation) set.
 
+        scikit-learn's names (``X``, ``y``) and the toolkit's (``scores``, ``logits``,
+        ``labels``) are both accepted, by position or by keyword.
 
-    Parameters
-    ----------
-    scores : array_like or torch.Tensor
-        Binary methods: shape ``(n,)``, of the class's ``input_type``. Multiclass methods: logits of shape ``(n, K)`` (``OneVsAll``: probabilities or logits, by ``input_type``).
-    labels : array_like of shape (n,)
-        Integer class labels.
+        Parameters
+        ----------
+        X : array_like or torch.Tensor
+            The scores. Binary methods: shape ``(n,)``, of the class's ``input_type``. Multiclass methods: logits of shape ``(n, K)`` (``OneVsAll``: probabilities or logits, by ``input_type``).
+        y : array_like of shape (n,)
+            Class labels: integers ``0..K-1`` (the score columns), or any sortable labels
+            (``{1, 2}``, ``{-1, 1}``, strings) naming every class once, the sorted labels in the
+            order of the columns. ``classes_`` holds them, and ``predict`` returns them.
+        sample_weight : array_like of shape (n,), optional
+            Per-sample weights (finite, >= 0), as scikit-learn's: a sample of weight 2 counts as two.
+        **names
+            ``scores=`` or ``logits=`` for ``X``, ``labels=`` for ``y``.
 
-    Returns
-    -------
-    self
-        The fitted calibrator.
-
+        Returns
+        -------
+        self
+            The fitted calibrator, with ``classes_`` and ``n_features_in_`` (the scores' columns).
         """
+        scores, labels = _fit_arguments(type(self).__name__, X, y, names)
+        k = self._n_classes(scores)  # the scores are checked first: their errors come before the labels'
+        s = to_numpy(scores, "scores")
+        n = s.shape[0]
+        codes, classes = encode_labels(labels, n, k)
+        w = check_sample_weight(sample_weight, n)
+        self._fit(scores, codes, w)
+        self.classes_ = classes
+        self.n_features_in_ = 1 if s.ndim == 1 else int(s.shape[1])
+        return self
+
+    def _n_classes(self, scores) -> int:
+        """K of valid logits ``scores``: their columns, or 2 for a sigmoid network's ``(n,)``."""
+        return int(_multiclass_data(scores, None)[0].shape[1])
+
+    def _fit(self, scores, labels, sample_weight):
         raise NotImplementedError
 
     def predict_proba(self, scores):
@@ -131,14 +176,26 @@ class _Calibrator(BaseEstimator):
         Returns
         -------
         numpy.ndarray or torch.Tensor of shape (n,)
-            ``predict_proba(scores).argmax(1)``: class indices (``classes_`` is ``0 .. K - 1``).
+            ``classes_[predict_proba(scores).argmax(1)]``: the labels ``fit`` was given
+            (class indices for labels ``0..K-1``).
         """
-        return self.predict_proba(scores).argmax(1)
+        idx = self.predict_proba(scores).argmax(1)
+        classes = getattr(self, "classes_", None)
+        if classes is None or (classes.dtype.kind in "iu" and np.array_equal(classes, np.arange(len(classes)))):
+            return idx
+        return classes[to_numpy(idx, "indices")]
 
-    def _check_fitted(self):
+    def _check_fitted(self, scores=None):
         check_is_fitted(self, self._fitted_attr,
                         msg=f"This {type(self).__name__} is not fitted yet; call fit(scores, labels) on a "
                             "calibration set first")
+        n_in = getattr(self, "n_features_in_", None)
+        if scores is not None and n_in is not None and self._columns_are_classes:
+            shape = np.shape(scores)
+            width = 1 if len(shape) == 1 else shape[1]
+            if width != n_in:
+                raise ValueError(f"the scores have {width} classes but the calibrator was fitted on {n_in} "
+                                 f"({type(self).__name__}: one column per class, as in fit)")
 
     def clone(self, **overrides):
         """An unfitted copy with the same parameters, some of them replaced.
@@ -160,6 +217,12 @@ class _Calibrator(BaseEstimator):
 
 # =========================================================================== binary
 class _BinaryCalibrator(_Calibrator):
+    _columns_are_classes = False  # (n,) and (n, 2) probabilities are the same input
+
+    def _n_classes(self, scores) -> int:
+        self._check_scores(scores)
+        return 2
+
     def _check_scores(self, scores, want="probabilities") -> np.ndarray:
         """Validated scores of shape (n,), converted to ``want`` (probabilities or logits)."""
         check_choice(self.input_type, INPUT_TYPES, "input_type")
@@ -181,7 +244,6 @@ class _BinaryCalibrator(_Calibrator):
         if np.unique(y).size < 2:
             raise ValueError(f"labels of the calibration set contain one class only ({y[0]}); "
                              "a binary calibrator needs both classes")
-        self.classes_ = np.arange(2)
         return s, y
 
 
@@ -212,7 +274,7 @@ class HistogramBinning(_BinaryCalibrator):
     bin_values_ : numpy.ndarray of shape (n_bins,)
         :math:`\theta_m`, the prediction of each bin.
     bin_counts_ : numpy.ndarray of shape (n_bins,)
-        Calibration samples per bin.
+        Calibration samples per bin (their weights' sum, with ``sample_weight``).
 
     Examples
     --------
@@ -232,18 +294,19 @@ class HistogramBinning(_BinaryCalibrator):
         self.strategy = strategy
         self.input_type = input_type
 
-    def fit(self, scores, labels):
+    def _fit(self, scores, labels, sample_weight):
         n_bins = check_n_bins(self.n_bins)
         check_choice(self.strategy, binning.STRATEGIES, "strategy")
         p, y = self._fit_data(scores, labels)
+        w = np.ones_like(p) if sample_weight is None else sample_weight
         if p.shape[0] < n_bins:
             raise ValueError(f"too few samples for the bins asked: {p.shape[0]} samples, "
                              f"n_bins={n_bins}")
         edges = binning.assign_bins(p, n_bins, self.strategy)[1]
         # calibration scores are binned by the edges, as new scores will be (ties on an edge go below)
         idx = binning.bin_index(p, edges)
-        counts = np.bincount(idx, minlength=n_bins).astype(float)
-        pos = np.bincount(idx, weights=y, minlength=n_bins)
+        counts = np.bincount(idx, weights=w, minlength=n_bins)
+        pos = np.bincount(idx, weights=w * y, minlength=n_bins)
         mid = (edges[:-1] + edges[1:]) / 2
         self.bin_edges_ = edges
         self.bin_counts_ = counts
@@ -311,11 +374,14 @@ class IsotonicCalibration(_BinaryCalibrator):
     def __init__(self, input_type: str = "probabilities"):
         self.input_type = input_type
 
-    def fit(self, scores, labels):
+    def _fit(self, scores, labels, sample_weight):
         p, y = self._fit_data(scores, labels)
+        if sample_weight is not None:  # a sample of weight 0 is no sample
+            keep = sample_weight > 0
+            p, y, sample_weight = p[keep], y[keep], sample_weight[keep]
         x_unique, inverse = np.unique(p, return_inverse=True)
-        w = np.bincount(inverse).astype(float)
-        y_mean = np.bincount(inverse, weights=y) / w
+        w = np.bincount(inverse, weights=sample_weight).astype(float)
+        y_mean = np.bincount(inverse, weights=y if sample_weight is None else sample_weight * y) / w
         fitted = _pool_adjacent_violators(y_mean, w)
         self.x_thresholds_ = x_unique
         self.y_thresholds_ = fitted
@@ -397,16 +463,17 @@ class BBQ(_BinaryCalibrator):
             raise ValueError(f"too few samples for the bins asked: {n} samples, n_bins={self.n_bins}")
         return bins
 
-    def fit(self, scores, labels):
+    def _fit(self, scores, labels, sample_weight):
         if not (self.prior_strength > 0):
             raise ValueError(f"prior_strength must be > 0; got {self.prior_strength!r}")
         p, y = self._fit_data(scores, labels)
         n = p.shape[0]
+        w = np.ones_like(p) if sample_weight is None else sample_weight  # the bins stay the samples' quantiles
         self.n_bins_, self.bin_edges_, self.bin_values_, log_scores = [], [], [], []
         for b in self._model_range(n):
             idx, edges = binning.quantile_bins(p, b)
-            n_b = np.bincount(idx, minlength=b).astype(float)
-            m_b = np.bincount(idx, weights=y, minlength=b)
+            n_b = np.bincount(idx, weights=w, minlength=b)
+            m_b = np.bincount(idx, weights=w * y, minlength=b)
             mid = (edges[:-1] + edges[1:]) / 2
             a0 = self.prior_strength / b
             alpha, beta = a0 * mid, a0 * (1 - mid)
@@ -432,19 +499,20 @@ class BBQ(_BinaryCalibrator):
         return _like(_two_columns(out), scores)
 
 
-def _fit_logistic_1d(z: np.ndarray, y: np.ndarray, tol: float = 1e-12, max_iter: int = 100):
-    """Unregularized logistic regression of y on z by Newton's method: returns (a, b)."""
+def _fit_logistic_1d(z: np.ndarray, y: np.ndarray, tol: float = 1e-12, max_iter: int = 100, w=None):
+    """Unregularized (weighted) logistic regression of y on z by Newton's method: returns (a, b)."""
     X = np.stack([z, np.ones_like(z)], 1)
     theta = np.zeros(2)
+    w = np.full(len(y), 1.0 / len(y)) if w is None else w / w.sum()
 
     def loss(t):
         u = X @ t
-        return np.mean(np.logaddexp(0, u) - y * u)
+        return np.sum(w * (np.logaddexp(0, u) - y * u))
 
     for _ in range(max_iter):
         q = expit(X @ theta)
-        grad = X.T @ (q - y) / len(y)
-        hess = (X * (q * (1 - q))[:, None]).T @ X / len(y) + 1e-12 * np.eye(2)
+        grad = X.T @ (w * (q - y))
+        hess = (X * (w * q * (1 - q))[:, None]).T @ X + 1e-12 * np.eye(2)
         step = np.linalg.solve(hess, grad)
         t, f0 = 1.0, loss(theta)
         while loss(theta - t * step) > f0 + 1e-4 * t * grad @ (-step) and t > 1e-10:
@@ -490,9 +558,9 @@ class PlattScaling(_BinaryCalibrator):
     def __init__(self, input_type: str = "probabilities"):
         self.input_type = input_type
 
-    def fit(self, scores, labels):
+    def _fit(self, scores, labels, sample_weight):
         z, y = self._fit_data(scores, labels, want="logits")
-        self.a_, self.b_ = _fit_logistic_1d(z, y.astype(float))
+        self.a_, self.b_ = _fit_logistic_1d(z, y.astype(float), w=sample_weight)
         return self
 
     def predict_proba(self, scores):
@@ -553,10 +621,16 @@ def _newton_in_beta(moments, beta: float, tol: float, max_iter: int):
     return beta, nll
 
 
-def _moments_torch(a, a_y):
+def _moments_torch(a, a_y, w=None):
     """``at(beta) -> (dNLL/dbeta, d2NLL/dbeta2, NLL)`` over the torch tensors ``a`` (rows shifted by
-    their max) and ``a_y`` (the label's entry), computed in ``a``'s dtype (float32 is ~2x faster)."""
+    their max) and ``a_y`` (the label's entry), computed in ``a``'s dtype (float32 is ~2x faster);
+    ``w``: row weights summing to 1 (None: the mean)."""
     import torch
+
+    wt = None if w is None else torch.as_tensor(w, dtype=torch.float64)
+
+    def mean(x):
+        return float(x.double().mean()) if wt is None else float((x.double() * wt).sum())
 
     rows = max(1, 2**18 // a.shape[1])  # a block of rows whose temporaries stay in the cache
     buf = torch.empty(min(rows, a.shape[0]), a.shape[1], dtype=a.dtype)
@@ -572,15 +646,18 @@ def _moments_torch(a, a_y):
             torch.sum(q.mul_(blk), 1, out=sums[2, i: i + rows])
         s = sums[0]
         m1, m2 = sums[1] / s, sums[2] / s
-        nll = float((s.log() - beta * a_y).double().mean())
-        return float((m1 - a_y).double().mean()), float((m2 - m1 * m1).double().mean()), nll
+        return mean(m1 - a_y), mean(m2 - m1 * m1), mean(s.log() - beta * a_y)
     return at
 
 
-def _moments_numpy(a, a_y):
-    """:func:`_moments_torch` in numpy (where torch is not installed), block by block."""
+def _moments_numpy(a, a_y, w=None):
+    """:func:`_moments_torch` in numpy (one thread), block by block."""
     rows = max(1, 2**18 // a.shape[1])
     sums = np.empty((3, a.shape[0]), dtype=a.dtype)
+
+    def mean(x):
+        x = x.astype(np.float64)
+        return float(np.mean(x)) if w is None else float(np.dot(w, x))
 
     def at(beta):
         for i in range(0, a.shape[0], rows):
@@ -593,15 +670,13 @@ def _moments_numpy(a, a_y):
             sums[2, i: i + rows] = q.sum(1)
         s = sums[0]
         m1, m2 = sums[1] / s, sums[2] / s
-        nll = float(np.mean((np.log(s) - beta * a_y).astype(np.float64)))
-        return (float(np.mean((m1 - a_y).astype(np.float64))), float(np.mean((m2 - m1 * m1).astype(np.float64))),
-                nll)
+        return mean(m1 - a_y), mean(m2 - m1 * m1), mean(np.log(s) - beta * a_y)
     return at
 
 
-def _solve_beta(zc, zc_y, tol: float, max_iter: int, subsample: int):
+def _solve_beta(zc, zc_y, tol: float, max_iter: int, subsample: int, w=None):
     """The NLL-optimal ``beta = 1/T`` and the NLL there, from row-shifted logits ``zc`` (float64, torch
-    or numpy: the same steps in either) and the label's entries ``zc_y``."""
+    or numpy: the same steps in either), the label's entries ``zc_y`` and row weights ``w`` (sum 1, or None)."""
     if isinstance(zc, np.ndarray):
         moments, zc32, zc_y32 = _moments_numpy, zc.astype(np.float32), zc_y.astype(np.float32)
     else:
@@ -610,12 +685,13 @@ def _solve_beta(zc, zc_y, tol: float, max_iter: int, subsample: int):
     stride = len(zc_y) // subsample
     if stride >= 4:  # a starting point from every stride-th row: a few cheap passes instead of full ones
         try:
-            beta, _ = _newton_in_beta(moments(zc32[::stride], zc_y32[::stride]), beta, 1e-3, max_iter)
+            ws = None if w is None else w[::stride] / w[::stride].sum()
+            beta, _ = _newton_in_beta(moments(zc32[::stride], zc_y32[::stride], ws), beta, 1e-3, max_iter)
         except _Separated:
             beta = 1.0
     try:  # float32 until the step is below 1e-4, then float64 (float32 brackets may be off by rounding)
-        beta, _ = _newton_in_beta(moments(zc32, zc_y32), beta, 1e-4, max_iter)
-        beta, nll = _newton_in_beta(moments(zc, zc_y), beta, tol, max_iter)
+        beta, _ = _newton_in_beta(moments(zc32, zc_y32, w), beta, 1e-4, max_iter)
+        beta, nll = _newton_in_beta(moments(zc, zc_y, w), beta, tol, max_iter)
     except _Separated as exc:
         raise ValueError(str(exc)) from None
     return beta, nll
@@ -683,9 +759,10 @@ class TemperatureScaling(_Calibrator):
         self.tol = tol
         self.max_iter = max_iter
 
-    def fit(self, logits, labels):
+    def _fit(self, logits, labels, sample_weight):
         z, y, _ = _multiclass_data(logits, labels)
-        self.classes_ = np.arange(z.shape[1])
+        w = None if sample_weight is None else sample_weight / sample_weight.sum()
+        live = slice(None) if w is None else w > 0  # rows of weight 0 take no part
         # torch runs the passes where the caller handed torch tensors or asked for it (use_torch); else numpy
         torch = torch_or_none()
         if torch is None and is_torch(logits):
@@ -696,11 +773,14 @@ class TemperatureScaling(_Calibrator):
             zt = torch.from_numpy(z)
             zc = zt - zt.max(1, keepdim=True).values
             zc_y = zc[torch.arange(len(y)), torch.from_numpy(y)]
-            separated, slope0 = bool((zc_y == 0).all()), float((zc.mean(1) - zc_y).mean())
+            gap = (zc.mean(1) - zc_y).double().numpy()
+            separated = bool((zc_y.numpy() == 0)[live].all())
         else:
             zc = z - z.max(1, keepdims=True)
             zc_y = zc[np.arange(len(y)), y]
-            separated, slope0 = bool((zc_y == 0).all()), float((zc.mean(1) - zc_y).mean())
+            gap = zc.mean(1) - zc_y
+            separated = bool((zc_y == 0)[live].all())
+        slope0 = float(np.mean(gap)) if w is None else float(np.dot(w, gap))
         if separated:  # the NLL decreases all the way to T = 0
             raise ValueError("the optimal temperature is 0: the calibration set is perfectly separated by "
                              "the logits (every label is the argmax)")
@@ -712,14 +792,14 @@ class TemperatureScaling(_Calibrator):
                           f"scaling is undefined here and returns T = {self.NO_SIGNAL_TEMPERATURE:g}, the logits "
                           "unchanged", UserWarning, stacklevel=2)
             self.temperature_ = self.NO_SIGNAL_TEMPERATURE
-            self.nll_ = M.nll(M.softmax(z / self.temperature_), y)
+            self.nll_ = M.nll(M.softmax(z / self.temperature_), y, sample_weight=sample_weight)
             return self
-        beta, self.nll_ = _solve_beta(zc, zc_y, self.tol, self.max_iter, self._SUBSAMPLE)
+        beta, self.nll_ = _solve_beta(zc, zc_y, self.tol, self.max_iter, self._SUBSAMPLE, w)
         self.temperature_ = 1.0 / beta
         return self
 
     def predict_proba(self, logits):
-        self._check_fitted()
+        self._check_fitted(logits)
         z = _multiclass_data(logits, None)[0]
         q = M.softmax(z / self.temperature_)
         return _like(q, logits)
@@ -810,7 +890,7 @@ class TemperatureGrid(NamedTuple):
 
 
 def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagonal: float = 0.0,
-                       bias_l2: float = 0.0, tie_weights: bool = False):
+                       bias_l2: float = 0.0, tie_weights: bool = False, sample_weight=None):
     """Minimize NLL(softmax(W z + b)) (+ penalties) with L-BFGS and an analytic gradient.
 
     mode "vector": W = diag(w) (or w * I with ``tie_weights``); "matrix": W full.
@@ -822,6 +902,7 @@ def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagona
     n, k = z.shape
     onehot = np.zeros((n, k))
     onehot[np.arange(n), y] = 1.0
+    rw = None if sample_weight is None else (sample_weight / sample_weight.mean())[:, None]  # mean 1
     nw = 1 if tie_weights else (k if mode == "vector" else k * k)
     nb = k if bias else 0
     w0 = np.ones(nw) if mode == "vector" else np.eye(k).ravel()
@@ -843,8 +924,9 @@ def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagona
         u = z @ W.T + b
         lse = logsumexp(u, axis=1, keepdims=True)
         q = np.exp(u - lse)
-        loss = np.mean(lse[:, 0] - np.sum(u * onehot, 1))
-        d = (q - onehot) / n                      # dL/du
+        per_row = lse[:, 0] - np.sum(u * onehot, 1)
+        loss = np.mean(per_row) if rw is None else np.mean(rw[:, 0] * per_row)
+        d = (q - onehot) / n if rw is None else rw * (q - onehot) / n  # dL/du
         gW = d.T @ z                              # dL/dW
         gb = d.sum(0)
         if mode == "matrix":
@@ -871,7 +953,7 @@ class _AffineLogitScaling(_Calibrator):
     _fitted_attr = "coef_"
 
     def predict_proba(self, logits):
-        self._check_fitted()
+        self._check_fitted(logits)
         z = _multiclass_data(logits, None)[0]
         if z.shape[1] != self.coef_.shape[0]:
             raise ValueError(f"logits have {z.shape[1]} classes but the calibrator was fitted on "
@@ -915,10 +997,10 @@ class VectorScaling(_AffineLogitScaling):
         self.bias = bias
         self.tie_weights = tie_weights
 
-    def fit(self, logits, labels):
+    def _fit(self, logits, labels, sample_weight):
         z, y, _ = _multiclass_data(logits, labels)
-        self.classes_ = np.arange(z.shape[1])
-        W, b, self.result_ = _fit_affine_logits(z, y, "vector", self.bias, tie_weights=self.tie_weights)
+        W, b, self.result_ = _fit_affine_logits(z, y, "vector", self.bias, tie_weights=self.tie_weights,
+                                                sample_weight=sample_weight)
         self.coef_ = np.diag(W).copy()
         self.intercept_ = b
         return self
@@ -970,15 +1052,15 @@ class MatrixScaling(_AffineLogitScaling):
         self.off_diagonal = off_diagonal
         self.bias_l2 = bias_l2
 
-    def fit(self, logits, labels):
+    def _fit(self, logits, labels, sample_weight):
         for name in ("l2", "off_diagonal", "bias_l2"):
             v = getattr(self, name)
             if not (np.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a number >= 0; got {v!r}")
         z, y, _ = _multiclass_data(logits, labels)
-        self.classes_ = np.arange(z.shape[1])
         W, b, self.result_ = _fit_affine_logits(z, y, "matrix", True, l2=self.l2,
-                                                off_diagonal=self.off_diagonal, bias_l2=self.bias_l2)
+                                                off_diagonal=self.off_diagonal, bias_l2=self.bias_l2,
+                                                sample_weight=sample_weight)
         self.coef_, self.intercept_ = W, b
         return self
 
@@ -1023,13 +1105,16 @@ class OneVsAll(_Calibrator):
         self.binary_method = binary_method
         self.input_type = input_type
 
+    def _n_classes(self, scores) -> int:
+        return int(self._probs(scores).shape[1])
+
     def _probs(self, scores):
         check_choice(self.input_type, INPUT_TYPES, "input_type")
         if self.input_type == "logits":
             return M.softmax(check_logits(scores, "logits", reject_probabilities=True))
         return check_probs(scores, "probabilities", allow_1d=False).astype(np.float64)
 
-    def fit(self, scores, labels):
+    def _fit(self, scores, labels, sample_weight):
         method = self.binary_method if self.binary_method is not None else HistogramBinning()
         if not isinstance(method, _BinaryCalibrator):
             raise ValueError("binary_method must be a binary calibrator such as HistogramBinning(), "
@@ -1040,13 +1125,13 @@ class OneVsAll(_Calibrator):
         if missing:
             raise ValueError(f"labels of the calibration set lack classes {missing[:10]}: a one-vs-all "
                              "calibrator needs positives and negatives of every class")
-        self.classes_ = np.arange(p.shape[1])
-        self.calibrators_ = [method.clone(input_type="probabilities").fit(p[:, k], (y == k).astype(int))
+        self.calibrators_ = [method.clone(input_type="probabilities").fit(p[:, k], (y == k).astype(int),
+                                                                           sample_weight=sample_weight)
                              for k in range(p.shape[1])]
         return self
 
     def predict_proba(self, scores):
-        self._check_fitted()
+        self._check_fitted(scores)
         p = self._probs(scores)
         if p.shape[1] != len(self.calibrators_):
             raise ValueError(f"scores have {p.shape[1]} classes but the calibrator was fitted on "

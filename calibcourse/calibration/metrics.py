@@ -49,7 +49,8 @@ import numpy as np
 from calibcourse.calibration import binning
 from calibcourse.calibration import kernels
 from calibcourse.calibration._validation import (check_choice, check_labels, check_logits, check_prob_values, check_probs,
-                                                 input_eps, is_torch, probs_array, to_numpy, torch_or_none)
+                                                 check_sample_weight, input_eps, is_torch, probs_array, to_numpy,
+                                                 torch_or_none)
 
 __all__ = [
     "binned_on_confidence", "confidence_outcome", "softmax", "log_softmax", "logits_to_probs", "probs_to_logits", "PROB_EPS", "top_label", "reliability_bins", "ReliabilityBins",
@@ -416,7 +417,7 @@ def _binned_error(conf, outcome, n_bins, strategy, norm) -> float:
 
 # --------------------------------------------------------------------------- binned measures
 def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = "l1",
-        reliability: str | None = None) -> float:
+        reliability: str | None = None, sample_weight=None) -> float:
     r"""Expected calibration error, top-label by default.
 
     .. math:: \mathrm{ECE} = \sum_{m=1}^{M} \frac{|B_m|}{n}\,|\mathrm{acc}(B_m) - \mathrm{conf}(B_m)|
@@ -439,6 +440,8 @@ def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = 
         The average gap, its root mean square, or the largest gap.
     reliability : {"top_label", "positive_class"}, optional
         What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+    sample_weight : array_like of shape (n,), optional
+        Per-sample weights (finite, >= 0), as scikit-learn's: a sample of weight 2 counts as two.
 
     Returns
     -------
@@ -455,14 +458,24 @@ def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = 
     0.35
     >>> ece(probs[:, 1], labels, n_bins=5, reliability="top_label")  # the top-label view, asked for
     0.25
+    >>> ece(probs, labels, n_bins=5, sample_weight=[1, 1, 2, 2]) == ece(probs[[0, 1, 2, 2, 3, 3]],
+    ...                                                              labels[[0, 1, 2, 2, 3, 3]], n_bins=5)
+    True
     """
     check_choice(norm, NORMS, "norm")
     conf, outcome = _prepare(probs, labels, reliability)
-    return _binned_error(conf, outcome, n_bins, strategy, norm)
+    if sample_weight is None:
+        return _binned_error(conf, outcome, n_bins, strategy, norm)
+    w = check_sample_weight(sample_weight, conf.shape[0])
+    if strategy != "uniform":
+        raise ValueError("sample_weight works with strategy='uniform' (equal-mass bins of weighted samples are "
+                         "not defined here)")
+    _, (sw, sc, so), _ = binning.bin_sums(conf, w, conf * w, outcome * w, n_bins=n_bins, strategy=strategy)
+    return _ece_from_sums(sw, sc, so, norm)
 
 
 def mce(probs, labels, n_bins: int = 15, strategy: str = "uniform",
-        reliability: str | None = None) -> float:
+        reliability: str | None = None, sample_weight=None) -> float:
     r"""Maximum calibration error :math:`\max_m |\mathrm{acc}(B_m) - \mathrm{conf}(B_m)|` over non-empty bins.
 
     Parameters
@@ -478,6 +491,9 @@ def mce(probs, labels, n_bins: int = 15, strategy: str = "uniform",
     reliability : {"top_label", "positive_class"}, optional
         What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
 
+    sample_weight : array_like of shape (n,), optional
+        Per-sample weights (finite, >= 0), as scikit-learn's: a sample of weight 2 counts as two.
+
     Returns
     -------
     float
@@ -489,7 +505,8 @@ def mce(probs, labels, n_bins: int = 15, strategy: str = "uniform",
     >>> mce(probs, np.array([0, 1, 1, 1]), n_bins=5)
     0.4
     """
-    return ece(probs, labels, n_bins=n_bins, strategy=strategy, norm="max", reliability=reliability)
+    return ece(probs, labels, n_bins=n_bins, strategy=strategy, norm="max", reliability=reliability,
+               sample_weight=sample_weight)
 
 
 def ace(probs, labels, n_bins: int = 15, norm: str = "l1", reliability: str | None = None) -> float:
@@ -825,7 +842,7 @@ def _probs2d(probs):
     return np.stack([1.0 - p, p], axis=1) if p.ndim == 1 else p
 
 
-def nll(probs, labels, eps: float = 1e-12) -> float:
+def nll(probs, labels, eps: float = 1e-12, sample_weight=None) -> float:
     r"""Negative log-likelihood :math:`-\frac1n\sum_i \log p_{i, y_i}`.
 
     Parameters
@@ -836,6 +853,8 @@ def nll(probs, labels, eps: float = 1e-12) -> float:
         Integer class labels.
     eps : float, default=1e-12
         ``p_{i, y_i}`` is clipped below at ``eps`` (a certain mistake costs ``-log(eps)``, not infinity).
+    sample_weight : array_like of shape (n,), optional
+        Per-sample weights (finite, >= 0), as scikit-learn's: a sample of weight 2 counts as two.
 
     Returns
     -------
@@ -850,10 +869,11 @@ def nll(probs, labels, eps: float = 1e-12) -> float:
     p = _probs2d(probs)
     y = check_labels(labels, p.shape[0], p.shape[1])
     py = p[np.arange(p.shape[0]), y].astype(np.float64)
-    return float(-np.mean(np.log(np.maximum(py, eps))))
+    w = check_sample_weight(sample_weight, p.shape[0])
+    return float(-np.average(np.log(np.maximum(py, eps)), weights=w))
 
 
-def brier(probs, labels) -> float:
+def brier(probs, labels, sample_weight=None) -> float:
     r"""Brier score.
 
     Parameters
@@ -862,6 +882,9 @@ def brier(probs, labels) -> float:
         Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
     labels : array_like of shape (n,)
         Integer class labels.
+
+    sample_weight : array_like of shape (n,), optional
+        Per-sample weights (finite, >= 0), as scikit-learn's: a sample of weight 2 counts as two.
 
     Returns
     -------
@@ -878,10 +901,10 @@ def brier(probs, labels) -> float:
     p = check_probs(probs)
     if p.ndim == 1:
         y = check_labels(labels, p.shape[0], 2)
-        return float(np.mean((p - y) ** 2))
+        return float(np.average((p - y) ** 2, weights=check_sample_weight(sample_weight, p.shape[0])))
     y = check_labels(labels, p.shape[0], p.shape[1])
     sq = np.sum(p.astype(np.float64) ** 2, axis=1) - 2 * p[np.arange(p.shape[0]), y] + 1.0
-    return float(np.mean(sq))
+    return float(np.average(sq, weights=check_sample_weight(sample_weight, p.shape[0])))
 
 
 BrierDecomposition = namedtuple("BrierDecomposition", ["reliability", "resolution", "uncertainty"])
