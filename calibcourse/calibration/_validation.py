@@ -280,8 +280,9 @@ def check_choice(value, choices, name: str):
 
 
 def check_logits(logits, name: str = "logits", ndim: int | None = 2,
-                 reject_probabilities: bool = False) -> np.ndarray:
-    """Validate real-valued scores (logits); return float64. ``ndim=None`` accepts any rank >= 1.
+                 reject_probabilities: bool = False, keep_float32: bool = False) -> np.ndarray:
+    """Validate real-valued scores (logits); return float64 (float32 kept with ``keep_float32``).
+    ``ndim=None`` accepts any rank >= 1.
 
     With ``reject_probabilities``, scores that can be told to be probabilities are
     an error: a vector ``(n,)`` whose values all lie in [0, 1], or a matrix
@@ -290,7 +291,8 @@ def check_logits(logits, name: str = "logits", ndim: int | None = 2,
     z = to_numpy(logits, name)
     if z.dtype.kind not in "fiu":
         raise ValueError(f"{name} must be a numeric array; got dtype {z.dtype}")
-    z = z.astype(np.float64, copy=False)
+    if not (keep_float32 and z.dtype == np.float32):
+        z = z.astype(np.float64, copy=False)
     if ndim is None and z.ndim == 0:
         raise ValueError(f"{name} must be an array; got a scalar")
     if ndim is not None and z.ndim != ndim:

@@ -321,19 +321,12 @@ class HistogramBinning(_BinaryCalibrator):
 
 
 def _pool_adjacent_violators(y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Weighted least-squares non-decreasing fit to ``y`` (already ordered by score)."""
-    values, weights, sizes = [], [], []
-    for yi, wi in zip(y, w):
-        values.append(yi)
-        weights.append(wi)
-        sizes.append(1)
-        while len(values) > 1 and values[-2] > values[-1]:  # pool the violating pair
-            v2, w2, s2 = values.pop(), weights.pop(), sizes.pop()
-            v1, w1, s1 = values.pop(), weights.pop(), sizes.pop()
-            values.append((v1 * w1 + v2 * w2) / (w1 + w2))
-            weights.append(w1 + w2)
-            sizes.append(s1 + s2)
-    return np.repeat(values, sizes)
+    """Weighted least-squares non-decreasing fit to ``y`` (already ordered by score): scikit-learn's
+    compiled pool-adjacent-violators (``sklearn.isotonic.isotonic_regression``)."""
+    from sklearn.isotonic import isotonic_regression
+
+    return isotonic_regression(np.asarray(y, dtype=np.float64), sample_weight=np.asarray(w, dtype=np.float64),
+                               increasing=True)
 
 
 class IsotonicCalibration(_BinaryCalibrator):
@@ -900,8 +893,6 @@ def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagona
     from scipy.optimize import minimize
 
     n, k = z.shape
-    onehot = np.zeros((n, k))
-    onehot[np.arange(n), y] = 1.0
     rw = None if sample_weight is None else (sample_weight / sample_weight.mean())[:, None]  # mean 1
     nw = 1 if tie_weights else (k if mode == "vector" else k * k)
     nb = k if bias else 0
@@ -919,16 +910,26 @@ def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagona
             W = w.reshape(k, k)
         return W, b
 
+    vector = mode == "vector"
+
     def f(x):
         W, b = unpack(x)
-        u = z @ W.T + b
-        lse = logsumexp(u, axis=1, keepdims=True)
-        q = np.exp(u - lse)
-        per_row = lse[:, 0] - np.sum(u * onehot, 1)
+        u = z * np.diag(W) + b if vector else z @ W.T + b  # a diagonal W scales the columns
+        m = u.max(1, keepdims=True)
+        q = np.exp(u - m)
+        s = q.sum(1, keepdims=True)
+        q /= s
+        lse = m[:, 0] + np.log(s[:, 0])
+        per_row = lse - u[np.arange(n), y]
         loss = np.mean(per_row) if rw is None else np.mean(rw[:, 0] * per_row)
-        d = (q - onehot) / n if rw is None else rw * (q - onehot) / n  # dL/du
-        gW = d.T @ z                              # dL/dW
+        q[np.arange(n), y] -= 1.0                 # q - onehot
+        d = q / n if rw is None else q * (rw / n)  # dL/du
         gb = d.sum(0)
+        if vector:  # only the diagonal of dL/dW is needed
+            gdiag = np.einsum("ij,ij->j", d, z)
+            gW = np.diag(gdiag)
+        else:
+            gW = d.T @ z                          # dL/dW
         if mode == "matrix":
             loss += l2 / k**2 * np.sum((W - eye) ** 2) + off_diagonal / (k * (k - 1)) * np.sum((W * off) ** 2)
             gW = gW + 2 * l2 / k**2 * (W - eye) + 2 * off_diagonal / (k * (k - 1)) * W * off

@@ -19,8 +19,18 @@ from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 from calibcourse.calibration._validation import check_labels, check_probs
 
+#: The calibrators are cross-fitted, compared and fitted on at most this many samples (a stratified,
+#: seeded subsample; the measures of the model as given use every sample). Measured: on 1e5 x 100
+#: logits the recommendation on a subsample of 20,000 is the one on all samples
+#: (``tests/test_report_cli.py``), and 20,000 labels fix a temperature to about 1 %.
+MAX_FIT_ROWS = 20_000
+#: The bootstraps of the page draw at most this many sample indices each (resamples x samples): at
+#: 1e6 samples, 200 resamples instead of 1000 (their intervals are then a fraction of a point wide).
+MAX_BOOT_DRAWS = 2 * 10**8
+
 __all__ = ["calibration_report", "as_logits_and_probs", "candidate_methods", "check_folds", "cross_fit", "choose",
-           "Choice", "FittedCalibration", "save", "load", "report_html", "VIEWS", "KINDS", "FORMAT"]
+           "Choice", "FittedCalibration", "save", "load", "report_html", "VIEWS", "KINDS", "FORMAT",
+           "MAX_FIT_ROWS", "MAX_BOOT_DRAWS"]
 
 
 def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci: bool = False,
@@ -94,7 +104,7 @@ VIEWS = ("logits", "logit1", "probs", "prob1")
 KINDS = ("auto", "logits", "probs")
 
 
-def as_logits_and_probs(scores, kind: str = "auto", name: str = "scores"):
+def as_logits_and_probs(scores, kind: str = "auto", name: str = "scores", _probs: bool = True):
     """The logit matrix and the probability matrix, both ``(n, K)``, of a model's outputs.
 
     Parameters
@@ -133,7 +143,7 @@ def as_logits_and_probs(scores, kind: str = "auto", name: str = "scores"):
     from calibcourse.calibration._validation import check_choice, check_logits
 
     check_choice(kind, KINDS, "kind")
-    s = check_logits(scores, name, ndim=None)
+    s = check_logits(scores, name, ndim=None, keep_float32=True)
     if s.ndim not in (1, 2) or (s.ndim == 2 and s.shape[1] < 2):
         raise ValueError(f"{name} must have shape (n, K) with K >= 2, or (n,) for a binary model; "
                          f"got shape {s.shape}")
@@ -145,8 +155,34 @@ def as_logits_and_probs(scores, kind: str = "auto", name: str = "scores"):
         p = np.stack([1 - p, p], 1) if p.ndim == 1 else p / p.sum(1, keepdims=True)
         return M.probs_to_logits(p), p, "probs"
     z = np.stack([np.zeros_like(s), s], 1) if s.ndim == 1 else s
-    p = np.stack([1 - expit(s), expit(s)], 1) if s.ndim == 1 else M.softmax(z)
+    if not _probs:  # the report: probabilities block by block, never the whole matrix
+        return z, None, "logits"
+    p = np.stack([1 - expit(s), expit(s)], 1) if s.ndim == 1 else _softmax_rows(z)
     return z, p, "logits"
+
+
+def _softmax_rows(z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Softmax of checked logits, in their dtype (float32 stays float32), a block of rows at a time."""
+    out = np.empty_like(z) if out is None else out
+    rows = max(1, 2**20 // (z.shape[1] * z.itemsize))
+    for i in range(0, z.shape[0], rows):
+        blk = out[i: i + rows]
+        np.subtract(z[i: i + rows], z[i: i + rows].max(1, keepdims=True), out=blk)
+        np.exp(blk, out=blk)
+        blk /= blk.sum(1, keepdims=True)
+    return out
+
+
+def _prob_blocks(z, p):
+    """``(start, probabilities of a block of rows as float64)`` over all rows: from the probabilities
+    ``p`` when given, else a softmax of each block of the logits ``z``."""
+    a = p if p is not None else z
+    rows = max(1, 2**20 // (a.shape[1] * 8))
+    for i in range(0, a.shape[0], rows):
+        if p is not None:
+            yield i, p[i: i + rows].astype(np.float64)
+        else:
+            yield i, _softmax_rows(z[i: i + rows].astype(np.float64))
 
 
 def _view(logits, probs, view: str):
@@ -600,8 +636,7 @@ def _reliability_png(panels: dict, reliability: str, n_bins: int, n_boot: int, s
 
     fig, axes = plt.subplots(2, len(panels), figsize=(4.4 * len(panels), 5.8), squeeze=False,
                              gridspec_kw={"height_ratios": [3, 1]}, sharex=True)
-    for j, (title, (q, y)) in enumerate(panels.items()):
-        conf, outcome = M.confidence_outcome(q, y, reliability)
+    for j, (title, (conf, outcome)) in enumerate(panels.items()):
         b = _bin_band(conf, outcome, n_bins, n_boot, seed)
         ax = axes[0, j]
         ax.plot([0, 1], [0, 1], "--", color="gray", lw=1, label="perfect calibration")
@@ -619,6 +654,61 @@ def _reliability_png(panels: dict, reliability: str, n_bins: int, n_boot: int, s
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _fit_rows(y, cap: int, seed: int):
+    """Indices of a stratified, seeded subsample of ``cap`` rows, sorted; None when ``len(y) <= cap``."""
+    if len(y) <= cap:
+        return None
+    from sklearn.model_selection import train_test_split
+
+    idx = np.arange(len(y))
+    try:
+        sub = train_test_split(idx, train_size=cap, stratify=y, random_state=seed)[0]
+    except ValueError:  # a class too rare to stratify: a plain random subsample
+        sub = np.random.default_rng(seed).choice(idx, cap, replace=False)
+    return np.sort(sub)
+
+
+def _per_sample(z, p, y, reliability: str):
+    """One pass over the rows, block by block: each sample's confidence and outcome (what the binned
+    measures bin), NLL, Brier and error terms. No full-size copy of the scores is made."""
+    n = len(y)
+    conf, outcome, nll_t, brier_t, err_t = (np.empty(n) for _ in range(5))
+    for i, pk in _prob_blocks(z, p):
+        j = slice(i, i + len(pk))
+        yb = y[j]
+        conf[j], outcome[j] = M.confidence_outcome(pk, yb, reliability)
+        py = pk[np.arange(len(yb)), yb]
+        nll_t[j] = -np.log(np.maximum(py, M.PROB_EPS))
+        brier_t[j] = np.sum(pk ** 2, axis=1) - 2 * py + 1.0  # over the columns, as the comparison table
+        err_t[j] = pk.argmax(1) != yb
+    return conf, outcome, {"NLL": nll_t, "Brier": brier_t, "error": err_t}
+
+
+def _measure_rows(per_sample, n_bins: int, n_boot: int, seed: int) -> list:
+    """The page's table of the model as given: each measure and its bootstrap interval, every measure
+    on the same resamples of the per-sample quantities of :func:`_per_sample`."""
+    conf, outcome, means = per_sample
+    binned = {"ECE": M.binned_on_confidence(M.ece, n_bins=n_bins), "MCE": M.binned_on_confidence(M.mce, n_bins=n_bins),
+              "ACE": M.binned_on_confidence(M.ace, n_bins=n_bins)}
+    reps = {key: [] for key in (*binned, *means)}
+    for idx in stats.resample_indices(len(conf), n_boot, seed):
+        c, o = conf[idx], outcome[idx]
+        for key, f in binned.items():
+            reps[key].append(f(c, o))
+        for key, t in means.items():
+            reps[key].append(float(t[idx].mean()))
+    rows = []
+    for key in reps:
+        plugin = binned[key](conf, outcome) if key in binned else float(means[key].mean())
+        r = stats.interval_from_replicates(plugin, reps[key], 0.95, "hull", len(conf), lower=0.0)
+        if key in ("NLL", "Brier"):
+            unit, f = (" nats" if key == "NLL" else ""), (lambda v: f"{v:.4f}")
+        else:
+            unit, f = " %", _pct
+        rows.append((key, f"{f(r.plugin)}{unit}", f"[{f(r.low)}, {f(r.high)}]{unit}"))
+    return rows
 
 
 def _pct(x):
@@ -680,8 +770,8 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     from sklearn.base import clone
 
     names = {"scores": "scores", "labels": "labels", "folds": "folds", **(names or {})}
-    z, p, kind = as_logits_and_probs(scores, kind, names["scores"])
-    n, k = p.shape
+    z, p, kind = as_logits_and_probs(scores, kind, names["scores"], _probs=False)
+    n, k = z.shape
     try:
         y = check_labels(labels, n, k, names["labels"])
     except ValueError as e:
@@ -690,31 +780,33 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     reliability = "positive_class" if k == 2 else "top_label"
     methods = candidate_methods(k)
     skipped = {}
-    oof = cross_fit(z, p, y, methods, folds, skipped=skipped)
-    choice = choose(p, oof, y, n_bins=n_bins, n_boot=n_boot, seed=seed)
+    sub = _fit_rows(y, MAX_FIT_ROWS, seed)  # the calibrators' samples: all, or a stratified subsample
+    zs, ys = (z, y) if sub is None else (z[sub], y[sub])
+    zs = zs.astype(np.float64)
+    ps = p[sub].astype(np.float64) if p is not None and sub is not None else p if p is not None else _softmax_rows(zs)
+    oof = cross_fit(zs, ps, ys, methods, folds, skipped=skipped)
+    choice = choose(ps, oof, ys, n_bins=n_bins, n_boot=n_boot, seed=seed)
     fitted = FittedCalibration(None, "probs", kind, "uncalibrated")
     if choice.name != "uncalibrated":
         cal, view = methods[choice.name]
         try:
-            fitted = FittedCalibration(clone(cal).fit(_view(z, p, view), y), view, kind, choice.name)
+            fitted = FittedCalibration(clone(cal).fit(_view(zs, ps, view), ys), view, kind, choice.name)
         except ValueError as exc:  # every fold fitted, all the data cannot: keep the model as given
             skipped[choice.name] = f"not fitted on all the data: {exc}"
             choice = choice._replace(name="uncalibrated", ece_change=stats.paired_difference(
-                M.ece, p, p, y, n_boot=n_boot, seed=seed, n_bins=n_bins, reliability=reliability),
-                error_change=stats.paired_difference(M.error, p, p, y, n_boot=n_boot, seed=seed))
+                M.ece, ps, ps, ys, n_boot=n_boot, seed=seed, n_bins=n_bins, reliability=reliability),
+                error_change=stats.paired_difference(M.error, ps, ps, ys, n_boot=n_boot, seed=seed))
 
-    rows = []
-    for key, fn in (("ECE", M.ece), ("MCE", M.mce), ("ACE", M.ace)):
-        r = stats.interval(fn, p, y, n_boot=n_boot, seed=seed, n_bins=n_bins, reliability=reliability)
-        rows.append((key, f"{_pct(r.plugin)} %", f"[{_pct(r.low)}, {_pct(r.high)}] %"))
-    for key, fn, unit in (("NLL", M.nll, " nats"), ("Brier", M.brier, ""), ("error", M.error, " %")):
-        r = stats.interval(fn, p, y, n_boot=n_boot, seed=seed)
-        f = _pct if unit == " %" else (lambda v: f"{v:.4f}")
-        rows.append((key, f"{f(r.plugin)}{unit}", f"[{f(r.low)}, {f(r.high)}]{unit}"))
-    panels = {"uncalibrated": (p, y)}
+    boot = min(n_boot, max(100, MAX_BOOT_DRAWS // n))  # the bootstraps over all n samples, bounded
+    per_sample = _per_sample(z, p, y, reliability)
+    rows = _measure_rows(per_sample, n_bins, boot, seed)
+    panels = {"uncalibrated": per_sample[:2]}
     if choice.name != "uncalibrated":
-        panels[f"{choice.name} (out of fold)"] = (oof[choice.name], y)
-    png = _reliability_png(panels, reliability, n_bins, min(n_boot, 500), seed)
+        panels[f"{choice.name} (out of fold)"] = M.confidence_outcome(oof[choice.name], ys, reliability)
+    png = _reliability_png(panels, reliability, n_bins, min(boot, 500), seed)
+    fit_note = ("" if sub is None else f" They are cross-fitted, compared and fitted on a stratified subsample of "
+                f"{len(ys):,} of the {n:,} samples (enough to fix a temperature to about 1 %); the measures of the "
+                "model as given use every sample.")
     what = ("P(y = 1) against the fraction of positives (binary: the reliability of class 1)"
             if k == 2 else "top-label confidence against accuracy")
     de, dr = choice.ece_change, choice.error_change
@@ -750,7 +842,8 @@ td:first-child,th:first-child{{text-align:left}}tr.best{{background:#e8f4e8;font
 img{{max-width:100%}}.note{{color:#555;font-size:.9em}}</style></head><body>
 <h1>{H.escape(title)}</h1>
 <p>{n:,} samples, {k} classes, {"probabilities" if kind == "probs" else "logits"} given. Measured: {what};
-{n_bins} equal-width bins; intervals are 95 % bootstrap intervals ({n_boot} resamples).</p>
+{n_bins} equal-width bins; intervals are 95 % bootstrap intervals ({boot} resamples of the {n:,} samples{
+"" if boot == n_boot else f", at most {MAX_BOOT_DRAWS:.0e} draws"}; {n_boot} for the comparisons).{fit_note}</p>
 <h2>Recommendation: {"no calibration" if choice.name == "uncalibrated" else H.escape(choice.name)}</h2>
 {advice}
 <h2>Reliability diagrams</h2>
