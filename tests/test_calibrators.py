@@ -669,3 +669,26 @@ def test_a_wrong_class_count_raises_also_after_save_and_load(cls, tmp_path):
     assert loaded.calibrator.n_features_in_ == 4
     with pytest.raises(ValueError, match="fitted on 4"):
         loaded.calibrator.predict_proba(s[:, :3] if cls is not C.OneVsAll else s[:, :3] / s[:, :3].sum(1, keepdims=True))
+
+
+def test_the_docstrings_as_claims_hold_where_they_say():
+    from sklearn.isotonic import IsotonicRegression
+    from sklearn.metrics import log_loss
+
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.01, 0.99, 400)
+    y = (rng.random(400) < p).astype(int)
+    iso = C.IsotonicCalibration().fit(p, y)
+    ref = IsotonicRegression(out_of_bounds="clip").fit(p, y)
+    q = rng.uniform(0, 1, 200)
+    np.testing.assert_allclose(iso.predict_proba(q)[:, 1], ref.predict(q), atol=1e-12)  # scores apart: equal
+    close = np.r_[p, np.nextafter(p[:50], 1)]  # distinct scores one float apart: scikit-learn merges them
+    yc = np.r_[y, 1 - y[:50]]
+    assert np.unique(close).size == 450
+    assert np.abs(C.IsotonicCalibration().fit(close, yc).predict_proba(close)[:, 1]
+                  - IsotonicRegression(out_of_bounds="clip").fit(close, yc).predict(close)).max() > 0.01
+    pp = np.c_[1 - p, p]
+    assert M.nll(pp, y) == pytest.approx(log_loss(y, pp), rel=1e-12)  # every p_y >= 1e-12: equal
+    zero = np.array([[1.0, 0.0], [0.5, 0.5]])
+    assert M.nll(zero, [1, 0]) == pytest.approx((27.631021 + np.log(2)) / 2, rel=1e-6)
+    assert log_loss([1, 0], zero) == pytest.approx((-np.log(np.finfo(float).eps) + np.log(2)) / 2, rel=1e-6)

@@ -335,9 +335,11 @@ class IsotonicCalibration(_BinaryCalibrator):
     The non-decreasing step function :math:`f` minimizing
     :math:`\sum_i (f(\hat p_i) - y_i)^2`: histogram binning whose bin edges and
     values are both learned, under :math:`\theta_1 \le \dots \le \theta_M`.
-    Equal scores are pooled first; between fitted points ``predict_proba``
-    interpolates linearly and outside them it clips (as scikit-learn's
-    ``IsotonicRegression(out_of_bounds="clip")``, which this matches exactly).
+    Exactly equal scores are pooled first; between fitted points ``predict_proba``
+    interpolates linearly and outside them it clips, as scikit-learn's
+    ``IsotonicRegression(out_of_bounds="clip")`` does. The two agree wherever no two
+    distinct scores lie within 1e-15 of each other; scikit-learn merges such scores
+    (``_make_unique``), this keeps them apart (``tests/test_calibrators.py`` checks both).
 
     Parameters
     ----------
