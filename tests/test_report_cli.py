@@ -276,3 +276,26 @@ def test_a_subsample_recommends_what_all_samples_do(monkeypatch):
         part = R.report_html(z, y, folds=3, n_boot=100)[2].name
         monkeypatch.undo()
         assert part == full, (factor, k, full, part)
+
+
+def test_files_a_user_really_has_get_a_page_or_one_line(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    z = rng.uniform(0, 1, 400)  # a sigmoid network's logits that happen to lie in [0, 1]
+    y = (rng.random(400) < 1 / (1 + np.exp(-(4 * z - 2)))).astype(int)
+    np.savez(tmp_path / "b.npz", logits=z, y=y)
+    assert calibcourse_main(["report", str(tmp_path / "b.npz"), "--kind", "logits", "--out", str(tmp_path / "rb"),
+                             "--n-boot", "20"]) == 0
+    page = (tmp_path / "rb" / "index.html").read_text()
+    assert "logits given" in page and "Platt scaling: not fitted" not in page  # --kind logits is obeyed
+    (tmp_path / "bad.npz").write_text("not a zip")
+    assert calibcourse_main(["report", str(tmp_path / "bad.npz"), "--out", str(tmp_path / "rn")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["calibcourse report: error: FILE bad.npz is not an .npz file: numpy.savez writes a zip archive, "
+                   "and this is none"]
+    p = M.softmax(scaled_logits(300, 2, factor=2.0, seed=0)[0])
+    labels = np.where(scaled_logits(300, 2, factor=2.0, seed=0)[1] == 1, "dog", "cat")
+    rows = "\n".join(f"{a:.6f},{b:.6f},{c}" for (a, b), c in zip(p, labels))
+    (tmp_path / "s.csv").write_text("p0,p1,label\n" + rows + "\n")
+    assert calibcourse_main(["report", str(tmp_path / "s.csv"), "--labels-key", "label", "--out", str(tmp_path / "rs"),
+                             "--n-boot", "20"]) == 0  # string labels: the sorted labels are the columns
+    assert "cat, dog, the score columns in order" in (tmp_path / "rs" / "index.html").read_text()

@@ -785,7 +785,7 @@ class TemperatureScaling(_Calibrator):
             warnings.warn("the logits carry no signal about the labels: the NLL does not decrease for any "
                           "finite T (its optimum is T = infinity, the uniform prediction); temperature "
                           f"scaling is undefined here and returns T = {self.NO_SIGNAL_TEMPERATURE:g}, the logits "
-                          "unchanged", UserWarning, stacklevel=2)
+                          "unchanged", UserWarning, stacklevel=4)
             self.temperature_ = self.NO_SIGNAL_TEMPERATURE
             self.nll_ = M.nll(M.softmax(z / self.temperature_), y, sample_weight=sample_weight)
             return self

@@ -65,6 +65,17 @@ def _pick(available, wanted, candidates, what, option, source):
     return None
 
 
+def _load_npy(path):
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if magic != b"\x93NUMPY":
+        raise ValueError(f"FILE {os.path.basename(path)} is not an .npy file (numpy.save writes one)")
+    try:
+        return np.load(path, allow_pickle=False)
+    except ValueError:
+        raise ValueError(f"FILE {os.path.basename(path)} holds Python objects, not plain numbers") from None
+
+
 def read_outputs(paths, labels_key=None, logits_key=None, probs_key=None, kind=None):
     """Read a model's scores and labels from an ``.npz``, a pair of ``.npy`` files or a ``.csv``.
 
@@ -100,7 +111,7 @@ def read_outputs(paths, labels_key=None, logits_key=None, probs_key=None, kind=N
         if not os.path.isfile(p):
             raise ValueError(f"FILE {p}: no such file")
     if len(paths) == 2 and exts == [".npy", ".npy"]:
-        scores, labels = (np.load(p, allow_pickle=False) for p in paths)
+        scores, labels = (_load_npy(p) for p in paths)
         names = {"scores": f"{os.path.basename(paths[0])} (the first FILE)",
                  "labels": f"{os.path.basename(paths[1])} (the second FILE)"}
         return scores, labels, kind or "auto", {**names, "folds": "--folds"}
@@ -108,8 +119,17 @@ def read_outputs(paths, labels_key=None, logits_key=None, probs_key=None, kind=N
         raise ValueError(f"FILE: give one .npz, one .csv or two .npy files (scores, then labels); got {list(paths)}")
     path, base = paths[0], os.path.basename(paths[0])
     if exts[0] == ".npz":
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
+        import zipfile
+
+        if not zipfile.is_zipfile(path):
+            raise ValueError(f"FILE {base} is not an .npz file: numpy.savez writes a zip archive, and this is none")
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}
+        except (ValueError, OSError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"FILE {base}: numpy cannot read it as an .npz of plain arrays ({exc})".replace(
+                "If you trust the file you can load it unsafely using the `allow_pickle=` keyword argument or "
+                "`pickle.load()`.", "arrays of Python objects are not read")) from None
         available = list(arrays)
         lk = _pick(available, labels_key, LABEL_KEYS, "array", "--labels-key", base)
         if lk is None:
@@ -132,7 +152,7 @@ def read_outputs(paths, labels_key=None, logits_key=None, probs_key=None, kind=N
         option = "--probs-key" if found == "probs" else "--logits-key"
         names = {"scores": f"{base}[{sk!r}] ({option})", "labels": f"{base}[{lk!r}] (--labels-key)"}
         return arrays[sk], arrays[lk], kind or found, {**names, "folds": "--folds"}
-    table = np.genfromtxt(path, delimiter=",", names=True, dtype=np.float64, encoding="utf-8")
+    table = np.genfromtxt(path, delimiter=",", names=True, dtype=None, encoding="utf-8")  # a column's own type
     columns = list(table.dtype.names or ())
     if not columns or table.size == 0:
         raise ValueError(f"FILE {base}: a .csv needs a header row and at least one row of numbers")
@@ -146,7 +166,11 @@ def read_outputs(paths, labels_key=None, logits_key=None, probs_key=None, kind=N
     if not cols:
         raise ValueError(f"{'--logits-key' if logits_key else '--probs-key'} {prefix}: no column of {base} "
                          f"starts with it; it has {', '.join(columns)}")
-    scores = np.stack([table[c] for c in cols], 1)
+    text = [c for c in cols if table.dtype[c].kind not in "biuf"]
+    if text:
+        raise ValueError(f"the column {text[0]!r} of {base} holds text, not numbers: scores must be numbers "
+                         "(name the labels' column with --labels-key)")
+    scores = np.stack([table[c].astype(np.float64) for c in cols], 1)
     scores = scores[:, 0] if scores.shape[1] == 1 else scores
     found = "logits" if logits_key else "probs" if probs_key else "auto"
     names = {"scores": f"the columns {', '.join(cols)} of {base}", "labels": f"the column {lk!r} of {base} (--labels-key)"}

@@ -11,13 +11,14 @@ not decidedly above the lowest one, with the paired interval of its change, :fun
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-from calibcourse.calibration._validation import check_labels, check_probs
+from calibcourse.calibration._validation import check_labels, check_probs, encode_labels
 
 #: The calibrators are cross-fitted, compared and fitted on at most this many samples (a stratified,
 #: seeded subsample; the measures of the model as given use every sample). Measured: on 1e5 x 100
@@ -75,8 +76,8 @@ def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci:
     try:
         import pandas as pd  # optional: only this table needs it
     except ImportError:
-        raise ImportError("calibration_report returns a pandas DataFrame: install pandas (pip install pandas, "
-                          "or calibcourse[study]); calibcourse report and the rest of the toolkit need no pandas") from None
+        raise ImportError("calibration_report returns a pandas DataFrame: pip install 'calibcourse[table]' (or pandas); "
+                          "calibcourse report and the rest of the toolkit need no pandas") from None
 
     p = check_probs(probs)
     y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
@@ -224,7 +225,7 @@ def candidate_methods(n_classes: int) -> dict:
 
     if n_classes == 2:
         return {"temperature scaling": (C.TemperatureScaling(), "logits"),
-                "Platt scaling": (C.PlattScaling(input_type="logits"), "logit1"),
+                "Platt scaling": (C.PlattScaling(), "prob1"),  # logit(P(y = 1)) is the logit: any scale
                 "isotonic regression": (C.IsotonicCalibration(), "prob1"),
                 "histogram binning": (C.HistogramBinning(), "prob1"),
                 "BBQ": (C.BBQ(), "prob1")}
@@ -773,7 +774,7 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     z, p, kind = as_logits_and_probs(scores, kind, names["scores"], _probs=False)
     n, k = z.shape
     try:
-        y = check_labels(labels, n, k, names["labels"])
+        y, classes = encode_labels(labels, n, k, names["labels"])
     except ValueError as e:
         raise ValueError(str(e).replace("the predictions have", f"{names['scores']} has")) from None
     y = check_folds(y, k, folds, names["labels"], names["folds"])
@@ -784,7 +785,10 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     zs, ys = (z, y) if sub is None else (z[sub], y[sub])
     zs = zs.astype(np.float64)
     ps = p[sub].astype(np.float64) if p is not None and sub is not None else p if p is not None else _softmax_rows(zs)
-    oof = cross_fit(zs, ps, ys, methods, folds, skipped=skipped)
+    with warnings.catch_warnings(record=True) as caught:  # a calibrator's warnings go on the page
+        warnings.simplefilter("always")
+        oof = cross_fit(zs, ps, ys, methods, folds, skipped=skipped)
+    notes = sorted({str(w.message) for w in caught})
     choice = choose(ps, oof, ys, n_bins=n_bins, n_boot=n_boot, seed=seed)
     fitted = FittedCalibration(None, "probs", kind, "uncalibrated")
     if choice.name != "uncalibrated":
@@ -834,6 +838,9 @@ before and after).</p>"""
     left_out = "".join(f"<li>{H.escape(name)}: {H.escape(why)}</li>" for name, why in skipped.items())
     if left_out:
         left_out = f"<p>Left out of the comparison:</p><ul>{left_out}</ul>"
+    if notes:
+        left_out += "<p>Said while fitting the calibrators:</p><ul>" + "".join(
+            f"<li>{H.escape(note)}</li>" for note in notes) + "</ul>"
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{H.escape(title)}</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}}
@@ -841,7 +848,8 @@ table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #bbb;paddi
 td:first-child,th:first-child{{text-align:left}}tr.best{{background:#e8f4e8;font-weight:bold}}
 img{{max-width:100%}}.note{{color:#555;font-size:.9em}}</style></head><body>
 <h1>{H.escape(title)}</h1>
-<p>{n:,} samples, {k} classes, {"probabilities" if kind == "probs" else "logits"} given. Measured: {what};
+<p>{n:,} samples, {k} classes{"" if classes.dtype.kind in "iu" and classes[0] == 0 and classes[-1] == k - 1
+else " (" + H.escape(", ".join(map(str, classes))) + ", the score columns in order)"}, {"probabilities" if kind == "probs" else "logits"} given. Measured: {what};
 {n_bins} equal-width bins; intervals are 95 % bootstrap intervals ({boot} resamples of the {n:,} samples{
 "" if boot == n_boot else f", at most {MAX_BOOT_DRAWS:.0e} draws"}; {n_boot} for the comparisons).{fit_note}</p>
 <h2>Recommendation: {"no calibration" if choice.name == "uncalibrated" else H.escape(choice.name)}</h2>
