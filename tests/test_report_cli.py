@@ -258,6 +258,7 @@ def test_the_command_line_lists_report_first_and_says_one_line_for_a_bad_out(tmp
 def test_the_page_s_measures_are_the_toolkit_s_on_every_sample(monkeypatch):
     z, y = scaled_logits(3000, 4, factor=2.0, seed=4)
     monkeypatch.setattr(R, "MAX_FIT_ROWS", 1000)  # the calibrators on a subsample, the measures on all
+    monkeypatch.setattr(R, "MAX_FIT_VALUES", 4000)
     html, fitted, choice = R.report_html(z.astype(np.float32), y, folds=3, n_boot=50)
     p = M.softmax(z.astype(np.float32).astype(np.float64))
     for label, value in (("ECE", M.ece(p, y)), ("MCE", M.mce(p, y)), ("ACE", M.ace(p, y)), ("error", M.error(p, y))):
@@ -269,10 +270,11 @@ def test_the_page_s_measures_are_the_toolkit_s_on_every_sample(monkeypatch):
 
 
 def test_a_subsample_recommends_what_all_samples_do(monkeypatch):
-    for factor, k in ((2.5, 10), (1.0, 10), (3.0, 2)):
+    for factor, k in ((2.5, 10), (1.0, 10), (0.6, 10)):
         z, y = scaled_logits(8000, k, factor=factor, seed=5)
         full = R.report_html(z, y, folds=3, n_boot=100)[2].name
         monkeypatch.setattr(R, "MAX_FIT_ROWS", 2000)
+        monkeypatch.setattr(R, "MAX_FIT_VALUES", 2000)
         part = R.report_html(z, y, folds=3, n_boot=100)[2].name
         monkeypatch.undo()
         assert part == full, (factor, k, full, part)

@@ -78,7 +78,7 @@ def bin_index(x, edges) -> np.ndarray:
     return np.searchsorted(edges[1:-1], x, side="left")
 
 
-def quantile_bins(x, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+def quantile_bins(x, n_bins: int, order=None) -> tuple[np.ndarray, np.ndarray]:
     """Equal-mass bins: the sorted scores cut into ``n_bins`` runs of sizes as ``numpy.array_split``.
 
     Returns
@@ -96,6 +96,8 @@ def quantile_bins(x, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
         Scores in [0, 1].
     n_bins : int
         Number of bins, at least 1.
+    order : numpy.ndarray of shape (n,), optional
+        ``numpy.argsort(x, kind="stable")``, when the caller bins the same scores many times.
 
     Examples
     --------
@@ -108,7 +110,7 @@ def quantile_bins(x, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
     n_bins = check_n_bins(n_bins)
     x = np.asarray(x)
     n = x.shape[0]
-    order = np.argsort(x, kind="stable")
+    order = np.argsort(x, kind="stable") if order is None else order
     sizes = np.full(n_bins, n // n_bins)
     sizes[: n % n_bins] += 1
     index = np.empty(n, dtype=np.int64)

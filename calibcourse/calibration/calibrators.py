@@ -465,8 +465,9 @@ class BBQ(_BinaryCalibrator):
         n = p.shape[0]
         w = np.ones_like(p) if sample_weight is None else sample_weight  # the bins stay the samples' quantiles
         self.n_bins_, self.bin_edges_, self.bin_values_, log_scores = [], [], [], []
+        order = np.argsort(p, kind="stable")  # one sort for every model's bins
         for b in self._model_range(n):
-            idx, edges = binning.quantile_bins(p, b)
+            idx, edges = binning.quantile_bins(p, b, order=order)
             n_b = np.bincount(idx, weights=w, minlength=b)
             m_b = np.bincount(idx, weights=w * y, minlength=b)
             mid = (edges[:-1] + edges[1:]) / 2

@@ -20,18 +20,22 @@ from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 from calibcourse.calibration._validation import check_labels, check_probs, encode_labels
 
-#: The calibrators are cross-fitted, compared and fitted on at most this many samples (a stratified,
-#: seeded subsample; the measures of the model as given use every sample). Measured: on 1e5 x 100
-#: logits the recommendation on a subsample of 20,000 is the one on all samples
-#: (``tests/test_report_cli.py``), and 20,000 labels fix a temperature to about 1 %.
+#: The calibrators are cross-fitted, compared and fitted on at most this many scores, samples x
+#: classes (a stratified, seeded subsample of MAX_FIT_VALUES // K rows: 200,000 for a binary model,
+#: 20,000 (MAX_FIT_ROWS) at K = 100; the
+#: measures of the model as given use every sample). Measured on 1e5 samples of synthetic models
+#: (K = 100 over- and well-calibrated, K = 10 under- and over-confident): the recommendation on the
+#: subsample is the one on all samples, and 20,000 labels fix a temperature to about 1 %.
+MAX_FIT_VALUES = 400_000
+#: ... and at least this many rows, whatever K
 MAX_FIT_ROWS = 20_000
 #: The bootstraps of the page draw at most this many sample indices each (resamples x samples): at
-#: 1e6 samples, 200 resamples instead of 1000 (their intervals are then a fraction of a point wide).
-MAX_BOOT_DRAWS = 2 * 10**8
+#: 1e6 samples, 100 resamples instead of 1000 (their intervals are then a fraction of a point wide).
+MAX_BOOT_DRAWS = 10**8
 
 __all__ = ["calibration_report", "as_logits_and_probs", "candidate_methods", "check_folds", "cross_fit", "choose",
            "Choice", "FittedCalibration", "save", "load", "report_html", "VIEWS", "KINDS", "FORMAT",
-           "MAX_FIT_ROWS", "MAX_BOOT_DRAWS"]
+           "MAX_FIT_ROWS", "MAX_FIT_VALUES", "MAX_BOOT_DRAWS"]
 
 
 def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci: bool = False,
@@ -781,7 +785,7 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     reliability = "positive_class" if k == 2 else "top_label"
     methods = candidate_methods(k)
     skipped = {}
-    sub = _fit_rows(y, MAX_FIT_ROWS, seed)  # the calibrators' samples: all, or a stratified subsample
+    sub = _fit_rows(y, max(MAX_FIT_ROWS, MAX_FIT_VALUES // k), seed)  # the calibrators' samples: all, or a subsample
     zs, ys = (z, y) if sub is None else (z[sub], y[sub])
     zs = zs.astype(np.float64)
     ps = p[sub].astype(np.float64) if p is not None and sub is not None else p if p is not None else _softmax_rows(zs)
@@ -789,7 +793,8 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
         warnings.simplefilter("always")
         oof = cross_fit(zs, ps, ys, methods, folds, skipped=skipped)
     notes = sorted({str(w.message) for w in caught})
-    choice = choose(ps, oof, ys, n_bins=n_bins, n_boot=n_boot, seed=seed)
+    fit_boot = min(n_boot, max(100, MAX_BOOT_DRAWS // len(ys)))  # the comparisons' bootstraps, bounded
+    choice = choose(ps, oof, ys, n_bins=n_bins, n_boot=fit_boot, seed=seed)
     fitted = FittedCalibration(None, "probs", kind, "uncalibrated")
     if choice.name != "uncalibrated":
         cal, view = methods[choice.name]
@@ -798,8 +803,8 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
         except ValueError as exc:  # every fold fitted, all the data cannot: keep the model as given
             skipped[choice.name] = f"not fitted on all the data: {exc}"
             choice = choice._replace(name="uncalibrated", ece_change=stats.paired_difference(
-                M.ece, ps, ps, ys, n_boot=n_boot, seed=seed, n_bins=n_bins, reliability=reliability),
-                error_change=stats.paired_difference(M.error, ps, ps, ys, n_boot=n_boot, seed=seed))
+                M.ece, ps, ps, ys, n_boot=fit_boot, seed=seed, n_bins=n_bins, reliability=reliability),
+                error_change=stats.paired_difference(M.error, ps, ps, ys, n_boot=fit_boot, seed=seed))
 
     boot = min(n_boot, max(100, MAX_BOOT_DRAWS // n))  # the bootstraps over all n samples, bounded
     per_sample = _per_sample(z, p, y, reliability)
@@ -851,7 +856,7 @@ img{{max-width:100%}}.note{{color:#555;font-size:.9em}}</style></head><body>
 <p>{n:,} samples, {k} classes{"" if classes.dtype.kind in "iu" and classes[0] == 0 and classes[-1] == k - 1
 else " (" + H.escape(", ".join(map(str, classes))) + ", the score columns in order)"}, {"probabilities" if kind == "probs" else "logits"} given. Measured: {what};
 {n_bins} equal-width bins; intervals are 95 % bootstrap intervals ({boot} resamples of the {n:,} samples{
-"" if boot == n_boot else f", at most {MAX_BOOT_DRAWS:.0e} draws"}; {n_boot} for the comparisons).{fit_note}</p>
+"" if boot == n_boot else f", at most {MAX_BOOT_DRAWS:.0e} draws"}; {fit_boot} for the comparisons).{fit_note}</p>
 <h2>Recommendation: {"no calibration" if choice.name == "uncalibrated" else H.escape(choice.name)}</h2>
 {advice}
 <h2>Reliability diagrams</h2>
