@@ -40,9 +40,10 @@ provenance: $(BOOK_STAMP)
 book: $(BOOK_STAMP)
 	$(PY) -m calibcourse.tools.build --profile $(PROFILE) --edition $(EDITION)
 
-# downloadable lab notebooks, student and instructor editions: _build/labs/{student,instructor}/
+# downloadable lab notebooks, the student edition: _build/labs/student/ (the instructor edition, with the
+# solutions, only when asked for: make labs EDITION=instructor -> _build/labs/instructor/)
 labs: $(BOOK_STAMP)
-	$(PY) -m calibcourse.tools.build --labs
+	$(PY) -m calibcourse.tools.build --labs --edition $(EDITION)
 
 # a student's lab in JupyterLab, and the run before handing in (book/setup.md):
 #   make lab NB=_build/labs/student/lab1_ece.ipynb       make execute NB=_build/labs/student/lab1_ece.ipynb

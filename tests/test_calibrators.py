@@ -692,3 +692,15 @@ def test_the_docstrings_as_claims_hold_where_they_say():
     zero = np.array([[1.0, 0.0], [0.5, 0.5]])
     assert M.nll(zero, [1, 0]) == pytest.approx((27.631021 + np.log(2)) / 2, rel=1e-6)
     assert log_loss([1, 0], zero) == pytest.approx((-np.log(np.finfo(float).eps) + np.log(2)) / 2, rel=1e-6)
+
+
+def test_bbq_and_histogram_binning_are_not_monotone_isotonic_is():
+    """Chapter 3 says so: on data whose frequency falls and then rises, only isotonic regression
+    stays non-decreasing."""
+    rng = np.random.default_rng(0)
+    p = np.sort(rng.uniform(0, 1, 600))
+    y = (rng.random(600) < np.where(p < 0.5, 0.8 - p, p)).astype(int)
+    grid = np.linspace(0, 1, 101)
+    for cls, monotone in ((C.BBQ, False), (C.HistogramBinning, False), (C.IsotonicCalibration, True)):
+        steps = np.diff(cls().fit(p, y).predict_proba(grid)[:, 1])
+        assert (steps.min() >= -1e-12) == monotone, (cls.__name__, steps.min())

