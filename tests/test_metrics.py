@@ -310,12 +310,12 @@ def test_sece_exact_matches_naive_formula():
             naive_sece(conf, (pred == y).astype(float), h), abs=1e-12)
 
 
-def test_sece_fast_path_within_1e4_of_exact_on_20000():
-    p, y = make_predictions(20000, 10, 11)
+def test_sece_fast_path_within_1e7_of_exact():
+    p, y = make_predictions(5000, 10, 11)  # the error is about 1e-8 here (2e-9 at n = 20,000)
     for h in (0.02, 0.05):
         exact = M.sece(p, y, bandwidth=h, method="exact")
         fast = M.sece(p, y, bandwidth=h, method="fast")
-        assert abs(exact - fast) < 1e-4
+        assert abs(exact - fast) < 1e-7
 
 
 def test_sece_exact_torch_is_differentiable():
