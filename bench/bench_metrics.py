@@ -2,7 +2,7 @@
 
     OMP_WAIT_POLICY=PASSIVE python bench/bench_metrics.py [--quick] [--budget]
 
-First the budget of issue 23: ``ece`` at n = 1e6, K = 100 (float32 and float64) as a ratio
+First the speed budget: ``ece`` at n = 1e6, K = 100 (float32 and float64) as a ratio
 to one read of the matrix, numpy's ``probs.max(1)``, both timed in the same process taking
 turns, in CPU time of the process (a shared machine's waiting is not counted; run it under
 ``taskset -c 0`` to keep it on one core). Then top-label ECE (15 bins) for n in 1e4, 1e5,
@@ -67,12 +67,12 @@ def best_cpu_interleaved(fns: dict, repeat=11) -> dict:
     return best
 
 
-#: The budget of issue 23: ``ece`` within this factor of one read of the matrix, on every CPU.
+#: The speed budget: ``ece`` within this factor of one read of the matrix, on every CPU.
 BUDGET = 1.25
 
 
 def one_read_ratio(n=10**6, k=100):
-    """The budget of issue 23: ``ece`` within 1.25x of one read of the matrix, ``probs.max(1)``.
+    """The speed budget: ``ece`` within 1.25x of one read of the matrix, ``probs.max(1)``.
 
     numpy picks its SIMD kernels for the CPU it runs on, and the ratio moves with them (its
     AVX-512 row maximum is three times slower than its AVX2 one on an AMD EPYC). So the budget

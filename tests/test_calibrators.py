@@ -587,7 +587,7 @@ def test_temperature_scaling_of_separated_logits_is_an_error():
         C.TemperatureScaling().fit(z, z.argmax(1))
 
 
-# ---------------------------------------------------------------- scikit-learn's conventions (issue 35)
+# ---------------------------------------------------------------- scikit-learn's conventions
 def _data(cls, n=600, seed=0):
     rng = np.random.default_rng(seed)
     if cls in C.BINARY.values():

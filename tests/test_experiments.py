@@ -97,8 +97,8 @@ def test_full_configs_follow_the_papers_recipes():
 
 
 def test_chapter_5s_diagnosis_arms_seeds_and_contract_names():
-    """Issue 24's contract: ch5/diagnosis/<arm>/s<seed> with arms null and permuted (3 seeds), at
-    least 10 seeds for the methods the verdicts compare, 5 for the other baselines, and issue 13's
+    """The diagnosis's contract: ch5/diagnosis/<arm>/s<seed> with arms null and permuted (3 seeds), at
+    least 10 seeds for the methods the verdicts compare, 5 for the other baselines, and the
     names kept."""
     for profile in ("default", "full"):
         runs = E.experiments(profile)
@@ -128,7 +128,7 @@ def test_chapter_5s_diagnosis_arms_seeds_and_contract_names():
 
 
 def test_chapter_5s_sgd_arm_is_the_reported_ce_and_flgamma_sece_under_the_papers_sgd_recipe():
-    """Issue 24's backbone-optimizer arm: ch5/diagnosis/SGD CE|SGD FLgamma-SECE/s<k>, 5 seeds (ci: 0), each
+    """The backbone-optimizer arm: ch5/diagnosis/SGD CE|SGD FLgamma-SECE/s<k>, 5 seeds (ci: 0), each
     the reported config with SGD (momentum 0.9, not Nesterov, weight decay 5e-4, step schedule) at the
     grid's rate; the chosen rate's grid run is the arm's seed 0 (one entry); in full the arm's runs are
     the main runs (that backbone already trains with the papers' recipe)."""

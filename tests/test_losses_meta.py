@@ -289,7 +289,7 @@ def test_capped_gammas_reach_the_lookahead_capped():
     assert torch.all(gW == 0), "above the cap the gammas are constant: no meta-gradient"
 
 
-# ------------------------------------------------------------------ chapter 5's diagnosis (issue 24)
+# ------------------------------------------------------------------ chapter 5's diagnosis
 def _trainer_setup(seed=0, n=96, **kw):
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)

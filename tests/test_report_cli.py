@@ -174,7 +174,7 @@ def test_choose_takes_a_more_flexible_map_when_the_simplest_is_decidedly_worse()
     assert c.name != "temperature scaling" and d.low > 0  # one temperature cannot undo an offset
 
 
-# ---------------------------------------------------------------- ordinary model outputs (issue 35)
+# ---------------------------------------------------------------- ordinary model outputs
 def _forest(loader, seed=0):
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.model_selection import train_test_split

@@ -242,7 +242,7 @@ def test_false_held_rate_of_paired_verdicts():
     assert false_held_rate("calibrated", 1000, 100, "percentile") >= 0.2
 
 
-# ------------------------------------------------------------------ seeds paired by seed (issue 24)
+# ------------------------------------------------------------------ seeds paired by seed
 def _paired_seed_predictions(n_seeds=6, n=2000, seed=0):
     rng = np.random.default_rng(seed)
     q = rng.uniform(0.5, 1, n)

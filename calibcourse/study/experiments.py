@@ -153,7 +153,7 @@ def _grid_label(family: str, value: float) -> str:
 
 #: the fraction of the validation split, from its start, that the meta-learner sees (``meta_val``):
 #: the rest is left to temperature scaling and to the baselines' grids, so that no post-hoc
-#: calibration or baseline choice uses data the gamma-Net was trained on (issue 24)
+#: calibration or baseline choice uses data the gamma-Net was trained on
 CH5_META_VAL = 0.5
 
 #: the paper's set-up of the gamma-Net as this study first ran it (unbounded, SECE alone, whole-network
@@ -219,7 +219,7 @@ CH5_ABLATIONS = {
 #: the seeds of each ablation (seed 0 unless listed): the cap only acts where gamma grows past it
 CH5_ABLATION_SEEDS = {"cap 20, clip 1": (0, 1, 2)}
 
-#: the diagnosis of the paper's set-up (issue 24): arm -> (the meta section's changes against
+#: the diagnosis of the paper's set-up: arm -> (the meta section's changes against
 #: :data:`CH5_META`, number of seeds). ``null``: the loop runs with a zero outer gradient (the
 #: gamma-Net keeps its initial output); ``permuted``: the outer loss on validation labels permuted
 #: once by the seed; ``bounded``: gamma = 5 sigmoid(.) from gamma 1, no rescale; then one change each:
@@ -238,7 +238,7 @@ CH5_DIAGNOSIS = {
 }
 
 
-#: the diagnosis's backbone-optimizer arm (issue 24): the papers' recipe for the backbone (Mukhoti et al.
+#: the diagnosis's backbone-optimizer arm: the papers' recipe for the backbone (Mukhoti et al.
 #: 2020, Bohdal et al. 2021, Wang and Golebiowski 2023; :data:`META_CIFAR`): SGD with momentum 0.9 (not
 #: Nesterov), weight decay 5e-4 and the step schedule (the rate divided by 10 at 50 % and 75 % of the
 #: epochs), the default backbone's data, epochs and batch otherwise (:data:`CH5_BACKBONE`); the gamma-Net's

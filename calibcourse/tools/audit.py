@@ -1,4 +1,4 @@
-r"""The number audit of the book's pages (issue 27): every number a reader sees is computed.
+r"""The number audit of the book's pages: every number a reader sees is computed.
 
 A number in the prose of a chapter or a lab is either
 
