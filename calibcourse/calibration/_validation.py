@@ -67,6 +67,9 @@ def to_numpy(x, name: str) -> np.ndarray:
     """Return ``x`` (numpy array, torch tensor, list) as a numpy array without copying when possible."""
     if x is None:
         raise ValueError(f"{name} is None; expected an array")
+    if hasattr(x, "tocsr") or type(x).__module__.startswith("scipy.sparse"):
+        raise TypeError(f"{name}: sparse input is not supported (scores are dense); pass a dense array "
+                        "(X.toarray())")
     if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch tensor, no torch import needed
         x = x.detach().cpu()
         if str(x.dtype) == "torch.bfloat16":
@@ -289,6 +292,8 @@ def check_logits(logits, name: str = "logits", ndim: int | None = 2,
     ``(n, K)`` whose rows all lie in [0, 1] and sum to 1 (within ``SUM_TOL``).
     """
     z = to_numpy(logits, name)
+    if z.dtype.kind == "c":
+        raise ValueError(f"{name}: Complex data not supported; scores are real numbers")
     if z.dtype.kind not in "fiu":
         raise ValueError(f"{name} must be a numeric array; got dtype {z.dtype}")
     if not (keep_float32 and z.dtype == np.float32):
@@ -341,7 +346,7 @@ def check_sample_weight(sample_weight, n: int, name: str = "sample_weight"):
         bad = w[~np.isfinite(w)][0] if not np.isfinite(w).all() else w.min()
         raise ValueError(f"{name} must be finite and >= 0; its smallest value is {bad:g}")
     if not w.sum() > 0:
-        raise ValueError(f"{name} sums to 0: at least one sample needs a positive weight")
+        raise ValueError(f"{name} sums to zero (every weight is zero): at least one sample needs a positive weight")
     return w
 
 

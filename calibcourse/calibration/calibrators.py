@@ -141,6 +141,24 @@ class _Calibrator(BaseEstimator):
         self.n_features_in_ = 1 if s.ndim == 1 else int(s.shape[1])
         return self
 
+    #: scikit-learn's ``check_estimator`` checks that cannot apply to a calibrator of a model's
+    #: scores, each with its reason (``tests/test_calibrators.py`` runs the rest, which pass)
+    EXPECTED_FAILED_CHECKS = {
+        "check_estimators_overwrite_params": "X's columns are the classes: y with 3 classes needs 3 columns of scores",
+        "check_estimators_fit_returns_self": "X's columns are the classes: y with 3 classes needs 3 columns of scores",
+        "check_readonly_memmap_input": "X's columns are the classes: y with 3 classes needs 3 columns of scores",
+        "check_dtype_object": "scores are numbers; an array of Python objects is refused, not converted",
+        "check_estimators_empty_data_messages": "a model's scores have at least 2 columns (classes); the message says so",
+        "check_fit2d_1feature": "one column of scores is no classifier's output; (n,) is a sigmoid's single logit",
+        "check_fit2d_predict1d": "a 1-D X is a sigmoid network's single logit, not a row to reshape",
+    }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.input_tags.allow_nan = False
+        return tags
+
     def _n_classes(self, scores) -> int:
         """K of valid logits ``scores``: their columns, or 2 for a sigmoid network's ``(n,)``."""
         return int(_multiclass_data(scores, None)[0].shape[1])
@@ -194,8 +212,9 @@ class _Calibrator(BaseEstimator):
             shape = np.shape(scores)
             width = 1 if len(shape) == 1 else shape[1]
             if width != n_in:
-                raise ValueError(f"the scores have {width} classes but the calibrator was fitted on {n_in} "
-                                 f"({type(self).__name__}: one column per class, as in fit)")
+                raise ValueError(f"X has {width} features, but {type(self).__name__} is expecting {n_in} features "
+                                 f"as input: the scores have {width} classes but the calibrator was fitted on {n_in} "
+                                 "(one column per class, as in fit)")
 
     def clone(self, **overrides):
         """An unfitted copy with the same parameters, some of them replaced.
@@ -218,6 +237,14 @@ class _Calibrator(BaseEstimator):
 # =========================================================================== binary
 class _BinaryCalibrator(_Calibrator):
     _columns_are_classes = False  # (n,) and (n, 2) probabilities are the same input
+
+    def __sklearn_tags__(self):
+        # X is one score per sample, shape (n,): scikit-learn's estimator checks, written for
+        # feature matrices, declare themselves inapplicable (SkipTestWarning)
+        tags = super().__sklearn_tags__()
+        tags.input_tags.one_d_array = True
+        tags.input_tags.two_d_array = False
+        return tags
 
     def _n_classes(self, scores) -> int:
         self._check_scores(scores)
@@ -1104,6 +1131,23 @@ class OneVsAll(_Calibrator):
     """
 
     _fitted_attr = "calibrators_"
+
+    #: its X is probabilities (rows in [0, 1] summing to 1) by default: the checks that feed it
+    #: arbitrary real features cannot apply (``input_type="logits"`` takes logits instead)
+    EXPECTED_FAILED_CHECKS = {
+        **_Calibrator.EXPECTED_FAILED_CHECKS,
+        **{name: "X is a matrix of probabilities (rows in [0, 1] summing to 1); the check feeds arbitrary "
+                 "real features" for name in (
+            "check_all_zero_sample_weights_error", "check_complex_data", "check_dict_unchanged",
+            "check_dont_overwrite_parameters", "check_estimators_dtypes", "check_estimators_nan_inf",
+            "check_estimators_pickle", "check_f_contiguous_array_estimator", "check_fit2d_1sample",
+            "check_fit_check_is_fitted", "check_fit_idempotent", "check_fit_score_takes_y",
+            "check_methods_sample_order_invariance", "check_methods_subset_invariance", "check_n_features_in",
+            "check_n_features_in_after_fitting", "check_pipeline_consistency", "check_positive_only_tag_during_fit",
+            "check_sample_weight_equivalence_on_dense_data", "check_sample_weights_list",
+            "check_sample_weights_not_an_array", "check_sample_weights_not_overwritten",
+            "check_sample_weights_pandas_series", "check_sample_weights_shape")},
+    }
 
     def __init__(self, binary_method=None, input_type: str = "probabilities"):
         self.binary_method = binary_method
