@@ -418,6 +418,10 @@ class Cache:
                         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         manifest["provenance"] = {**prov, "code": provenance["code"], "code_modules": provenance["code_modules"]}
         manifest["restamped"] = history
+        self._rewrite_manifest(key, manifest)
+
+    def _rewrite_manifest(self, key: str, manifest: dict) -> None:
+        """Replace entry ``key``'s manifest atomically (outputs and history untouched)."""
         path = self.path(key) / "manifest.json"
         tmp = path.with_name(f".manifest-{uuid.uuid4().hex[:8]}.json")
         tmp.write_text(_manifest_text(manifest))
@@ -443,20 +447,17 @@ class Cache:
         --------
         >>> import tempfile
         >>> from calibcourse.study.train import train
-        >>> cfg = {"data": {"name": "digits", "n_train": 200}, "model": {"name": "mlp", "depth": 1, "width": 8},
-        ...        "epochs": 1}
+        >>> tiny = {"data": {"name": "digits", "n_train": 100}, "model": {"name": "mlp", "depth": 1, "width": 4},
+        ...         "epochs": 1}
         >>> cache = Cache(tempfile.mkdtemp())
-        >>> key = cache.store(train(cfg, progress=False)).name
+        >>> key = cache.store(train(tiny, progress=False)).name
         >>> cache.record_stability(key, {"chaotic": False})
         >>> cache.check(key)["stability"], cache.verify()
         ({'chaotic': False}, [])
         """
         manifest = self.check(key)
         manifest["stability"] = stability
-        path = self.path(key) / "manifest.json"
-        tmp = path.with_name(f".manifest-{uuid.uuid4().hex[:8]}.json")
-        tmp.write_text(_manifest_text(manifest))
-        os.replace(tmp, path)
+        self._rewrite_manifest(key, manifest)
 
     def compact(self) -> int:
         """Store every entry's lossless float32 arrays as float32 (:func:`narrow_outputs`).
