@@ -108,6 +108,8 @@ def read_outputs(paths, labels_key=None, logits_key=None, probs_key=None, kind=N
     """
     exts = [os.path.splitext(p)[1].lower() for p in paths]
     for p in paths:
+        if os.path.isdir(p):
+            raise ValueError(f"FILE {p} is a folder: give the .npz, .csv or .npy file(s) of the model's outputs")
         if not os.path.isfile(p):
             raise ValueError(f"FILE {p}: no such file")
     if len(paths) == 2 and exts == [".npy", ".npy"]:
