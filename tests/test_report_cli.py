@@ -301,3 +301,12 @@ def test_files_a_user_really_has_get_a_page_or_one_line(tmp_path, capsys):
     assert calibcourse_main(["report", str(tmp_path / "s.csv"), "--labels-key", "label", "--out", str(tmp_path / "rs"),
                              "--n-boot", "20"]) == 0  # string labels: the sorted labels are the columns
     assert "cat, dog, the score columns in order" in (tmp_path / "rs" / "index.html").read_text()
+
+
+def test_the_long_steps_show_progress_only_when_asked(capfd):
+    z, y = scaled_logits(1200, 3, factor=2.0, seed=0)
+    R.report_html(z, y, folds=3, n_boot=20)
+    assert capfd.readouterr().err == ""
+    R.report_html(z, y, folds=3, n_boot=20, progress=True)  # the command line asks when stderr is a terminal
+    err = capfd.readouterr().err
+    assert "cross-fitting the calibrators" in err and "intervals of the measures" in err

@@ -215,7 +215,8 @@ def main(argv=None) -> int:
             raise ValueError(f"--n-bins must be >= 1; got {args.n_bins}")
         title = args.title or f"Calibration report: {', '.join(os.path.basename(p) for p in args.inputs)}"
         page, fitted, choice = report.report_html(scores, labels, kind=kind, folds=args.folds, n_bins=args.n_bins,
-                                                  n_boot=args.n_boot, seed=args.seed, title=title, names=names)
+                                                  n_boot=args.n_boot, seed=args.seed, title=title, names=names,
+                                                  progress=sys.stderr.isatty())
     except ValueError as e:
         print(f"calibcourse report: error: {e}", file=sys.stderr)
         return 2

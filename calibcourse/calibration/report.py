@@ -285,7 +285,8 @@ def check_folds(labels, n_classes: int, folds: int, name: str = "labels", folds_
     return y
 
 
-def cross_fit(logits, probs, labels, methods: dict | None = None, folds: int = 5, skipped: dict | None = None) -> dict:
+def cross_fit(logits, probs, labels, methods: dict | None = None, folds: int = 5, skipped: dict | None = None,
+              progress: bool = False) -> dict:
     """Out-of-fold calibrated probabilities of every method: each sample calibrated by a map fitted without it.
 
     The folds are scikit-learn's ``StratifiedKFold(folds)`` (no shuffling), the ones
@@ -306,6 +307,8 @@ def cross_fit(logits, probs, labels, methods: dict | None = None, folds: int = 5
         Filled with ``{name: why}`` for every method that could not be fitted on some fold (a
         temperature on a perfectly separated fold, say): such a method is left out of the
         result instead of stopping the comparison.
+    progress : bool, default=False
+        A progress bar over the folds on stderr (tqdm, where installed).
 
     Returns
     -------
@@ -329,7 +332,8 @@ def cross_fit(logits, probs, labels, methods: dict | None = None, folds: int = 5
     methods = candidate_methods(k) if methods is None else methods
     out = {name: np.empty_like(probs, dtype=np.float64) for name in methods}
     failed = {} if skipped is None else skipped
-    for i, (train, test) in enumerate(StratifiedKFold(n_splits=folds).split(np.zeros(len(y)), y), start=1):
+    splits = StratifiedKFold(n_splits=folds).split(np.zeros(len(y)), y)
+    for i, (train, test) in enumerate(_progress(splits, folds, "cross-fitting the calibrators", progress), start=1):
         for name, (cal, view) in methods.items():
             if name in failed:
                 continue
@@ -661,6 +665,20 @@ def _reliability_png(panels: dict, reliability: str, n_bins: int, n_boot: int, s
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def _progress(iterable, total: int, desc: str, on: bool):
+    """``iterable`` with a tqdm bar on stderr when ``on`` (a plain line per stage where tqdm is missing)."""
+    if not on:
+        return iterable
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        import sys
+
+        print(f"calibcourse report: {desc} ...", file=sys.stderr, flush=True)
+        return iterable
+    return tqdm(iterable, total=total, desc=desc, leave=False)
+
+
 def _fit_rows(y, cap: int, seed: int):
     """Indices of a stratified, seeded subsample of ``cap`` rows, sorted; None when ``len(y) <= cap``."""
     if len(y) <= cap:
@@ -691,14 +709,14 @@ def _per_sample(z, p, y, reliability: str):
     return conf, outcome, {"NLL": nll_t, "Brier": brier_t, "error": err_t}
 
 
-def _measure_rows(per_sample, n_bins: int, n_boot: int, seed: int) -> list:
+def _measure_rows(per_sample, n_bins: int, n_boot: int, seed: int, progress: bool = False) -> list:
     """The page's table of the model as given: each measure and its bootstrap interval, every measure
     on the same resamples of the per-sample quantities of :func:`_per_sample`."""
     conf, outcome, means = per_sample
     binned = {"ECE": M.binned_on_confidence(M.ece, n_bins=n_bins), "MCE": M.binned_on_confidence(M.mce, n_bins=n_bins),
               "ACE": M.binned_on_confidence(M.ace, n_bins=n_bins)}
     reps = {key: [] for key in (*binned, *means)}
-    for idx in stats.resample_indices(len(conf), n_boot, seed):
+    for idx in _progress(stats.resample_indices(len(conf), n_boot, seed), n_boot, "intervals of the measures", progress):
         c, o = conf[idx], outcome[idx]
         for key, f in binned.items():
             reps[key].append(f(c, o))
@@ -721,7 +739,7 @@ def _pct(x):
 
 
 def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int = 15, n_boot: int = 1000,
-                seed: int = 0, title: str = "Calibration report", names: dict | None = None):
+                seed: int = 0, title: str = "Calibration report", names: dict | None = None, progress: bool = False):
     """The calibration report of a model's outputs: an HTML page and the recommended calibration.
 
     The page holds (PNG figures embedded, no other file needed) the reliability diagrams
@@ -752,6 +770,9 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     names : dict, optional
         ``{"scores": ..., "labels": ..., "folds": ...}``: how the arguments are called in error
         messages (the command line passes its options).
+    progress : bool, default=False
+        Progress bars on stderr for the long steps (tqdm, where installed); the command line
+        shows them when stderr is a terminal.
 
     Returns
     -------
@@ -791,7 +812,7 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     ps = p[sub].astype(np.float64) if p is not None and sub is not None else p if p is not None else _softmax_rows(zs)
     with warnings.catch_warnings(record=True) as caught:  # a calibrator's warnings go on the page
         warnings.simplefilter("always")
-        oof = cross_fit(zs, ps, ys, methods, folds, skipped=skipped)
+        oof = cross_fit(zs, ps, ys, methods, folds, skipped=skipped, progress=progress)
     notes = sorted({str(w.message) for w in caught})
     fit_boot = min(n_boot, max(100, MAX_BOOT_DRAWS // len(ys)))  # the comparisons' bootstraps, bounded
     choice = choose(ps, oof, ys, n_bins=n_bins, n_boot=fit_boot, seed=seed)
@@ -808,7 +829,7 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
 
     boot = min(n_boot, max(100, MAX_BOOT_DRAWS // n))  # the bootstraps over all n samples, bounded
     per_sample = _per_sample(z, p, y, reliability)
-    rows = _measure_rows(per_sample, n_bins, boot, seed)
+    rows = _measure_rows(per_sample, n_bins, boot, seed, progress=progress)
     panels = {"uncalibrated": per_sample[:2]}
     if choice.name != "uncalibrated":
         panels[f"{choice.name} (out of fold)"] = M.confidence_outcome(oof[choice.name], ys, reliability)
