@@ -13,10 +13,6 @@ __all__ = ["focal_loss", "flsd53_loss", "label_smoothing_loss", "mixup_batch", "
            "mmce_penalty", "ce_mmce_loss", "dece_loss", "ce_dece_loss", "sece_loss"]
 
 
-#: the arguments every loss takes
-_LOGITS = ("logits", "torch.Tensor of shape (n, K)", "Logits of a batch.")
-_LABELS = ("labels", "torch.Tensor of shape (n,)", "Integer class labels in ``[0, K)``.")
-_LOSS = ("torch.Tensor", "A scalar: the mean over the batch, differentiable with respect to ``logits``.")
 
 
 def _check(logits, labels):

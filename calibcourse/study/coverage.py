@@ -28,13 +28,6 @@ __all__ = ["SineMiscalibration", "expected_ece", "coverage_single", "equally_cal
 
 PAIR_KINDS = ("shifted", "calibrated")
 
-#: the arguments of the replications
-_N = ("n", "int", "Test samples per replication.")
-_REPS = ("reps", "int", "Number of replications (replication ``r`` draws with seed ``r``, or ``10_000 + r``).")
-_METHOD = ("method", '{"hull", "bc", "basic", "percentile"} or a sequence of them, default="hull"',
-           "The interval's method (:data:`calibcourse.calibration.stats.METHODS`); several give a rate "
-           "each, from the same replications and resamples.")
-_N_BOOT = ("n_boot", "int, default=200", "Bootstrap resamples per interval.")
 
 
 def boot_ece(conf, outcome, n_boot: int, seed: int, n_bins: int = 15):

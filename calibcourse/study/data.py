@@ -266,12 +266,6 @@ _HOW_TO_GET = {
 }
 
 
-#: the arguments of the full data sets' loaders
-_ROOT = ("root", "str or path, default='~/data'", "The folder that holds the data set (``~`` is expanded).")
-_DOWNLOAD = ("download", "bool, default=False", "Fetch the data set first if it is missing (needs internet).")
-_VERIFY = ("verify", "bool, default=True", "Check the md5 of the CIFAR files (False: only that they exist).")
-_SPLITS = ("tuple of numpy.ndarray", "``X_train, y_train, X_test, y_test``: float32 images in [0, 1] of shape "
-                                     "(n, C, H, W) and int64 labels.")
 #: where the full data sets are published
 _SOURCES = {"mnist": "https://ossci-datasets.s3.amazonaws.com/mnist/ (torchvision's mirror of LeCun et al.'s files)",
             "cifar10": "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz (extract it)",
@@ -289,7 +283,6 @@ _CIFAR_FILES = {"cifar10": ("cifar-10-batches-py", [f"data_batch_{i}" for i in r
                 "cifar100": ("cifar-100-python", ["train", "test", "meta"])}
 
 
-_NAME = ("name", '{"mnist", "cifar10", "cifar100"}', "The data set.")
 
 
 def required_files(name: str, root="~/data") -> list:

@@ -19,10 +19,6 @@ __all__ = ["LeNet5", "CifarResNet", "MLP", "CNN1D", "resnet18_small", "densenet1
            "INPUT_ARGS"]
 
 
-#: the arguments most models take
-_NUM_CLASSES = ("num_classes", "int, default=10", "Number of outputs; 1 gives a single logit, read through a sigmoid.")
-_IN_CHANNELS = ("in_channels", "int, default=3", "Channels of the input images.")
-_MODEL = ("torch.nn.Module", "The model, with ``features(x)`` and ``head``.")
 
 
 class _WithFeatures(nn.Module):

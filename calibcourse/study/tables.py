@@ -165,9 +165,6 @@ def sweep_table(results: dict, key_of, n_boot: int = 1000):
     return pd.DataFrame(rows).set_index("value").sort_index()
 
 
-#: the arguments of the formatters
-_SCALE = ("scale", "float, default=100.0", "Multiplies the numbers (100: fractions to percent or percentage points).")
-_DIGITS = ("digits", "int, default=1", "Decimals.")
 
 
 def fmt_difference(d, scale: float = 100.0, unit: str = "points", digits: int = 1) -> str:

@@ -75,9 +75,6 @@ SHORT_MODULES.update({name: f"calibcourse.study.{name}" for name in ("checks", "
 #: what no exercise may use: the checks (their reference implementations) and the labs' helpers
 ALWAYS_FORBIDDEN = ("calibcourse.study.checks", "calibcourse.study.labs")
 
-#: the arguments several functions take
-_SECRET = ("secret", "str, default=DEFAULT_SECRET", "The text the hidden tests' seeds derive from (:func:`hidden_seed`).")
-_LOG = ("log", "callable, default=print", "Called with each progress line.")
 
 
 # =========================================================================== questions

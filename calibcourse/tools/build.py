@@ -61,9 +61,6 @@ FINGERPRINT_SUFFIX = ".fingerprint"
 LEDGER_PAGE = GENERATED / "what_held"
 CLAIMS_JSON = Path("_build") / "claims.json"
 
-#: the arguments of the build's stages
-_ROOT = ("root", "pathlib.Path", "The book's root (holds ``_config.yml``, ``_toc.yml``, ``notebooks/``).")
-_LOG = ("log", "callable, default=print", "Called with each progress line.")
 
 
 class BuildError(RuntimeError):

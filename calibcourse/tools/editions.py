@@ -66,8 +66,6 @@ def strip_solution(code: str) -> str:
     return "\n".join(out)
 
 
-_NB = ("nb", "nbformat.NotebookNode", "A notebook (e.g. read by jupytext); changed in place.")
-_NB_OUT = ("nbformat.NotebookNode", "``nb``.")
 
 
 def _set_edition_parameter(cell, edition: str):
