@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from calibcourse.study import cache as C
+from calibcourse.study import cache as cachemod
 from calibcourse.study import train as T
 from calibcourse.study.config import normalize_config
 from calibcourse.study.experiments import experiments
@@ -23,20 +23,20 @@ def result():
 def test_key_is_the_sha256_of_the_canonical_config():
     import hashlib
 
-    k = C.config_key(CFG)
+    k = cachemod.config_key(CFG)
     canon = json.dumps({"config": normalize_config(CFG)}, sort_keys=True, separators=(",", ":"))
     assert k == hashlib.sha256(canon.encode()).hexdigest()[:20]
-    assert k == C.config_key(dict(CFG)) and len(k) == 20
-    assert k != C.config_key({**CFG, "seed": 1})
-    assert C.config_key({**CFG, "lr": 1e-3}) == k  # defaults filled before hashing
+    assert k == cachemod.config_key(dict(CFG)) and len(k) == 20
+    assert k != cachemod.config_key({**CFG, "seed": 1})
+    assert cachemod.config_key({**CFG, "lr": 1e-3}) == k  # defaults filled before hashing
     for off in ({"mixup_alpha": None}, {"meta": None}, {"meta": {}}, {"amp": False}, {"augment": None}):
-        assert C.config_key({**CFG, **off}) == k, f"{off} is the run without it: one entry"
+        assert cachemod.config_key({**CFG, **off}) == k, f"{off} is the run without it: one entry"
 
 
 def test_manifest_records_the_runs_provenance_and_a_code_change_makes_it_stale(tmp_path, result, monkeypatch):
     from calibcourse.study import provenance as P
 
-    cache = C.Cache(tmp_path)
+    cache = cachemod.Cache(tmp_path)
     path = cache.store(result)
     prov = json.loads((path / "manifest.json").read_text())["provenance"]
     assert set(P.KEYS) <= set(prov) and prov["threads"] == 1 and prov["code"] == P.code_fingerprint()
@@ -53,7 +53,7 @@ def test_manifest_records_the_runs_provenance_and_a_code_change_makes_it_stale(t
 
 
 def test_store_then_load_roundtrip(tmp_path, result):
-    cache = C.Cache(tmp_path)
+    cache = cachemod.Cache(tmp_path)
     path = cache.store(result)
     assert sorted(p.name for p in path.iterdir()) == ["history.csv", "manifest.json", "outputs.npz"]
     manifest = json.loads((path / "manifest.json").read_text())
@@ -65,7 +65,7 @@ def test_store_then_load_roundtrip(tmp_path, result):
 
 
 def test_float32_logits_are_stored_as_float32_and_load_back_bit_for_bit(tmp_path, result):
-    cache = C.Cache(tmp_path)
+    cache = cachemod.Cache(tmp_path)
     path = cache.store(result)
     manifest = json.loads((path / "manifest.json").read_text())
     narrowed = [n for n, v in result.outputs.items() if np.asarray(v).dtype == np.float64
@@ -82,7 +82,7 @@ def test_float32_logits_are_stored_as_float32_and_load_back_bit_for_bit(tmp_path
 def test_narrow_outputs_keeps_what_float32_cannot_hold():
     third, tiny = np.array([1 / 3]), np.array([1e-300])
     exact = np.array([0.5, -0.0, np.nan, np.inf, 3.0], dtype=np.float64)
-    arrays, widened = C.narrow_outputs({"third": third, "tiny": tiny, "exact": exact, "labels": np.arange(3),
+    arrays, widened = cachemod.narrow_outputs({"third": third, "tiny": tiny, "exact": exact, "labels": np.arange(3),
                                         "f32": exact.astype(np.float32)})
     assert widened == ["exact"]
     assert arrays["third"].dtype == arrays["tiny"].dtype == np.float64 and arrays["labels"].dtype == np.int64
@@ -93,7 +93,7 @@ def test_narrow_outputs_keeps_what_float32_cannot_hold():
 def test_compact_rewrites_an_older_entry_losslessly(tmp_path, result):
     import io
 
-    cache = C.Cache(tmp_path)
+    cache = cachemod.Cache(tmp_path)
     path = cache.store(result)
     # an entry as the cache wrote it before it narrowed: every output as the run returned it
     buf = io.BytesIO()
@@ -101,7 +101,7 @@ def test_compact_rewrites_an_older_entry_losslessly(tmp_path, result):
     (path / "outputs.npz").write_bytes(buf.getvalue())
     m = json.loads((path / "manifest.json").read_text())
     del m["widened"]
-    m["files"]["outputs.npz"] = C._sha256(path / "outputs.npz")
+    m["files"]["outputs.npz"] = cachemod._sha256(path / "outputs.npz")
     (path / "manifest.json").write_text(json.dumps(m))
     before = (path / "outputs.npz").stat().st_size
     assert cache.load(CFG).outputs["test_logits"].dtype == np.float64
@@ -114,7 +114,7 @@ def test_compact_rewrites_an_older_entry_losslessly(tmp_path, result):
 
 
 def test_an_entry_that_widens_an_array_it_lacks_is_unusable(tmp_path, result):
-    cache = C.Cache(tmp_path)
+    cache = cachemod.Cache(tmp_path)
     path = cache.store(result)
     m = json.loads((path / "manifest.json").read_text())
     m["widened"] = m["widened"] + ["no_such_output"]
@@ -124,12 +124,12 @@ def test_an_entry_that_widens_an_array_it_lacks_is_unusable(tmp_path, result):
 
 
 def test_interrupted_write_leaves_no_entry(tmp_path, result, monkeypatch):
-    cache = C.Cache(tmp_path)
+    cache = cachemod.Cache(tmp_path)
 
     def boom(*a, **k):
         raise KeyboardInterrupt("interrupted")
 
-    monkeypatch.setattr(C.np, "savez_compressed", boom)
+    monkeypatch.setattr(cachemod.np, "savez_compressed", boom)
     with pytest.raises(KeyboardInterrupt):
         cache.store(result)
     assert cache.keys() == [] and list(tmp_path.iterdir()) == []
@@ -138,7 +138,7 @@ def test_interrupted_write_leaves_no_entry(tmp_path, result, monkeypatch):
 
 @pytest.mark.parametrize("damage", ["flip_npz", "bad_json", "missing_history", "other_format"])
 def test_corrupt_entry_is_reported_and_recomputed_never_used(tmp_path, result, damage):
-    cache = C.Cache(tmp_path)
+    cache = cachemod.Cache(tmp_path)
     path = cache.store(result)
     if damage == "flip_npz":
         raw = bytearray((path / "outputs.npz").read_bytes())
@@ -164,7 +164,7 @@ def test_corrupt_entry_is_reported_and_recomputed_never_used(tmp_path, result, d
 
 
 def test_the_calibcourse_command_lists_verifies_and_clears(tmp_path, result):
-    cache = C.Cache(tmp_path)
+    cache = cachemod.Cache(tmp_path)
     path = cache.store(result)
     run = lambda *a: subprocess.run([sys.executable, "-m", "calibcourse", *a, "--root", str(tmp_path)],
                                     capture_output=True, text=True)
@@ -200,7 +200,7 @@ def retrained_ci(tmp_path_factory):
     out = subprocess.run([sys.executable, "-m", "calibcourse.tools.cli", "train", "ci", "--root", str(root),
                           "--no-stability"], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stdout[-1500:] + out.stderr[-1500:]
-    return C.Cache(root)
+    return cachemod.Cache(root)
 
 
 @pytest.mark.parametrize("name", _ci_runs())
@@ -222,8 +222,8 @@ def test_committed_ci_entries_match_a_fresh_training_run(name, retrained_ci):
     from calibcourse.tools.reproduce import TOLERANCE, compare_runs, within_tolerance
 
     cfg = experiments("ci")[name]
-    committed = C.Cache().load(cfg)
-    assert committed is not None, (f"no committed cache entry for ci run {name!r} (key {C.config_key(cfg)}): "
+    committed = cachemod.Cache().load(cfg)
+    assert committed is not None, (f"no committed cache entry for ci run {name!r} (key {cachemod.config_key(cfg)}): "
                                    "run `make train PROFILE=ci` and commit data/cache")
     fresh = retrained_ci.load(cfg)
     assert committed.provenance.get("numerics") == "pinned", \
@@ -250,7 +250,7 @@ def test_committed_ci_entries_match_a_fresh_training_run(name, retrained_ci):
         return  # the pinned numerics gave the same bits on another CPU
     differs = ", ".join(f"{k}: {a} committed, {b} here" for k, (a, b) in {**machine, "cpu_kind": kinds}.items())
     moved = ", ".join(f"{k} {b - a:+.3f}" for k, (a, b) in c["metrics"].items())
-    stability = C.Cache().check(C.config_key(cfg)).get("stability")
+    stability = cachemod.Cache().check(cachemod.config_key(cfg)).get("stability")
     assert stability is not None, f"{name}: the committed entry records no stability: make train PROFILE=ci"
     if stability["chaotic"]:
         warnings.warn(f"{name}: {differs}; a chaotic run (perturbed initial weights moved it by "
@@ -266,7 +266,7 @@ def test_committed_ci_entries_match_a_fresh_training_run(name, retrained_ci):
 def test_every_committed_entry_is_current():
     """The training fingerprint covers the training code only, so a toolkit refactor leaves every
     entry current; a change that does move the training code retrains or restamps in the same commit."""
-    stale = C.Cache().stale()
+    stale = cachemod.Cache().stale()
     assert not stale, (f"{len(stale)} committed entries are stale, e.g. {next(iter(stale.items()))}: "
                        "make restamp (if no bit moved) or retrain them")
 
@@ -278,8 +278,8 @@ def test_a_perturbed_run_is_the_same_run_with_a_last_bit_difference_and_is_never
     assert perturbed.info["perturbed_init"] and not result.info.get("perturbed_init")
     assert not np.array_equal(perturbed.logits("test"), result.logits("test"))
     np.testing.assert_allclose(perturbed.logits("test"), result.logits("test"), atol=1e-4)
-    with pytest.raises(C.CacheError, match="never stored"):
-        C.Cache(tmp_path).store(perturbed)
+    with pytest.raises(cachemod.CacheError, match="never stored"):
+        cachemod.Cache(tmp_path).store(perturbed)
     s = stability(result)
     assert s["chaotic"] is False and max(abs(v) for v in s["moves"].values()) < 0.01
 
@@ -287,13 +287,13 @@ def test_a_perturbed_run_is_the_same_run_with_a_last_bit_difference_and_is_never
 def test_every_committed_entry_records_its_provenance():
     from calibcourse.study import provenance as P
 
-    for key in C.Cache().keys():
-        prov = C.Cache().check(key).get("provenance") or {}
+    for key in cachemod.Cache().keys():
+        prov = cachemod.Cache().check(key).get("provenance") or {}
         assert set(P.KEYS) <= set(prov), f"entry {key} records no provenance {sorted(set(P.KEYS) - set(prov))}"
 
 
 def test_committed_cache_verifies():
-    assert C.Cache().verify() == []
+    assert cachemod.Cache().verify() == []
 
 
 @pytest.mark.parametrize("profile", ["ci", "default", "full"])
@@ -308,11 +308,11 @@ def test_every_experiment_config_is_valid_and_profiles_name_the_same_runs(profil
 def test_run_results_give_logits_and_probabilities_by_split():
     from scipy.special import expit, softmax
 
-    sigmoid_run = C.Cache().load(experiments("ci")["ch3/nine/small_sigmoid_overfit"])  # one logit per sample
+    sigmoid_run = cachemod.Cache().load(experiments("ci")["ch3/nine/small_sigmoid_overfit"])  # one logit per sample
     z = sigmoid_run.logits("test")
     assert z.ndim == 1 and z is sigmoid_run.outputs["test_logits"]
     np.testing.assert_allclose(sigmoid_run.probs("test"), expit(z), rtol=1e-15)  # never a softmax across samples
-    softmax_run = C.Cache().load(experiments("ci")["ch2/model/small"])
+    softmax_run = cachemod.Cache().load(experiments("ci")["ch2/model/small"])
     np.testing.assert_allclose(softmax_run.probs("val"), softmax(softmax_run.logits("val"), axis=1), rtol=1e-12)
     assert softmax_run.labels("val").shape == softmax_run.logits("val").shape[:1]
     with pytest.raises(KeyError, match="split 'train' has no logits in this run; stored: test, val"):
@@ -321,20 +321,20 @@ def test_run_results_give_logits_and_probabilities_by_split():
 
 def test_the_default_cache_is_the_environment_s_else_the_checkout_s_else_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.delenv("CALIBCOURSE_CACHE", raising=False)
-    assert C.Cache().root == C.REPOSITORY_CACHE  # tests run from a checkout
+    assert cachemod.Cache().root == cachemod.REPOSITORY_CACHE  # tests run from a checkout
     monkeypatch.setenv("CALIBCOURSE_CACHE", str(tmp_path / "mine"))
-    assert C.Cache().root == tmp_path / "mine"
+    assert cachemod.Cache().root == tmp_path / "mine"
     monkeypatch.delenv("CALIBCOURSE_CACHE")
     # an installed copy: no pyproject.toml two folders above its data/cache
-    monkeypatch.setattr(C, "REPOSITORY_CACHE", tmp_path / "site-packages" / "data" / "cache")
-    with pytest.raises(C.CacheError, match="set the environment variable CALIBCOURSE_CACHE"):
-        C.Cache()
+    monkeypatch.setattr(cachemod, "REPOSITORY_CACHE", tmp_path / "site-packages" / "data" / "cache")
+    with pytest.raises(cachemod.CacheError, match="set the environment variable CALIBCOURSE_CACHE"):
+        cachemod.Cache()
 
 
 def test_the_committed_cache_stays_within_its_budget_and_holds_no_orphan():
     from calibcourse.tools.grid import unique_runs
 
-    committed = C.Cache(C.REPOSITORY_CACHE)
+    committed = cachemod.Cache(cachemod.REPOSITORY_CACHE)
     assert committed.size_bytes() <= 64 * 2**20, f"data/cache is {committed.size_bytes() / 2**20:.1f} MiB (budget 64)"
     served = set(unique_runs(experiments("ci"))) | set(unique_runs(experiments("default")))
     orphans = sorted(set(committed.keys()) - served)

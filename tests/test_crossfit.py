@@ -10,7 +10,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
 from calibcourse.calibration.calibrators import TemperatureScaling
-from calibcourse.study import cache as C
+from calibcourse.study import cache as cachemod
 from calibcourse.study import crossfit as CF
 from calibcourse.study import train as T
 from calibcourse.study.config import normalize_config
@@ -129,16 +129,16 @@ def test_the_cross_fitted_run_trains_each_fold_without_its_fold_and_the_final_ne
 def test_cross_fit_is_an_optional_key_that_leaves_every_committed_key_as_it_was():
     """Every committed entry's config still hashes to its folder's name, and ``cross_fit: None`` to
     the key of the config without it."""
-    cache = C.Cache(C.REPOSITORY_CACHE)
+    cache = cachemod.Cache(cachemod.REPOSITORY_CACHE)
     keys = cache.keys()
     assert keys
     for key in keys:
         cfg = json.loads((cache.path(key) / "manifest.json").read_text())["config"]
-        assert C.config_key(cfg) == key
+        assert cachemod.config_key(cfg) == key
         if "cross_fit" not in cfg:
-            assert C.config_key({**cfg, "cross_fit": None}) == key
+            assert cachemod.config_key({**cfg, "cross_fit": None}) == key
     base = {k: v for k, v in CFG.items() if k != "cross_fit"}
-    assert C.config_key(CFG) != C.config_key(base) and "cross_fit" not in normalize_config(base)
+    assert cachemod.config_key(CFG) != cachemod.config_key(base) and "cross_fit" not in normalize_config(base)
 
 
 @pytest.mark.parametrize("change, match", [

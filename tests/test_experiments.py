@@ -1,10 +1,9 @@
 """calibcourse.study.experiments / labels: committed keys, names that hold in every profile, the papers' recipes."""
 import pytest
 
-from calibcourse.study import cache as C
+from calibcourse.study import cache as cachemod
 from calibcourse.study import experiments as E
-from calibcourse.study import labels as L
-from calibcourse.study import train as T
+from calibcourse.study import labels as labelsmod
 from calibcourse.study.config import normalize_config
 from calibcourse.study.steps import make_optimizer
 
@@ -13,8 +12,8 @@ from calibcourse.study.steps import make_optimizer
 def test_every_ci_and_default_run_has_its_committed_entry(profile):
     """The default book must not retrain: a change of config key (a new field hashed, a renamed
     default) would leave a run without its entry."""
-    cache = C.Cache(C.REPOSITORY_CACHE)
-    missing = [name for name, cfg in E.experiments(profile).items() if not cache.path(C.config_key(cfg)).is_dir()]
+    cache = cachemod.Cache(cachemod.REPOSITORY_CACHE)
+    missing = [name for name, cfg in E.experiments(profile).items() if not cache.path(cachemod.config_key(cfg)).is_dir()]
     assert missing == [], f"runs of profile {profile} without a committed entry in data/cache: {missing}"
 
 
@@ -71,9 +70,9 @@ def test_names_say_what_varies_and_the_configs_say_the_model():
     assert E.sweep_axis("ch2/batchnorm/", "batch_norm", "default") == "MLP 4x256"
     assert E.model_label("ch3/nine/large", "full") == "ResNet-18" and E.model_label("ch3/nine/large", "ci") == "ResNet-20"
     with pytest.raises(ValueError, match="what must be one of"):
-        L.sweep_value({"model": {"name": "mlp"}}, "height")
+        labelsmod.sweep_value({"model": {"name": "mlp"}}, "height")
     with pytest.raises(ValueError, match="needs an MLP or a CIFAR ResNet"):
-        L.sweep_value({"model": {"name": "lenet5"}}, "depth")
+        labelsmod.sweep_value({"model": {"name": "lenet5"}}, "depth")
 
 
 def test_full_configs_follow_the_papers_recipes():
@@ -149,11 +148,11 @@ def test_chapter_5s_sgd_arm_is_the_reported_ce_and_flgamma_sece_under_the_papers
                                   if k not in ("optimizer", "lr", "momentum", "nesterov", "weight_decay", "schedule")}
                 assert rest(sgd) == rest(adam), (profile, arm, s)
                 if profile == "full":
-                    assert C.config_key(sgd) == C.config_key(adam)
+                    assert cachemod.config_key(sgd) == cachemod.config_key(adam)
                 else:
-                    assert adam["optimizer"] == "adam" and C.config_key(sgd) != C.config_key(adam)
+                    assert adam["optimizer"] == "adam" and cachemod.config_key(sgd) != cachemod.config_key(adam)
         assert runs["ch5/diagnosis/SGD FLgamma-SECE/s0"]["meta"] == runs["ch5/FLgamma-SECE/s0"]["meta"]
-        assert C.config_key(runs["ch5/diagnosis/SGD CE lr 0.1/s0"]) == C.config_key(runs["ch5/diagnosis/SGD CE/s0"])
+        assert cachemod.config_key(runs["ch5/diagnosis/SGD CE lr 0.1/s0"]) == cachemod.config_key(runs["ch5/diagnosis/SGD CE/s0"])
     # the step schedule divides the rate by 10 at 50 % and 75 % of the default backbone's 30 epochs
     cfg = normalize_config(E.experiments("default")["ch5/diagnosis/SGD CE/s2"])
     opt, sched = make_optimizer(cfg, torch.nn.Linear(1, 1))

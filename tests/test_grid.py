@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("submitit")
 
-from calibcourse.study import cache as C  # noqa: E402
+from calibcourse.study import cache as cachemod  # noqa: E402
 from calibcourse.tools import cli, grid  # noqa: E402
 from calibcourse.study import train as T  # noqa: E402
 
@@ -23,9 +23,9 @@ def _configs(n=2, **extra):
 
 # ------------------------------------------------------------------ status
 def test_status_says_missing_done_running_and_failed(tmp_path):
-    cache = C.Cache(tmp_path)
+    cache = cachemod.Cache(tmp_path)
     configs = _configs(4)
-    keys = [C.config_key(c) for c in configs.values()]
+    keys = [cachemod.config_key(c) for c in configs.values()]
     cache.store(T.train(configs["t/run0"], progress=False))
     grid._write_marker(cache, keys[1], state="running", executor="local", pid=os.getpid(), host=os.uname().nodename)
     grid._write_marker(cache, keys[2], state="failed", error="FloatingPointError: training diverged")
@@ -47,7 +47,7 @@ def test_status_names_entries_that_older_training_code_produced(tmp_path, monkey
 
     from calibcourse.study import provenance as P
 
-    cache = C.Cache(tmp_path)
+    cache = cachemod.Cache(tmp_path)
     configs = _configs(2)
     cache.store(T.train(configs["t/run0"], progress=False))
     rows = grid.status(configs, cache)
@@ -67,9 +67,9 @@ def test_status_names_entries_that_older_training_code_produced(tmp_path, monkey
 def test_serial_training_skips_a_run_another_job_trains_and_restores_threads(tmp_path, monkeypatch):
     import torch
 
-    cache = C.Cache(tmp_path)
+    cache = cachemod.Cache(tmp_path)
     configs = _configs(2)
-    keys = [C.config_key(c) for c in configs.values()]
+    keys = [cachemod.config_key(c) for c in configs.values()]
     grid._write_marker(cache, keys[0], state="running", executor="local", pid=os.getpid(), host=os.uname().nodename)
     threads, lines = torch.get_num_threads(), []
     assert grid.train_serial(configs, cache, log=lines.append, threads=2) == 1  # one run left to the other job
@@ -94,7 +94,7 @@ def test_environ_restores_set_and_unset_variables(monkeypatch):
 
 def test_runs_that_share_a_config_are_trained_once(tmp_path):
     configs = {"a": TINY, "b": dict(TINY), "c": {**TINY, "seed": 5}}
-    assert len(grid.missing(configs, C.Cache(tmp_path))) == 2
+    assert len(grid.missing(configs, cachemod.Cache(tmp_path))) == 2
 
 
 def test_cli_status_prints_each_run_and_exits_1_until_all_are_done(tmp_path, capsys, monkeypatch):
@@ -103,7 +103,7 @@ def test_cli_status_prints_each_run_and_exits_1_until_all_are_done(tmp_path, cap
     out = capsys.readouterr().out
     assert "t/run0" in out and "missing" in out and "0 done, 0 running, 0 failed, 2 missing" in out
     for cfg in _configs(2).values():
-        C.Cache(tmp_path).store(T.train(cfg, progress=False))
+        cachemod.Cache(tmp_path).store(T.train(cfg, progress=False))
     assert cli.main(["status", "ci", "--root", str(tmp_path)]) == 0
     assert "2 done" in capsys.readouterr().out
 
@@ -173,7 +173,7 @@ def fake_slurm(tmp_path, monkeypatch):
 
 def test_slurm_submits_one_job_per_missing_run_with_the_given_resources(tmp_path, fake_slurm, monkeypatch):
     log, state = fake_slurm
-    cache = C.Cache(tmp_path / "cache")
+    cache = cachemod.Cache(tmp_path / "cache")
     configs = _configs(3)
     cache.store(T.train(configs["t/run0"], progress=False))  # done: not submitted
     monkeypatch.setattr(cli, "experiments", lambda profile: configs)
@@ -202,13 +202,13 @@ def test_slurm_submits_one_job_per_missing_run_with_the_given_resources(tmp_path
 
 def test_slurm_rejects_unknown_parameters(tmp_path, fake_slurm):
     with pytest.raises(ValueError, match="unknown SLURM parameters"):
-        grid.submit_slurm(_configs(1), C.Cache(tmp_path), {"qos": "high"})
+        grid.submit_slurm(_configs(1), cachemod.Cache(tmp_path), {"qos": "high"})
 
 
 # ------------------------------------------------------------------ local processes
 def test_local_jobs_give_the_same_entries_as_a_serial_run(tmp_path):
     configs = _configs(3)
-    serial, parallel = C.Cache(tmp_path / "serial"), C.Cache(tmp_path / "parallel")
+    serial, parallel = cachemod.Cache(tmp_path / "serial"), cachemod.Cache(tmp_path / "parallel")
     assert grid.train_serial(configs, serial, log=lambda line: None) == 0
     assert grid.train_local(configs, 2, parallel, log=lambda line: None) == 0
     assert serial.keys() == parallel.keys() and len(serial.keys()) == 3
@@ -223,8 +223,8 @@ def test_a_killed_local_job_leaves_no_entry_and_the_next_train_resumes_it(tmp_pa
     import submitit
 
     cfg = {**TINY, "epochs": 6, "keep_best": "val_nll"}
-    cache = C.Cache(tmp_path / "cache")
-    key = C.config_key(cfg)
+    cache = cachemod.Cache(tmp_path / "cache")
+    key = cachemod.config_key(cfg)
     executor = submitit.LocalExecutor(folder=str(tmp_path / "jobs"))
     # a preemption at a known point: the job kills itself (SIGKILL) right after its epoch-3 checkpoint
     job = executor.submit(grid.TrainJob(), cfg, str(cache.root), 1, 1, 3)

@@ -6,7 +6,7 @@ import pytest
 from scipy import stats as sps
 
 from calibcourse.calibration import stats
-from calibcourse.study import ledger as L
+from calibcourse.study import ledger as ledgermod
 
 
 def _paired(est, v_test, v_seed, n_seeds=5, n=5000, level=0.95, n_positive=3):
@@ -19,7 +19,7 @@ def _paired(est, v_test, v_seed, n_seeds=5, n=5000, level=0.95, n_positive=3):
 
 
 def _claim(interval, null=0.0, direction="below"):
-    return L.Ledger(5, glue=False).claim("x", "a lowers the ECE", "src", "ECE(a) - ECE(b)", interval,
+    return ledgermod.Ledger(5, glue=False).claim("x", "a lowers the ECE", "src", "ECE(a) - ECE(b)", interval,
                                          null=null, direction=direction)
 
 
@@ -63,7 +63,7 @@ def test_more_test_samples_decide_where_the_seed_part_is_small():
     d2 = _paired(0.46e-2, v_test=0.0125e-4, v_seed=0.0569e-4, n_seeds=10, n=5000)
     c2 = _claim(d2)
     assert c2.verdict == "inconclusive" and "more test data cannot" in c2.why and "test samples" not in c2.why
-    assert n <= L.MAX_TEST_FACTOR * 2000
+    assert n <= ledgermod.MAX_TEST_FACTOR * 2000
 
 
 def test_when_neither_part_alone_can_decide_the_text_names_both_and_no_dominance():
@@ -73,7 +73,7 @@ def test_when_neither_part_alone_can_decide_the_text_names_both_and_no_dominance
     assert "66 %" in c.why and "34 %" in c.why
     seeds = _number(c.why, "seeds")
     factor = int(re.search(r"with (\d+)x the test samples", c.why).group(1))
-    assert factor <= L.MAX_TEST_FACTOR and seeds <= L.MAX_SEEDS and _excludes(d, 0.08, seeds, factor)
+    assert factor <= ledgermod.MAX_TEST_FACTOR and seeds <= ledgermod.MAX_SEEDS and _excludes(d, 0.08, seeds, factor)
     # seeds dominate (share >= 50 %): never "the test samples dominate"
     c = _claim(_paired(0.08, v_test=2.4e-3, v_seed=4.6e-3, n_seeds=5))
     assert "test samples dominate" not in c.why
@@ -97,7 +97,7 @@ def test_a_claim_whose_test_detects_far_more_than_its_margin_is_flagged_underpow
     narrow = stats.Difference(0.005, -0.001, 0.0099, 0.95, n=5000)  # detects ~0.8 points < 2 x 1
     assert not _claim(narrow, null=0.01).underpowered
     assert not _claim(wide, null=0.0).underpowered  # no margin: nothing to compare with
-    page = L.ledger_page([c.as_dict()])
+    page = ledgermod.ledger_page([c.as_dict()])
     assert "(*underpowered*)" in page
 
 
@@ -108,16 +108,16 @@ def test_no_minus_zero_and_one_more_decimal_next_to_the_null():
     assert c.interval_text == "0.0 [-0.04, +0.03] points" and "-0.0 " not in c.interval_text
     # ends far from the null keep one decimal
     assert _claim(stats.Difference(-0.03, -0.04, -0.02, 0.95)).interval_text == "-3.0 [-4.0, -2.0] points"
-    page = L.ledger_page([c.as_dict()])
+    page = ledgermod.ledger_page([c.as_dict()])
     assert "-0.0 " not in page and "-0.0]" not in page and "-0.0," not in page
 
 
 def test_the_page_states_multiplicity_and_no_test_set_rule_for_seeds():
-    led = L.Ledger(2, glue=False)
+    led = ledgermod.Ledger(2, glue=False)
     for i in range(39):
         led.claim(f"c{i}", "lowers", "src", "d", stats.Difference(-0.03, -0.04, -0.02, 0.95, n=100))
     led.claim("open", "lowers", "src", "d", _paired(0.11, v_test=2.5e-3, v_seed=5e-3, n_seeds=10))
-    page = L.ledger_page([c.as_dict() for c in led.claims])
+    page = ledgermod.ledger_page([c.as_dict() for c in led.claims])
     assert "(detects / wanted)^2" not in page
     assert "not corrected for the 40 tests" in page and "about 2 of the 39 decided verdicts" in page
     assert "Holm" in page and "1 - 0.05/40" in page and "does not apply it" in page
@@ -127,7 +127,7 @@ def test_the_page_states_multiplicity_and_no_test_set_rule_for_seeds():
 def test_a_quantity_that_is_not_a_difference_prints_without_a_sign():
     from calibcourse.calibration import stats as S
 
-    led = L.Ledger(chapter=3, glue=False)
+    led = ledgermod.Ledger(chapter=3, glue=False)
     t = S.Difference(2.85, 2.099, 3.25, 0.95, n=500)
     c = led.claim("t", "needs a temperature above 1", "s", "the temperature", t, null=1.0, direction="above",
                   scale=1, unit="", signed=False)
