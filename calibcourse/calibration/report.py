@@ -166,9 +166,9 @@ def as_logits_and_probs(scores, kind: str = "auto", name: str = "scores", _probs
     return z, p, "logits"
 
 
-def _softmax_rows(z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def _softmax_rows(z: np.ndarray) -> np.ndarray:
     """Softmax of checked logits, in their dtype (float32 stays float32), a block of rows at a time."""
-    out = np.empty_like(z) if out is None else out
+    out = np.empty_like(z)
     rows = max(1, 2**20 // (z.shape[1] * z.itemsize))
     for i in range(0, z.shape[0], rows):
         blk = out[i: i + rows]
@@ -697,16 +697,14 @@ def _per_sample(z, p, y, reliability: str):
     """One pass over the rows, block by block: each sample's confidence and outcome (what the binned
     measures bin), NLL, Brier and error terms. No full-size copy of the scores is made."""
     n = len(y)
-    conf, outcome, nll_t, brier_t, err_t = (np.empty(n) for _ in range(5))
+    conf, outcome = np.empty(n), np.empty(n)
+    means = {"NLL": (M.nll, np.empty(n)), "Brier": (M.brier, np.empty(n)), "error": (M.error, np.empty(n))}
     for i, pk in _prob_blocks(z, p):
         j = slice(i, i + len(pk))
-        yb = y[j]
-        conf[j], outcome[j] = M.confidence_outcome(pk, yb, reliability)
-        py = pk[np.arange(len(yb)), yb]
-        nll_t[j] = -np.log(np.maximum(py, M.PROB_EPS))
-        brier_t[j] = np.sum(pk ** 2, axis=1) - 2 * py + 1.0  # over the columns, as the comparison table
-        err_t[j] = pk.argmax(1) != yb
-    return conf, outcome, {"NLL": nll_t, "Brier": brier_t, "error": err_t}
+        conf[j], outcome[j] = M.confidence_outcome(pk, y[j], reliability)
+        for metric, terms in means.values():  # the terms the bootstrap engine resamples, over the columns
+            terms[j] = stats._per_sample(metric, pk, y[j], {})
+    return conf, outcome, {key: terms for key, (_, terms) in means.items()}
 
 
 def _measure_rows(per_sample, n_bins: int, n_boot: int, seed: int, progress: bool = False) -> list:
@@ -809,7 +807,10 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     sub = _fit_rows(y, max(MAX_FIT_ROWS, MAX_FIT_VALUES // k), seed)  # the calibrators' samples: all, or a subsample
     zs, ys = (z, y) if sub is None else (z[sub], y[sub])
     zs = zs.astype(np.float64)
-    ps = p[sub].astype(np.float64) if p is not None and sub is not None else p if p is not None else _softmax_rows(zs)
+    if p is None:  # logits given: their probabilities, for the subsample only
+        ps = _softmax_rows(zs)
+    else:
+        ps = (p if sub is None else p[sub]).astype(np.float64)
     with warnings.catch_warnings(record=True) as caught:  # a calibrator's warnings go on the page
         warnings.simplefilter("always")
         oof = cross_fit(zs, ps, ys, methods, folds, skipped=skipped, progress=progress)

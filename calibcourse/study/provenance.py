@@ -277,14 +277,21 @@ def code_fingerprint(entry: str = TRAINING_ENTRY) -> str:
     return hashlib.sha256("\n".join(f"{k} {v}" for k, v in mods.items()).encode()).hexdigest()[:16]
 
 
-def _cpu_name() -> str:
+@lru_cache(maxsize=1)
+def _cpuinfo() -> dict:
+    """The first processor's fields of ``/proc/cpuinfo`` (empty where there is none)."""
+    fields = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
     except OSError:  # pragma: no cover (not Linux)
         pass
-    return platform.processor() or platform.machine()
+    return fields
+
+
+def _cpu_name() -> str:
+    return _cpuinfo().get("model name") or platform.processor() or platform.machine()
 
 
 def cpu_kind() -> str:
@@ -304,12 +311,8 @@ def cpu_kind() -> str:
     >>> cpu_kind() == cpu_kind() and len(cpu_kind()) > 0
     True
     """
-    fields = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
-    except OSError:  # pragma: no cover (not Linux)
+    fields = _cpuinfo()
+    if not fields:  # pragma: no cover (not Linux)
         return platform.processor() or platform.machine()
     flags = set(fields.get("flags", "").split())
     widest = next((name for flag, name in (("avx512f", "avx512"), ("avx2", "avx2"), ("avx", "avx"),
