@@ -703,7 +703,7 @@ def _per_sample(z, p, y, reliability: str):
         j = slice(i, i + len(pk))
         conf[j], outcome[j] = M.confidence_outcome(pk, y[j], reliability)
         for metric, terms in means.values():  # the terms the bootstrap engine resamples, over the columns
-            terms[j] = stats._per_sample(metric, pk, y[j], {})
+            terms[j] = stats.per_sample_terms(metric, pk, y[j], {})
     return conf, outcome, {key: terms for key, (_, terms) in means.items()}
 
 

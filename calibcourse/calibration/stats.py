@@ -66,7 +66,7 @@ from calibcourse.calibration import metrics as M
 from calibcourse.calibration._validation import check_labels, check_probs
 
 __all__ = ["Difference", "interval", "paired_difference", "seeds_difference", "seeds_interval",
-           "bootstrap_statistic", "verdict", "VERDICTS", "DIRECTIONS", "METHODS"]
+           "bootstrap_statistic", "verdict", "per_sample_terms", "VERDICTS", "DIRECTIONS", "METHODS"]
 
 VERDICTS = ("held", "not held", "inconclusive")
 DIRECTIONS = ("below", "above")
@@ -183,8 +183,35 @@ def _check_pair(probs, labels, name="probs"):
 
 
 # --------------------------------------------------------------------------- fast resampling
-def _per_sample(metric, p, y, kwargs):
-    """Per-sample terms whose mean is ``metric(p, y)`` (error, NLL, Brier), else None."""
+def per_sample_terms(metric, p, y, kwargs):
+    """Per-sample terms whose mean is ``metric(p, y, **kwargs)`` (error, NLL, Brier), else None.
+
+    What the bootstrap resamples for these means; it takes checked arrays (no validation).
+
+    Parameters
+    ----------
+    metric : callable
+        :func:`calibcourse.calibration.metrics.error`, ``nll`` or ``brier``; any other gives None.
+    p : numpy.ndarray of shape (n, K) or (n,)
+        Checked probabilities.
+    y : numpy.ndarray of shape (n,)
+        Checked integer labels.
+    kwargs : dict
+        The metric's keyword arguments (``nll``'s ``eps`` only; any other gives None).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,) or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibcourse.calibration import metrics
+    >>> p, y = np.array([[0.9, 0.1], [0.4, 0.6]]), np.array([0, 0])
+    >>> t = per_sample_terms(metrics.brier, p, y, {})
+    >>> t.round(2).tolist(), bool(np.isclose(t.mean(), metrics.brier(p, y)))
+    ([0.02, 0.72], True)
+    """
     if metric is M.error and not kwargs:
         return (M.top_label(p)[1] != y).astype(np.float64)
     if metric is M.nll and set(kwargs) <= {"eps"}:
@@ -209,7 +236,7 @@ def _resampler(metric, p, y, kwargs):
         def fast(i):
             return binned(conf[i], outcome[i])
     else:
-        terms = _per_sample(metric, p, y, kwargs)
+        terms = per_sample_terms(metric, p, y, kwargs)
         if terms is not None:
             def fast(i):
                 return float(terms[i].mean())
