@@ -48,7 +48,10 @@ def test_a_validation_error_exactly_at_the_gap_is_within_it(monkeypatch):
 def test_the_small_profiles_use_none_of_the_full_recipe_keys(profile):
     for name, cfg in E.experiments(profile).items():
         # chapter 5's SGD-backbone arm states the papers' plain (not Nesterov) momentum; nothing else
-        allowed = {"nesterov"} if name.startswith("ch5/diagnosis/SGD ") else set()
+        # and so does the reference recipe (meta-calibration's code), with its diagnosis arms
+        reference = name.startswith("ch5/reference/") or name.split("/")[2:3] in (["horizon 5"], ["delayed"],
+                                                                                 ["placebo"])
+        allowed = {"nesterov"} if name.startswith("ch5/diagnosis/SGD ") or reference else set()
         assert not {"augment", "amp", "milestones", "nesterov"} - allowed & set(normalize_config(cfg)), name
 
 
@@ -104,7 +107,10 @@ def test_chapter_5s_diagnosis_arms_seeds_and_contract_names():
         arms = {n.split("/")[2] for n in runs if n.startswith("ch5/diagnosis/")}
         sgd_grid = {f"SGD CE lr {v:g}" for v in (0.01, 0.03, 0.1)}  # the same names in every profile
         assert arms == {"paper", "null", "permuted", "bounded", "bounded null", "meta lr 1e-4", "meta lr 1e-5",
-                        "CE + SECE", "last-layer look-ahead", "SGD CE", "SGD FLgamma-SECE"} | sgd_grid
+                        "CE + SECE", "last-layer look-ahead", "SGD CE", "SGD FLgamma-SECE",
+                        "SGD FLgamma-SECE frozen", "horizon 5", "delayed", "placebo"} | sgd_grid
+        for arm in ("horizon 5", "delayed", "placebo"):  # the reference recipe's arms (issue contract)
+            assert {f"ch5/diagnosis/{arm}/s{s}" for s in range(3)} <= set(runs), arm
         for arm in ("paper", "null", "permuted", "bounded", "bounded null"):
             assert {f"ch5/diagnosis/{arm}/s{s}" for s in range(3)} <= set(runs), arm
         seeds = {"CE": 15, "FLgamma-SECE": 15, "FLSD-53": 10, "FLgamma-DECE": 10, "Focal (gamma 1)": 10,

@@ -332,9 +332,11 @@ def test_student_edition_built_holds_no_lab_solution_and_the_instructor_edition_
     for name in ("references.bib", "setup.md", "schedule.md"):
         shutil.copy(ROOT / "book" / name, tmp_path / "book" / name)
     (tmp_path / "book" / "intro.md").write_text("# Intro\n\nThe labs.\n")
-    chapters = "".join(f"  - file: book/generated/{w.chapter}\n" for w in schedule.WEEKS)
-    for w in schedule.WEEKS:  # the schedule links the chapters: stand-ins
-        (tmp_path / "notebooks" / f"{w.chapter}.md").write_text(f"# {w.chapter_title}\n")
+    pages = [(w.chapter, w.chapter_title) for w in schedule.WEEKS]
+    pages += [(name, title) for w in schedule.WEEKS for name, title, _ in w.also]
+    chapters = "".join(f"  - file: book/generated/{name}\n" for name, _ in pages)
+    for name, title in pages:  # the schedule links the chapters and their second pages: stand-ins
+        (tmp_path / "notebooks" / f"{name}.md").write_text(f"# {title}\n")
     labs = "".join(f"  - file: book/generated/labs/{p.stem}\n" for p in LABS)
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n" + chapters
                                        + "  - file: book/schedule\n  - file: book/setup\n" + labs)

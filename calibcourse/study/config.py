@@ -45,7 +45,7 @@ DATA_KEYS = {"name", "view", "split", "val_fraction", "n_train", "seed", "mnist1
              "root", "download"}
 #: keys a config may have that are not filled by default (so older configs keep their cache keys)
 OPTIONAL_KEYS = {"meta", "mixup_alpha", "keep_best", "augment", "amp", "milestones", "nesterov", "warmup",
-                 "cross_fit", "shift", "ensemble", "mc_dropout"}
+                 "cross_fit", "shift", "ensemble", "mc_dropout", "reduction", "clip_grad_norm"}
 #: optional keys dropped from the canonical config when they say "off" (``amp: False``,
 #: ``augment: None``, ``milestones: None``, ``mixup_alpha: None``, ``meta: {}``, ``cross_fit: None``,
 #: ``shift: None``, ...): a config that does not use them hashes as if absent
@@ -141,6 +141,11 @@ def normalize_config(config: dict) -> dict:
             continue
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 if positive else v >= 0):
             raise ValueError(f"{key} must be a number {'> 0' if positive else '>= 0'}; got {v!r}")
+    if cfg.get("reduction", "sum") != "sum":
+        raise ValueError(f"reduction must be 'sum' (absent: the batch's mean); got {cfg['reduction']!r}")
+    clip = cfg.get("clip_grad_norm")
+    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not clip > 0):
+        raise ValueError(f"clip_grad_norm must be a number > 0; got {clip!r}")
     _check_step_loss(cfg)
     _check_cross_fit(cfg)
     json.dumps(cfg)  # must be JSON-serialisable to be hashed

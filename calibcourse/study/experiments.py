@@ -16,6 +16,8 @@ from pathlib import Path
 from calibcourse.study import labels
 from calibcourse.study.profiles import PROFILES
 
+from calibcourse.study.reference import REF_BACKBONE, reference_runs
+
 __all__ = ["experiments", "run", "runs", "data_summary", "model_label", "data_label", "sweep_value",
            "sweep_axis", "sweep_levels", "PROFILES", "SEEDS", "CH5_METHODS", "CH5_DIAGNOSIS", "CH5_N_SEEDS",
            "CH5_META_SAFE", "CH5_META_VAL", "CH5_PAPER", "CH5_SGD", "CH5_SGD_GRID", "CH5_SGD_LR", "CH5_SGD_ARM",
@@ -309,6 +311,10 @@ def _chapter5(ci=False, base=None, sgd_grid=CH5_SGD_GRID[1], sgd_lr=CH5_SGD_LR, 
     for arm, method in CH5_SGD_ARM.items():
         for s in seeds(CH5_SGD_N_SEEDS):
             runs[f"ch5/diagnosis/{arm}/s{s}"] = {**base, **CH5_METHODS[method], **CH5_SGD, "lr": sgd_lr, "seed": s}
+    # the SGD arm's FLgamma-SECE with its gamma-Net frozen (meta lr 0): the control its credit is tested against
+    for s in seeds(CH5_SGD_N_SEEDS):
+        cfg = {**base, **CH5_METHODS["FLgamma-SECE"], **CH5_SGD, "lr": sgd_lr, "seed": s}
+        runs[f"ch5/diagnosis/SGD FLgamma-SECE frozen/s{s}"] = {**cfg, "meta": {**cfg["meta"], "meta_lr": 0.0}}
     return runs
 
 
@@ -605,6 +611,8 @@ def experiments(profile: str) -> dict:
         runs.update(_nine1d(epochs=2, n_test=1000))
         runs.update(_chapter4(epochs=3))
         runs.update(_chapter5(ci=True, data={"name": "mnist1d"}, epochs=2))
+        runs.update(reference_runs(ci=True, data={**REF_BACKBONE["data"], "mnist1d_train": 1100, "mnist1d_test": 500},
+                                   epochs=2))
         runs.update(_chapter6_crossfit(sizes=(200,), seeds=(0,), epochs=2, n_test=100))
         runs.update(_chapter6_shift({**CH6_DATA, "n_train": 300}, epochs=2, seeds=(0,),
                                     shift={**CH6_SHIFT, "levels": [30, 90], "n": 100}, ensemble=2, passes=3))
@@ -617,11 +625,13 @@ def experiments(profile: str) -> dict:
         runs.update(_nine1d(epochs=100, n_test=N_TEST_MNIST1D))
         runs.update(_chapter4(epochs=60, n_test=N_TEST_MNIST1D))
         runs.update(_chapter5())
+        runs.update(reference_runs())
         runs.update(_chapter6_crossfit(sizes=(500, 2000), seeds=range(5), epochs=60, n_test=700))
         runs.update(_chapter6_shift(CH6_DATA, epochs=20, seeds=range(CH6_N_SEEDS), shift=CH6_SHIFT))
         return runs
     if profile == "full":
-        return _chapter1(epochs=30) | _full()
+        # chapter 5's reference recipe is the same in every profile but ci: its scale is the MNIST-1D regime
+        return _chapter1(epochs=30) | _full() | reference_runs()
     raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {profile!r}")
 
 

@@ -59,6 +59,11 @@ class Claim:
     method : str or None
         How the interval was made (the interval's ``method``: ``"hull"``, ``"percentile"``,
         ``"seeds"``, ``"paired seeds"`` ...; None when not known).
+    learns : dict or None
+        For a claim about a meta-learned component: whether the component beats its frozen control
+        (:func:`calibcourse.study.reference.learns`: ``verdict``, ``ece``, ``gamma``, ``gamma0``). Where its
+        verdict is not "held", the claim is about the frozen component and credits no one's method
+        (:attr:`credited`).
 
     Examples
     --------
@@ -90,6 +95,13 @@ class Claim:
     unit: str = "points"
     method: str | None = None
     signed: bool = True
+    learns: dict | None = None
+
+    @property
+    def credited(self) -> bool:
+        """Whether the verdict credits the source's method: always, unless the claim is about a
+        meta-learned component that does not beat its frozen control (``learns`` not held)."""
+        return self.learns is None or self.learns.get("verdict") == "held"
 
     def as_dict(self) -> dict:
         """The claim as ``_build/claims.json`` stores it: :data:`CLAIM_KEYS` first, then the rest."""
@@ -188,7 +200,7 @@ class Ledger:
     def claim(self, id: str, claim: str, source: str, effect: str, interval=None, null: float = 0.0,
               direction: str = "below", n_test: int | None = None, n_seeds: int | None = None,
               section: str | None = None, why: str | None = None, cost: str | None = None,
-              scale: float = 100.0, unit: str = "points", signed: bool = True) -> Claim:
+              scale: float = 100.0, unit: str = "points", signed: bool = True, learns: dict | None = None) -> Claim:
         """Declare and test one claim; return it.
 
         Parameters
@@ -215,6 +227,10 @@ class Ledger:
         signed : bool, default=True
             Print the effect with its sign, as a difference; False for a quantity that is not one
             (a fitted temperature).
+        learns : dict, optional
+            For a claim about a meta-learned component, its test against the frozen control
+            (:func:`calibcourse.study.reference.learns`). Where that is not "held", the claim is
+            restated as ``"γ-Net inactive (focal loss at γ ≈ γ0): ..."`` and credits no method.
         """
 
         if any(c.id == id for c in self.claims):
@@ -245,6 +261,12 @@ class Ledger:
                     amount = lambda v: f"{c.scale * v:.{c.digits}f}{_unit(c)}"  # noqa: E731
                     c.why = (f"underpowered: it detects {amount(detect)}, {detect / abs(null):.1f}x its margin of "
                              f"{amount(abs(null))}; " + c.why)
+        if learns is not None:
+            if learns.get("verdict") not in _VERDICT_MARK:
+                raise ValueError(f"claim {id!r}: learns must carry a verdict; got {learns!r}")
+            c.learns = dict(learns)
+            if not c.credited:
+                c.claim = f"γ-Net inactive (focal loss at γ ≈ {learns['gamma0']:.2g}): {claim}"
         self.claims.append(c)
         if self.glue:
             from calibcourse.study.notebook import glue_value
@@ -267,6 +289,11 @@ class Ledger:
         for c in self.claims:
             effect = c.effect + (f"; {c.cost}" if c.cost else "")
             verdict = _VERDICT_MARK[c.verdict] + (f" ({c.why})" if c.why else "")
+            if c.learns is not None:
+                verdict += (f"; the γ-Net learns (against its frozen control: ECE {c.learns['ece']}, final γ "
+                            f"{c.learns['gamma']})" if c.credited else
+                            f"; **not credited to the paper**: the γ-Net does not beat its frozen control "
+                            f"(learns {c.learns['verdict']}: ECE {c.learns['ece']}, final γ {c.learns['gamma']})")
             side = f" ({c.null_text})" if c.null is not None else ""
             lines.append(f"| {c.claim} | {{cite}}`{c.source}` | {effect} | {c.interval_text} | {verdict}{side} |")
         return "\n".join(lines)
@@ -506,6 +533,10 @@ def check_claims(claims: list, chapters=None) -> None:
             raise ValueError(f"claim {c['id']!r}: chapter {c['chapter']} is not one of the book's chapters "
                              f"{sorted(chapters)}")
         seen.add(c["id"])
+        learns = c.get("learns")
+        if learns is not None and learns.get("verdict") != "held" and not c["claim"].startswith("γ-Net inactive"):
+            raise ValueError(f"claim {c['id']!r}: its gamma-Net does not beat its frozen control (learns: "
+                             f"{learns.get('verdict')!r}), so the claim must say 'γ-Net inactive'")
         if c["verdict"] == "not tested":
             if c["estimate"] is not None or not c.get("why"):
                 raise ValueError(f"claim {c['id']!r} is 'not tested' but has numbers or no why")
@@ -588,6 +619,11 @@ def ledger_page(claims: list, titles: dict | None = None) -> str:
             c = Claim(**{k: d.get(k) for k in Claim.__dataclass_fields__ if k in d})
             where = f"{{ref}}`{c.chapter} <{c.section}>`" if c.section else str(c.chapter)
             verdict = _VERDICT_MARK[c.verdict] + (f" ({c.why})" if c.why else "")
+            if c.learns is not None:
+                verdict += (f"; the γ-Net learns (against its frozen control: ECE {c.learns['ece']}, final γ "
+                            f"{c.learns['gamma']})" if c.credited else
+                            f"; **not credited to the paper**: the γ-Net does not beat its frozen control "
+                            f"(learns {c.learns['verdict']}: ECE {c.learns['ece']}, final γ {c.learns['gamma']})")
             detects = "-" if c.detectable is None else f"{c.scale * c.detectable:.{c.digits}f} {c.unit}".strip()
             detects += " (*underpowered*)" if c.underpowered else ""
             side = f" ({c.null_text})" if c.null is not None else ""

@@ -32,8 +32,9 @@ LOOKAHEAD_PARAMS = ("all", "head")
 META_LOSSES = ("cal", "ce+cal")
 #: negative controls of the bilevel loop: None (none), "null" (the outer gradient is set to zero:
 #: the gamma-Net keeps its initial output), "permuted" (the outer loss sees the validation labels
-#: permuted once by the run's seed)
-CONTROLS = (None, "null", "permuted")
+#: permuted once by the run's seed), "placebo" (the outer gradient is replaced by a random direction
+#: of the same norm: the loop moves the gamma-Net as much, and the backbone's accuracy is untouched)
+CONTROLS = (None, "null", "permuted", "placebo")
 
 
 class GammaNet(nn.Module):
@@ -68,6 +69,12 @@ class GammaNet(nn.Module):
         Unbounded: the mean gamma of the first batch (the output is rescaled once, on that batch, to start there). Bounded: the gamma of every sample at the start, through the bias ``b``.
     bound : float, optional
         None (default): the paper's unbounded ``|x~W| / tau``. A number ``gamma_max`` > ``init_gamma``: ``gamma_max * sigmoid(x~W / tau + b)``, with ``b = logit(init_gamma / gamma_max)`` and no rescale.
+    limit : float, optional
+        A bound on the paper's own form, kept by :meth:`project_` after each update: ``x~`` is a convex
+        combination of the columns of ``A``, so ``gamma <= max_j |A_j . W| / tau`` (times the first
+        batch's rescale), and ``W`` is shrunk whenever that exceeds ``limit``. The output stays linear in
+        ``W``: unlike the sigmoid of ``bound``, its gradient has the same size at every gamma, so it
+        cannot saturate near 0 or near the limit.
 
     Attributes
     ----------
@@ -93,7 +100,7 @@ class GammaNet(nn.Module):
     """
 
     def __init__(self, in_features: int, heads: int = 8, tau: float = 1.0, init_gamma: float = 1.0,
-                 bound: float | None = None):
+                 bound: float | None = None, limit: float | None = None):
         super().__init__()
         if in_features < 1 or heads < 1:
             raise ValueError(f"in_features and heads must be >= 1; got {in_features}, {heads}")
@@ -102,7 +109,10 @@ class GammaNet(nn.Module):
         if bound is not None and not (0 < init_gamma < bound):
             raise ValueError(f"bound must exceed init_gamma > 0 (gamma starts inside (0, bound)); "
                              f"got bound={bound!r}, init_gamma={init_gamma!r}")
-        self.tau = tau
+        if limit is not None and (bound is not None or not limit > init_gamma):
+            raise ValueError(f"limit must exceed init_gamma ({init_gamma}) and cannot be combined with bound; "
+                             f"got limit={limit!r}, bound={bound!r}")
+        self.tau, self.limit = tau, limit
         self.A = nn.Parameter(torch.randn(in_features, heads) / np.sqrt(in_features))
         self.W = nn.Parameter(torch.randn(in_features, 1) / np.sqrt(in_features))
         self.init_gamma = init_gamma
@@ -121,6 +131,15 @@ class GammaNet(nn.Module):
             with torch.no_grad():
                 self._scale = float(self.init_gamma / g.mean().clamp_min(1e-8))
         return g * self._scale
+
+    @torch.no_grad()
+    def project_(self) -> None:
+        """Shrink ``W`` so that no sample's gamma can exceed ``limit`` (nothing without a limit)."""
+        if self.limit is None or self._scale is None:
+            return
+        top = float((self.A.T @ self.W).abs().max()) * self._scale / self.tau
+        if top > self.limit:
+            self.W.mul_(self.limit / top)
 
 
 def permuted_labels(y, seed: int):
@@ -302,7 +321,8 @@ def lookahead_step(params: dict, grads, optimizer=None, lr: float | None = None)
 
 
 def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner_lr: float | None = None,
-                         outer=sece_loss, optimizer=None, gamma_max: float | None = None, params: str = "all"):
+                         outer=sece_loss, optimizer=None, gamma_max: float | None = None, params: str = "all",
+                         reduction: str = "mean", more=()):
     """The outer objective: calibration loss on ``(x_val, y_val)`` of the backbone after one
     step of focal loss at the gamma-Net's gammas on ``(x_train, y_train)``.
 
@@ -335,6 +355,12 @@ def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner
         Caps the gammas, as in the real step.
     params : {"all", "head"}, default="all"
         Which parameters the look-ahead steps: the whole backbone, or its last layer only (``"head"``, as meta-calibration does); the others keep their values.
+    reduction : {"mean", "sum"}, default="mean"
+        The inner loss over the batch: its mean, or its sum (meta-calibration's code, whose plain SGD
+        look-ahead then takes a step ``len(x_train)`` times larger).
+    more : sequence of (torch.Tensor, torch.Tensor), optional
+        Further training batches: the look-ahead takes one more plain SGD step of the last layer on
+        each (a K-step look-ahead with K = 1 + ``len(more)``; ``params="head"`` and ``optimizer=None`` only).
 
     Returns
     -------
@@ -357,19 +383,36 @@ def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner
     """
     if params not in LOOKAHEAD_PARAMS:
         raise ValueError(f"params must be one of {', '.join(LOOKAHEAD_PARAMS)}; got {params!r}")
+    if reduction not in ("mean", "sum"):
+        raise ValueError(f"reduction must be 'mean' or 'sum'; got {reduction!r}")
     head = params == "head"
+    if more and (not head or optimizer is not None):
+        raise ValueError("a look-ahead of several steps steps the last layer by plain SGD (params='head', no optimizer)")
     params = {n: p for n, p in model.named_parameters() if not head or n.startswith("head.")}
+
+    def inner_loss(logits, y, gammas):
+        if gamma_max is not None:
+            gammas = gammas.clamp(max=gamma_max)
+        loss = focal_loss(logits, y, gammas)
+        return loss * len(y) if reduction == "sum" else loss
+
     feats = model.features(x_train)
-    gammas = gamma_net(feats.detach())
-    if gamma_max is not None:
-        gammas = gammas.clamp(max=gamma_max)
-    inner = focal_loss(model.head(feats), y_train, gammas)
+    inner = inner_loss(model.head(feats), y_train, gamma_net(feats.detach()))
     grads = torch.autograd.grad(inner, list(params.values()), create_graph=True)
     stepped = lookahead_step(params, grads, optimizer, lr=inner_lr)
-    if head:  # the features do not move: compute them once, step the last layer only
-        return outer(functional_call(model.head, {n[len("head."):]: p for n, p in stepped.items()},
-                                     (model.features(x_val),)), y_val)
-    return outer(functional_call(model, stepped, (x_val,)), y_val)
+    if not head:
+        return outer(functional_call(model, stepped, (x_val,)), y_val)
+
+    def head_call(ps, f):  # the features do not move: the last layer alone, at the stepped weights
+        return functional_call(model.head, {n[len("head."):]: p for n, p in ps.items()}, (f,))
+
+    for xk, yk in more:
+        with torch.no_grad():
+            fk = model.features(xk)
+        grads = torch.autograd.grad(inner_loss(head_call(stepped, fk), yk, gamma_net(fk)), list(stepped.values()),
+                                    create_graph=True)
+        stepped = lookahead_step(stepped, grads, lr=inner_lr)
+    return outer(head_call(stepped, model.features(x_val)), y_val)
 
 
 class MetaTrainer:
@@ -433,6 +476,23 @@ class MetaTrainer:
         Which parameters the look-ahead steps (:func:`lookahead_outer_loss`).
     meta_val : float, optional
         In (0, 1): the fraction of the validation split, from its start, that the meta-learner uses.
+    gamma_limit : float, optional
+        The paper's gamma-Net kept below this by projection (:class:`GammaNet`'s ``limit``).
+    horizon : int, default=1
+        Plain SGD steps of the last layer in the look-ahead: the first on the batch, the others on
+        training batches drawn from ``X_train`` (short-horizon bias, Wu et al. 2018).
+    start_epoch : int, default=1
+        The first epoch with outer updates; before it the gamma-Net keeps its initial output (:attr:`epoch`
+        is set by the caller).
+    log_hypergradient : bool, default=False
+        Keep, per outer step, the first-order change of the batch's mean gamma that the outer gradient
+        asks for (:attr:`push`; before clipping, also under a zero meta learning rate).
+    reduction : {"mean", "sum"}, default="mean"
+        The training loss over a batch, in the look-ahead and in the real step (the config's ``reduction``).
+    clip_grad_norm : float, optional
+        Clip the backbone's gradient norm in the real step (the config's ``clip_grad_norm``).
+    X_train, y_train : torch.Tensor, optional
+        The training split, for ``horizon > 1``.
 
     Attributes
     ----------
@@ -460,9 +520,19 @@ class MetaTrainer:
                  init_gamma: float = 1.0, gamma_max: float | None = None, grad_clip: float | None = None,
                  lookahead: str = "sgd", seed: int = 0, gamma_bound: float | None = None, control: str | None = None,
                  meta_loss: str = "cal", cal_weight: float = 1.0, lookahead_params: str = "all",
-                 meta_val: float | None = None):
+                 meta_val: float | None = None, gamma_limit: float | None = None, horizon: int = 1,
+                 start_epoch: int = 1, log_hypergradient: bool = False, reduction: str = "mean",
+                 clip_grad_norm: float | None = None, X_train=None, y_train=None):
         if control not in CONTROLS:
-            raise ValueError(f"meta.control must be one of None, null, permuted; got {control!r}")
+            raise ValueError(f"meta.control must be one of None, null, permuted, placebo; got {control!r}")
+        for key, v in (("horizon", horizon), ("start_epoch", start_epoch)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"meta.{key} must be an integer >= 1; got {v!r}")
+        if horizon > 1 and (lookahead != "sgd" or lookahead_params != "head" or X_train is None):
+            raise ValueError("meta.horizon > 1 needs the plain SGD look-ahead of the last layer "
+                             "(lookahead='sgd', lookahead_params='head') and the training split")
+        if not meta_lr >= 0:
+            raise ValueError(f"meta.meta_lr must be >= 0 (0: the frozen control); got {meta_lr!r}")
         if meta_loss not in META_LOSSES:
             raise ValueError(f"meta.meta_loss must be one of {', '.join(META_LOSSES)}; got {meta_loss!r}")
         if not cal_weight >= 0:
@@ -483,7 +553,7 @@ class MetaTrainer:
         first = next(model.parameters())
         self.model = model
         self.gamma_net = GammaNet(model.head.in_features, heads=heads, tau=tau, init_gamma=init_gamma,
-                                  bound=gamma_bound).to(first.device, first.dtype)
+                                  bound=gamma_bound, limit=gamma_limit).to(first.device, first.dtype)
         self.opt = torch.optim.Adam(self.gamma_net.parameters(), lr=meta_lr)
         if meta_val is not None:  # the first part of the validation split; the rest is post-hoc calibration's
             n_meta = int(round(meta_val * len(y_val)))
@@ -497,6 +567,17 @@ class MetaTrainer:
         self.val_batch = val_batch
         self.gamma_max, self.grad_clip, self.lookahead = gamma_max, grad_clip, lookahead
         self.gen = torch.Generator().manual_seed(seed + 1)
+        # the placebo's directions and the K-step look-ahead's batches: their own streams, so that the
+        # validation batches are the same draws as in the run without them
+        self.gen_extra = torch.Generator().manual_seed(seed + 3)
+        self.horizon, self.start_epoch, self.epoch = horizon, start_epoch, 1
+        self.reduction, self.clip_grad_norm = reduction, clip_grad_norm
+        self.X_train, self.y_train = X_train, y_train
+        #: per outer step of the current epoch (with ``log_hypergradient``): the first-order change of the
+        #: training batch's mean gamma that the outer gradient asks for, ``-g . d(mean gamma)/d(theta)``
+        self.push = [] if log_hypergradient else None
+        #: per outer step (with ``log_hypergradient``): the change of the batch's mean gamma the step made
+        self.moved = [] if log_hypergradient else None
         base = OUTER_LOSSES[outer]
         cal = (lambda z, y: base(z, y, bandwidth=bandwidth)) if outer == "sece" else base
         if meta_loss == "ce+cal":
@@ -522,23 +603,8 @@ class MetaTrainer:
         float
             The backbone's focal loss on the batch, at the updated gammas, before its step.
         """
-        dev = xb.device
-        idx = torch.randint(0, len(self.y_val), (self.val_batch,), generator=self.gen)
-        xv, yv = self.X_val[idx].to(dev), self.y_val[idx].to(dev)
-        # outer: update the gamma-Net through a one-step look-ahead of the backbone
-        same = self.lookahead == "same"
-        outer_loss = lookahead_outer_loss(self.model, self.gamma_net, xb, yb, xv, yv,
-                                          inner_lr=optimizer.param_groups[0]["lr"], outer=self.outer,
-                                          optimizer=optimizer if same else None, gamma_max=self.gamma_max,
-                                          params=self.lookahead_params)
-        self.opt.zero_grad()
-        outer_loss.backward(inputs=list(self.gamma_net.parameters()))
-        if self.control == "null":  # the loop runs, the outer gradient is zero: Adam's step is exactly 0
-            for p in self.gamma_net.parameters():
-                p.grad.zero_()
-        if self.grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(self.gamma_net.parameters(), self.grad_clip)
-        self.opt.step()
+        if self.epoch >= self.start_epoch:  # before start_epoch the gamma-Net keeps its initial output
+            self._outer_step(xb, yb, optimizer)
         # inner: the real backbone step, focal loss at the updated gammas
         feats = self.model.features(xb)
         with torch.no_grad():
@@ -547,9 +613,52 @@ class MetaTrainer:
                 gammas = gammas.clamp(max=self.gamma_max)
         loss = focal_loss(self.model.head(feats), yb, gammas)
         optimizer.zero_grad()
-        loss.backward()
+        (loss * len(yb) if self.reduction == "sum" else loss).backward()
+        if self.clip_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_grad_norm)
         optimizer.step()
         return float(loss.detach())
+
+    def _outer_step(self, xb, yb, optimizer) -> None:
+        """Update the gamma-Net through a look-ahead of the backbone (one step, or ``horizon``)."""
+        dev = xb.device
+        idx = torch.randint(0, len(self.y_val), (self.val_batch,), generator=self.gen)
+        xv, yv = self.X_val[idx].to(dev), self.y_val[idx].to(dev)
+        more = []
+        for _ in range(self.horizon - 1):
+            k = torch.randint(0, len(self.y_train), (len(yb),), generator=self.gen_extra)
+            more.append((self.X_train[k].to(dev), self.y_train[k].to(dev)))
+        same = self.lookahead == "same"
+        outer_loss = lookahead_outer_loss(self.model, self.gamma_net, xb, yb, xv, yv,
+                                          inner_lr=optimizer.param_groups[0]["lr"], outer=self.outer,
+                                          optimizer=optimizer if same else None, gamma_max=self.gamma_max,
+                                          params=self.lookahead_params, reduction=self.reduction, more=more)
+        params = list(self.gamma_net.parameters())
+        self.opt.zero_grad()
+        outer_loss.backward(inputs=params)
+        if self.control == "null":  # the loop runs, the outer gradient is zero: Adam's step is exactly 0
+            for p in params:
+                p.grad.zero_()
+        elif self.control == "placebo":  # a random direction of the outer gradient's norm
+            norm = torch.sqrt(sum((p.grad.double() ** 2).sum() for p in params))
+            noise = [torch.randn(p.shape, generator=self.gen_extra).to(p) for p in params]
+            scale = norm / torch.sqrt(sum((n.double() ** 2).sum() for n in noise))
+            for p, n in zip(params, noise):
+                p.grad.copy_(n * scale.to(n))
+        if self.push is not None:
+            with torch.no_grad():
+                feats = self.model.features(xb)
+            with torch.enable_grad():
+                before = self.gamma_net(feats).mean()
+                dmean = torch.autograd.grad(before, params)
+            self.push.append(-float(sum((p.grad * d).sum() for p, d in zip(params, dmean))))
+        if self.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(self.gamma_net.parameters(), self.grad_clip)
+        self.opt.step()
+        self.gamma_net.project_()
+        if self.push is not None:  # the change of the batch's mean gamma that the step (Adam's) made
+            with torch.no_grad():
+                self.moved.append(float(self.gamma_net(feats).mean() - before))
 
     @torch.no_grad()
     def gammas(self, X, batch: int = 2048) -> np.ndarray:

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["REF_BACKBONE", "REF_META", "REF_META_LRS", "REF_GRID_SEEDS", "REF_N_SEEDS", "REF_FOCAL_GAMMAS",
+__all__ = ["REF_SIZE_MEASURED", "REF_BACKBONE", "REF_META", "REF_META_LRS", "REF_GRID_SEEDS", "REF_N_SEEDS", "REF_FOCAL_GAMMAS",
            "REF_ARMS", "REF_ARM_LR", "REF_PREDICTIONS", "REF_CHOSEN", "REF_DEPARTURES", "REF_PARTS", "REF_MAX_ERROR_GAP",
-           "reference_runs", "ref_part", "ref_choice", "learns", "ref_name"]
+           "reference_runs", "ref_part", "ref_choice", "learns", "learns_runs", "ref_name"]
 
 #: the backbone: a 1-D CNN on MNIST-1D, 2,750 generated training sequences cut 8:1:1:1 into training
 #: (2,000), validation (250: temperature scaling), meta-validation (250: the gamma-Net's) and
@@ -33,6 +33,9 @@ __all__ = ["REF_BACKBONE", "REF_META", "REF_META_LRS", "REF_GRID_SEEDS", "REF_N_
 #: ends calibrated (2.0 % error, 1.4 % ECE), at 3,000 too (3.9 %, 2.6 %); at 2,000 it ends
 #: overconfident (8.0 % error, 5.7 % ECE), the regime the method is for. 60 epochs, the rate
 #: divided by 10 after epochs 30 and 45: the training loss reaches 0 by epoch 35
+#: the measurement that chose the training-set size, before any gamma-Net ran (CE, the reference recipe,
+#: seed 0, 60 epochs): training sequences -> (test error %, test ECE %)
+REF_SIZE_MEASURED = {8000: (2.0, 1.4), 3000: (3.9, 2.6), 2000: (8.0, 5.7)}
 REF_BACKBONE = {"data": {"name": "mnist1d", "mnist1d_train": 2750, "mnist1d_test": 5000, "val_fraction": 3 / 11},
                 "model": {"name": "cnn1d", "channels": 32}, "optimizer": "sgd", "lr": 0.1, "momentum": 0.9,
                 "nesterov": False, "weight_decay": 5e-4, "schedule": "step", "batch_size": 128, "epochs": 60,
@@ -112,6 +115,19 @@ REF_DEPARTURES = (
 
 def ref_name(method: str, meta_lr: float | None = None, seed: int = 0) -> str:
     """The run name of a reference run: ``ch5/reference/<method>[ (meta lr <x>)]/s<seed>``.
+
+    Parameters
+    ----------
+    method : str
+        ``"CE"``, ``"Focal (gamma 3)"``, ``"FLgamma-SECE"``, ...
+    meta_lr : float, optional
+        A gamma-Net's meta learning rate (None: a method without one).
+    seed : int, default=0
+        The seed.
+
+    Returns
+    -------
+    str
 
     Examples
     --------
@@ -199,6 +215,13 @@ def ref_part(result, part: str, kind: str = "probs"):
     -------
     tuple of numpy.ndarray
         ``(probs or logits, labels)``.
+
+    Examples
+    --------
+    >>> from calibcourse.study.experiments import run
+    >>> r = run(ref_name("CE"), "ci")
+    >>> [len(ref_part(r, part)[1]) for part in REF_PARTS], len(r.labels("val"))
+    ([100, 100, 100], 300)
     """
     if part not in REF_PARTS:
         raise ValueError(f"part must be one of {', '.join(REF_PARTS)}; got {part!r}")
@@ -235,8 +258,16 @@ def ref_choice(results: dict, family: str, seeds=REF_GRID_SEEDS) -> dict:
     Returns
     -------
     dict
-        ``{"chosen": value, "table": DataFrame}``: per value, the mean selection error and ECE over
-        the seeds and whether the value is eligible.
+        ``{"chosen": value, "table": DataFrame, "reference_error": float}``: per value, the mean
+        selection error and ECE over the seeds and whether the value is eligible; the reference's
+        mean selection error.
+
+    Examples
+    --------
+    >>> from calibcourse.study.experiments import runs
+    >>> grid = ref_choice(runs("ch5/reference/", "ci"), "FLgamma-SECE", seeds=(0,))
+    >>> list(grid["table"]["value"]), grid["chosen"] in REF_META_LRS
+    ([0.0, 0.0001, 0.001, 0.01], True)
     """
     import pandas as pd
 
@@ -257,13 +288,9 @@ def ref_choice(results: dict, family: str, seeds=REF_GRID_SEEDS) -> dict:
 
 def learns(results: dict, family: str, meta_lr: float, seeds, frozen_family: str = "FLgamma-SECE",
            n_boot: int = 1000) -> dict:
-    """Whether the gamma-Net of ``family`` at ``meta_lr`` beats its frozen control (meta lr 0, same seeds).
-
-    Two paired intervals over the seeds: the test ECE of the configuration minus its frozen
-    control's (:func:`calibcourse.calibration.stats.paired_seeds_difference`, test samples and seeds),
-    and its final mean gamma on the test split minus the control's (a paired t interval over the
-    seeds). The verdict is the ECE interval's against 0 ("held": lower), and "not held" whenever the
-    meta rate is 0 (the configuration is its own control).
+    """Whether the gamma-Net of ``family`` at ``meta_lr`` beats its frozen control (meta lr 0, same seeds):
+    :func:`learns_runs` on the reference runs ``ref_name(family, meta_lr, s)`` against
+    ``ref_name(frozen_family, 0, s)``.
 
     Parameters
     ----------
@@ -283,8 +310,55 @@ def learns(results: dict, family: str, meta_lr: float, seeds, frozen_family: str
     Returns
     -------
     dict
+        As :func:`learns_runs`.
+
+    Examples
+    --------
+    >>> from calibcourse.study.experiments import runs
+    >>> out = learns(runs("ch5/reference/", "default"), "FLgamma-SECE", REF_CHOSEN["FLgamma-SECE"],
+    ...              range(REF_N_SEEDS), n_boot=100)
+    >>> sorted(out), out["n_seeds"]
+    (['ece', 'gamma', 'gamma0', 'meta_lr', 'n_seeds', 'verdict'], 10)
+    """
+    seeds = list(seeds)
+    return learns_runs([results[ref_name(family, meta_lr, s)] for s in seeds],
+                       [results[ref_name(frozen_family, 0.0, s)] for s in seeds], meta_lr, n_boot=n_boot)
+
+
+def learns_runs(runs, frozen_runs, meta_lr: float, n_boot: int = 1000) -> dict:
+    """Whether meta-learned runs beat their frozen controls (meta lr 0), paired by seed.
+
+    Two paired intervals over the seeds: the test ECE of the runs minus their controls'
+    (:func:`calibcourse.calibration.stats.paired_seeds_difference`, test samples and seeds), and the final
+    mean gamma on the test split minus the control's (a paired t interval over the seeds). The verdict
+    is the ECE interval's against 0 ("held": lower), and "not held" whenever the meta rate is 0 (the
+    configuration is its own control).
+
+    Parameters
+    ----------
+    runs, frozen_runs : sequence of RunResult
+        Seed ``s`` of the meta-learned configuration and of its frozen control, in the same order, on
+        the same test samples.
+    meta_lr : float
+        The meta-learned configuration's rate.
+    n_boot : int, default=1000
+        Bootstrap resamples of the test set for the ECE interval.
+
+    Returns
+    -------
+    dict
         ``{"verdict", "ece", "gamma", "gamma0", "meta_lr", "n_seeds"}``: the verdict, both intervals as
         text, the control's mean final gamma, the rate and the number of seeds.
+
+    Examples
+    --------
+    A configuration at rate 0 is its own control, whatever its numbers:
+
+    >>> from calibcourse.study.experiments import runs
+    >>> rs = runs("ch5/reference/FLgamma-SECE (meta lr 0)/", "default")
+    >>> a = [rs[ref_name("FLgamma-SECE", 0.0, s)] for s in range(3)]
+    >>> learns_runs(a, a, meta_lr=0.0, n_boot=100)["verdict"]
+    'not held'
     """
     from scipy.stats import t as student_t
 
@@ -292,16 +366,16 @@ def learns(results: dict, family: str, meta_lr: float, seeds, frozen_family: str
     from calibcourse.calibration import stats
     from calibcourse.study.tables import fmt_difference
 
-    seeds = list(seeds)
-    a = [results[ref_name(family, meta_lr, s)] for s in seeds]
-    b = [results[ref_name(frozen_family, 0.0, s)] for s in seeds]
+    a, b = list(runs), list(frozen_runs)
+    if len(a) != len(b) or len(a) < 2:
+        raise ValueError(f"runs and frozen_runs must pair at least 2 seeds; got {len(a)} and {len(b)}")
     y = a[0].labels("test")
     ece = stats.paired_seeds_difference(M.ece, [r.probs("test") for r in a], [r.probs("test") for r in b], y,
                                         n_boot=n_boot)
     final = lambda rs: np.array([float(r.history["gamma_mean"].iloc[-1]) for r in rs])  # noqa: E731
     d = final(a) - final(b)
-    half = float(student_t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else np.inf
+    half = float(student_t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
     gamma = (float(d.mean()), float(d.mean()) - half, float(d.mean()) + half)
     verdict = "not held" if meta_lr == 0 else stats.verdict(ece.low, ece.high, null=0.0, direction="below")
     return {"verdict": verdict, "ece": fmt_difference(ece), "gamma": fmt_difference(gamma, scale=1, unit="", digits=2),
-            "gamma0": float(final(b).mean()), "meta_lr": float(meta_lr), "n_seeds": len(seeds)}
+            "gamma0": float(final(b).mean()), "meta_lr": float(meta_lr), "n_seeds": len(a)}

@@ -38,6 +38,8 @@ class Week:
         The time to read it and do its exercises and quiz.
     needs : str
         What a student needs to know before the week.
+    also : tuple of (str, str, int)
+        Further pages read the same week, after the chapter: ``(page name, title, minutes)``.
 
     Examples
     --------
@@ -50,6 +52,7 @@ class Week:
     chapter_title: str
     reading_minutes: int
     needs: str = ""
+    also: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,8 @@ WEEKS = (
     Week(4, "04_multiclass", "Calibrating a multiclass network", 110,
          "chapter 3; fitting parameters by minimizing the NLL; PyTorch autograd"),
     Week(5, "05_meta_regularization", "Calibration at training time: meta-regularization", 120,
-         "chapters 1 to 4; PyTorch autograd (the chapter introduces the bilevel optimization it uses)"),
+         "chapters 1 to 4; PyTorch autograd (the chapter introduces the bilevel optimization it uses)",
+         also=(("05b_diagnosis", "Diagnosing a bilevel method", 60),)),
     Week(6, "06_practice", "Calibration in practice: distribution shift and scarce labels", 120,
          "chapters 1, 4 and 5 (ECE, NLL, Brier score; temperature scaling; comparisons paired by seed)"),
 )
@@ -295,15 +299,17 @@ def schedule_page() -> str:
             "| --- | --- | --- | --- | --- | --- |"]
     for w in WEEKS:
         chapter = f"{{doc}}`Chapter {int(w.chapter[:2])}: {w.chapter_title} </book/generated/{w.chapter}>`"
+        chapter += "".join(f", then {{doc}}`{title} </book/generated/{name}>`" for name, title, _ in w.also)
         out = [e for e in LAB_TABLE if e.out == w.number]
         due = [e for e in LAB_TABLE if e.due == w.number]
         lab = "; ".join(f"{{doc}}`{lab_title(e.name)} </book/generated/labs/{e.name}>` (chapter {e.chapter})"
                         for e in out) or "none"
-        time = f"reading {_hours(w.reading_minutes)}"
+        time = f"reading {_hours(w.reading_minutes)}" + "".join(f" + {_hours(m)}" for _, _, m in w.also)
         time += "".join(f"; lab {e.minutes[0]} to {e.minutes[1]} min" for e in out)
         due_text = ", ".join(f"Lab {lab_number(e.name)}" for e in due) or "nothing"
         rows.append(f"| {w.number} | {chapter} | {lab} | {time} | {due_text} | {w.needs} |")
-    total = sum(w.reading_minutes for w in WEEKS) + sum(sum(e.minutes) / 2 for e in LAB_TABLE)
+    total = (sum(w.reading_minutes + sum(m for _, _, m in w.also) for w in WEEKS)
+             + sum(sum(e.minutes) / 2 for e in LAB_TABLE))
     return "\n".join([
         "# Schedule", "",
         f"The course takes {len(WEEKS)} weeks, one chapter a week, and {len(LABS)} labs. A lab is handed "

@@ -164,6 +164,9 @@ class Step:
 
     #: a ``torch.amp.GradScaler`` when the run trains in mixed precision (set by :func:`train`)
     scaler = None
+    #: the config's ``reduction`` (``"sum"``: the loss summed over the batch, as meta-calibration's code
+    #: trains) and ``clip_grad_norm`` (the gradient's norm is clipped to it before the step); set by :func:`make_step`
+    reduction, clip_grad_norm = "mean", None
 
     def __init__(self, model, optimizer):
         self.model, self.optimizer = model, optimizer
@@ -178,7 +181,9 @@ class Step:
         if self.scaler is None:
             loss = self.loss(xb, yb)
             self.optimizer.zero_grad()
-            loss.backward()
+            (loss * len(yb) if self.reduction == "sum" else loss).backward()
+            if self.clip_grad_norm is not None:
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_grad_norm)
             self.optimizer.step()
             return float(loss.detach())
         with torch.autocast(device_type=xb.device.type, dtype=torch.float16):
@@ -283,9 +288,11 @@ class MetaStep(Step):
     section of the config), logging the gamma-Net's gammas on the test split every epoch.
 
     Its history columns: ``gamma_mean``, ``gamma_std``, ``gamma_q10``, ``gamma_median``,
-    ``gamma_q90`` (and ``gamma_capped`` with a cap); its outputs: ``gamma_hist`` (a histogram
-    per epoch over :attr:`GAMMA_BINS`), ``test_gammas``, and the gammas and true-class
-    probabilities of every test sample at four epochs (``snapshot_*``).
+    ``gamma_q90`` (and ``gamma_capped`` with a cap; with ``log_hypergradient`` the diagnosis's
+    ``hg_push_mean``, ``hg_push_snr``, ``hg_down_share``, ``step_dgamma`` and ``meta_overconfidence``);
+    its outputs: ``gamma_hist`` (a histogram per epoch over :attr:`GAMMA_BINS`), ``test_gammas``, and
+    the gammas and true-class probabilities of every test sample at four epochs (``snapshot_*``;
+    none when the meta section says ``"snapshots": False``).
 
     Parameters
     ----------
@@ -324,7 +331,11 @@ class MetaStep(Step):
         super().__init__(model, optimizer)
         from calibcourse.study.meta import MetaTrainer
 
+        #: the config's ``snapshots`` (default True): keep every test sample's gamma at four epochs; False keeps
+        #: the per-epoch summaries only (the reference runs: the cache's budget)
+        self.keep_snapshots = meta.pop("snapshots", True)
         self.trainer = MetaTrainer(model, X_val, y_val, seed=seed, **meta)
+        self.trainer.epoch = 1
         self.hist = []
         # gammas and the true-class probability of every test sample at four epochs
         self.snapshot_epochs = sorted({1, max(1, epochs // 4), max(1, epochs // 2), epochs})
@@ -343,15 +354,39 @@ class MetaStep(Step):
                "gamma_median": float(q50), "gamma_q90": float(q90)}
         if self.trainer.gamma_max is not None:
             row["gamma_capped"] = float(np.mean(g >= self.trainer.gamma_max))
-        if epoch in self.snapshot_epochs and test_logits.ndim == 2:
+        if self.trainer.push is not None:
+            row.update(self._diagnosis())
+        self.trainer.epoch = epoch + 1
+        if self.keep_snapshots and epoch in self.snapshot_epochs and test_logits.ndim == 2:
             p_true = softmax(test_logits)[np.arange(len(y_test)), y_test]
             self.snapshots["gammas"].append(g.astype(np.float32))
             self.snapshots["p_true"].append(p_true.astype(np.float32))
         return row
 
+    def _diagnosis(self) -> dict:
+        """The epoch's hypergradient (its first-order push on the batch's mean gamma, ``-g . d(mean gamma)/d(theta)``:
+        mean, signal-to-noise ratio, share of steps that push gamma down), the change of the mean gamma the
+        meta optimizer's steps made over the epoch (``step_dgamma``), and the sign of miscalibration on the
+        meta split (confidence - accuracy: > 0 overconfident)."""
+        import torch
+
+        t, push, moved = self.trainer, np.asarray(self.trainer.push, dtype=float), np.asarray(self.trainer.moved)
+        t.push, t.moved = [], []
+        row = {"step_dgamma": float(moved.sum()), "hg_push_mean": float(push.mean()) if push.size else 0.0,
+               "hg_push_snr": float(push.mean() / (push.std(ddof=1) / np.sqrt(push.size)))
+               if push.size > 1 and push.std() > 0 else 0.0,
+               "hg_down_share": float(np.mean(push < 0)) if push.size else 0.0}
+        self.model.eval()
+        with torch.no_grad():
+            p = torch.softmax(self.model(t.X_val), dim=1)
+        self.model.train()
+        conf, pred = p.max(dim=1)
+        row["meta_overconfidence"] = float(conf.mean() - (pred == t.y_val).double().mean())
+        return row
+
     def state_dict(self) -> dict:
         t = self.trainer
-        return {"gamma_net": t.gamma_net.state_dict(), "gamma_scale": t.gamma_net._scale,
+        return {"epoch": t.epoch, "gamma_net": t.gamma_net.state_dict(), "gamma_scale": t.gamma_net._scale,
                 "meta_optimizer": t.opt.state_dict(), "meta_generator": t.gen.get_state(),
                 "hist": list(self.hist), "snapshots": {k: list(v) for k, v in self.snapshots.items()}}
 
@@ -361,6 +396,7 @@ class MetaStep(Step):
         t.gamma_net._scale = state["gamma_scale"]
         t.opt.load_state_dict(state["meta_optimizer"])
         t.gen.set_state(state["meta_generator"])
+        t.epoch = state.get("epoch", 1)
         self.hist = list(state["hist"])
         self.snapshots = {k: list(v) for k, v in state["snapshots"].items()}
 
@@ -374,7 +410,7 @@ class MetaStep(Step):
         return out
 
 
-def make_step(cfg: dict, model, optimizer, X_val, y_val, generator) -> Step:
+def make_step(cfg: dict, model, optimizer, X_val, y_val, generator, X_train=None, y_train=None) -> Step:
     """The per-batch step strategy of a normalized run config: meta-learned (``meta``),
     mixup (``mixup_alpha``) or a plain gradient step on ``loss``.
 
@@ -390,6 +426,8 @@ def make_step(cfg: dict, model, optimizer, X_val, y_val, generator) -> Step:
         The validation split (the meta-learned step's objective).
     generator : torch.Generator
         The run's generator for mixup's draws.
+    X_train, y_train : numpy.ndarray, optional
+        The training split (a meta-learned step with a look-ahead of several steps draws its batches there).
 
     Returns
     -------
@@ -412,9 +450,16 @@ def make_step(cfg: dict, model, optimizer, X_val, y_val, generator) -> Step:
     """
     import torch
 
+    backbone = {"reduction": cfg.get("reduction", "mean"), "clip_grad_norm": cfg.get("clip_grad_norm")}
     if cfg.get("meta"):
+        extra = {k: v for k, v in backbone.items() if k in cfg}
+        if cfg["meta"].get("horizon", 1) > 1:
+            extra.update(X_train=torch.from_numpy(X_train), y_train=torch.from_numpy(y_train))
         return MetaStep(model, optimizer, torch.from_numpy(X_val), torch.from_numpy(y_val), seed=cfg["seed"],
-                        epochs=cfg["epochs"], **cfg["meta"])
+                        epochs=cfg["epochs"], **cfg["meta"], **extra)
     if cfg.get("mixup_alpha"):
-        return MixupStep(model, optimizer, cfg["mixup_alpha"], generator)
-    return PlainStep(model, optimizer, LOSSES[cfg["loss"]], cfg["loss_kwargs"])
+        step = MixupStep(model, optimizer, cfg["mixup_alpha"], generator)
+    else:
+        step = PlainStep(model, optimizer, LOSSES[cfg["loss"]], cfg["loss_kwargs"])
+    step.reduction, step.clip_grad_norm = backbone["reduction"], backbone["clip_grad_norm"]
+    return step

@@ -22,6 +22,8 @@ rate by 10; default 50 % and 75 % of ``epochs``), ``warmup`` (``{"epochs": 1, "l
 Nesterov momentum whenever ``momentum > 0``), ``mixup_alpha`` (train on mixup batches,
 :class:`MixupStep`), ``meta`` (the meta-learned gamma-Net of chapter 5, :class:`MetaStep`) and
 ``keep_best`` (``"val_nll"``: keep the outputs of the epoch with the lowest validation NLL),
+``reduction`` (``"sum"``: the training loss summed over the batch, not averaged, as meta-calibration's
+code trains), ``clip_grad_norm`` (the backbone's gradient norm clipped to it before each step),
 ``cross_fit`` (``{"folds": k}``: calibration without a held-out set, chapter 6: ``k`` fold
 networks and a final one, trained by :func:`calibcourse.study.crossfit.train_cross_fitted`), and
 chapter 6's ``shift`` (rotated copies of the test images, stored as the splits ``"shift/<angle>"``:
@@ -335,7 +337,7 @@ def _train(config: dict, progress: bool | None, checkpoint, checkpoint_every: in
     Xtr_t, ytr_t = torch.from_numpy(Xtr), torch.from_numpy(ytr)
     Xva_t, Xte_t = torch.from_numpy(Xva), torch.from_numpy(Xte)
     gen = torch.Generator().manual_seed(cfg["seed"])
-    step = make_step(run_cfg, model, opt, Xva, yva, gen)
+    step = make_step(run_cfg, model, opt, Xva, yva, gen, Xtr, ytr)
     gens = {"data": gen}
     augment = cfg.get("augment")
     if augment:

@@ -1,0 +1,217 @@
+"""Chapter 5's reference recipe: the gamma-Net's new options against closed forms and controls, the
+registry, the choice rule and the frozen-control test on the committed cache."""
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from calibcourse.calibration import metrics as M
+from calibcourse.study import reference as R
+from calibcourse.study.ledger import Ledger, check_claims
+from calibcourse.study.meta import GammaNet, MetaTrainer, lookahead_outer_loss
+from calibcourse.study.models import MLP
+from calibcourse.study.steps import PlainStep, LOSSES
+
+
+def _data(n=96, d=5, k=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, d, generator=g), torch.randint(0, k, (n,), generator=g)
+
+
+def _model(seed=0):
+    torch.manual_seed(seed)
+    return MLP(in_features=5, num_classes=3, width=8, depth=1)
+
+
+def test_limit_bounds_every_gamma_and_keeps_a_full_gradient():
+    torch.manual_seed(0)
+    net = GammaNet(in_features=6, heads=3, limit=2.0)
+    feats = torch.randn(500, 6)
+    net(feats)  # sets the first batch's rescale
+    with torch.no_grad():
+        net.W.mul_(50.0)
+    assert float(net(feats).detach().max()) > 2.0
+    net.project_()
+    assert float(net(feats).detach().max()) <= 2.0 + 1e-5
+    # far below the limit the gradient of gamma in W is linear in x~ (no squashing); a sigmoid bound's vanishes
+    with torch.no_grad():
+        net.W.mul_(1e-3)
+    g_small = torch.autograd.grad(net(feats[:1]).sum(), net.W)[0].norm()
+    with torch.no_grad():
+        net.W.mul_(100.0)
+    g_large = torch.autograd.grad(net(feats[:1]).sum(), net.W)[0].norm()
+    assert float(g_small) == pytest.approx(float(g_large), rel=1e-5)
+    sig = GammaNet(in_features=6, heads=3, bound=2.0)
+    with torch.no_grad():
+        sig.b.fill_(-12.0)  # gamma near 0: the sigmoid saturates
+    assert float(torch.autograd.grad(sig(feats[:1]).sum(), sig.W)[0].norm()) < 1e-3 * float(g_small)
+
+
+def test_limit_refuses_a_bound_too():
+    with pytest.raises(ValueError, match="limit"):
+        GammaNet(in_features=4, bound=5.0, limit=5.0)
+
+
+def _trainer(control=None, **kw):
+    X, y = _data()
+    model = _model()
+    t = MetaTrainer(model, X[64:], y[64:], heads=2, val_batch=16, lookahead="sgd", lookahead_params="head",
+                    control=control, **kw)
+    return t, model, X, y
+
+
+def test_placebo_replaces_the_outer_gradient_by_one_of_the_same_norm():
+    norms = {}
+    grads = {}
+    for control in (None, "placebo"):
+        t, model, X, y = _trainer(control, meta_lr=1e-3)
+        seen = []
+        real_step = t.opt.step
+        t.opt.step = lambda: (seen.append([p.grad.clone() for p in t.gamma_net.parameters()]), real_step())[1]
+        t.step(X[:16], y[:16], torch.optim.SGD(model.parameters(), lr=0.1))
+        grads[control] = torch.cat([g.flatten() for g in seen[0]])
+        norms[control] = float(grads[control].norm())
+    assert norms["placebo"] == pytest.approx(norms[None], rel=1e-5)
+    cos = float(grads[None] @ grads["placebo"]) / (norms[None] * norms["placebo"])
+    assert abs(cos) < 0.9
+
+
+def test_a_zero_meta_rate_and_a_late_start_keep_the_gamma_net_fixed():
+    for kw in ({"meta_lr": 0.0}, {"meta_lr": 1e-2, "start_epoch": 2}):
+        t, model, X, y = _trainer(**kw)
+        before = copy.deepcopy(t.gamma_net.state_dict())
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for i in range(0, 64, 16):
+            t.step(X[i:i + 16], y[i:i + 16], opt)
+        assert all(torch.equal(before[k], v) for k, v in t.gamma_net.state_dict().items()), kw
+    t.epoch = 2  # the caller's epoch reaches start_epoch: the gamma-Net moves
+    t.step(X[:16], y[:16], opt)
+    assert not torch.equal(before["W"], t.gamma_net.W)
+
+
+def test_a_longer_look_ahead_is_the_one_step_one_unrolled():
+    """K = 2 on batches (b1, b2) equals stepping the head by hand twice, then the outer loss."""
+    X, y = _data()
+    model = _model()
+    torch.manual_seed(1)
+    net = GammaNet(in_features=8, heads=2)
+    two = lookahead_outer_loss(model, net, X[:16], y[:16], X[64:], y[64:], inner_lr=0.3, params="head",
+                               outer=torch.nn.functional.cross_entropy, more=[(X[16:32], y[16:32])])
+    from calibcourse.calibration.losses import focal_loss
+
+    w, b = model.head.weight, model.head.bias
+    for xb, yb in ((X[:16], y[:16]), (X[16:32], y[16:32])):
+        f = model.features(xb).detach()
+        loss = focal_loss(f @ w.T + b, yb, net(f))
+        gw, gb = torch.autograd.grad(loss, (w, b), create_graph=True)
+        w, b = w - 0.3 * gw, b - 0.3 * gb
+    by_hand = torch.nn.functional.cross_entropy(model.features(X[64:]) @ w.T + b, y[64:])
+    assert float(two.detach()) == pytest.approx(float(by_hand.detach()), rel=1e-5)
+    with pytest.raises(ValueError, match="last layer"):
+        lookahead_outer_loss(model, net, X[:16], y[:16], X[64:], y[64:], inner_lr=0.3, params="all",
+                             more=[(X[16:32], y[16:32])])
+
+
+def test_summed_loss_and_clipping_follow_the_reference_code():
+    X, y = _data()
+    m1, m2 = _model(), _model()
+    s1 = PlainStep(m1, torch.optim.SGD(m1.parameters(), lr=0.01), LOSSES["ce"])
+    s2 = PlainStep(m2, torch.optim.SGD(m2.parameters(), lr=0.01 * 16), LOSSES["ce"])
+    s1.reduction = "sum"
+    s1(X[:16], y[:16]), s2(X[:16], y[:16])  # sum at lr equals mean at lr * 16
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-7)
+    m3 = _model()
+    s3 = PlainStep(m3, torch.optim.SGD(m3.parameters(), lr=1.0), LOSSES["ce"])
+    s3.reduction, s3.clip_grad_norm = "sum", 0.5
+    before = [p.detach().clone() for p in m3.parameters()]
+    s3(X[:16], y[:16])
+    with torch.no_grad():
+        moved = torch.sqrt(sum(((p - b) ** 2).sum() for p, b in zip(m3.parameters(), before)))
+    assert float(moved) == pytest.approx(0.5, rel=1e-4)  # the clipped norm times the rate
+
+
+def test_registry_names_and_seeds():
+    runs = R.reference_runs()
+    for method in ("FLgamma-SECE", "FLgamma-DECE"):
+        for lr in R.REF_META_LRS:
+            assert all(R.ref_name(method, lr, s) in runs for s in R.REF_GRID_SEEDS)
+        assert all(R.ref_name(method, R.REF_CHOSEN[method], s) in runs for s in range(R.REF_N_SEEDS))
+    assert all(R.ref_name("FLgamma-SECE", 0.0, s) in runs for s in range(R.REF_N_SEEDS))
+    assert all(f"ch5/diagnosis/{arm}/s{s}" in runs for arm in ("horizon 5", "delayed", "placebo")
+               for s in R.REF_GRID_SEEDS)
+    cfg = runs[R.ref_name("FLgamma-SECE", 1e-3, 0)]
+    assert cfg["meta"]["cal_weight"] == 0.5 and cfg["meta"]["lookahead_params"] == "head"
+    assert cfg["reduction"] == "sum" and cfg["clip_grad_norm"] == 2.0 and cfg["optimizer"] == "sgd"
+
+
+def test_learns_restates_a_claim_without_credit():
+    ledger = Ledger(chapter=5)
+    interval = (-0.02, -0.03, -0.01, 0.95)
+    frozen = {"verdict": "not held", "ece": "+0.1 [-0.2, +0.4] points", "gamma": "+0.00 [-0.01, +0.01]",
+              "gamma0": 1.0}
+    c = ledger.claim("x", "FLγ-SECE has a lower ECE than CE", "wang2023metareg", "d", interval, learns=frozen)
+    assert c.claim.startswith("γ-Net inactive (focal loss at γ ≈ 1)") and not c.credited
+    check_claims([c.as_dict()])
+    bad = {**c.as_dict(), "claim": "FLγ-SECE has a lower ECE than CE"}
+    with pytest.raises(ValueError, match="γ-Net inactive"):
+        check_claims([bad])
+    ok = ledger.claim("y", "A", "wang2023metareg", "d", interval, learns={**frozen, "verdict": "held"})
+    assert ok.credited and ok.claim == "A"
+
+
+# --------------------------------------------------------------------------- on the committed cache
+@pytest.fixture(scope="module")
+def committed():
+    from calibcourse.study.experiments import experiments
+    from calibcourse.study.cache import Cache
+
+    cache = Cache()
+    runs = {n: c for n, c in experiments("default").items() if n.startswith(("ch5/reference/", "ch5/diagnosis/"))}
+    loaded = {n: cache.load(c) for n, c in runs.items()}
+    if any(v is None for v in loaded.values()):
+        pytest.skip("the reference runs are not in this cache")
+    return loaded
+
+
+def test_ce_is_overconfident_on_the_reference_backbone(committed):
+    ce = [committed[R.ref_name("CE", seed=s)] for s in range(R.REF_N_SEEDS)]
+    err = np.mean([M.error(r.probs("test"), r.labels("test")) for r in ce])
+    ece = np.mean([M.ece(r.probs("test"), r.labels("test")) for r in ce])
+    assert err <= 0.10 and ece >= 0.03, (err, ece)
+
+
+def test_the_chosen_values_are_the_rules(committed):
+    for family in ("FLgamma-SECE", "FLgamma-DECE", "Focal"):
+        assert R.ref_choice(committed, family)["chosen"] == R.REF_CHOSEN[family], family
+
+
+def test_the_frozen_control_is_one_network_for_both_outer_losses(committed):
+    """At meta rate 0 the outer loss never acts: FLgamma-DECE's control is FLgamma-SECE's, bit for bit."""
+    for s in R.REF_GRID_SEEDS:
+        a, b = committed[R.ref_name("FLgamma-SECE", 0.0, s)], committed[R.ref_name("FLgamma-DECE", 0.0, s)]
+        assert np.array_equal(a.logits("test"), b.logits("test"))
+
+
+def test_learns_at_rate_zero_is_not_held(committed):
+    out = R.learns(committed, "FLgamma-SECE", 0.0, R.REF_GRID_SEEDS)
+    assert out["verdict"] == "not held" and out["gamma"].startswith("+0.00 [+0.00, +0.00]")
+
+
+def test_every_paper_claim_of_chapter_5_carries_its_frozen_control_test():
+    """Each ledger.claim sourced to the paper in chapter 5's pages passes learns= (the lecture's through
+    its claim() helper), so that no claim can credit the paper without the frozen-control test."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for page in sorted(root.glob("notebooks/05*.md")):
+        text = page.read_text()
+        calls = re.findall(r"ledger\.claim\((.*?)\n(?:\S|$)", text, flags=re.S)
+        helper = re.search(r"def claim\(.*?\n\n\n", text, flags=re.S)
+        for call in calls:
+            if "wang2023metareg" in call:
+                assert "learns=" in call, (page.name, call[:80])
+        if helper is not None:
+            assert "learns=" in helper.group(0), page.name
