@@ -215,3 +215,17 @@ def test_every_paper_claim_of_chapter_5_carries_its_frozen_control_test():
                 assert "learns=" in call, (page.name, call[:80])
         if helper is not None:
             assert "learns=" in helper.group(0), page.name
+
+
+def test_chapter_5s_lecture_is_one_week_of_reading():
+    from pathlib import Path
+
+    from calibcourse.tools.prose import MAX_LECTURE_WORDS, prose_words
+
+    root = Path(__file__).resolve().parents[1]
+    words = prose_words(root / "notebooks" / "05_meta_regularization.md")
+    assert 3000 < words <= MAX_LECTURE_WORDS, words
+    # the diagnosis is a page of its own, read the same week (the schedule's second page)
+    from calibcourse.study.schedule import WEEKS
+
+    assert [name for w in WEEKS for name, _, _ in w.also] == ["05b_diagnosis"]
