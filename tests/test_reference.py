@@ -229,3 +229,14 @@ def test_chapter_5s_lecture_is_one_week_of_reading():
     from calibcourse.study.schedule import WEEKS
 
     assert [name for w in WEEKS for name, _, _ in w.also] == ["05b_diagnosis"]
+
+
+def test_seed_t_interval_is_scipys_one_sample_t_interval():
+    from scipy import stats as sps
+
+    d = np.array([0.3, -0.1, 0.8, 0.4, 0.05])
+    est, low, high = R.seed_t_interval(d, level=0.9)
+    ci = sps.ttest_1samp(d, 0.0).confidence_interval(confidence_level=0.9)
+    assert est == pytest.approx(d.mean()) and (low, high) == pytest.approx((ci.low, ci.high))
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        R.seed_t_interval([0.2])

@@ -24,7 +24,7 @@ import numpy as np
 
 __all__ = ["REF_SIZE_MEASURED", "REF_BACKBONE", "REF_META", "REF_META_LRS", "REF_GRID_SEEDS", "REF_N_SEEDS", "REF_FOCAL_GAMMAS",
            "REF_ARMS", "REF_ARM_LR", "REF_PREDICTIONS", "REF_CHOSEN", "REF_DEPARTURES", "REF_PARTS", "REF_MAX_ERROR_GAP",
-           "reference_runs", "ref_part", "ref_choice", "learns", "learns_runs", "ref_name"]
+           "reference_runs", "ref_part", "ref_choice", "learns", "learns_runs", "ref_name", "seed_t_interval"]
 
 #: the backbone: a 1-D CNN on MNIST-1D, 2,750 generated training sequences cut 8:1:1:1 into training
 #: (2,000), validation (250: temperature scaling), meta-validation (250: the gamma-Net's) and
@@ -338,6 +338,41 @@ def learns(results: dict, family: str, meta_lr: float, seeds, frozen_family: str
                        [results[ref_name(frozen_family, 0.0, s)] for s in seeds], meta_lr, n_boot=n_boot)
 
 
+def seed_t_interval(differences, level: float = 0.95) -> tuple:
+    """The mean of per-seed differences with its paired t interval: ``(estimate, low, high)``.
+
+    For a quantity measured once per run (a final mean gamma, a share of steps), paired by seed;
+    it is the interval of ``scipy.stats.ttest_1samp`` on the differences.
+
+    Parameters
+    ----------
+    differences : array-like of shape (S,)
+        One difference per seed, S >= 2.
+    level : float, default=0.95
+        The interval's coverage.
+
+    Returns
+    -------
+    tuple of float
+
+    Examples
+    --------
+    >>> [round(v, 3) for v in seed_t_interval([1.0, 2.0, 3.0])]
+    [2.0, -0.484, 4.484]
+    >>> seed_t_interval([1.0])
+    Traceback (most recent call last):
+        ...
+    ValueError: differences must hold at least 2 seeds; got 1
+    """
+    from scipy.stats import t as student_t
+
+    d = np.asarray(differences, dtype=float).ravel()
+    if d.size < 2:
+        raise ValueError(f"differences must hold at least 2 seeds; got {d.size}")
+    half = float(student_t.ppf(0.5 + level / 2, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size))
+    return (float(d.mean()), float(d.mean()) - half, float(d.mean()) + half)
+
+
 def learns_runs(runs, frozen_runs, meta_lr: float, n_boot: int = 1000) -> dict:
     """Whether meta-learned runs beat their frozen controls (meta lr 0), paired by seed.
 
@@ -373,8 +408,6 @@ def learns_runs(runs, frozen_runs, meta_lr: float, n_boot: int = 1000) -> dict:
     >>> learns_runs(a, a, meta_lr=0.0, n_boot=100)["verdict"]
     'not held'
     """
-    from scipy.stats import t as student_t
-
     from calibcourse.calibration import metrics as M
     from calibcourse.calibration import stats
     from calibcourse.study.tables import fmt_difference
@@ -386,9 +419,7 @@ def learns_runs(runs, frozen_runs, meta_lr: float, n_boot: int = 1000) -> dict:
     ece = stats.paired_seeds_difference(M.ece, [r.probs("test") for r in a], [r.probs("test") for r in b], y,
                                         n_boot=n_boot)
     final = lambda rs: np.array([float(r.history["gamma_mean"].iloc[-1]) for r in rs])  # noqa: E731
-    d = final(a) - final(b)
-    half = float(student_t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
-    gamma = (float(d.mean()), float(d.mean()) - half, float(d.mean()) + half)
+    gamma = seed_t_interval(final(a) - final(b))
     verdict = "not held" if meta_lr == 0 else stats.verdict(ece.low, ece.high, null=0.0, direction="below")
     return {"verdict": verdict, "ece": fmt_difference(ece), "gamma": fmt_difference(gamma, scale=1, unit="", digits=2),
             "gamma0": float(final(b).mean()), "meta_lr": float(meta_lr), "n_seeds": len(a)}
