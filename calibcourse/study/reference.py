@@ -413,13 +413,15 @@ def learns_runs(runs, frozen_runs, meta_lr: float, n_boot: int = 1000) -> dict:
     from calibcourse.study.tables import fmt_difference
 
     a, b = list(runs), list(frozen_runs)
-    if len(a) != len(b) or len(a) < 2:
-        raise ValueError(f"runs and frozen_runs must pair at least 2 seeds; got {len(a)} and {len(b)}")
+    if len(a) != len(b) or len(a) < 1:
+        raise ValueError(f"runs and frozen_runs must pair at least 1 seed; got {len(a)} and {len(b)}")
     y = a[0].labels("test")
     ece = stats.paired_seeds_difference(M.ece, [r.probs("test") for r in a], [r.probs("test") for r in b], y,
                                         n_boot=n_boot)
     final = lambda rs: np.array([float(r.history["gamma_mean"].iloc[-1]) for r in rs])  # noqa: E731
-    gamma = seed_t_interval(final(a) - final(b))
+    d = final(a) - final(b)
     verdict = "not held" if meta_lr == 0 else stats.verdict(ece.low, ece.high, null=0.0, direction="below")
-    return {"verdict": verdict, "ece": fmt_difference(ece), "gamma": fmt_difference(gamma, scale=1, unit="", digits=2),
+    gamma = (fmt_difference(seed_t_interval(d), scale=1, unit="", digits=2) if len(d) > 1
+             else f"{d[0]:+.2f} (one seed, no interval)")
+    return {"verdict": verdict, "ece": fmt_difference(ece), "gamma": gamma,
             "gamma0": float(final(b).mean()), "meta_lr": float(meta_lr), "n_seeds": len(a)}
