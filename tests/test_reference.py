@@ -228,7 +228,7 @@ def test_chapter_5s_lecture_is_one_week_of_reading():
     # the diagnosis is a page of its own, read the same week (the schedule's second page)
     from calibcourse.study.schedule import WEEKS
 
-    assert [name for w in WEEKS for name, _, _ in w.also] == ["05b_diagnosis"]
+    assert [name for w in WEEKS for name, _, _ in w.also] == ["05b_diagnosis", "06b_deployment"]
 
 
 def test_seed_t_interval_is_scipys_one_sample_t_interval():

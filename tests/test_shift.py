@@ -13,7 +13,7 @@ from calibcourse.study.experiments import experiments, run
 from calibcourse.study.models import LeNet5
 from calibcourse.study.predictive import log_mean_softmax, mc_dropout_logits, member_config
 from calibcourse.study.results import predict_logits
-from calibcourse.study.shift import rotate_images, shifted_sets
+from calibcourse.study.shift import check_shift, rotate_images, shifted_sets
 from calibcourse.study.train import train
 
 SHIFT = {"kind": "rotate", "levels": [30, 90], "n": 50}
@@ -155,6 +155,23 @@ def test_shifted_splits_are_read_from_a_cached_entry():
         np.testing.assert_array_equal(y, r.labels("test")[: len(y)])
     with pytest.raises(KeyError, match="shift/30"):
         r.logits("shift/45")
+
+
+def test_the_out_of_distribution_images_are_stored_beside_the_shifted_digits():
+    from calibcourse.study.shift import OOD_LABEL, OOD_SPLIT, ood_images
+
+    cfg = experiments("ci")["ch6/CE/s0"]
+    r = run("ch6/CE/s0", "ci")
+    m = cfg["shift"]["ood"]
+    assert r.logits(OOD_SPLIT).shape == (m, 10) and r.logits(OOD_SPLIT).dtype == np.float32
+    assert (r.labels(OOD_SPLIT) == OOD_LABEL).all()
+    # the same images every time, no digit among them: patches of scikit-learn's photographs in [0, 1]
+    raw = ood_images(m, (1, 28, 28))
+    np.testing.assert_array_equal(raw, ood_images(m, (1, 28, 28)))
+    assert raw.min() >= 0 and raw.max() <= 1 and len({x.tobytes() for x in raw}) == m
+    np.testing.assert_allclose(ood_images(3, (1, 28, 28), mean=0.5, std=2.0), (raw[:3] - 0.5) / 2.0, atol=1e-6)
+    with pytest.raises(ValueError, match="shift.ood must be an integer >= 1"):
+        check_shift({"kind": "rotate", "levels": [30], "n": 10, "ood": 0})
 
 
 def test_the_ensemble_of_seed_k_contains_the_ce_network_of_seed_k():

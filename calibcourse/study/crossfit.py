@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-__all__ = ["fold_indices", "out_of_fold", "train_cross_fitted"]
+__all__ = ["ensemble_predict", "fold_indices", "out_of_fold", "train_cross_fitted"]
 
 
 def fold_indices(y, folds: int, seed: int) -> list:
@@ -118,6 +118,45 @@ def out_of_fold(fit_predict, y, folds: int, seed: int) -> np.ndarray:
     return out
 
 
+def ensemble_predict(fold_logits, fold_temperatures) -> np.ndarray:
+    """scikit-learn's ``ensemble=True`` prediction: the mean of the fold models' calibrated probabilities.
+
+    Each fold model's logits are divided by the temperature fitted on its own held-out fold, turned
+    into probabilities, and the ``k`` results averaged (``CalibratedClassifierCV(..., ensemble=True)``
+    with ``method="temperature"``; no final model is trained).
+
+    Parameters
+    ----------
+    fold_logits : array_like of shape (k, n, K)
+        Each fold model's logits on the same n samples.
+    fold_temperatures : array_like of shape (k,)
+        Each fold model's temperature (> 0).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, K)
+        The averaged probabilities.
+
+    Examples
+    --------
+    >>> z = np.array([[[2.0, 0.0]], [[0.0, 2.0]]])        # two fold models that disagree
+    >>> ensemble_predict(z, [1.0, 1.0]).round(3)
+    array([[0.5, 0.5]])
+    >>> ensemble_predict(z[:1], [2.0]).round(3)           # one model: temperature scaling itself
+    array([[0.731, 0.269]])
+    """
+    from calibcourse.calibration.metrics import softmax
+
+    z = np.asarray(fold_logits, dtype=np.float64)
+    t = np.asarray(fold_temperatures, dtype=np.float64).reshape(-1)
+    if z.ndim != 3 or len(t) != len(z):
+        raise ValueError(f"fold_logits must be (k, n, K) and fold_temperatures (k,); got shapes {z.shape} "
+                         f"and {t.shape}")
+    if not np.all(np.isfinite(t) & (t > 0)):
+        raise ValueError(f"fold_temperatures must be finite and > 0; got {t.tolist()}")
+    return np.mean([softmax(zf / tf) for zf, tf in zip(z, t)], axis=0)
+
+
 def train_cross_fitted(config: dict, train_network):
     """Train a run with ``"cross_fit": {"folds": k}``: ``k`` fold networks, then one on the whole pool.
 
@@ -145,8 +184,10 @@ def train_cross_fitted(config: dict, train_network):
     -------
     calibcourse.study.results.RunResult
         Outputs: ``test_logits`` / ``test_labels`` (the final network, not calibrated; float32),
-        ``temperature`` (fitted on the out-of-fold logits) and ``fold_temperatures`` (each
-        fitted on its own fold's held-out logits alone); the
+        ``temperature`` (fitted on the out-of-fold logits), ``fold_temperatures`` (each
+        fitted on its own fold's held-out logits alone) and ``fold_test_logits`` (k, n_test, K), the
+        fold networks' test logits (float32: with ``fold_temperatures``, scikit-learn's
+        ``ensemble=True`` prediction, :func:`ensemble_predict`); the
         history of the final network (its validation columns empty: it has no validation split);
         ``info`` with the wall time of all ``k + 1`` trainings and of each.
 
@@ -173,7 +214,7 @@ def train_cross_fitted(config: dict, train_network):
     start = time.perf_counter()
     Xtr, ytr, Xva, yva, Xte, yte, stats = load_data_splits(cfg["data"], return_stats=True)
     X, y = np.concatenate([Xtr, Xva]), np.concatenate([ytr, yva])
-    fold_t, fold_time = [], []
+    fold_t, fold_time, fold_test = [], [], []
 
     def temperature_of(logits, labels):  # fitted in torch, as the run trains: not on the toolkit's default backend
         import torch
@@ -184,6 +225,7 @@ def train_cross_fitted(config: dict, train_network):
         r = train_network(base, (X[train], y[train], X[held], y[held], Xte, yte, stats))
         fold_t.append(temperature_of(r.logits("val"), y[held]))
         fold_time.append(r.info["wall_time_s"])
+        fold_test.append(np.asarray(r.logits("test"), dtype=np.float32))
         return r.logits("val")
 
     oof = out_of_fold(fit_predict, y, k, cfg["seed"])
@@ -195,7 +237,8 @@ def train_cross_fitted(config: dict, train_network):
     if not np.array_equal(z.astype(np.float32).astype(np.float64), z):  # pragma: no cover - a float64 network
         raise ValueError("the final network's logits are not float32; store them as they are")
     outputs = {"test_logits": z.astype(np.float32), "test_labels": final.labels("test"),
-               "temperature": np.array(temperature), "fold_temperatures": np.array(fold_t)}
+               "temperature": np.array(temperature), "fold_temperatures": np.array(fold_t),
+               "fold_test_logits": np.stack(fold_test)}
     info = {**final.info, "wall_time_s": round(time.perf_counter() - start, 3), "trainings": k + 1,
             "fold_wall_time_s": fold_time, "final_wall_time_s": final.info["wall_time_s"],
             "n_pool": int(len(y)), "n_val": 0}

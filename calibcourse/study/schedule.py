@@ -104,8 +104,9 @@ WEEKS = (
     Week(5, "05_meta_regularization", "Calibration at training time: meta-regularization", 120,
          "chapters 1 to 4; PyTorch autograd (the chapter introduces the bilevel optimization it uses)",
          also=(("05b_diagnosis", "Diagnosing a bilevel method", 60),)),
-    Week(6, "06_practice", "Calibration in practice: distribution shift and scarce labels", 120,
-         "chapters 1, 4 and 5 (ECE, NLL, Brier score; temperature scaling; comparisons paired by seed)"),
+    Week(6, "06_practice", "Calibration in practice: distribution shift", 110,
+         "chapters 1, 4 and 5 (ECE, NLL, Brier score; temperature scaling; comparisons paired by seed)",
+         also=(("06b_deployment", "Deploying a calibrated model", 60),)),
 )
 
 #: the labs, in the order they are handed out; each comes no earlier than the chapter that teaches it

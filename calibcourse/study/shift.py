@@ -5,6 +5,9 @@ asks for the first ``n`` test images rotated by each angle (degrees), as Ovadia 
 rotate MNIST: the same digits at every angle, so that measures at two angles are paired sample
 by sample. The run stores them beside its test split as ``"shift/<angle>"``
 (``result.logits("shift/30")``, ``result.labels("shift/30")``); the clean test set stays ``"test"``.
+An optional ``"ood": m`` adds ``m`` out-of-distribution images (:func:`ood_images`: patches of the
+two photographs scikit-learn ships, no digit in them), stored as the split ``"ood"`` with the label
+:data:`OOD_LABEL`.
 
 Rotation is :func:`scipy.ndimage.rotate` about the image centre, without resizing
 (``reshape=False``), with linear interpolation (``order=1``), deterministic. Images are rotated
@@ -15,10 +18,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SHIFT_KINDS", "check_shift", "rotate_images", "shifted_sets", "split_name", "shift_levels"]
+__all__ = ["OOD_LABEL", "OOD_SPLIT", "SHIFT_KINDS", "check_shift", "ood_images", "rotate_images", "shifted_sets",
+           "split_name", "shift_levels"]
 
 #: the kinds of shift a config may ask for
 SHIFT_KINDS = ("rotate",)
+#: the split the out-of-distribution images are stored under, and their label (no class of the task)
+OOD_SPLIT = "ood"
+OOD_LABEL = -1
+#: the out-of-distribution images' seed: the same images for every run, so that runs pair on them
+OOD_SEED = 0
 
 
 def check_shift(spec) -> dict:
@@ -27,7 +36,8 @@ def check_shift(spec) -> dict:
     Parameters
     ----------
     spec : dict
-        ``{"kind": "rotate", "levels": [angles in degrees, distinct, > 0], "n": images per angle >= 1}``.
+        ``{"kind": "rotate", "levels": [angles in degrees, distinct, > 0], "n": images per angle >= 1}``,
+        optionally with ``"ood": m``, the out-of-distribution images to store (an integer >= 1).
 
     Returns
     -------
@@ -48,8 +58,9 @@ def check_shift(spec) -> dict:
         ...
     ValueError: shift.levels must be distinct angles in degrees, each in (0, 360), increasing; got [30, 30]
     """
-    if not isinstance(spec, dict) or set(spec) != {"kind", "levels", "n"}:
-        raise ValueError(f'shift must be a dict {{"kind": "rotate", "levels": [15, 30, ...], "n": 500}}; got {spec!r}')
+    if not isinstance(spec, dict) or not {"kind", "levels", "n"} <= set(spec) <= {"kind", "levels", "n", "ood"}:
+        raise ValueError(f'shift must be a dict {{"kind": "rotate", "levels": [15, 30, ...], "n": 500}} '
+                         f'(optionally with "ood": m); got {spec!r}')
     if spec["kind"] not in SHIFT_KINDS:
         raise ValueError(f"shift.kind must be one of {', '.join(SHIFT_KINDS)}; got {spec['kind']!r}")
     levels = spec["levels"]
@@ -58,9 +69,10 @@ def check_shift(spec) -> dict:
             or levels != sorted(set(levels))):
         raise ValueError(f"shift.levels must be distinct angles in degrees, each in (0, 360), increasing; "
                          f"got {levels!r}")
-    n = spec["n"]
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"shift.n must be an integer >= 1; got {n!r}")
+    for key in ("n", "ood"):
+        n = spec.get(key, 1)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"shift.{key} must be an integer >= 1; got {n!r}")
     return spec
 
 
@@ -146,6 +158,62 @@ def rotate_images(X, angle: float, fill=0.0) -> np.ndarray:
         out[:, c] = ndimage.rotate(X[:, c].astype(np.float64), angle, axes=(2, 1), reshape=False, order=1,
                                    mode="constant", cval=float(fill[c]))
     return out
+
+
+def ood_images(n: int, shape, mean=0.0, std=1.0, seed: int = OOD_SEED) -> np.ndarray:
+    """``n`` out-of-distribution images: patches of the two photographs scikit-learn ships.
+
+    Each image is a square patch, 4 times the target side, cut at a random place of
+    :func:`sklearn.datasets.load_sample_images`' "china.jpg" or "flower.jpg" (a temple and a
+    flower), averaged over 4 x 4 blocks down to ``shape``, in grey (mean of the colour channels)
+    for one channel or in colour for three, scaled to [0, 1] like the digits, then normalized
+    with the digits' ``mean`` and ``std``. No patch holds a digit: inputs of no class of the task,
+    from data that ships with the packages (no download).
+
+    Parameters
+    ----------
+    n : int
+        Number of images (>= 1).
+    shape : tuple of int
+        ``(C, H, W)`` of one image, C 1 or 3, ``4 * H`` and ``4 * W`` at most the photographs'
+        427 x 640.
+    mean, std : float or array_like of shape (C,), default=0, 1
+        The normalization of the network's inputs (the training split's statistics).
+    seed : int, default=OOD_SEED
+        Where the patches are cut.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, C, H, W), float32
+
+    Examples
+    --------
+    >>> X = ood_images(5, (1, 28, 28))
+    >>> X.shape, X.dtype, bool(0 <= X.min() and X.max() <= 1)
+    ((5, 1, 28, 28), dtype('float32'), True)
+    >>> bool(np.array_equal(ood_images(5, (1, 28, 28)), X))   # the same images every time
+    True
+    """
+    from sklearn.datasets import load_sample_images
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be an integer >= 1; got {n!r}")
+    c, h, w = (int(v) for v in shape)
+    if c not in (1, 3):
+        raise ValueError(f"shape must be (C, H, W) with C 1 or 3; got {tuple(shape)}")
+    photos = [np.asarray(p, dtype=np.float64) / 255.0 for p in load_sample_images().images]
+    if any(4 * h > p.shape[0] or 4 * w > p.shape[1] for p in photos):
+        raise ValueError(f"shape {tuple(shape)} needs patches larger than the photographs (427 x 640)")
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, c, h, w))
+    for i in range(n):
+        p = photos[rng.integers(len(photos))]
+        top, left = rng.integers(p.shape[0] - 4 * h + 1), rng.integers(p.shape[1] - 4 * w + 1)
+        patch = p[top:top + 4 * h, left:left + 4 * w].reshape(h, 4, w, 4, 3).mean(axis=(1, 3))
+        out[i] = patch.mean(axis=2)[None] if c == 1 else patch.transpose(2, 0, 1)
+    mean = np.broadcast_to(np.asarray(mean, dtype=np.float64).reshape(-1), (c,)).reshape(1, c, 1, 1)
+    std = np.broadcast_to(np.asarray(std, dtype=np.float64).reshape(-1), (c,)).reshape(1, c, 1, 1)
+    return ((out - mean) / std).astype(np.float32)
 
 
 def shifted_sets(X_test, y_test, spec: dict, fill=0.0) -> dict:

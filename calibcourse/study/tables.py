@@ -885,15 +885,18 @@ def seed_paired_view(tests: dict, units: dict | None = None, nulls: dict | None 
 __all__ += ["diagnosis_table", "seed_paired_view"]
 
 
-#: chapter 6's ways to calibrate without a held-out set, against the held-out split (the first):
-#: the names the tables give them (:func:`crossfit_comparison`)
-CROSSFIT_ARMS = ("held-out split + TS", "cross-fit + TS")
+#: chapter 6's ways to calibrate without a held-out set, against the held-out split (the first): the
+#: cross-fitted temperature (one final network on the whole pool, its temperature from the out-of-fold
+#: logits: scikit-learn's ``ensemble=False``) and the fold ensemble (the k fold networks, each with the
+#: temperature of its own held-out fold, probabilities averaged: ``ensemble=True``, no final network).
+#: The names the tables give them (:func:`crossfit_comparison`)
+CROSSFIT_ARMS = ("held-out split + TS", "cross-fitted TS", "fold ensemble")
 #: the measures :func:`crossfit_comparison` compares: name -> (function of (probs, labels), scale)
 CROSSFIT_MEASURES = {"Error (%)": (M.error, 100.0), "ECE (%)": (M.ece, 100.0), "NLL (nats)": (M.nll, 1.0)}
 
 
 def crossfit_arms(heldout, crossfit) -> dict:
-    """The test probabilities of one seed's two arms of chapter 6 (:data:`CROSSFIT_ARMS`).
+    """The test probabilities of one seed's arms of chapter 6 (:data:`CROSSFIT_ARMS`).
 
     Parameters
     ----------
@@ -902,13 +905,16 @@ def crossfit_arms(heldout, crossfit) -> dict:
     crossfit : calibcourse.study.results.RunResult
         The cross-fitted run of the same pool (:mod:`calibcourse.study.crossfit`): its final network's
         test logits divided by the temperature fitted on the out-of-fold logits (scikit-learn's
-        ``CalibratedClassifierCV(ensemble=False)``).
+        ``CalibratedClassifierCV(ensemble=False)``); where it stored its fold networks' test logits
+        (``fold_test_logits``), also the fold ensemble (``ensemble=True``,
+        :func:`calibcourse.study.crossfit.ensemble_predict`).
 
     Returns
     -------
     dict
-        ``{arm: test probabilities}``, in the order of :data:`CROSSFIT_ARMS`, then ``"temperatures"``:
-        the two fitted temperatures ``(held-out, cross-fit)``.
+        ``{arm: test probabilities}``, in the order of :data:`CROSSFIT_ARMS` (the fold ensemble where
+        stored), then ``"temperatures"``: the fitted temperatures ``(held-out, cross-fitted, mean of
+        the folds')``.
 
     Examples
     --------
@@ -919,23 +925,29 @@ def crossfit_arms(heldout, crossfit) -> dict:
     ...                          "test_labels": y[2000:]})
     >>> c = RunResult({}, None, {"test_logits": z[2000:], "test_labels": y[2000:], "temperature": np.array(2.0)})
     >>> arms = crossfit_arms(h, c)
-    >>> list(arms)[:2] == list(CROSSFIT_ARMS), round(arms["temperatures"][0], 1)
+    >>> list(arms)[:2] == list(CROSSFIT_ARMS[:2]), round(arms["temperatures"][0], 1)
     (True, 2.0)
-    >>> bool(np.allclose(arms["cross-fit + TS"], M.logits_to_probs(z[2000:] / 2)))
+    >>> bool(np.allclose(arms["cross-fitted TS"], M.logits_to_probs(z[2000:] / 2)))
     True
     """
     from scipy.special import softmax
 
     from calibcourse.calibration.calibrators import TemperatureScaling
+    from calibcourse.study.crossfit import ensemble_predict
 
     if not np.array_equal(heldout.labels("test"), crossfit.labels("test")):
         raise ValueError("heldout and crossfit must be scored on the same test samples (paired)")
     ts = TemperatureScaling().fit(heldout.logits("val"), heldout.labels("val"))
     t = float(crossfit.outputs["temperature"])
     z = np.asarray(crossfit.logits("test"), dtype=np.float64)
-    return {CROSSFIT_ARMS[0]: ts.predict_proba(heldout.logits("test")),
-            CROSSFIT_ARMS[1]: softmax(z / t, axis=1),
-            "temperatures": (float(ts.temperature_), t)}
+    out = {CROSSFIT_ARMS[0]: ts.predict_proba(heldout.logits("test")), CROSSFIT_ARMS[1]: softmax(z / t, axis=1)}
+    temps = [float(ts.temperature_), t]
+    if "fold_test_logits" in crossfit.outputs:
+        folds_t = np.asarray(crossfit.outputs["fold_temperatures"], dtype=np.float64)
+        out[CROSSFIT_ARMS[2]] = ensemble_predict(crossfit.outputs["fold_test_logits"], folds_t)
+        temps.append(float(folds_t.mean()))
+    out["temperatures"] = tuple(temps)
+    return out
 
 
 def crossfit_comparison(heldout: dict, crossfit: dict, n_boot: int = 1000, seed: int = 0):
@@ -980,10 +992,10 @@ def crossfit_comparison(heldout: dict, crossfit: dict, n_boot: int = 1000, seed:
     >>> runs = {s: pair(s) for s in range(3)}
     >>> per_seed, summary, diff, tests = crossfit_comparison({f"h/n500/s{s}": runs[s][0] for s in runs},
     ...                                                      {f"c/n500/s{s}": runs[s][1] for s in runs}, n_boot=0)
-    >>> len(per_seed), list(summary.index.get_level_values("arm").unique()) == list(CROSSFIT_ARMS)
+    >>> len(per_seed), list(summary.index.get_level_values("arm").unique()) == list(CROSSFIT_ARMS[:2])
     (6, True)
-    >>> d = tests[(500, "cross-fit + TS", "Error (%)")]   # the same network: no difference in error
-    >>> float(d.estimate), diff.loc[(500, "cross-fit + TS", "Error (%)"), "seeds above held-out"]
+    >>> d = tests[(500, "cross-fitted TS", "Error (%)")]   # the same network: no difference in error
+    >>> float(d.estimate), diff.loc[(500, "cross-fitted TS", "Error (%)"), "seeds above held-out"]
     (0.0, 'worse in 0 of 3 seeds')
     """
     import re
@@ -1026,7 +1038,7 @@ def crossfit_comparison(heldout: dict, crossfit: dict, n_boot: int = 1000, seed:
                                  for m, sd in zip(mean[c_], std[c_])] for c_ in cols}, index=mean.index)
     tests, diff_rows = {}, []
     for n in labels:
-        for arm in CROSSFIT_ARMS[1:]:
+        for arm in [a for a in CROSSFIT_ARMS[1:] if (n, a) in probs]:
             for measure, (fn, scale) in CROSSFIT_MEASURES.items():
                 d = stats.paired_seeds_difference(fn, probs[(n, arm)], probs[(n, CROSSFIT_ARMS[0])], labels[n],
                                                   n_boot=n_boot, seed=seed)

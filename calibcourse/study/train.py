@@ -157,17 +157,23 @@ def weights_file(name: str) -> str:
     return path
 
 
-def _predictive_outputs(cfg: dict, model, X: dict, fill, labels: dict) -> dict:
-    """Chapter 6's outputs of a trained network: the shifted test sets' logits and labels (``shift``),
-    and with ``mc_dropout`` every split's logits replaced by the MC-dropout average (seeded by the run's seed)."""
+def _predictive_outputs(cfg: dict, model, X: dict, stats, labels: dict) -> dict:
+    """Chapter 6's outputs of a trained network: the shifted test sets' logits and labels (``shift``, with
+    its out-of-distribution images where it asks for them), and with ``mc_dropout`` every split's logits
+    replaced by the MC-dropout average (seeded by the run's seed). ``stats``: the inputs' (mean, std)."""
     if not cfg.get("shift") and not cfg.get("mc_dropout"):
         return {}
     from calibcourse.study.predictive import STORED_DTYPE, mc_dropout_logits
-    from calibcourse.study.shift import shifted_sets
+    from calibcourse.study.shift import OOD_LABEL, OOD_SPLIT, ood_images, shifted_sets
 
     out, sets = {}, dict(X)
+    mean, std = (np.asarray(v, dtype=np.float64) for v in stats)
     if cfg.get("shift"):
-        for name, (Xs, ys) in shifted_sets(X["test"], labels["test"], cfg["shift"], fill=fill.reshape(-1)).items():
+        shifted = shifted_sets(X["test"], labels["test"], cfg["shift"], fill=(-mean / std).reshape(-1))
+        if cfg["shift"].get("ood"):
+            m = cfg["shift"]["ood"]
+            shifted[OOD_SPLIT] = (ood_images(m, X["test"].shape[1:], mean, std), np.full(m, OOD_LABEL))
+        for name, (Xs, ys) in shifted.items():
             sets[name] = Xs
             out[f"{name}_labels"] = ys
             # the network computes in float32: its logits are stored as float32 without loss
@@ -419,7 +425,7 @@ def _train(config: dict, progress: bool | None, checkpoint, checkpoint_every: in
                 on_checkpoint(epoch)
     outputs = {"val_logits": zva, "val_labels": yva, "test_logits": zte, "test_labels": yte,
                **step.outputs(Xte_t)}
-    outputs.update(_predictive_outputs(cfg, model, {"val": Xva, "test": Xte}, fill=-np.asarray(mean) / np.asarray(std),
+    outputs.update(_predictive_outputs(cfg, model, {"val": Xva, "test": Xte}, stats=(mean, std),
                                        labels={"val": yva, "test": yte}))
     if best:
         outputs.update({"best_val_logits": best["val_logits"], "best_test_logits": best["test_logits"],

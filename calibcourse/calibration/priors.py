@@ -1,0 +1,120 @@
+"""Label shift: the class priors change, the classes' inputs do not (chapter 6).
+
+Under label shift the deployed data has other class frequencies :math:`\\pi'` than the training
+data's :math:`\\pi`, while :math:`p(x \\mid y)` stays the same. Bayes' rule then fixes the new
+posteriors from the old ones without any label (:func:`adjust_priors`):
+
+.. math::
+
+    p'(y \\mid x) \\propto p(y \\mid x)\\, \\pi'_y / \\pi_y.
+
+The new priors themselves are unknown. :func:`em_priors` estimates them from unlabelled
+deployed inputs by the EM algorithm of Saerens, Latinne and Decaestecker (2002): adjust the
+posteriors to the current priors (E step), set the priors to the mean adjusted posterior
+(M step), repeat. It maximizes the likelihood of the deployed inputs only if the model's
+probabilities are calibrated; Alexandari, Kundaje and Shrikumar (2020) found that EM on
+temperature-scaled (better: bias-corrected) probabilities is hard to beat. The training
+priors are the frequencies of the data the model was calibrated on.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from calibcourse.calibration._validation import check_probs, to_numpy
+
+__all__ = ["adjust_priors", "em_priors"]
+
+
+def _priors(priors, k: int, name: str) -> np.ndarray:
+    p = to_numpy(priors, name)
+    if p.dtype.kind not in "fiu" or p.shape != (k,):
+        raise ValueError(f"{name} must be {k} class frequencies (one per column of probs); got shape {p.shape}")
+    p = p.astype(np.float64)
+    if not np.all(np.isfinite(p)) or p.min() <= 0 or abs(p.sum() - 1) > 1e-6:
+        raise ValueError(f"{name} must be positive and sum to 1; got {np.round(p, 4).tolist()}")
+    return p
+
+
+def _probs(probs) -> np.ndarray:
+    p = check_probs(probs, allow_1d=False)
+    return p.astype(np.float64)
+
+
+def _adjust(p: np.ndarray, ratio: np.ndarray) -> np.ndarray:
+    q = p * ratio
+    s = q.sum(axis=1, keepdims=True)
+    return np.divide(q, s, out=np.full_like(q, 1.0 / q.shape[1]), where=s > 0)
+
+
+def adjust_priors(probs, train_priors, new_priors) -> np.ndarray:
+    """Posteriors under new class priors: each row times ``new_priors / train_priors``, renormalized.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K)
+        The model's probabilities (trained, and calibrated, under ``train_priors``).
+    train_priors, new_priors : array_like of shape (K,)
+        Class frequencies (positive, summing to 1).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, K)
+
+    Examples
+    --------
+    >>> adjust_priors([[0.5, 0.5]], [0.5, 0.5], [0.9, 0.1]).round(3)   # an undecided input follows the priors
+    array([[0.9, 0.1]])
+    >>> adjust_priors([[0.2, 0.8]], [0.3, 0.7], [0.3, 0.7]).tolist()  # the same priors: unchanged
+    [[0.2, 0.8]]
+    """
+    p = _probs(probs)
+    k = p.shape[1]
+    return _adjust(p, _priors(new_priors, k, "new_priors") / _priors(train_priors, k, "train_priors"))
+
+
+def em_priors(probs, train_priors, max_iter: int = 1000, tol: float = 1e-8):
+    """Estimate the deployed class priors from unlabelled inputs (Saerens et al. 2002's EM).
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K)
+        The model's probabilities on the deployed inputs.
+    train_priors : array_like of shape (K,)
+        The class frequencies the model's probabilities hold for (its calibration data's).
+    max_iter : int, default=1000
+        Iterations at most.
+    tol : float, default=1e-8
+        Stop when no prior moves by more than this.
+
+    Returns
+    -------
+    priors : numpy.ndarray of shape (K,)
+        The estimated deployed priors.
+    adjusted : numpy.ndarray of shape (n, K)
+        ``probs`` adjusted to them (:func:`adjust_priors`): the corrected predictions.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> y = (rng.random(20000) < 0.8).astype(int)                  # deployed: 80 % class 1
+    >>> x = rng.normal(2.0 * y, 1.0)                               # class 0 at 0, class 1 at 2
+    >>> p1 = 1 / (1 + np.exp(-(2 * x - 2)))                        # exact posteriors at priors 1/2, 1/2
+    >>> priors, adjusted = em_priors(np.c_[1 - p1, p1], [0.5, 0.5])
+    >>> priors.round(2)
+    array([0.2, 0.8])
+    """
+    p = _probs(probs)
+    pi0 = _priors(train_priors, p.shape[1], "train_priors")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1; got {max_iter!r}")
+    if not (isinstance(tol, (int, float, np.floating)) and tol > 0):
+        raise ValueError(f"tol must be a number > 0; got {tol!r}")
+    pi = pi0.copy()
+    for _ in range(int(max_iter)):
+        adjusted = _adjust(p, pi / pi0)
+        new = adjusted.mean(axis=0)
+        done = np.max(np.abs(new - pi)) < tol
+        pi = new
+        if done:
+            break
+    return pi, _adjust(p, pi / pi0)

@@ -1,0 +1,229 @@
+"""Chapter 6's deployment loop on stored logits: every method with and without temperature scaling,
+recalibration with labels from the shifted data, out-of-distribution inputs and label shift.
+
+Nothing here trains: every function reads the logits a run stored (:mod:`calibcourse.study.shift`
+stores the rotated digits and the out-of-distribution images beside the test split).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["CH6_RUN_OF", "fair_footing", "label_shift_indices", "ood_metric", "recalibration_curve",
+           "with_ood"]
+
+#: chapter 6's methods and the run family each is read from (``ch6/<family>/s<seed>``)
+CH6_RUN_OF = {"CE": "CE", "Ensemble": "ensemble", "MC dropout": "dropout", "Focal": "focal"}
+
+
+def fair_footing(runs: dict, seeds, splits, methods=CH6_RUN_OF):
+    """Every method with and without temperature scaling fitted on its own validation split.
+
+    Parameters
+    ----------
+    runs : dict
+        ``{"ch6/<family>/s<seed>": RunResult}``.
+    seeds : sequence of int
+        The seeds, paired across methods.
+    splits : dict
+        ``{key: (split name, rows)}``: which stored logits to score under ``key`` (e.g. an angle),
+        ``rows`` a slice or index array of that split (the clean test split's first digits are the
+        ones rotated).
+    methods : dict, default=CH6_RUN_OF
+        ``{method: run family}``.
+
+    Returns
+    -------
+    P : dict
+        ``P[name][key]``: one probability array per seed, for ``name`` each method and each method
+        ``+ " + TS"``.
+    temperatures : dict
+        ``{method: [fitted temperature per seed]}``.
+
+    Examples
+    --------
+    >>> from calibcourse.calibration.synthetic import scaled_logits
+    >>> from calibcourse.study.results import RunResult
+    >>> z, y = scaled_logits(4000, 3, factor=2.0, seed=0)
+    >>> r = RunResult({}, None, {"val_logits": z, "val_labels": y, "test_logits": z, "test_labels": y})
+    >>> P, T = fair_footing({"ch6/CE/s0": r}, [0], {0: ("test", slice(None))}, {"CE": "CE"})
+    >>> sorted(P), round(T["CE"][0])     # the logits were made 2x too confident
+    (['CE', 'CE + TS'], 2)
+    """
+    from calibcourse.calibration import calibrators as cal
+    from calibcourse.calibration import metrics
+
+    P, temperatures = {}, {}
+    for m, family in methods.items():
+        P[m], P[f"{m} + TS"], temperatures[m] = {k: [] for k in splits}, {k: [] for k in splits}, []
+        for s in seeds:
+            r = runs[f"ch6/{family}/s{s}"]
+            ts = cal.TemperatureScaling().fit(r.logits("val").astype(np.float64), r.labels("val"))
+            temperatures[m].append(float(ts.temperature_))
+            for key, (split, rows) in splits.items():
+                z = r.logits(split)[rows].astype(np.float64)
+                P[m][key].append(metrics.softmax(z))
+                P[f"{m} + TS"][key].append(ts.predict_proba(z))
+    return P, temperatures
+
+
+def recalibration_curve(logits_list, labels, sizes, repeats: int = 20, seed: int = 0):
+    """Temperature scaling refitted on ``n`` labelled samples of the shifted data, as ``n`` grows.
+
+    The samples are cut once (``seed``) into a labelled pool and an evaluation half, the same for
+    every network. For each network (one seed's logits), each size ``n`` and each repeat, ``n``
+    samples are drawn from the pool without replacement (stratification is impossible without
+    knowing the deployed classes), a temperature is fitted on them, and the evaluation half is
+    scored. ``n = 0`` is no refit (the temperature the caller passes in with ``logits_list``
+    already applied, or 1). A draw whose every label is the argmax has no finite temperature (the
+    fit would drive it to 0): it keeps the input's (``refitted`` False), as a practitioner would.
+
+    Parameters
+    ----------
+    logits_list : list of array_like of shape (n, K)
+        Each network's logits on the same shifted samples (already divided by its in-distribution
+        temperature where the curve starts from CE + TS).
+    labels : array_like of shape (n,)
+        Their labels.
+    sizes : sequence of int
+        Labelled samples to refit on (each at most the pool's size, ``n // 2``).
+    repeats : int, default=20
+        Draws per size and network.
+    seed : int, default=0
+        The pool/evaluation cut and the draws.
+
+    Returns
+    -------
+    curve : pandas.DataFrame
+        A row per (network, size, repeat): ``network``, ``n``, ``repeat``, ``T`` (refitted, times
+        the input's), ``refitted``, ``ECE``, ``NLL``, ``Brier`` on the evaluation half.
+    evaluation : numpy.ndarray
+        The evaluation half's row indices.
+
+    Examples
+    --------
+    >>> from calibcourse.calibration.synthetic import scaled_logits
+    >>> z, y = scaled_logits(600, 4, factor=3.0, seed=0)      # three times too confident
+    >>> curve, ev = recalibration_curve([z], y, sizes=[0, 100], repeats=3)
+    >>> curve.groupby("n")["T"].mean().round(0).tolist(), len(ev)
+    ([1.0, 3.0], 300)
+    """
+    import pandas as pd
+
+    from calibcourse.calibration import metrics
+
+    y = np.asarray(labels)
+    order = np.random.default_rng(seed).permutation(len(y))
+    pool, ev = order[: len(y) // 2], np.sort(order[len(y) // 2:])
+    bad = [n for n in sizes if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 0 <= n <= len(pool)]
+    if bad:
+        raise ValueError(f"sizes must be integers from 0 to the labelled pool's {len(pool)}; got {bad}")
+    rng = np.random.default_rng(seed + 1)
+    rows = []
+    for i, z in enumerate(logits_list):
+        z = np.asarray(z, dtype=np.float64)
+        for n in sizes:
+            for r in range(repeats if n else 1):
+                t, fitted = 1.0, False
+                if n:
+                    pick = rng.choice(pool, size=int(n), replace=False)
+                    t, fitted = _refit(z[pick], y[pick])
+                p = metrics.softmax(z[ev] / t)
+                rows.append({"network": i, "n": int(n), "repeat": r, "T": t, "refitted": fitted,
+                             "ECE": metrics.ece(p, y[ev]),
+                             "NLL": metrics.nll(p, y[ev]), "Brier": metrics.brier(p, y[ev])})
+    return pd.DataFrame(rows), ev
+
+
+def _refit(z, y):
+    """A temperature fitted on a few labelled samples, or (1.0, False) where none is defined: every label
+    the argmax (the optimum is T -> 0) or no signal at all (T -> infinity; the toolkit warns and keeps 1)."""
+    import warnings
+
+    from calibcourse.calibration import calibrators as cal
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            t = float(cal.TemperatureScaling().fit(z, y).temperature_)
+        except ValueError as e:
+            if "optimal temperature is 0" not in str(e):
+                raise
+            return 1.0, False
+    if any("carry no signal" in str(w.message) for w in caught):
+        return 1.0, False
+    return t, True
+
+
+def with_ood(probs_in, probs_out):
+    """One array of in-distribution then out-of-distribution probabilities, and its group labels
+    (1 in distribution, 0 out): the input :func:`ood_metric` scores, so that the bootstrap of
+    :mod:`calibcourse.calibration.stats` resamples both groups' rows.
+
+    Examples
+    --------
+    >>> p, g = with_ood(np.full((2, 3), 1 / 3), np.full((1, 3), 1 / 3))
+    >>> p.shape, g.tolist()
+    ((3, 3), [1, 1, 0])
+    """
+    a, b = np.asarray(probs_in), np.asarray(probs_out)
+    return np.concatenate([a, b]), np.r_[np.ones(len(a), dtype=np.int64), np.zeros(len(b), dtype=np.int64)]
+
+
+def ood_metric(probs, group) -> float:
+    """How well the top-label confidence separates in-distribution (``group`` 1) from
+    out-of-distribution (0) inputs: :func:`calibcourse.calibration.selective.auroc` (1: perfectly,
+    0.5: not at all). A ``metric(probs, labels)`` for :mod:`calibcourse.calibration.stats`.
+
+    Examples
+    --------
+    >>> p, g = with_ood([[0.9, 0.1], [0.8, 0.2]], [[0.5, 0.5]])
+    >>> ood_metric(p, g)
+    1.0
+    """
+    from calibcourse.calibration.selective import auroc, confidence
+
+    c, g = confidence(probs), np.asarray(group)
+    return auroc(c[g == 1], c[g == 0])
+
+
+def label_shift_indices(labels, priors, n: int, seed: int = 0) -> np.ndarray:
+    """Rows of a labelled set whose class frequencies follow ``priors``: a label-shifted test set.
+
+    ``round(n * priors[k])`` rows of class ``k`` are drawn without replacement (``seed``); the
+    inputs of each class are the set's own, so only the priors change.
+
+    Parameters
+    ----------
+    labels : array_like of shape (N,)
+        The set's labels.
+    priors : array_like of shape (K,)
+        The wanted class frequencies (sum to 1).
+    n : int
+        The shifted set's size (about: rounding per class).
+    seed : int, default=0
+
+    Returns
+    -------
+    numpy.ndarray
+        Row indices, sorted.
+
+    Examples
+    --------
+    >>> y = np.repeat([0, 1, 2], 100)
+    >>> idx = label_shift_indices(y, [0.7, 0.2, 0.1], 100)
+    >>> np.bincount(y[idx]).tolist()
+    [70, 20, 10]
+    """
+    y = np.asarray(labels)
+    pri = np.asarray(priors, dtype=np.float64)
+    if pri.ndim != 1 or abs(pri.sum() - 1) > 1e-6 or pri.min() < 0:
+        raise ValueError(f"priors must be class frequencies summing to 1; got {np.round(pri, 4).tolist()}")
+    rng = np.random.default_rng(seed)
+    out = []
+    for k, q in enumerate(pri):
+        rows = np.flatnonzero(y == k)
+        want = int(round(n * q))
+        if want > len(rows):
+            raise ValueError(f"class {k} has {len(rows)} rows; priors {q:.3f} of n = {n} needs {want}")
+        out.append(rng.choice(rows, size=want, replace=False))
+    return np.sort(np.concatenate(out))
