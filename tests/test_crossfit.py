@@ -197,7 +197,7 @@ def test_crossfit_comparison_pairs_by_size_and_seed_and_matches_a_paired_t_inter
     from calibcourse.calibration import metrics as M
     from calibcourse.calibration.synthetic import scaled_logits
     from calibcourse.study.results import RunResult
-    from calibcourse.study.tables import CROSSFIT_ARMS, crossfit_comparison
+    from calibcourse.study.deployment import CROSSFIT_ARMS, crossfit_comparison
 
     zt, yt = scaled_logits(800, 4, factor=2.5, seed=100)
     heldout, crossfit, ref = {}, {}, []

@@ -11,10 +11,12 @@ posteriors from the old ones without any label (:func:`adjust_priors`):
 The new priors themselves are unknown. :func:`em_priors` estimates them from unlabelled
 deployed inputs by the EM algorithm of Saerens, Latinne and Decaestecker (2002): adjust the
 posteriors to the current priors (E step), set the priors to the mean adjusted posterior
-(M step), repeat. It maximizes the likelihood of the deployed inputs only if the model's
-probabilities are calibrated; Alexandari, Kundaje and Shrikumar (2020) found that EM on
-temperature-scaled (better: bias-corrected) probabilities is hard to beat. The training
-priors are the frequencies of the data the model was calibrated on.
+(M step), repeat. It maximizes the likelihood of the deployed inputs under the model, and that
+likelihood's maximum is at the true priors only if the model's probabilities are calibrated;
+Alexandari, Kundaje and Shrikumar (2020) found EM hard to beat on probabilities calibrated by
+bias-corrected temperature scaling (a temperature and one bias per class), with plain temperature
+scaling less reliable. The training priors are the frequencies of the data the model was
+calibrated on.
 """
 from __future__ import annotations
 

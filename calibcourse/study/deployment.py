@@ -1,5 +1,6 @@
 """Chapter 6's deployment loop on stored logits: every method with and without temperature scaling,
-recalibration with labels from the shifted data, out-of-distribution inputs and label shift.
+recalibration with labels from the shifted data, out-of-distribution inputs, label shift, and
+calibration without a held-out set (the cross-fitted runs against the held-out split).
 
 Nothing here trains: every function reads the logits a run stored (:mod:`calibcourse.study.shift`
 stores the rotated digits and the out-of-distribution images beside the test split).
@@ -8,8 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CH6_RUN_OF", "fair_footing", "label_shift_indices", "ood_metric", "recalibration_curve",
-           "with_ood"]
+from calibcourse.calibration import metrics as M
+from calibcourse.calibration import stats
+from calibcourse.study.tables import fmt_difference
+
+__all__ = ["CH6_RUN_OF", "CROSSFIT_ARMS", "CROSSFIT_MEASURES", "crossfit_arms", "crossfit_comparison", "fair_footing",
+           "label_shift_indices", "ood_metric", "recalibration_curve", "with_ood"]
 
 #: chapter 6's methods and the run family each is read from (``ch6/<family>/s<seed>``)
 CH6_RUN_OF = {"CE": "CE", "Ensemble": "ensemble", "MC dropout": "dropout", "Focal": "focal"}
@@ -227,3 +232,170 @@ def label_shift_indices(labels, priors, n: int, seed: int = 0) -> np.ndarray:
             raise ValueError(f"class {k} has {len(rows)} rows; priors {q:.3f} of n = {n} needs {want}")
         out.append(rng.choice(rows, size=want, replace=False))
     return np.sort(np.concatenate(out))
+
+
+#: chapter 6's ways to calibrate without a held-out set, against the held-out split (the first): the
+#: cross-fitted temperature (one final network on the whole pool, its temperature from the out-of-fold
+#: logits: scikit-learn's ``ensemble=False``) and the fold ensemble (the k fold networks, each with the
+#: temperature of its own held-out fold, probabilities averaged: ``ensemble=True``, no final network).
+#: The names the tables give them (:func:`crossfit_comparison`)
+CROSSFIT_ARMS = ("held-out split + TS", "cross-fitted TS", "fold ensemble")
+#: the measures :func:`crossfit_comparison` compares: name -> (function of (probs, labels), scale)
+CROSSFIT_MEASURES = {"Error (%)": (M.error, 100.0), "ECE (%)": (M.ece, 100.0), "NLL (nats)": (M.nll, 1.0)}
+
+
+def crossfit_arms(heldout, crossfit) -> dict:
+    """The test probabilities of one seed's arms of chapter 6 (:data:`CROSSFIT_ARMS`).
+
+    Parameters
+    ----------
+    heldout : calibcourse.study.results.RunResult
+        A run trained on part of the pool; temperature scaling is fitted on its validation split.
+    crossfit : calibcourse.study.results.RunResult
+        The cross-fitted run of the same pool (:mod:`calibcourse.study.crossfit`): its final network's
+        test logits divided by the temperature fitted on the out-of-fold logits (scikit-learn's
+        ``CalibratedClassifierCV(ensemble=False)``); where it stored its fold networks' test logits
+        (``fold_test_logits``), also the fold ensemble (``ensemble=True``,
+        :func:`calibcourse.study.crossfit.ensemble_predict`).
+
+    Returns
+    -------
+    dict
+        ``{arm: test probabilities}``, in the order of :data:`CROSSFIT_ARMS` (the fold ensemble where
+        stored), then ``"temperatures"``: the fitted temperatures ``(held-out, cross-fitted, mean of
+        the folds')``.
+
+    Examples
+    --------
+    >>> from calibcourse.calibration.synthetic import scaled_logits
+    >>> from calibcourse.study.results import RunResult
+    >>> z, y = scaled_logits(3000, 3, factor=2.0, seed=0)
+    >>> h = RunResult({}, None, {"val_logits": z[:1000], "val_labels": y[:1000], "test_logits": z[2000:],
+    ...                          "test_labels": y[2000:]})
+    >>> c = RunResult({}, None, {"test_logits": z[2000:], "test_labels": y[2000:], "temperature": np.array(2.0)})
+    >>> arms = crossfit_arms(h, c)
+    >>> list(arms)[:2] == list(CROSSFIT_ARMS[:2]), round(arms["temperatures"][0], 1)
+    (True, 2.0)
+    >>> bool(np.allclose(arms["cross-fitted TS"], M.logits_to_probs(z[2000:] / 2)))
+    True
+    """
+    from scipy.special import softmax
+
+    from calibcourse.calibration.calibrators import TemperatureScaling
+    from calibcourse.study.crossfit import ensemble_predict
+
+    if not np.array_equal(heldout.labels("test"), crossfit.labels("test")):
+        raise ValueError("heldout and crossfit must be scored on the same test samples (paired)")
+    ts = TemperatureScaling().fit(heldout.logits("val"), heldout.labels("val"))
+    t = float(crossfit.outputs["temperature"])
+    z = np.asarray(crossfit.logits("test"), dtype=np.float64)
+    out = {CROSSFIT_ARMS[0]: ts.predict_proba(heldout.logits("test")), CROSSFIT_ARMS[1]: softmax(z / t, axis=1)}
+    temps = [float(ts.temperature_), t]
+    if "fold_test_logits" in crossfit.outputs:
+        folds_t = np.asarray(crossfit.outputs["fold_temperatures"], dtype=np.float64)
+        out[CROSSFIT_ARMS[2]] = ensemble_predict(crossfit.outputs["fold_test_logits"], folds_t)
+        temps.append(float(folds_t.mean()))
+    out["temperatures"] = tuple(temps)
+    return out
+
+
+def crossfit_comparison(heldout: dict, crossfit: dict, n_boot: int = 1000, seed: int = 0):
+    """Chapter 6: cross-fitting against a held-out split of the same pool, per pool size, paired by seed.
+
+    Parameters
+    ----------
+    heldout, crossfit : dict
+        ``{run name: RunResult}`` of the two arms, named ``<prefix>/n<pool size>/s<seed>``
+        (``ch6/heldout/n500/s0`` and ``ch6/crossfit/n500/s0``): runs with the same ``n<size>/s<seed>``
+        are paired, and the seeds of one size share their test samples.
+    n_boot : int, default=1000
+        Bootstrap resamples of the test samples behind each interval
+        (:func:`calibcourse.calibration.stats.paired_seeds_difference`).
+    seed : int, default=0
+        Seed of the resampling.
+
+    Returns
+    -------
+    per_seed : pandas.DataFrame
+        A row per (pool size, seed, arm): ``n``, ``seed``, ``arm`` and the measures of
+        :data:`CROSSFIT_MEASURES` and the fitted temperature ``T``.
+    summary : pandas.DataFrame
+        Indexed by (pool size, arm): each measure as "mean ± std" over the seeds.
+    differences : pandas.DataFrame
+        Indexed by (pool size, arm, measure) for the cross-fitted arm: its measure minus the held-out
+        arm's with its 95 % interval, and the seeds where it is higher (``"worse in k of n seeds"``).
+    tests : dict
+        ``{(n, arm, measure): stats.PairedSeeds}`` behind ``differences``.
+
+    Examples
+    --------
+    >>> from calibcourse.calibration.synthetic import scaled_logits
+    >>> from calibcourse.study.results import RunResult
+    >>> def pair(s):
+    ...     z, y = scaled_logits(3000, 3, factor=2.0, seed=s)
+    ...     zt, yt = scaled_logits(1000, 3, factor=2.0, seed=99)
+    ...     h = RunResult({}, None, {"val_logits": z[:400], "val_labels": y[:400], "test_logits": zt,
+    ...                              "test_labels": yt})
+    ...     c = RunResult({}, None, {"test_logits": zt, "test_labels": yt, "temperature": np.array(2.0)})
+    ...     return h, c
+    >>> runs = {s: pair(s) for s in range(3)}
+    >>> per_seed, summary, diff, tests = crossfit_comparison({f"h/n500/s{s}": runs[s][0] for s in runs},
+    ...                                                      {f"c/n500/s{s}": runs[s][1] for s in runs}, n_boot=0)
+    >>> len(per_seed), list(summary.index.get_level_values("arm").unique()) == list(CROSSFIT_ARMS[:2])
+    (6, True)
+    >>> d = tests[(500, "cross-fitted TS", "Error (%)")]   # the same network: no difference in error
+    >>> float(d.estimate), diff.loc[(500, "cross-fitted TS", "Error (%)"), "seeds above held-out"]
+    (0.0, 'worse in 0 of 3 seeds')
+    """
+    import re
+
+    import pandas as pd
+
+    def by_tail(results, which):
+        out = {}
+        for name, r in results.items():
+            m = re.search(r"n(\d+)/s(\d+)$", name)
+            if m is None:
+                raise ValueError(f"{which} run names must end in n<pool size>/s<seed>; got {name!r}")
+            out[(int(m.group(1)), int(m.group(2)))] = r
+        return out
+
+    if not heldout:
+        raise ValueError("heldout is empty: no run to compare")
+    h, c = by_tail(heldout, "heldout"), by_tail(crossfit, "crossfit")
+    if set(h) != set(c):
+        raise ValueError(f"heldout and crossfit must hold the same (pool size, seed) pairs; only in one: "
+                         f"{sorted(set(h) ^ set(c))}")
+    rows, probs, labels = [], {}, {}
+    for n, s in sorted(h):
+        y = h[(n, s)].labels("test")
+        if n in labels and not np.array_equal(labels[n], y):
+            raise ValueError(f"the seeds of pool size {n} must share one test set; seed {s} has another")
+        labels[n] = y
+        arms = crossfit_arms(h[(n, s)], c[(n, s)])
+        temps = dict(zip(CROSSFIT_ARMS, arms.pop("temperatures")))
+        for arm, p in arms.items():
+            probs.setdefault((n, arm), []).append(p)
+            rows.append({"n": n, "seed": s, "arm": arm,
+                         **{k: scale * fn(p, y) for k, (fn, scale) in CROSSFIT_MEASURES.items()},
+                         "T": temps.get(arm, np.nan)})
+    per_seed = pd.DataFrame(rows)
+    g = per_seed.groupby(["n", "arm"], sort=False)
+    cols = list(CROSSFIT_MEASURES) + ["T"]
+    mean, std = g[cols].mean(), g[cols].std(ddof=1)
+    summary = pd.DataFrame({c_: [("" if np.isnan(m) else f"{m:.2f}") + ("" if np.isnan(sd) else f" ± {sd:.2f}")
+                                 for m, sd in zip(mean[c_], std[c_])] for c_ in cols}, index=mean.index)
+    tests, diff_rows = {}, []
+    for n in labels:
+        for arm in [a for a in CROSSFIT_ARMS[1:] if (n, a) in probs]:
+            for measure, (fn, scale) in CROSSFIT_MEASURES.items():
+                d = stats.paired_seeds_difference(fn, probs[(n, arm)], probs[(n, CROSSFIT_ARMS[0])], labels[n],
+                                                  n_boot=n_boot, seed=seed)
+                tests[(n, arm, measure)] = d
+                diff_rows.append({"n": n, "arm": arm, "measure": measure,
+                                  "minus held-out [95 % interval]": fmt_difference(
+                                      d, scale=scale, unit="nats" if scale == 1 else "points",
+                                      digits=3 if scale == 1 else 2),
+                                  "seeds above held-out": d.sign_text})
+    differences = pd.DataFrame(diff_rows).set_index(["n", "arm", "measure"])
+    return per_seed, summary, differences, tests

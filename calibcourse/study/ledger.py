@@ -399,20 +399,21 @@ def _what_would_decide_paired(d, null: float, direction: str = "below") -> str:
     >>> seeds = NS(estimate=0.01, level=0.95, n=10000, n_seeds=3, v_test=1e-6, v_seed=4e-5,
     ...            per_seed=[0.0, 0.01, 0.02], n_positive=2)
     >>> _what_would_decide_paired(seeds, 0.0, "above")
-    'the seed spread dominates (98 % of the variance); about 8 seeds would decide it, as held, if the mean difference stayed; more test data cannot (worse in 2 of 3 seeds)'
+    'the seed spread dominates (98 % of the variance); about 8 seeds would decide it, as held, if the mean difference stayed; more test data cannot (positive in 2 of 3 seeds)'
     >>> test = NS(estimate=0.01, level=0.95, n=2000, n_seeds=10, v_test=4e-5, v_seed=1e-6,
     ...           per_seed=[0.01] * 10, n_positive=10)
     >>> _what_would_decide_paired(test, 0.0, "below")
-    'the test samples dominate (98 % of the variance); about 3,200 test samples would decide it, as not held, if the mean difference stayed; more seeds cannot (worse in 10 of 10 seeds)'
+    'the test samples dominate (98 % of the variance); about 3,200 test samples would decide it, as not held, if the mean difference stayed; more seeds cannot (positive in 10 of 10 seeds)'
     >>> both = NS(estimate=0.08, level=0.95, n=5000, n_seeds=5, v_test=4.6e-3, v_seed=2.4e-3,
     ...           per_seed=[0.08] * 5, n_positive=4)   # an MCE: wide on both counts
     >>> _what_would_decide_paired(both, 0.0, "below")
-    'the test samples give 66 % of the variance, the seeds 34 %, and neither alone can be reduced enough: about 22 seeds with 5x the test samples (25,000) would decide it, as not held, if the mean difference stayed (worse in 4 of 5 seeds)'
+    'the test samples give 66 % of the variance, the seeds 34 %, and neither alone can be reduced enough: about 22 seeds with 5x the test samples (25,000) would decide it, as not held, if the mean difference stayed (positive in 4 of 5 seeds)'
     """
     from scipy.stats import norm
 
     gap = abs(d.estimate - null)
-    signs = f" (worse in {d.n_positive} of {d.n_seeds} seeds)"
+    # neutral words: for a claim on the "above" side (an AUROC, an interaction) a positive difference is good
+    signs = f" (positive in {d.n_positive} of {d.n_seeds} seeds)"
     if gap < 1e-12:
         return "the estimate sits on the boundary: neither more seeds nor more test data decides it" + signs
     outcome = f"as {_side(d.estimate, null, direction)}, if the mean difference stayed"
