@@ -164,6 +164,17 @@ def with_ood(probs_in, probs_out):
     (1 in distribution, 0 out): the input :func:`ood_metric` scores, so that the bootstrap of
     :mod:`calibcourse.calibration.stats` resamples both groups' rows.
 
+    Parameters
+    ----------
+    probs_in, probs_out : array_like of shape (n_in, K) and (n_out, K)
+        A model's probabilities on inputs of its classes and on inputs of no class.
+
+    Returns
+    -------
+    probs : numpy.ndarray of shape (n_in + n_out, K)
+    group : numpy.ndarray of shape (n_in + n_out,)
+        1 for the rows of ``probs_in``, 0 for those of ``probs_out``.
+
     Examples
     --------
     >>> p, g = with_ood(np.full((2, 3), 1 / 3), np.full((1, 3), 1 / 3))
@@ -178,6 +189,17 @@ def ood_metric(probs, group) -> float:
     """How well the top-label confidence separates in-distribution (``group`` 1) from
     out-of-distribution (0) inputs: :func:`calibcourse.calibration.selective.auroc` (1: perfectly,
     0.5: not at all). A ``metric(probs, labels)`` for :mod:`calibcourse.calibration.stats`.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K)
+        Probabilities, in-distribution and out-of-distribution rows together (:func:`with_ood`).
+    group : array_like of shape (n,)
+        1 for an in-distribution row, 0 for an out-of-distribution one.
+
+    Returns
+    -------
+    float
 
     Examples
     --------
