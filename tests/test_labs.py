@@ -258,7 +258,8 @@ def quiz_section(path):
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_every_chapter_ends_with_a_quiz_of_five_explained_questions(chapter):
     quiz = quiz_section(chapter)
-    questions = re.split(r"\*\*Question \d+\.\*\*", quiz)[1:]
+    # "**Question 3.**", or "**Question 3** (goal: ...)." naming the learning goal it checks
+    questions = re.split(r"\*\*Question \d+(?:\.\*\*|\*\* \(goal: [^)]*\)\.)", quiz)[1:]
     assert len(questions) >= 5
     for q in questions:
         answers = re.findall(r":::\{dropdown\}.*?\n(.*?):::", q, flags=re.S)
