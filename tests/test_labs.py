@@ -255,15 +255,22 @@ def quiz_section(path):
     return text[text.rindex("\n(", 0, start) + 1:]
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+# every page with a self-check quiz: the chapters, and chapter 6's second page
+QUIZ_PAGES = CHAPTERS + [ROOT / "notebooks" / "06b_deployment.md"]
+
+
+@pytest.mark.parametrize("chapter", QUIZ_PAGES, ids=[p.stem for p in QUIZ_PAGES])
 def test_every_chapter_ends_with_a_quiz_of_five_explained_questions(chapter):
+    """At least five questions, each naming the learning goal it checks ("**Question 3** (goal: ...).")
+    and offering at least four explained options, exactly one of them right."""
     quiz = quiz_section(chapter)
-    # "**Question 3.**", or "**Question 3** (goal: ...)." naming the learning goal it checks
-    questions = re.split(r"\*\*Question \d+(?:\.\*\*|\*\* \(goal: [^)]*\)\.)", quiz)[1:]
-    assert len(questions) >= 5
+    heads = re.findall(r"\*\*Question (\d+)\*\* \(goal: [^)]+\)\.", quiz)
+    questions = re.split(r"\*\*Question \d+\*\* \(goal: [^)]+\)\.", quiz)[1:]
+    assert len(questions) >= 5 and heads == [str(i) for i in range(1, len(heads) + 1)], heads
+    assert quiz.count("**Question") == len(questions), "a question without its goal"
     for q in questions:
         answers = re.findall(r":::\{dropdown\}.*?\n(.*?):::", q, flags=re.S)
-        assert len(answers) >= 3
+        assert len(answers) >= 4, q[:80]
         assert sum("**Right.**" in a for a in answers) == 1, q[:80]
         assert all(len(a.split("**", 2)[-1].split()) >= 3 for a in answers), "each answer is explained"
     assert chapter.read_text().rstrip().endswith(":::"), "the quiz is the end of the chapter"
