@@ -331,3 +331,66 @@ def test_fourth_parts_catch_wrong_answers(capsys):
     assert "positive class" in capsys.readouterr().out
     assert checks.check_paired_difference(lambda *a: (0.0, 0.0)) is False
     assert "expected (estimate, low, high)" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ hidden tests against known-wrong answers
+def _hidden_seeds(lab, question, n=200):
+    """The hidden test's seeds of ``n`` courses (one secret each), as the grader derives them."""
+    from calibcourse.tools.assignments import hidden_seed
+
+    return [hidden_seed(lab, question, secret=f"course {i}") for i in range(n)]
+
+
+def _fails(check, fn, seed):
+    try:
+        check(fn, seed=seed, strict=True)
+    except checks.CheckFailure:
+        return True
+    return False
+
+
+def _grid(zv, yv, temperatures, n_bins, pick=np.argmin, measure="ece"):
+    g = C.TemperatureScaling.grid(zv, yv, temperatures, n_bins=n_bins)
+    values = g.ece if measure == "ece" else g.nll
+    return temperatures[int(pick(values))]
+
+
+GRID_WRONG = {
+    "ignores n_bins (always 15)": lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, 15),
+    "the NLL optimum": lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, n_bins, measure="nll"),
+    "the largest ECE": lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, n_bins, pick=np.argmax),
+}
+
+
+def _nll_naive(z, y, t):  # log of the softmax: -inf where the true class's probability underflows
+    e = np.exp(z / t - (z / t).max(1, keepdims=True))
+    with np.errstate(divide="ignore"):
+        return -np.mean(np.log((e / e.sum(1, keepdims=True))[np.arange(len(y)), y]))
+
+
+def _nll_right(z, y, t, scale=1.0):
+    from scipy.special import log_softmax
+    return -np.mean(log_softmax(z / (t * scale), axis=1)[np.arange(len(y)), y])
+
+
+NLL_WRONG = {
+    "log of an underflowing softmax": _nll_naive,
+    "forgets the temperature": lambda z, y, t: _nll_right(z, y, 1.0),
+    "the sum, not the mean": lambda z, y, t: len(y) * _nll_right(z, y, t),
+}
+
+
+@pytest.mark.parametrize("check, question, right, wrong", [
+    (checks.check_grid_temperature, "q3", lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, n_bins), GRID_WRONG),
+    (checks.check_nll_temperature, "q4", _nll_right, NLL_WRONG),
+], ids=["lab2 q3 grid search", "lab2 q4 NLL at a temperature"])
+def test_hidden_tests_catch_known_wrong_answers_on_every_seed(check, question, right, wrong):
+    """Lab 2's hidden tests are at least as strong as the public checks: each known-wrong answer fails
+    the hidden test (and so loses its points) on every one of 200 courses' secret seeds, and the right
+    answer passes on all of them. (Before: the naive NLL passed the hidden test on 112 of 200 seeds, a
+    grid search that ignores n_bins on 35 of 60.)"""
+    seeds = _hidden_seeds("lab2_temperature", question)
+    assert all(not _fails(check, right, s) for s in seeds)
+    for name, fn in wrong.items():
+        passed = [s for s in seeds if not _fails(check, fn, s)]
+        assert not passed, f"{name!r} passes the hidden test on {len(passed)} of {len(seeds)} seeds"

@@ -20,6 +20,8 @@ report of the failed cases, the form an autograder's test needs.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from calibcourse.calibration import calibrators as C
@@ -528,10 +530,13 @@ def check_grid_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: 
     """
     report = _start("check_grid_temperature", fn, verbose, strict, seed)
     rng = np.random.default_rng(200 + seed)
-    for i, (s, grid, n_bins) in enumerate([(2 * seed, np.round(np.arange(0.5, 4.01, 0.25), 4), 15),
-                                           (2 * seed + 1, np.round(rng.uniform(0.3, 5.0, 12), 3), 10)]):
+    cases = [(2 * seed, np.round(np.arange(0.5, 4.01, 0.25), 4), 15, 300),
+             (2 * seed + 1, np.round(rng.uniform(0.3, 5.0, 12), 3), 10, 400)]
+    if seed:  # a hidden case where the bin count decides the answer: a function that ignores n_bins fails it
+        cases.append(_bins_deciding_case(seed))
+    for s, grid, n_bins, n in cases:
         zv, yv, _, _ = _shifted_logits(s)
-        zv, yv = zv[: 300 + 100 * i], yv[: 300 + 100 * i]  # small splits: the ECE and NLL optima differ
+        zv, yv = zv[:n], yv[:n]  # small splits: the ECE and NLL optima differ
         label = f"overconfident logits, {grid.size} temperatures, {n_bins} bins"
         ok, got = _call(report, label, fn, zv, yv, grid, n_bins)
         if not ok:
@@ -545,6 +550,25 @@ def check_grid_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: 
             detail += "\nyour T is the grid's NLL optimum; this exercise asks for the ECE optimum"
         report.case(label, good, detail, hint)
     return report.done()
+
+
+@functools.lru_cache(maxsize=512)   # the grader runs one seed's check once; a test runs it for several functions
+def _bins_deciding_case(seed):
+    """``(logits seed, grid, n_bins, n)`` of a grid search whose ECE optimum at ``n_bins`` differs from the
+    optimum at the default 15 bins, at the other counts a student might hard-code and from the NLL
+    optimum: the first such candidate, in an order fixed by ``seed`` (deterministic; every seed has one
+    within a few tries)."""
+    rng = np.random.default_rng(900 + seed)
+    grid = np.round(np.arange(0.6, 3.01, 0.15), 4)
+    for attempt in range(200):
+        s, n, n_bins = int(rng.integers(10**6)), int(rng.choice([200, 250, 300])), int(rng.choice([4, 5, 6, 25, 30]))
+        zv, yv, _, _ = _shifted_logits(s)
+        zv, yv = zv[:n], yv[:n]
+        searches = {b: C.TemperatureScaling.grid(zv, yv, grid, n_bins=b) for b in (n_bins, 10, 15, 20)}
+        best = {b: g.best("ece") for b, g in searches.items()}
+        if all(best[n_bins] != best[b] for b in (10, 15, 20)) and best[n_bins] != searches[n_bins].best("nll"):
+            return s, grid, n_bins, n
+    raise RuntimeError(f"no grid case where the bin count decides, for seed {seed}")  # pragma: no cover
 
 
 # ------------------------------------------------------------------ lab 3: binary calibrators
@@ -1051,14 +1075,15 @@ def check_nll_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: b
     z10, y10 = scaled_logits(300, 10, factor=2.0, spread=1.5, seed=seed)
     z2 = rng.normal(size=(60, 2)) * 3
     y2 = rng.integers(0, 2, 60)
+    t_big = float(rng.choice([1.0, 1.5])) if seed else 1.0
     big = rng.normal(size=(30, 4)) * 5
-    big[:, 0] += 800.0
+    # the gap is 800 after the division by T, at every T: exp(-800) underflows to 0 in float64
+    big[:, 0] += 800.0 * t_big
     y_big = np.r_[np.zeros(20, int), rng.integers(1, 4, 10)]  # the last ten: the true class far behind
     cases = [("overconfident logits, K=10, T=1", z10, y10, 1.0),
              ("overconfident logits, K=10, T=2.5", z10, y10, 2.5),
              ("random logits, K=2, T=0.5", z2, y2, 0.5),
-             ("large logits, the true class far behind (its softmax underflows to 0)", big, y_big,
-              float(rng.choice([1.0, 1.5])) if seed else 1.0)]
+             ("large logits, the true class far behind (its softmax underflows to 0)", big, y_big, t_big)]
     for label, z, y, t in cases:
         ok, got = _call(report, label, fn, z, y, t)
         if not ok:
