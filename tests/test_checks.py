@@ -380,16 +380,60 @@ NLL_WRONG = {
 }
 
 
-@pytest.mark.parametrize("check, question, right, wrong", [
-    (checks.check_grid_temperature, "q3", lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, n_bins), GRID_WRONG),
-    (checks.check_nll_temperature, "q4", _nll_right, NLL_WRONG),
-], ids=["lab2 q3 grid search", "lab2 q4 NLL at a temperature"])
-def test_hidden_tests_catch_known_wrong_answers_on_every_seed(check, question, right, wrong):
-    """Lab 2's hidden tests are at least as strong as the public checks: each known-wrong answer fails
-    the hidden test (and so loses its points) on every one of 200 courses' secret seeds, and the right
-    answer passes on all of them. (Before: the naive NLL passed the hidden test on 112 of 200 seeds, a
-    grid search that ignores n_bins on 35 of 60.)"""
-    seeds = _hidden_seeds("lab2_temperature", question)
+def _bin_stats(p, y, n_bins, side="left", shift=0):
+    """(accuracy, confidence, count) per top-label bin: Guo et al.'s bins ((l, u], side="left") written
+    out, or a student's mistake (bins closed on the left, side="right"; every sample one bin up)."""
+    conf, ok = p.max(1), (p.argmax(1) == y)
+    idx = np.clip(np.searchsorted(np.linspace(0, 1, n_bins + 1)[1:-1], conf, side=side) + shift, 0, n_bins - 1)
+    cnt = np.bincount(idx, minlength=n_bins).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.bincount(idx, ok, n_bins) / cnt, np.bincount(idx, conf, n_bins) / cnt, cnt
+
+
+def _summary(acc, conf, cnt, weighted=True, l2=False, worst=False):
+    keep = cnt > 0
+    g = np.abs(acc[keep] - conf[keep])
+    if worst:
+        return float(g.max())
+    w = cnt[keep] / cnt.sum() if weighted else np.full(keep.sum(), 1 / keep.sum())
+    return float(np.sqrt(np.sum(w * g**2))) if l2 else float(np.sum(w * g))
+
+
+LAB1 = {
+    "q1": (checks.check_reliability_bins, _bin_stats, {
+        "bins closed on the left": lambda p, y, n: _bin_stats(p, y, n, side="right"),
+        "ignores n_bins": lambda p, y, n: _bin_stats(p, y, 15),
+        "fractions, not counts": lambda p, y, n: (lambda a, c, k: (a, c, k / k.sum()))(*_bin_stats(p, y, n)),
+        "every sample one bin up": lambda p, y, n: _bin_stats(p, y, n, shift=1)}),
+    "q2": (checks.check_ece, lambda p, y, n: _summary(*_bin_stats(p, y, n)), {
+        "unweighted": lambda p, y, n: _summary(*_bin_stats(p, y, n), weighted=False),
+        "bins closed on the left": lambda p, y, n: _summary(*_bin_stats(p, y, n, side="right")),
+        "ignores n_bins": lambda p, y, n: _summary(*_bin_stats(p, y, 15))}),
+    "q3": (checks.check_mce, lambda p, y, n: _summary(*_bin_stats(p, y, n), worst=True), {
+        "bins closed on the left": lambda p, y, n: _summary(*_bin_stats(p, y, n, side="right"), worst=True),
+        "ignores n_bins": lambda p, y, n: _summary(*_bin_stats(p, y, 15), worst=True),
+        "the ECE": lambda p, y, n: _summary(*_bin_stats(p, y, n))}),
+    "q4": (checks.check_ece_l2, lambda p, y, n: _summary(*_bin_stats(p, y, n), l2=True), {
+        "no square root": lambda p, y, n: _summary(*_bin_stats(p, y, n), l2=True) ** 2,
+        "unweighted": lambda p, y, n: _summary(*_bin_stats(p, y, n), weighted=False, l2=True),
+        "ignores n_bins": lambda p, y, n: _summary(*_bin_stats(p, y, 15), l2=True),
+        "bins closed on the left": lambda p, y, n: _summary(*_bin_stats(p, y, n, side="right"), l2=True)}),
+}
+HIDDEN_CASES = [("lab1_ece", q, *LAB1[q]) for q in LAB1] + [
+    ("lab2_temperature", "q3", checks.check_grid_temperature,
+     lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, n_bins), GRID_WRONG),
+    ("lab2_temperature", "q4", checks.check_nll_temperature, _nll_right, NLL_WRONG)]
+
+
+@pytest.mark.parametrize("lab, question, check, right, wrong", HIDDEN_CASES,
+                         ids=[f"{c[0]} {c[1]} {c[2].__name__}" for c in HIDDEN_CASES])
+def test_hidden_tests_catch_known_wrong_answers_on_every_seed(lab, question, check, right, wrong):
+    """The hidden tests are at least as strong as the public checks: each known-wrong answer (at least
+    three per graded part) fails the hidden test, and so loses its points, on every one of 200 courses'
+    secret seeds, and an independent right answer passes on all of them. (Before: the naive NLL passed
+    Lab 2's hidden test on 112 of 200 seeds, a grid search that ignores n_bins on 35 of 60, and Lab 1's
+    ECE with bins closed on the left on most seeds.) Labs 3 and 4 are not covered yet."""
+    seeds = _hidden_seeds(lab, question)
     assert all(not _fails(check, right, s) for s in seeds)
     for name, fn in wrong.items():
         passed = [s for s in seeds if not _fails(check, fn, s)]

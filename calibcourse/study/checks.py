@@ -167,9 +167,18 @@ def _edge_cases(seed=0):
         edges = np.linspace(0.0, 1.0, m_edges + 1)
         c = rng.choice(edges[(edges >= 0.5)], size=int(rng.integers(8, 16)))
         c[:2] = 1.0
+        c[2] = edges[-2]   # an edge below 1, whose bin the two conventions fill differently
+        # beside every edge value, one inside the bin it closes, (e - 1/M, e]: Guo's bins put the two
+        # together, bins closed on the left ([l, u)) apart; labels are drawn until the two conventions
+        # give other ECEs, MCEs and l2 errors, so that a function with the wrong edges fails
+        inner = np.unique(c) - 0.5 / m_edges
+        c = np.r_[c, inner[inner > 0.5]]
         flip = rng.random(c.size) < 0.5
         p_edges = np.where(flip[:, None], np.c_[1 - c, c], np.c_[c, 1 - c])
-        y_edges = rng.integers(0, 2, c.size)
+        for _ in range(500):
+            y_edges = rng.integers(0, 2, c.size)
+            if _conventions_differ(p_edges, y_edges, m_edges):
+                break
         top = float(rng.uniform(0.5, 0.95))
         p_one = np.tile([top, (1 - top) * 0.6, (1 - top) * 0.4], (int(rng.integers(10, 30)), 1))
         y_one = rng.integers(0, 3, p_one.shape[0])
@@ -179,8 +188,37 @@ def _edge_cases(seed=0):
     yield "one class only in the labels", M.softmax(rng.normal(size=(30, 3))), np.zeros(30, int), 15
 
 
+def _gaps(p, y, n_bins, side):
+    """Per-bin weight and |acc - conf| of the top label, bins closed on the right (``side="left"``,
+    Guo et al.'s) or on the left (``side="right"``)."""
+    conf, ok = p.max(1), (p.argmax(1) == y)
+    idx = np.searchsorted(np.linspace(0, 1, n_bins + 1)[1:-1], conf, side=side)
+    cnt = np.bincount(idx, minlength=n_bins)
+    keep = cnt > 0
+    gap = np.abs(np.bincount(idx, ok - conf, n_bins)[keep]) / cnt[keep]
+    return cnt[keep] / len(conf), gap
+
+
+def _conventions_differ(p, y, n_bins) -> bool:
+    """Whether bins closed on the left give another ECE, MCE and l2 error than Guo et al.'s."""
+    (w, g), (w2, g2) = _gaps(p, y, n_bins, "left"), _gaps(p, y, n_bins, "right")
+    return (abs(w @ g - w2 @ g2) > 1e-6 and abs(g.max() - g2.max()) > 1e-6
+            and abs(np.sqrt(w @ g**2) - np.sqrt(w2 @ g2**2)) > 1e-6)
+
+
 def _binned_cases(seed):
-    return list(_edge_cases(seed)) + [(l, p, y, 15) for l, p, y in _random_cases(seed)]
+    cases = list(_edge_cases(seed)) + [(l, p, y, 15) for l, p, y in _random_cases(seed)]
+    if seed:  # a hidden case at another bin count, where the ECE, MCE and l2 error all differ from 15 bins'
+        rng = np.random.default_rng(seed)
+        for attempt in range(1, 50):
+            label, p, y = list(_random_cases(seed + attempt))[1]
+            n_bins = int(rng.choice([5, 7, 8, 12, 20, 25]))
+            (w, g), (w15, g15) = _gaps(p, y, n_bins, "left"), _gaps(p, y, 15, "left")
+            if min(abs(w @ g - w15 @ g15), abs(g.max() - g15.max()),
+                   abs(np.sqrt(w @ g**2) - np.sqrt(w15 @ g15**2))) > 1e-6:
+                break
+        cases.append((f"{label}, {n_bins} bins", p, y, n_bins))
+    return cases
 
 
 # ------------------------------------------------------------------ lab 1: binned measures
