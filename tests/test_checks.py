@@ -419,7 +419,35 @@ LAB1 = {
         "ignores n_bins": lambda p, y, n: _summary(*_bin_stats(p, y, 15), l2=True),
         "bins closed on the left": lambda p, y, n: _summary(*_bin_stats(p, y, n, side="right"), l2=True)}),
 }
-HIDDEN_CASES = [("lab1_ece", q, *LAB1[q]) for q in LAB1] + [
+def _softmax_t(z, t, scale=None, axis=1, shift=True):
+    z = np.asarray(z, dtype=float) / t if scale is None else np.asarray(z, dtype=float) * scale
+    if shift:
+        z = z - z.max(axis=axis, keepdims=True)
+    with np.errstate(over="ignore", invalid="ignore"):   # without the shift, exp(1000) overflows
+        e = np.exp(z)
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+def _t_nll(z, y):
+    from scipy.optimize import minimize_scalar
+    from scipy.special import log_softmax
+
+    nll = lambda lt: -np.mean(log_softmax(z / np.exp(lt), axis=1)[np.arange(len(y)), y])  # noqa: E731
+    return float(np.exp(minimize_scalar(nll, bounds=(-5, 5), method="bounded", options={"xatol": 1e-10}).x))
+
+
+LAB2 = {
+    "q1": (checks.check_softmax_temperature, _softmax_t, {
+        "no max shift (overflows)": lambda z, t: _softmax_t(z, t, shift=False),
+        "ignores T": lambda z, t: _softmax_t(z, 1.0),
+        "multiplies by T": lambda z, t: _softmax_t(z, t, scale=t),
+        "normalizes over the samples": lambda z, t: _softmax_t(z, t, axis=0)}),
+    "q2": (checks.check_temperature_scaling, lambda zv, yv, zt, yt: _softmax_t(zt, _t_nll(zv, yv)), {
+        "fitted on the test split": lambda zv, yv, zt, yt: _softmax_t(zt, _t_nll(zt, yt)),
+        "no calibration": lambda zv, yv, zt, yt: _softmax_t(zt, 1.0),
+        "T multiplies": lambda zv, yv, zt, yt: _softmax_t(zt, 1.0, scale=_t_nll(zv, yv))}),
+}
+HIDDEN_CASES = [("lab1_ece", q, *LAB1[q]) for q in LAB1] + [("lab2_temperature", q, *LAB2[q]) for q in LAB2] + [
     ("lab2_temperature", "q3", checks.check_grid_temperature,
      lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, n_bins), GRID_WRONG),
     ("lab2_temperature", "q4", checks.check_nll_temperature, _nll_right, NLL_WRONG)]
