@@ -447,7 +447,57 @@ LAB2 = {
         "no calibration": lambda zv, yv, zt, yt: _softmax_t(zt, 1.0),
         "T multiplies": lambda zv, yv, zt, yt: _softmax_t(zt, 1.0, scale=_t_nll(zv, yv))}),
 }
+def _hist_binning(sv, yv, st, n_bins, side="left", empty="midpoint"):
+    """Histogram binning written out: bins ((m-1)/M, m/M], an empty bin predicts its midpoint."""
+    edges = np.linspace(0, 1, n_bins + 1)
+    iv, it = (np.searchsorted(edges[1:-1], x, side=side) for x in (sv, st))
+    cnt = np.bincount(iv, minlength=n_bins)
+    with np.errstate(invalid="ignore"):
+        mean = np.bincount(iv, yv, n_bins) / cnt
+    return np.where(cnt > 0, mean, (edges[:-1] + edges[1:]) / 2 if empty == "midpoint" else 0.0)[it]
+
+
+def _isotonic(sv, yv, st, oob="clip", increasing=True):
+    from sklearn.isotonic import IsotonicRegression
+
+    return IsotonicRegression(out_of_bounds=oob, increasing=increasing).fit(sv, yv).predict(st)
+
+
+def _isotonic_steps(sv, yv, st):   # the fitted staircase without the interpolation between thresholds
+    from sklearn.isotonic import IsotonicRegression
+
+    m = IsotonicRegression(out_of_bounds="clip").fit(sv, yv)
+    return m.y_thresholds_[np.clip(np.searchsorted(m.X_thresholds_, st, side="right") - 1, 0, None)]
+
+
+def _logit(s):
+    s = np.clip(s, 1e-12, 1 - 1e-12)
+    return np.log(s / (1 - s))
+
+
+def _platt(sv, yv, st, feature=_logit, C=1e10):
+    from sklearn.linear_model import LogisticRegression
+
+    m = LogisticRegression(C=C, max_iter=5000, tol=1e-12).fit(feature(sv)[:, None], yv)
+    return m.predict_proba(feature(st)[:, None])[:, 1]
+
+
+LAB3 = {
+    "q1": (checks.check_histogram_binning, _hist_binning, {
+        "bins closed on the left": lambda sv, yv, st, n: _hist_binning(sv, yv, st, n, side="right"),
+        "an empty bin predicts 0": lambda sv, yv, st, n: _hist_binning(sv, yv, st, n, empty="zero"),
+        "ignores n_bins": lambda sv, yv, st, n: _hist_binning(sv, yv, st, 15)}),
+    "q2": (checks.check_isotonic, _isotonic, {
+        "NaN outside the fitted range": lambda sv, yv, st: _isotonic(sv, yv, st, oob="nan"),
+        "non-increasing": lambda sv, yv, st: _isotonic(sv, yv, st, increasing=False),
+        "steps, not interpolation": _isotonic_steps}),
+    "q3": (checks.check_platt, _platt, {
+        "on the scores, not their logit": lambda sv, yv, st: _platt(sv, yv, st, feature=lambda s: s),
+        "scikit-learn's default regularization": lambda sv, yv, st: _platt(sv, yv, st, C=1.0),
+        "a bias alone (a = 1)": lambda sv, yv, st: 1 / (1 + np.exp(-(_logit(st) + _logit(yv.mean()))))}),
+}
 HIDDEN_CASES = [("lab1_ece", q, *LAB1[q]) for q in LAB1] + [("lab2_temperature", q, *LAB2[q]) for q in LAB2] + [
+    ("lab3_binning", q, *LAB3[q]) for q in LAB3] + [
     ("lab2_temperature", "q3", checks.check_grid_temperature,
      lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, n_bins), GRID_WRONG),
     ("lab2_temperature", "q4", checks.check_nll_temperature, _nll_right, NLL_WRONG)]
@@ -460,7 +510,8 @@ def test_hidden_tests_catch_known_wrong_answers_on_every_seed(lab, question, che
     three per graded part) fails the hidden test, and so loses its points, on every one of 200 courses'
     secret seeds, and an independent right answer passes on all of them. (Before: the naive NLL passed
     Lab 2's hidden test on 112 of 200 seeds, a grid search that ignores n_bins on 35 of 60, and Lab 1's
-    ECE with bins closed on the left on most seeds.) Labs 3 and 4 are not covered yet."""
+    ECE with bins closed on the left on most seeds, a histogram binning whose empty bins predict 0 on 176 of
+    200.) Lab 3's paired bootstrap and Lab 4 are not covered yet."""
     seeds = _hidden_seeds(lab, question)
     assert all(not _fails(check, right, s) for s in seeds)
     for name, fn in wrong.items():

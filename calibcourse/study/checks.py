@@ -660,6 +660,12 @@ def check_histogram_binning(fn, verbose: bool = False, *, seed: int = 0, strict:
         s = 3 * seed + i
         pv, yv, pt = _binary_scores(s)
         pt = np.r_[pt, [0.0, 1.0], np.linspace(0, 1, n_bins + 1)[1:-1:max(1, n_bins // 4)]]  # ends and edges
+        if seed and i == 0:  # hidden: a bin with no validation score, and test scores inside it
+            m = int(rng.integers(1, n_bins - 1))
+            lo, hi = m / n_bins, (m + 1) / n_bins
+            keep = (pv <= lo) | (pv > hi)
+            pv, yv = pv[keep], yv[keep]
+            pt = np.r_[pt, lo + (hi - lo) * np.array([0.25, 0.5, 0.75])]
         label = f"random scores, case {i + 1}, {n_bins} bins (with scores on bin edges)"
         ok, got = _call(report, label, fn, pv, yv, pt, n_bins)
         if ok:
@@ -705,6 +711,8 @@ def check_isotonic(fn, verbose: bool = False, *, seed: int = 0, strict: bool = F
     for i in range(3):
         pv, yv, pt = _binary_scores(3 * seed + i)
         pv = np.round(pv, 2) if i == 2 else pv  # ties
+        if seed:  # hidden: test scores beyond both ends of the validation scores (clipped, not NaN)
+            pt = np.r_[pt, pv.min() / 2, (1 + pv.max()) / 2]
         label = f"random scores, case {i + 1}" + (" with ties" if i == 2 else "")
         ok, got = _call(report, label, fn, pv, yv, pt)
         if not ok:
