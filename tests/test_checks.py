@@ -496,8 +496,60 @@ LAB3 = {
         "scikit-learn's default regularization": lambda sv, yv, st: _platt(sv, yv, st, C=1.0),
         "a bias alone (a = 1)": lambda sv, yv, st: 1 / (1 + np.exp(-(_logit(st) + _logit(yv.mean()))))}),
 }
+def _sece(p, y, h, leave_one_out=False, box=False):
+    """SECE written out: the Gaussian-kernel smoothed accuracy at each top-label confidence."""
+    p = np.asarray(p, dtype=float)
+    conf, right = p.max(1), (p.argmax(1) == y).astype(float)
+    d = conf[:, None] - conf[None, :]
+    k = (np.abs(d) <= h).astype(float) if box else np.exp(-0.5 * (d / h) ** 2)
+    if leave_one_out:
+        np.fill_diagonal(k, 0.0)
+    return float(np.mean(np.abs(k @ right / k.sum(1) - conf)))
+
+
+def _focal(z, y, gamma, total=False, sign=1.0):
+    logp = torch.log_softmax(z, dim=1).gather(1, y[:, None])[:, 0]
+    loss = -((1 - logp.exp()) ** (sign * gamma)) * logp
+    return loss.sum() if total else loss.mean()
+
+
+def _flsd(z, y, low=3.0, high=5.0, threshold=0.2):
+    logp = torch.log_softmax(z, dim=1).gather(1, y[:, None])[:, 0]
+    pt = logp.exp()
+    gamma = torch.where(pt < threshold, torch.full_like(pt, high), torch.full_like(pt, low))
+    return (-((1 - pt) ** gamma) * logp).mean()
+
+
+def _classwise(p, y, n_bins, side="left", total=False):
+    p = np.asarray(p, dtype=float)
+    per_class = []
+    for k in range(p.shape[1]):
+        idx = np.searchsorted(np.linspace(0, 1, n_bins + 1)[1:-1], p[:, k], side=side)
+        per_class.append(np.abs(np.bincount(idx, (y == k) - p[:, k], n_bins)).sum() / len(y))
+    return float(np.sum(per_class) if total else np.mean(per_class))
+
+
+LAB4 = {
+    "q1": (checks.check_sece, _sece, {
+        "leave-one-out": lambda p, y, h: _sece(p, y, h, leave_one_out=True),
+        "a box kernel": lambda p, y, h: _sece(p, y, h, box=True),
+        "ignores the bandwidth": lambda p, y, h: _sece(p, y, 0.05)}),
+    "q2": (checks.check_focal_loss, _focal, {
+        "the sum, not the mean": lambda z, y, g: _focal(z, y, g, total=True),
+        "plain cross-entropy": lambda z, y, g: torch.nn.functional.cross_entropy(z, y),
+        "(1 - p)^(-gamma)": lambda z, y, g: _focal(z, y, g, sign=-1.0)}),
+    "q3": (checks.check_flsd53, _flsd, {
+        "the two gammas swapped": lambda z, y: _flsd(z, y, low=5.0, high=3.0),
+        "gamma 3 everywhere": lambda z, y: _flsd(z, y, high=3.0),
+        "the threshold at 0.5": lambda z, y: _flsd(z, y, threshold=0.5)}),
+    "q4": (checks.check_classwise_ece, _classwise, {
+        "the top-label ECE": lambda p, y, n: M.ece(p, y, n_bins=n),
+        "summed over the classes": lambda p, y, n: _classwise(p, y, n, total=True),
+        "ignores n_bins": lambda p, y, n: _classwise(p, y, 15),
+        "bins closed on the left": lambda p, y, n: _classwise(p, y, n, side="right")}),
+}
 HIDDEN_CASES = [("lab1_ece", q, *LAB1[q]) for q in LAB1] + [("lab2_temperature", q, *LAB2[q]) for q in LAB2] + [
-    ("lab3_binning", q, *LAB3[q]) for q in LAB3] + [
+    ("lab3_binning", q, *LAB3[q]) for q in LAB3] + [("lab4_sece_focal", q, *LAB4[q]) for q in LAB4] + [
     ("lab2_temperature", "q3", checks.check_grid_temperature,
      lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, n_bins), GRID_WRONG),
     ("lab2_temperature", "q4", checks.check_nll_temperature, _nll_right, NLL_WRONG)]
@@ -511,7 +563,8 @@ def test_hidden_tests_catch_known_wrong_answers_on_every_seed(lab, question, che
     secret seeds, and an independent right answer passes on all of them. (Before: the naive NLL passed
     Lab 2's hidden test on 112 of 200 seeds, a grid search that ignores n_bins on 35 of 60, and Lab 1's
     ECE with bins closed on the left on most seeds, a histogram binning whose empty bins predict 0 on 176 of
-    200.) Lab 3's paired bootstrap and Lab 4 are not covered yet."""
+    200, a class-wise ECE with bins closed on the left on 68 of 200.) Lab 3's paired bootstrap is not
+    covered yet."""
     seeds = _hidden_seeds(lab, question)
     assert all(not _fails(check, right, s) for s in seeds)
     for name, fn in wrong.items():

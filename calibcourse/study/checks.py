@@ -199,6 +199,35 @@ def _gaps(p, y, n_bins, side):
     return cnt[keep] / len(conf), gap
 
 
+def _classwise(p, y, n_bins, side):
+    """The class-wise ECE with bins closed on the right (``side="left"``) or on the left."""
+    out = []
+    for k in range(p.shape[1]):
+        idx = np.searchsorted(np.linspace(0, 1, n_bins + 1)[1:-1], p[:, k], side=side)
+        out.append(np.abs(np.bincount(idx, (y == k) - p[:, k], n_bins)).sum() / len(y))
+    return float(np.mean(out))
+
+
+def _classwise_edge_case(seed):
+    """A hidden case for the class-wise ECE: class 0's probability exactly on bin edges (true class 0)
+    beside a value inside the same bin (true class 1), so that Guo's bins and bins closed on the left
+    give other class-wise ECEs; with random rows around them."""
+    rng = np.random.default_rng(700 + seed)
+    n_bins = int(rng.integers(4, 11))
+    edges = np.linspace(0, 1, n_bins + 1)[1:-1]
+    e = np.r_[edges, edges - 0.5 / n_bins]
+    rows = np.c_[e, (1 - e) * 0.6, (1 - e) * 0.4]
+    labels = np.r_[np.zeros(edges.size, int), np.ones(edges.size, int)]
+    z = rng.normal(size=(40, 3)) * 2
+    p = np.r_[rows, M.softmax(z)]
+    y = np.r_[labels, rng.integers(0, 3, 40)]
+    for _ in range(100):   # the random rows' labels redrawn until the two conventions differ
+        if abs(_classwise(p, y, n_bins, "left") - _classwise(p, y, n_bins, "right")) > 1e-6:
+            break
+        y[edges.size * 2:] = rng.integers(0, 3, 40)
+    return f"class probabilities exactly on bin edges ({n_bins} bins)", p, y, n_bins
+
+
 def _conventions_differ(p, y, n_bins) -> bool:
     """Whether bins closed on the left give another ECE, MCE and l2 error than Guo et al.'s."""
     (w, g), (w2, g2) = _gaps(p, y, n_bins, "left"), _gaps(p, y, n_bins, "right")
@@ -232,9 +261,9 @@ def _unweighted_ece(p, y, n_bins):
     return float(np.mean(np.abs(rb.gap[keep])))
 
 
-def _check_binned(fn, name, reference, verbose, strict, seed, what, hint_text=None):
+def _check_binned(fn, name, reference, verbose, strict, seed, what, hint_text=None, extra=()):
     report = _start(name, fn, verbose, strict, seed)
-    for label, p, y, n_bins in _binned_cases(seed):
+    for label, p, y, n_bins in _binned_cases(seed) + list(extra):
         ok, got = _call(report, label, fn, p, y, n_bins)
         if not ok:
             continue
@@ -1065,7 +1094,7 @@ def check_classwise_ece(fn, verbose: bool = False, *, seed: int = 0, strict: boo
                          lambda p, y, n_bins: M.classwise_ece(p, y, n_bins=n_bins),
                          verbose, strict, seed, "class-wise ECE",
                          "for each class k, bin p_k (every sample, not only the top label) against y == k; "
-                         "average the K ECEs")
+                         "average the K ECEs", extra=[_classwise_edge_case(seed)] if seed else ())
 
 
 def _exact_nll(z, y, t):
