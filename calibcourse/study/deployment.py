@@ -55,7 +55,6 @@ def fair_footing(runs: dict, seeds, splits, methods=CH6_RUN_OF):
     (['CE', 'CE + TS'], 2)
     """
     from calibcourse.calibration import calibrators as cal
-    from calibcourse.calibration import metrics
 
     P, temperatures = {}, {}
     for m, family in methods.items():
@@ -66,7 +65,7 @@ def fair_footing(runs: dict, seeds, splits, methods=CH6_RUN_OF):
             temperatures[m].append(float(ts.temperature_))
             for key, (split, rows) in splits.items():
                 z = r.logits(split)[rows].astype(np.float64)
-                P[m][key].append(metrics.softmax(z))
+                P[m][key].append(M.softmax(z))
                 P[f"{m} + TS"][key].append(ts.predict_proba(z))
     return P, temperatures
 
@@ -114,8 +113,6 @@ def recalibration_curve(logits_list, labels, sizes, repeats: int = 20, seed: int
     """
     import pandas as pd
 
-    from calibcourse.calibration import metrics
-
     y = np.asarray(labels)
     order = np.random.default_rng(seed).permutation(len(y))
     pool, ev = order[: len(y) // 2], np.sort(order[len(y) // 2:])
@@ -132,10 +129,9 @@ def recalibration_curve(logits_list, labels, sizes, repeats: int = 20, seed: int
                 if n:
                     pick = rng.choice(pool, size=int(n), replace=False)
                     t, fitted = _refit(z[pick], y[pick])
-                p = metrics.softmax(z[ev] / t)
+                p = M.softmax(z[ev] / t)
                 rows.append({"network": i, "n": int(n), "repeat": r, "T": t, "refitted": fitted,
-                             "ECE": metrics.ece(p, y[ev]),
-                             "NLL": metrics.nll(p, y[ev]), "Brier": metrics.brier(p, y[ev])})
+                             "ECE": M.ece(p, y[ev]), "NLL": M.nll(p, y[ev]), "Brier": M.brier(p, y[ev])})
     return pd.DataFrame(rows), ev
 
 
