@@ -1,4 +1,6 @@
 """calibcourse.study.checks: right implementations pass, wrong ones fail with a reason, unfilled ones never crash."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -570,3 +572,24 @@ def test_hidden_tests_catch_known_wrong_answers_on_every_seed(lab, question, che
     for name, fn in wrong.items():
         passed = [s for s in seeds if not _fails(check, fn, s)]
         assert not passed, f"{name!r} passes the hidden test on {len(passed)} of {len(seeds)} seeds"
+
+
+@pytest.mark.parametrize("lab, question, check, right, wrong", HIDDEN_CASES,
+                         ids=[f"{c[0]} {c[1]} {c[2].__name__}" for c in HIDDEN_CASES])
+def test_hidden_reports_show_no_inputs_or_expected_values(lab, question, check, right, wrong):
+    """What a student reads of a failed hidden test (the grader's feedback prints it): the case's kind,
+    what went wrong and the hint, and no number but the cases' indices and counts, so neither a hidden
+    input (a size, a bin count, a temperature) nor an expected value; the public report shows both."""
+    seed = _hidden_seeds(lab, question)[0]
+    for name, fn in wrong.items():
+        with pytest.raises(checks.CheckFailure) as hidden:
+            check(fn, seed=seed, strict=True)
+        text = str(hidden.value)
+        assert "FAIL  hidden case" in text and "expected" not in text, (name, text)
+        body = "\n".join(line for line in text.splitlines() if not line.strip().startswith("hint:"))
+        stray = re.findall(r"\d+(?:\.\d+)?", re.sub(r"hidden case \d+|\d+ passed|\d+ failed|check_\w+", "", body))
+        assert not stray, (name, stray, text)  # the hints are fixed sentences, the same for every case
+        try:  # the public check of the same answer names the input and the expected value
+            check(fn, seed=0, strict=True)
+        except checks.CheckFailure as public:
+            assert "expected" in str(public) or "differ" in str(public) or "match" in str(public), str(public)

@@ -21,6 +21,7 @@ report of the failed cases, the form an autograder's test needs.
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 
@@ -38,9 +39,22 @@ class CheckFailure(AssertionError):
     """A check called with ``strict=True`` failed; the message lists the failed cases and why."""
 
 
+def _kind(label: str) -> str:
+    """What kind of case ``label`` names, without its numbers (a hidden case's sizes, bin count or
+    parameters are inputs the student does not see): ``"random probabilities, n=300, K=5"`` ->
+    ``"random probabilities"``."""
+    parts = [re.sub(r"\s*\([^)]*\d[^)]*\)", "", part).strip() for part in label.split(", ")]
+    return ", ".join(p for p in parts if p and not re.search(r"\d", p))
+
+
 class _Report:
-    def __init__(self, name: str, verbose: bool, strict: bool):
-        self.name, self.verbose, self.strict = name, verbose, strict
+    """The cases of one check. A hidden check (``seed`` other than 0) names each case by its kind
+    and number only, and says of a failure what went wrong (the function raised, or its result
+    differs) and the hint: never the case's inputs or the expected values, which a student would
+    otherwise read in the grader's feedback."""
+
+    def __init__(self, name: str, verbose: bool, strict: bool, hidden: bool = False):
+        self.name, self.verbose, self.strict, self.hidden = name, verbose, strict, hidden
         self.passed, self.failed, self.lines = 0, 0, []
         self.unfilled = False  # the function raised NotImplementedError: the other cases are not run
         self.not_run = 0  # the cases not run because of it (the one that raised included)
@@ -51,6 +65,13 @@ class _Report:
             print(text)
 
     def case(self, label: str, ok: bool, detail: str = "", hint: str = ""):
+        if self.hidden:
+            kind = _kind(label)
+            label = f"hidden case {self.passed + self.failed + 1}" + (f": {kind}" if kind else "")
+            raised = re.match(r"the function raised (\w+: .*)", detail or "", re.S)
+            # the exception's own words, its numbers masked (a shape or an index would describe the input)
+            detail = (f"the function raised {re.sub(r'[0-9]+', 'N', raised.group(1))[:160]}" if raised
+                      else "the result differs from the reference implementation's")
         if ok:
             self.passed += 1
             if self.verbose:
@@ -83,7 +104,7 @@ class _Report:
 def _start(name: str, fn, verbose: bool, strict: bool, seed) -> _Report:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
-    report = _Report(name, verbose, strict)
+    report = _Report(name, verbose, strict, hidden=seed != 0)
     if not callable(fn):
         report.case("the function to check", False,
                     f"fn must be a function; got {fn!r}",

@@ -210,7 +210,8 @@ def _free_names(tree) -> set:
     return free - own
 
 
-def forbidden_uses(sources, function: str | None, forbid, given=(), imports: bool = True) -> list[str]:
+def forbidden_uses(sources, function: str | None, forbid, given=(), imports: bool = True,
+                   cell_names=None) -> list[str]:
     r"""What ``function``'s code uses of ``forbid``: the calls that hand over an exercise's answer.
 
     The cells scanned are the ones that define ``function`` and, transitively, the ones that
@@ -231,6 +232,9 @@ def forbidden_uses(sources, function: str | None, forbid, given=(), imports: boo
         Sources of cells that are not the student's own (compared without surrounding blank space).
     imports : bool, default=True
         Whether importing a forbidden name counts as a use (False: only what the code reads).
+    cell_names : list of str, optional
+        How to name each cell in the lines returned (default ``"cell n"``, from 1); the grader
+        names a cell as a student sees it (:func:`cell_names`).
 
     Returns
     -------
@@ -306,7 +310,7 @@ def forbidden_uses(sources, function: str | None, forbid, given=(), imports: boo
                 names += [f"{node.module}.{a.name}" for a in node.names]
             for name in names:
                 if name and bad(resolve(name)):
-                    line = f"cell {i + 1} uses {resolve(name)}"
+                    line = f"{cell_names[i] if cell_names else f'cell {i + 1}'} uses {resolve(name)}"
                     if line not in found:
                         found.append(line)
     return found
@@ -730,6 +734,41 @@ class KernelGrader:
 
 
 # =========================================================================== one submission (child)
+def _exercise(title: str) -> str:
+    """``"1. Softmax with a temperature"`` -> ``"exercise 1 (Softmax with a temperature)"``."""
+    num, dot, name = title.partition(". ")
+    return f"exercise {num} ({name})" if dot and num.isdigit() else f"exercise {title!r}"
+
+
+def cell_names(sources, qs: list[dict]) -> list[str]:
+    r"""Each code cell named as a student sees it (a notebook shows no cell numbers): the cell of an
+    exercise by the exercise, another by its first line and the exercise before it.
+
+    Examples
+    --------
+    >>> names = cell_names(["import numpy as np", "def f(x):\n    return x", "print(f(2))"],
+    ...                    [{"function": "f", "title": "1. Identity"}])
+    >>> for name in names:
+    ...     print(name)
+    the cell that starts `import numpy as np`
+    your cell of exercise 1 (Identity)
+    the cell that starts `print(f(2))` (after exercise 1 (Identity))
+    """
+    out, after = [], None
+    for source in sources:
+        defined = set(_defined_names(source))
+        q = next((q for q in qs if q["function"] in defined), None)
+        if q is not None:
+            after = _exercise(q["title"])
+            out.append(f"your cell of {after}")
+            continue
+        first = next((ln.strip() for ln in source.splitlines() if ln.strip() and not ln.lstrip().startswith("#")),
+                     "(empty)")
+        first = first if len(first) <= 40 else first[:37] + "..."
+        out.append(f"the cell that starts `{first}`" + (f" (after {after})" if after else ""))
+    return out
+
+
 def _grading_notebook(nb, qs: list[dict], private: Path, given=()):
     """The cells to execute: the grader's set-up (which fails at once every question whose
     function uses its ``forbid`` list, :func:`forbidden_uses`), the submission's code cells with the
@@ -741,9 +780,11 @@ def _grading_notebook(nb, qs: list[dict], private: Path, given=()):
     new = nbformat.v4.new_code_cell
     code = [c for c in nb.cells if c.get("cell_type") == "code"]
     sources = [c.source for c in code]
+    names = cell_names(sources, qs)
     refusals = "".join(
         f"__calibcourse_grader__.refuse({q['name']!r}, {q['function']!r}, {uses!r})\n" for q in qs
-        for uses in [forbidden_uses(sources, q["function"], q.get("forbid", ALWAYS_FORBIDDEN), given)] if uses)
+        for uses in [forbidden_uses(sources, q["function"], q.get("forbid", ALWAYS_FORBIDDEN), given,
+                                    cell_names=names)] if uses)
     last_def = {}
     for i, cell in enumerate(code):
         for fn in _defined_names(cell.source):
@@ -755,14 +796,14 @@ def _grading_notebook(nb, qs: list[dict], private: Path, given=()):
                          f"{str(private / 'progress.json')!r})\ndel _KG\n{refusals}")], ["grader set-up"]
     for i, cell in enumerate(code):
         cells.append(new(cell.source))
-        origin.append(f"code cell {i + 1}")
+        origin.append(names[i])
         if "parameters" in cell.get("metadata", {}).get("tags", []):
             cells.append(new(f'profile = "{GRADE_PROFILE}"'))
             origin.append("profile override")
         for q in qs:
             if last_def.get(q["function"]) == i:
                 cells.append(new(f'__calibcourse_grader__.grade("{q["name"]}", globals())'))
-                origin.append(f"grading {q['name']}")
+                origin.append(f"grading {_exercise(q['title'])}")
     cells.append(new("__calibcourse_grader__.grade_rest(globals())"))
     origin.append("grading the questions left")
     return nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {
@@ -1076,7 +1117,7 @@ def _feedback(row: dict, qs: list[dict], lab: str) -> str:
     lines = [f"{lab}: {row['file']}", f"total: {_fmt(total)} / {_fmt(possible)}", f"status: {row['status']}", ""]
     for q in qs:
         got = row["scores"].get(q["name"])
-        lines.append(f"{q['name']} ({q['title']}, function {q['function']}): "
+        lines.append(f"{q['name']}, {_exercise(q['title'])}, function {q['function']}: "
                      + (f"{_fmt(got)} / {_fmt(q['possible'])}" if got is not None
                         else f"0 / {_fmt(q['possible'])}, not graded"))
         for case in row["cases"].get(q["name"], []):
