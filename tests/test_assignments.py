@@ -6,17 +6,18 @@ never stops the batch."""
 import csv
 import json
 import os
+import re
 import select
 import zipfile
 from pathlib import Path
 
 import jupytext
 import nbformat
-import re
 
 import pytest
 
 from calibcourse.tools import assignments as A
+from calibcourse.tools import written as W
 
 ROOT = Path(__file__).resolve().parent.parent
 LABS = [p.stem for p in A.lab_sources()]
@@ -34,6 +35,10 @@ def built(tmp_path_factory):
 
 def lab_questions(lab):
     return A.questions(jupytext.read(ROOT / "notebooks" / "labs" / f"{lab}.md"))
+
+
+def written_points(lab):
+    return sum(w.points for w in W.written_questions(jupytext.read(ROOT / "notebooks" / "labs" / f"{lab}.md")))
 
 
 # ------------------------------------------------------------------ submissions a class hands in
@@ -173,13 +178,19 @@ def test_assignments_are_written_with_points_stated_and_solutions_only_in_the_so
             tests = {n: z.read(n).decode() for n in names if n.startswith("tests/")}
             assert "files/calibcourse/study/checks.py" in names and "environment.yml" in names
             assert "jupyter-book" not in z.read("environment.yml").decode()
+            assert json.loads(z.read("otter_config.json"))["pdf"] is True  # Gradescope gets a PDF of the answers
         assert len(tests) == len(qs)
+        # every written question: an otter manual question, with a model answer and a rubric in the solution only
+        written = W.written_questions(jupytext.read(ROOT / "notebooks" / "labs" / f"{lab}.md"))
+        assert written and student.count("<!-- BEGIN QUESTION -->") == len(written)
+        assert student.count("_Type your answer here, replacing this text._") == len(written)
+        assert solution.count("**Answer.**") == solution.count("**Rubric (") == len(written)
+        assert "**Answer.**" not in student and "**Rubric" not in student
         for q in qs:  # the hidden test: the same check on another seed
             src = tests[f"tests/{q.name}.py"]
             assert f"checks.{q.check}({q.function}, strict=True)" in src
             assert f"checks.{q.check}({q.function}, seed={A.hidden_seed(lab, q.name)}, strict=True)" in src
     lab2 = paths["lab2_temperature"]
-    assert "**Answer.**" in lab2["solution"].read_text() and "**Answer.**" not in lab2["student"].read_text()
     entries = [n for n in zipfile.ZipFile(lab2["autograder"]).namelist() if n.startswith("files/data/cache/")]
     assert any(n.endswith("manifest.json") for n in entries)
 
@@ -225,7 +236,7 @@ def test_grading_a_lab(lab, built, tmp_path):
     assert all(float(rows["untouched.ipynb"][q]) == 0 for q in full)
     assert [float(rows["special_cased_last_raises.ipynb"][q.name]) for q in qs] == [q.public for q in qs[:-1]] + [0]
     for name, row in rows.items():
-        assert float(row["max_total"]) == sum(full.values()) and row["status"] == "graded", (name, row)
+        assert float(row["max_total"]) == sum(full.values()) + written_points(lab) and row["status"] == "graded"
 
 
 def _record_pid(path, then):
@@ -296,7 +307,8 @@ def test_grading_survives_what_students_hand_in(built, tmp_path, monkeypatch):
     assert pts["not_a_notebook.ipynb"] == [0] * len(qs)
     assert rows["not_a_notebook.ipynb"]["status"].startswith("not a notebook")
     for row in rows.values():
-        assert float(row["total"]) == sum(float(row[q.name]) for q in qs) and float(row["max_total"]) == sum(full)
+        assert float(row["total"]) == sum(float(row[q.name]) for q in qs)  # the written answer is not marked yet
+        assert float(row["max_total"]) == sum(full) + written_points(lab)
     # feedback: which check failed and why, in calibcourse.study.checks' words; no hidden seed shown
     fb = (tmp_path / "grades" / lab / "last_raises.txt").read_text()
     assert f"{qs[-1].name}, exercise {len(qs)} (" in fb and f"function {qs[-1].function}: 0 / " in fb
@@ -328,6 +340,61 @@ def _running(pid: int) -> bool:
         return not select.select([fd], [], [], 0)[0]
     finally:
         os.close(fd)
+
+
+def test_written_answers_reach_the_grade(built, tmp_path):
+    """A written answer lands in the marking sheet beside its rubric's lines; the marks an instructor fills
+    in there are checked, then counted in the grades CSV (the question's column, written, total) and the
+    feedback; a mark above its line's points stops the grading with one line naming the cell."""
+    lab = "lab3_binning"
+    subs = tmp_path / "subs"
+    out, qs, _ = start_submissions(lab, built, subs)
+    student = nbformat.read(built[1][lab]["student"], as_version=4)
+    answered = copy(student)
+    for i, cell in enumerate(answered.cells):
+        if cell.source == "_Type your answer here, replacing this text._":
+            cell.source = f"My answer, cell {i}: it depends on the errors."
+    write(subs, "answered", answered)
+    grades = tmp_path / "grades"
+    rows = read_csv(A.grade(lab, subs, grades, timeout=NO_LIMIT, assignments_dir=out, log=lambda *_: None))
+    wqs = W.written_questions(jupytext.read(ROOT / "notebooks" / "labs" / f"{lab}.md"))
+    assert [w.name for w in wqs] == ["q5", "q6"]
+    assert all(rows[f][w.name] == "" and rows[f]["written"] == "" for f in rows for w in wqs)
+    assert "written answers not marked yet: q5, q6" in rows["answered.ipynb"]["details"]
+    sheet = grades / f"{lab}-written.csv"
+    with open(sheet, newline="") as f:
+        table = list(csv.DictReader(f))
+    by_file = {r["file"]: r for r in table}
+    assert by_file["answered.ipynb"]["q5 answer"].startswith("My answer") and by_file["untouched.ipynb"]["q6 answer"] == ""
+    assert list(table[0]) == W.sheet_columns(wqs) == ["file", "q5.1 (of 1)", "q5.2 (of 1)", "q5.3 (of 1)", "q5 answer",
+                                                      "q6.1 (of 1)", "q6.2 (of 1)", "q6.3 (of 1)", "q6 answer"]
+    by_file["answered.ipynb"].update({"q5.1 (of 1)": "1", "q5.2 (of 1)": "0.5", "q5.3 (of 1)": "0",
+                                      "q6.1 (of 1)": "1", "q6.2 (of 1)": "1", "q6.3 (of 1)": "1"})
+    by_file["solution.ipynb"].update({"q5.1 (of 1)": "1"})  # partly marked: not counted yet
+
+    def save(table):
+        with open(sheet, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=W.sheet_columns(wqs))
+            w.writeheader()
+            w.writerows(table)
+    save(table)
+    rows = read_csv(A.grade(lab, subs, grades, timeout=NO_LIMIT, assignments_dir=out, log=lambda *_: None))
+    code = sum(float(rows["answered.ipynb"][q.name]) for q in qs)
+    assert (rows["answered.ipynb"]["q5"], rows["answered.ipynb"]["q6"], rows["answered.ipynb"]["written"]) == (
+        "1.5", "3", "4.5")
+    assert float(rows["answered.ipynb"]["total"]) == code + 4.5
+    assert rows["solution.ipynb"]["q5"] == "" and float(rows["solution.ipynb"]["total"]) == sum(q.points for q in qs)
+    fb = (grades / lab / "answered.txt").read_text()
+    assert "q5, question 5 (written): 1.5 / 3" in fb and "0.5 / 1  Explains that the ECE's sampling noise" in fb
+    assert "q6, question 6 (written): not marked yet" not in fb
+    assert "(no answer found under the question)" in (grades / lab / "untouched.txt").read_text()
+    with open(sheet, newline="") as f:  # the marks are kept when the sheet is written again
+        assert {r["file"]: r for r in csv.DictReader(f)}["answered.ipynb"]["q5.2 (of 1)"] == "0.5"
+    by_file["answered.ipynb"]["q5.2 (of 1)"] = "2"
+    save(table)
+    with pytest.raises(ValueError, match=r"^lab3_binning-written.csv, row \d \(answered.ipynb\), column 'q5.2 \(of 1\)': "
+                                         r"2 is more than the line's 1 point$"):
+        A.grade(lab, subs, grades, timeout=NO_LIMIT, assignments_dir=out, log=lambda *_: None)
 
 
 def test_grade_rejects_bad_arguments(tmp_path):

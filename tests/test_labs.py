@@ -119,6 +119,16 @@ def test_every_lab_has_four_graded_parts_hidden_tests_and_rubrics(lab):
     instructor = "\n".join(c.source for c in editions.to_edition(jupytext.read(lab), "instructor").cells)
     assert "Rubric" not in student and "Rubric" in instructor
     assert editions.BEGIN not in student
+    # under every written question: an answer cell for the student (hidden in the book's HTML), and a model
+    # answer before the rubric in the instructor edition
+    cells = editions.to_edition(jupytext.read(lab), "student").cells
+    for i, cell in enumerate(cells):
+        prompt = WRITTEN.search(cell.source) if cell.cell_type == "markdown" else None
+        if prompt:
+            below = cells[i + 1]
+            assert below.metadata.get("tags") == ["answer", "remove-cell"], (lab.name, prompt.group(0))
+            assert below.source.startswith(f"**Your answer to question {prompt.group(1)}.**")
+    assert instructor.count("**Answer.**") == written and "**Answer.**" not in student
 
 
 @pytest.mark.parametrize("lab", LABS, ids=[p.stem for p in LABS])

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibcourse.tools.editions import BEGIN, END, STUB, set_edition
+from calibcourse.tools.written import mark_of, read_marks, written_questions, answers, write_sheet
 
 __all__ = ["Question", "questions", "forbidden_uses", "ALWAYS_FORBIDDEN", "hidden_seed", "lab_sources", "master_notebook", "write_assignment",
            "write_assignments", "grade", "main", "GRADE_PROFILE", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB",
@@ -476,11 +477,29 @@ def master_notebook(src, secret: str = DEFAULT_SECRET):
     config = {"name": src.stem, "requirements": "requirements.txt", "python_version": "3.11", "init_cell": False,
               "check_all_cell": False, "export_cell": False, "run_tests": False,
               "show_question_points": False, "tests": {"files": True, "ok_format": False},
-              "generate": {"pdf": False, "show_stdout": True, "show_hidden": False},
+              "generate": {"pdf": True, "show_stdout": True, "show_hidden": False, "warn_missing_pdf": True},
               "autograder_files": ["calibcourse", "data"]}
     raw = nbformat.v4.new_raw_cell
     cells = [raw("# ASSIGNMENT CONFIG\n" + yaml.safe_dump(config, sort_keys=False))]
+    written = {w.prompt: w for w in written_questions(nb)}
+    manual = None  # the written question whose answer and solution cells come next
     for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if manual is not None:
+            if "answer" in tags:  # otter-grader puts its own answer cell in the student's notebook
+                continue
+            if "solution" in tags:
+                if cells[-1].source != "# BEGIN SOLUTION":
+                    cells.append(raw("# BEGIN SOLUTION"))
+                cells.append(cell)
+                continue
+            cells += [raw("# END SOLUTION"), raw("# END QUESTION")]
+            manual = None
+        if cell.cell_type == "markdown" and cell.source in written:
+            manual = written[cell.source]
+            cells += [raw(f"# BEGIN QUESTION\nname: {manual.name}\nmanual: true\npoints: {_fmt(manual.points)}"),
+                      cell]
+            continue
         q = qs.get(id(cell))
         if q is None:
             cells.append(cell)
@@ -500,6 +519,8 @@ def master_notebook(src, secret: str = DEFAULT_SECRET):
                   raw("# BEGIN SOLUTION"), solution, raw("# END SOLUTION"),
                   raw("# BEGIN TESTS"), _test_cell(q, q.public, False, 0), _test_cell(q, q.hidden, True, seed),
                   raw("# END TESTS"), raw("# END QUESTION")]
+    if manual is not None:
+        cells += [raw("# END SOLUTION"), raw("# END QUESTION")]
     out = nbformat.v4.new_notebook(cells=cells)
     out.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return out
@@ -1112,8 +1133,8 @@ def _case_message(message: str) -> str:
     return "\n".join(lines)
 
 
-def _feedback(row: dict, qs: list[dict], lab: str) -> str:
-    total, possible = sum(row["scores"].values()), sum(q["possible"] for q in qs)
+def _feedback(row: dict, qs: list[dict], lab: str, wqs=()) -> str:
+    total, possible = _total(row), sum(q["possible"] for q in qs) + sum(w.points for w in wqs)
     lines = [f"{lab}: {row['file']}", f"total: {_fmt(total)} / {_fmt(possible)}", f"status: {row['status']}", ""]
     for q in qs:
         got = row["scores"].get(q["name"])
@@ -1127,6 +1148,15 @@ def _feedback(row: dict, qs: list[dict], lab: str) -> str:
             if not case["passed"]:
                 lines += ["    " + ln for ln in _case_message(case["message"]).splitlines()]
         lines.append("")
+    for w in wqs:
+        marks = row.get("written", {}).get(w.name, [None] * len(w.rubric))
+        got = mark_of(marks)
+        lines.append(f"{w.name}, question {w.number} (written): "
+                     + ("not marked yet" if got is None else f"{_fmt(got)} / {_fmt(w.points)}")
+                     + ("" if row.get("answers", {}).get(w.name) else " (no answer found under the question)"))
+        if got is not None:
+            lines += [f"  {_fmt(m)} / {_fmt(p)}  {text}" for m, (p, text) in zip(marks, w.rubric)]
+        lines.append("")
     if row["details"]:
         lines += ["what else happened:"] + [f"  {d}" for d in row["details"]]
     return "\n".join(lines) + "\n"
@@ -1136,9 +1166,12 @@ def grade(lab: str, submissions, out_dir=None, timeout: float = DEFAULT_TIMEOUT,
           memory_mb: int = DEFAULT_MEMORY_MB, assignments_dir=None, log=print) -> Path:
     """Grade every ``.ipynb`` of the folder ``submissions`` for ``lab``.
 
-    Writes ``<out_dir>/<lab>.csv`` (atomically: one row per file, a column per question with
-    its points, ``total``, ``max_total``, ``status``, ``details``) and one feedback file per
-    submission, ``<out_dir>/<lab>/<name>.txt``. The assignment is built first if it is missing
+    Writes ``<out_dir>/<lab>.csv`` (atomically: one row per file, a column per code question with
+    its points, one per written question with its mark (blank until marked), ``written``,
+    ``total``, ``max_total``, ``status``, ``details``), one feedback file per submission,
+    ``<out_dir>/<lab>/<name>.txt``, and the marking sheet of the written answers,
+    ``<out_dir>/<lab>-written.csv`` (:mod:`calibcourse.tools.written`): the marks filled in there
+    from the rubric are read by the next call, checked, and counted. The assignment is built first if it is missing
     or older than the lab's source.
 
     Parameters
@@ -1178,8 +1211,8 @@ def grade(lab: str, submissions, out_dir=None, timeout: float = DEFAULT_TIMEOUT,
 
     >>> grade("lab1_ece", "hand-ins/")  # doctest: +SKIP
     grading 2 submissions of lab1_ece (2 at a time, 120 s each at most)
-      alice.ipynb: 9 / 9  (graded, 6.1 s)
-      bob.ipynb: 3 / 9  (graded, 6.3 s)
+      alice.ipynb: 12 / 16  (graded, 6.1 s)
+      bob.ipynb: 4 / 16  (graded, 6.3 s)
     .../_build/grades/lab1_ece.csv written (2 rows, 6.4 s); feedback in .../_build/grades/lab1_ece
     PosixPath('.../_build/grades/lab1_ece.csv')
     """
@@ -1213,17 +1246,27 @@ def grade(lab: str, submissions, out_dir=None, timeout: float = DEFAULT_TIMEOUT,
                           if c.cell_type == "code" and not fns & set(_defined_names(c.source))]
     qs = tests["questions"]
     out_dir = Path(out_dir or ROOT / "_build" / "grades")
+    wqs = written_questions(jupytext.read(sources[lab]))
+    sheet = out_dir / f"{lab}-written.csv"  # the written answers' marks, filled in by the instructor
+    marks = read_marks(sheet, wqs) if sheet.exists() else {}
     fb_dir = out_dir / lab
     fb_dir.mkdir(parents=True, exist_ok=True)
     log(f"grading {len(files)} submissions of {lab} ({jobs} at a time, {timeout:g} s each at most)")
     start = time.monotonic()
 
+    possible = sum(q["possible"] for q in qs) + sum(w.points for w in wqs)
+
     def one(path):
         row = grade_one(path, tests, timeout, memory_mb)
-        (fb_dir / (path.stem + ".txt")).write_text(_feedback(row, qs, lab))
-        total = sum(row["scores"].values())
-        log(f"  {path.name}: {_fmt(total)} / {_fmt(sum(q['possible'] for q in qs))}  "
-            f"({row['status']}, {row['seconds']:.1f} s)")
+        row["written"] = {w.name: marks.get(path.name, {}).get(w.name, [None] * len(w.rubric)) for w in wqs}
+        try:
+            import nbformat
+
+            row["answers"] = answers(nbformat.read(path, as_version=4), wqs)
+        except Exception:  # not a notebook: its status says so
+            row["answers"] = {w.name: "" for w in wqs}
+        (fb_dir / (path.stem + ".txt")).write_text(_feedback(row, qs, lab, wqs))
+        log(f"  {path.name}: {_fmt(_total(row))} / {_fmt(possible)}  ({row['status']}, {row['seconds']:.1f} s)")
         return row
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -1232,15 +1275,31 @@ def grade(lab: str, submissions, out_dir=None, timeout: float = DEFAULT_TIMEOUT,
     tmp = csv_path.with_name(csv_path.name + ".tmp")
     with open(tmp, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["file"] + [q["name"] for q in qs] + ["total", "max_total", "status", "details"])
+        w.writerow(["file"] + [q["name"] for q in qs] + [q.name for q in wqs]
+                   + ["written", "total", "max_total", "status", "details"])
         for row in rows:
             scores = [row["scores"].get(q["name"], 0.0) for q in qs]
-            w.writerow([row["file"]] + [_fmt(s) for s in scores]
-                       + [_fmt(sum(scores)), _fmt(sum(q["possible"] for q in qs)), row["status"],
-                          "; ".join(row["details"])])
+            got = [mark_of(row["written"][q.name]) for q in wqs]
+            w.writerow([row["file"]] + [_fmt(s) for s in scores] + ["" if g is None else _fmt(g) for g in got]
+                       + ["" if None in got else _fmt(sum(got)), _fmt(_total(row)), _fmt(possible), row["status"],
+                          "; ".join(row["details"] + ([f"written answers not marked yet: "
+                                                       f"{', '.join(q.name for q, g in zip(wqs, got) if g is None)}"]
+                                                      if None in got else []))])
     os.replace(tmp, csv_path)
+    if wqs:
+        write_sheet(sheet, wqs, {row["file"]: row["answers"] for row in rows}, marks)
     log(f"{csv_path} written ({len(rows)} rows, {time.monotonic() - start:.1f} s); feedback in {fb_dir}")
+    if wqs and any(None in [mark_of(m) for m in row["written"].values()] for row in rows):
+        log(f"written answers to mark: {sheet} (a row per submission, a column per rubric line of "
+            f"{', '.join(q.name for q in wqs)}; fill in the marks and run the same command again)")
     return csv_path
+
+
+def _total(row: dict) -> float:
+    """The points of a graded row: its code questions' and those of its written answers marked on every
+    rubric line."""
+    marked = [mark_of(marks) for marks in row.get("written", {}).values()]
+    return sum(row["scores"].values()) + sum(m for m in marked if m is not None)
 
 
 # =========================================================================== command line
