@@ -18,7 +18,7 @@ export MPLBACKEND ?= Agg
 BOOK_STAMP := $(VENV)/.book-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: provenance book test bench clean venv train status reproduce restamp smoke labs lab execute assignments grade check-pages chromium
+.PHONY: provenance book test bench clean venv train status reproduce restamp smoke labs lab execute assignments grade check-pages chromium pdf tex slides
 
 $(BOOK_STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -100,10 +100,29 @@ test: $(TEST_STAMP) chromium
 	$(PY) -m calibcourse.audit
 	$(PY) -m pytest
 
-# Debian's chromium and its matching driver, for the rendered-page check (apt, where missing)
+# Debian's chromium and its matching driver, for the rendered-page check, and poppler's PDF tools for the
+# PDF's check (apt, where missing)
 chromium:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && command -v pdftotext >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver poppler-utils; }
+
+# the book as one PDF, _build/pdf/calibcourse.pdf: the student edition typeset by XeLaTeX, then checked (every
+# chapter's title, a figure in each); Debian's TeX Live installed with apt where missing (about 450 MB)
+TEX_PACKAGES := texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended texlive-xetex \
+  texlive-plain-generic latexmk fonts-freefont-otf poppler-utils
+tex:
+	@command -v xelatex >/dev/null && command -v latexmk >/dev/null && command -v pdftotext >/dev/null \
+	  && kpsewhich FreeSerif.otf >/dev/null || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TEX_PACKAGES); }
+
+pdf: $(BOOK_STAMP) tex
+	$(PY) -m calibcourse.tools.pdf --profile $(PROFILE)
+
+# one reveal.js deck per chapter from its cells tagged `slide`: _build/slides/<chapter>.html and index.html;
+# reveal.js and KaTeX from the npm registry (pinned in calibcourse/tools/slides.py), copied beside the decks
+slides: $(BOOK_STAMP)
+	@command -v npm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; }
+	$(PY) -m calibcourse.tools.slides --profile $(PROFILE)
 
 # every page of the built book in headless Chromium: typeset math, loaded images, no console
 # errors, no machine paths or warnings in the text (run `make book` first)

@@ -110,11 +110,14 @@ def setup(profile: str, data: str, seed: int = 0, edition: str = "instructor"):
                          "axes.spines.right": False, "font.size": 9})
     from html import escape
 
-    from IPython.display import HTML, display
+    from IPython.display import display
 
-    display(HTML(f'<div class="admonition note"><p class="admonition-title">Built with '
-                 f'{escape(DESCRIPTIONS[profile]).replace("`", "")}</p>'
-                 f"<p>Data: {escape(data)}. Edition: {escape(edition)}.</p></div>"))
+    built = DESCRIPTIONS[profile].replace("`", "")
+    # the HTML book shows the note box; the PDF (LaTeX has no HTML) the same words as markdown
+    display({"text/html": f'<div class="admonition note"><p class="admonition-title">Built with {escape(built)}</p>'
+                          f"<p>Data: {escape(data)}. Edition: {escape(edition)}.</p></div>",
+             "text/markdown": f"*Built with {built}. Data: {data}. Edition: {edition}.*",
+             "text/plain": f"Built with {built}. Data: {data}. Edition: {edition}."}, raw=True)
 
 
 def glue_value(name: str, value):

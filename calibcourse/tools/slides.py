@@ -1,0 +1,313 @@
+"""One reveal.js slide deck per chapter, from the chapter's marked cells (``make slides``).
+
+    python -m calibcourse.tools.slides [--profile default]
+
+A cell of a chapter's source tagged ``slide`` is on its deck: a markdown cell as its text (the
+chapter's goals, its takeaways), a code cell as its outputs (a figure with its caption). The
+decks are built from the executed student edition (the cells run as ``make book`` runs them,
+skipped where unchanged), so a figure on a slide is the figure of the book. Each deck is one
+HTML file, its figures inside it; reveal.js and KaTeX (the math) come from the npm registry,
+pinned (:data:`PACKAGES`), and are copied beside the decks, so the decks work offline.
+
+Output: ``_build/slides/<chapter>.html`` and ``_build/slides/index.html``.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import html
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["PACKAGES", "SLIDES", "slide_cells", "render_markdown", "deck_html", "build_slides", "main"]
+
+SLIDES = Path("_build") / "slides"
+#: the npm packages the decks load, pinned, and the files of each that are copied beside the decks
+PACKAGES = {"reveal.js": ("5.2.1", ("dist",)), "katex": ("0.16.22", ("dist",))}
+_CHAPTER = re.compile(r"^\d\d[a-z]?_")
+_ROLE = re.compile(r"\{([a-z]+(?::[a-z]+)?)\}`([^`]*)`")
+_MAX_CHARS = 900  # of markdown on one slide; a longer cell is split between its list items or paragraphs
+
+
+def _bib(root: Path) -> dict:
+    """``{key: "Guo et al. 2017"}`` from the book's bibliography."""
+    out = {}
+    text = (root / "book" / "references.bib").read_text() if (root / "book" / "references.bib").exists() else ""
+    for key, body in re.findall(r"@\w+\{([^,]+),(.*?)\n\}", text, flags=re.S):
+        author = re.search(r"author\s*=\s*\{(.+?)\},?\n", body)
+        year = re.search(r"year\s*=\s*\{?(\d{4})", body)
+        names = [a.strip() for a in author.group(1).split(" and ")] if author else []
+        first = re.sub(r"[{}]", "", names[0].split(",")[0]) if names else key
+        out[key.strip()] = f"{first}{' et al.' if len(names) > 2 else ''} {year.group(1) if year else ''}".strip()
+    return out
+
+
+def _glued(nb) -> dict:
+    """The values the executed notebook glued: ``{name: value}`` (strings and numbers)."""
+    out = {}
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            meta = o.get("metadata", {}).get("scrapbook")
+            if meta:
+                text = o.get("data", {}).get(meta.get("mime_prefix", "") + "text/plain", "")
+                try:
+                    out[meta["name"]] = ast.literal_eval(text)
+                except (ValueError, SyntaxError):
+                    out[meta["name"]] = text
+    return out
+
+
+def _role(name: str, text: str, glued: dict, bib: dict) -> str:
+    target = re.match(r"(.*?)\s*<([^>]+)>$", text, flags=re.S)
+    if name.startswith("glue"):
+        key, _, spec = text.partition(":")
+        value = glued.get(key, f"[{key}]")
+        try:
+            return format(value, spec) if spec else str(value)
+        except (ValueError, TypeError):
+            return str(value)
+    if name.startswith("cite"):
+        return "(" + "; ".join(bib.get(k.strip(), k.strip()) for k in text.split(",")) + ")"
+    if name == "math":
+        return f"${text}$"
+    if name in ("func", "mod", "class", "meth", "attr"):
+        return f"`{text.lstrip('~').split('.')[-1] if text.startswith('~') else text}`"
+    if name == "quote" and target:
+        return f"{target.group(1)} ({bib.get(target.group(2), target.group(2))})"
+    return target.group(1) if target and target.group(1) else text
+
+
+def _to_markdown(text: str, glued: dict, bib: dict) -> str:
+    """MyST markdown as plain markdown: comments, targets and directive fences gone (an admonition's
+    title in bold before its body), roles resolved (glued values, citations, numbers)."""
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    text = re.sub(r"(?m)^\([\w-]+\)=\s*$", "", text)  # MyST targets
+    text = re.sub(r"(?ms)^```\{admonition\}\s*(.*?)\n(?::\w+:.*?\n)*(.*?)^```\s*$", r"**\1**\n\n\2", text)
+    text = re.sub(r"(?ms)^```\{\w[\w-]*\}[^\n]*\n(?::\w+:.*?\n)*(.*?)^```\s*$", r"\1", text)
+    return _ROLE.sub(lambda m: _role(m.group(1), m.group(2), glued, bib), text)
+
+
+def _to_html(text: str) -> str:
+    r"""Markdown as HTML, its math kept for KaTeX as ``\(...\)`` and ``\[...\]``."""
+    from markdown_it import MarkdownIt
+
+    maths = []
+
+    def keep(m):
+        maths.append(m.group(0))
+        return f"MATH{len(maths) - 1}MATH"
+    text = re.sub(r"\$\$.+?\$\$|\$[^$\n]+?\$", keep, text, flags=re.S)
+    out = MarkdownIt("commonmark").enable("table").render(text).strip()
+
+    def back(m):
+        src = maths[int(m.group(1))]
+        inner = html.escape(src.strip("$"), quote=False)
+        return f"\\[{inner}\\]" if src.startswith("$$") else f"\\({inner}\\)"
+    return re.sub(r"MATH(\d+)MATH", back, out)
+
+
+def _inline(text: str) -> str:
+    """A heading's text as inline HTML (its math for KaTeX)."""
+    return re.sub(r"\A<p>(.*)</p>\Z", r"\1", _to_html(text), flags=re.S)
+
+
+def render_markdown(text: str, glued=None, bib=None) -> str:
+    r"""A chapter's MyST markdown as slide HTML: roles resolved (glued values, citations, numbers),
+    directives as their body (an admonition's title in bold), math left as ``\(...\)`` and ``\[...\]``
+    for KaTeX in the browser.
+
+    Examples
+    --------
+    >>> print(render_markdown("An ECE of {glue:text}`ece:.1f` % on $n$ digits {cite}`guo2017calibration`.",
+    ...                       {"ece": 2.345}, {"guo2017calibration": "Guo et al. 2017"}))
+    <p>An ECE of 2.3 % on \(n\) digits (Guo et al. 2017).</p>
+    """
+    return _to_html(_to_markdown(text, glued or {}, bib or {}))
+
+
+def _chunks(text: str) -> list[str]:
+    """A long markdown cell split into slide-sized parts, between its top-level items or paragraphs
+    (the first line, a heading, stays on the first part)."""
+    if len(text) <= _MAX_CHARS:
+        return [text]
+    blocks = re.split(r"\n(?=- |\n)", text)
+    parts, current = [], ""
+    for block in blocks:
+        if current and len(current) + len(block) > _MAX_CHARS:
+            parts.append(current)
+            current = ""
+        current += ("\n" if current else "") + block
+    return parts + [current] if current else parts
+
+
+def slide_cells(nb) -> list:
+    """The cells of an executed chapter tagged ``slide``, each with the section heading above it:
+    ``[(heading, cell)]``."""
+    out, heading = [], ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            found = re.findall(r"(?m)^#{1,3} (.+)$", cell.source)
+        else:
+            found = []
+        if "slide" in cell.get("metadata", {}).get("tags", []):
+            out.append((heading, cell))
+        if found:
+            heading = found[-1]
+    return out
+
+
+def _figure(cell, glued, bib) -> str:
+    parts = []
+    for o in cell.get("outputs", []):
+        data = o.get("data", {})
+        if "image/png" in data:
+            parts.append(f'<img alt="figure" src="data:image/png;base64,{data["image/png"].strip()}">')
+    caption = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption", "")
+    if caption:
+        parts.append(f'<div class="caption">{render_markdown(caption, glued, bib)}</div>')
+    return "\n".join(parts)
+
+
+def deck_html(nb, title: str, glued=None, bib=None, assets: str = "assets") -> str:
+    """The reveal.js deck of an executed chapter: a title slide, then a slide per marked cell."""
+    glued, bib = glued if glued is not None else _glued(nb), bib or {}
+    sections = [f'<section class="title"><h1>{_inline(title)}</h1>'
+                f"<p>calibcourse: calibration of neural networks</p></section>"]
+    for heading, cell in slide_cells(nb):
+        if cell.cell_type == "markdown":
+            source = cell.source.strip()
+            own = re.match(r"#{1,3} (.+)|```\{admonition\}\s*(.+)", source)
+            name = (own.group(1) or own.group(2)).strip() if own else heading
+            if own and own.group(1):
+                source = source[own.end():]
+            elif own:  # the admonition alone, its title the slide's
+                fence = re.search(r"(?m)^```\s*$", source)
+                source = source[source.index("\n") + 1: fence.start() if fence else None]
+                source = re.sub(r"(?m)^:\w+:.*\n", "", source)
+            text = re.split(r"(?m)^## ", _to_markdown(source, glued, bib))[0]  # up to the next heading
+            for k, part in enumerate(_chunks(text.strip())):
+                head = _inline(name) + (" (continued)" if k else "")
+                sections.append(f"<section><h2>{head}</h2>{_to_html(part)}</section>")
+        else:
+            sections.append(f"<section><h3>{_inline(heading)}</h3>{_figure(cell, glued, bib)}</section>")
+    body = "\n".join(sections)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="{assets}/reveal.js/dist/reveal.css">
+<link rel="stylesheet" href="{assets}/reveal.js/dist/theme/white.css">
+<link rel="stylesheet" href="{assets}/katex/dist/katex.min.css">
+<style>
+.reveal {{ font-size: 30px; }}
+.reveal h1, .reveal h2, .reveal h3 {{ text-transform: none; }}
+.reveal h1 {{ font-size: 1.7em; }} .reveal h2 {{ font-size: 1.25em; }} .reveal h3 {{ font-size: 1.0em; }}
+.reveal section {{ text-align: left; }}
+.reveal section.title {{ padding-top: 220px; }}
+.reveal section img {{ display: block; margin: 0 auto; max-height: 540px; max-width: 100%; }}
+.reveal .caption {{ font-size: 0.55em; line-height: 1.3; }}
+.reveal ul, .reveal ol {{ display: block; }}
+.reveal li, .reveal p {{ font-size: 0.8em; line-height: 1.35; }}
+.reveal table {{ font-size: 0.5em; }}
+</style></head>
+<body><div class="reveal"><div class="slides">
+{body}
+</div></div>
+<script src="{assets}/reveal.js/dist/reveal.js"></script>
+<script src="{assets}/katex/dist/katex.min.js"></script>
+<script src="{assets}/katex/dist/contrib/auto-render.min.js"></script>
+<script>
+renderMathInElement(document.body, {{delimiters: [{{left: "\\\\[", right: "\\\\]", display: true}},
+                                              {{left: "\\\\(", right: "\\\\)", display: false}}]}});
+Reveal.initialize({{hash: true, slideNumber: true, center: false, width: 1280, height: 800, margin: 0.06}});
+</script>
+</body></html>
+"""
+
+
+def fetch_assets(dest: Path, log=print) -> Path:
+    """Copy the pinned reveal.js and KaTeX into ``dest`` (from ``npm pack``, the registry's tarballs),
+    unless they are there already."""
+    dest = Path(dest)
+    marker = dest / "VERSIONS"
+    wanted = "".join(f"{name}@{version}\n" for name, (version, _) in PACKAGES.items())
+    if marker.exists() and marker.read_text() == wanted:
+        return dest
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError("npm not found: make slides installs Debian's npm with apt")
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    with tempfile.TemporaryDirectory(prefix="calibcourse-npm-") as tmp:
+        specs = [f"{name}@{version}" for name, (version, _) in PACKAGES.items()]
+        proc = subprocess.run([npm, "pack", *specs, "--silent", "--pack-destination", tmp],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"npm pack {' '.join(specs)} failed: {proc.stderr.strip()[-300:]}")
+        for name, (version, keep) in PACKAGES.items():
+            (tarball,) = Path(tmp).glob(f"{name}-{version}.tgz")
+            with tarfile.open(tarball) as tar:
+                members = [m for m in tar.getmembers() if m.isfile()
+                           and any(m.name.startswith(f"package/{k}/") for k in keep)]
+                for m in members:
+                    m.name = m.name.removeprefix("package/")
+                tar.extractall(dest / name, members=members, filter="data")
+    marker.write_text(wanted)
+    log(f"slides: reveal.js {PACKAGES['reveal.js'][0]} and KaTeX {PACKAGES['katex'][0]} copied to {dest}")
+    return dest
+
+
+def build_slides(root, profile: str = "default", log=print) -> list[Path]:
+    """Execute the student edition where needed, then write a deck per chapter and an index."""
+    import nbformat
+
+    from calibcourse.tools import build
+
+    root = Path(root).resolve()
+    start = time.perf_counter()
+    build._write_schedule(root)
+    build.execute_book(root, profile, "student")
+    out = root / SLIDES
+    fetch_assets(out / "assets", log)
+    bib = _bib(root)
+    decks = []
+    for page in build.notebook_pages(root):
+        if not _CHAPTER.match(page.source.name):
+            continue
+        nb = nbformat.read(root / (page.toc_entry + ".ipynb"), as_version=4)
+        title = re.search(r"(?m)^# (.+)$", page.source.read_text()).group(1).strip()
+        path = out / f"{page.source.stem}.html"
+        path.write_text(deck_html(nb, title, bib=bib))
+        decks.append((title, path, 1 + len(re.findall(r"<section>", path.read_text())) - 1))
+    items = "\n".join(f'<li><a href="{p.name}">{html.escape(t)}</a> ({n} slides)</li>' for t, p, n in decks)
+    (out / "index.html").write_text(f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+                                    f"<title>calibcourse: slides</title></head><body><h1>Slides</h1>"
+                                    f"<ul>\n{items}\n</ul></body></html>\n")
+    log(f"slides: {len(decks)} decks ({sum(n for *_, n in decks)} slides) in {time.perf_counter() - start:.1f} s "
+        f"-> {out / 'index.html'}")
+    return [p for _, p, _ in decks]
+
+
+def main(argv=None) -> int:
+    """``make slides``."""
+    from calibcourse.tools.build import BuildError
+
+    ap = argparse.ArgumentParser(prog="python -m calibcourse.tools.slides", description=__doc__.split("\n")[0])
+    ap.add_argument("--profile", default="default", choices=("ci", "default", "full"))
+    ap.add_argument("--root", default=".")
+    args = ap.parse_args(argv)
+    try:
+        build_slides(Path(args.root), args.profile)
+    except (BuildError, RuntimeError) as exc:
+        print(f"slides: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
