@@ -20,8 +20,11 @@ TEST_STAMP := $(VENV)/.test-installed
 
 .PHONY: provenance book test bench clean venv train status reproduce restamp smoke labs lab execute assignments grade check-pages chromium pdf tex slides
 
+# TORCH=cpu: PyTorch's CPU-only build from PyTorch's own index first (about 200 MB, where the package index's
+# Linux build brings 3 GB of NVIDIA libraries); the pins accept it (book/setup.md)
 $(BOOK_STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(if $(filter cpu,$(TORCH)),$(PIP) torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cpu)
 	$(PIP) -r requirements.txt
 	$(PIP) --no-deps --no-build-isolation -e . \
 	  || $(PIP) --no-deps -e .

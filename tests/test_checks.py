@@ -497,7 +497,33 @@ LAB3 = {
         "on the scores, not their logit": lambda sv, yv, st: _platt(sv, yv, st, feature=lambda s: s),
         "scikit-learn's default regularization": lambda sv, yv, st: _platt(sv, yv, st, C=1.0),
         "a bias alone (a = 1)": lambda sv, yv, st: 1 / (1 + np.exp(-(_logit(st) + _logit(yv.mean()))))}),
+    "q4": (checks.check_paired_difference, lambda sa, sb, y, idx, n: _paired(sa, sb, y, idx, n), {
+        "unpaired: other rows for the second calibrator": lambda sa, sb, y, idx, n: _paired(sa, sb, y, idx, n,
+                                                                                             pair=False),
+        "the positive class's ECE": lambda sa, sb, y, idx, n: _paired(sa, sb, y, idx, n, top=False),
+        "a 90 % interval": lambda sa, sb, y, idx, n: _paired(sa, sb, y, idx, n, pct=(5, 95)),
+        "the resamples' mean as the estimate": lambda sa, sb, y, idx, n: _paired(sa, sb, y, idx, n, mean=True)}),
 }
+
+
+def _eces(s, y, idx, n_bins, top=True):
+    """The ECE of binary scores ``s`` on every row of ``idx`` at once (Guo's bins): top-label (the
+    confidence max(s, 1 - s), the class s > 0.5) or of P(1) against the positives."""
+    S, Y = s[idx], y[idx]
+    conf, ok = (np.maximum(S, 1 - S), ((S > 0.5).astype(int) == Y)) if top else (S, Y.astype(float))
+    b = np.searchsorted(np.linspace(0, 1, n_bins + 1)[1:-1], conf, side="left")
+    rows = b + n_bins * np.arange(S.shape[0])[:, None]
+    gap = np.bincount(rows.ravel(), (ok - conf).ravel(), S.shape[0] * n_bins).reshape(S.shape[0], n_bins)
+    return np.abs(gap).sum(1) / S.shape[1]
+
+
+def _paired(sa, sb, y, idx, n_bins, pair=True, top=True, pct=(2.5, 97.5), mean=False):
+    """The paired bootstrap of an ECE difference, vectorized over the resamples."""
+    every = np.arange(y.size)[None]
+    d = _eces(sa, y, idx, n_bins, top) - _eces(sb, y, idx if pair else idx[::-1], n_bins, top)
+    est = d.mean() if mean else (_eces(sa, y, every, n_bins, top) - _eces(sb, y, every, n_bins, top))[0]
+    lo, hi = np.percentile(d, pct)
+    return float(est), float(lo), float(hi)
 def _sece(p, y, h, leave_one_out=False, box=False):
     """SECE written out: the Gaussian-kernel smoothed accuracy at each top-label confidence."""
     p = np.asarray(p, dtype=float)
@@ -565,13 +591,16 @@ def test_hidden_tests_catch_known_wrong_answers_on_every_seed(lab, question, che
     secret seeds, and an independent right answer passes on all of them. (Before: the naive NLL passed
     Lab 2's hidden test on 112 of 200 seeds, a grid search that ignores n_bins on 35 of 60, and Lab 1's
     ECE with bins closed on the left on most seeds, a histogram binning whose empty bins predict 0 on 176 of
-    200, a class-wise ECE with bins closed on the left on 68 of 200.) Lab 3's paired bootstrap is not
-    covered yet."""
+    200, a class-wise ECE with bins closed on the left on 68 of 200.)"""
     seeds = _hidden_seeds(lab, question)
-    assert all(not _fails(check, right, s) for s in seeds)
-    for name, fn in wrong.items():
-        passed = [s for s in seeds if not _fails(check, fn, s)]
-        assert not passed, f"{name!r} passes the hidden test on {len(passed)} of {len(seeds)} seeds"
+    passed = {name: [] for name in wrong}
+    for s in seeds:  # seed by seed: a check's reference for a seed is computed once (checks caches it)
+        assert not _fails(check, right, s), s
+        for name, fn in wrong.items():
+            if not _fails(check, fn, s):
+                passed[name].append(s)
+    for name, seeds_passed in passed.items():
+        assert not seeds_passed, f"{name!r} passes the hidden test on {len(seeds_passed)} of {len(seeds)} seeds"
 
 
 @pytest.mark.parametrize("lab, question, check, right, wrong", HIDDEN_CASES,
