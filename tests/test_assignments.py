@@ -176,7 +176,7 @@ def test_assignments_are_written_with_points_stated_and_solutions_only_in_the_so
         with zipfile.ZipFile(p["autograder"]) as z:
             names = z.namelist()
             tests = {n: z.read(n).decode() for n in names if n.startswith("tests/")}
-            assert "files/calibcourse/study/checks.py" in names and "environment.yml" in names
+            assert "files/calibcourse/study/checks/__init__.py" in names and "files/calibcourse/study/checks/lab1.py" in names and "environment.yml" in names
             assert "jupyter-book" not in z.read("environment.yml").decode()
             assert json.loads(z.read("otter_config.json"))["pdf"] is True  # Gradescope gets a PDF of the answers
         assert len(tests) == len(qs)

@@ -146,7 +146,7 @@ def test_array_checks_show_the_first_element_that_differs(capsys):
         return out
     assert checks.check_isotonic(one_off) is False
     out = capsys.readouterr().out
-    pv, yv, pt = checks._binary_scores(0)
+    pv, yv, pt = checks.lab3._binary_scores(0)
     assert f"1 of {pt.size} values differ; the first at index 7: expected {iso(pv, yv, pt)[7]:.6g}" in out
     assert f"(test score {pt[7]:.6g})" in out
     hb = lambda pv, yv, pt, n: C.HistogramBinning(n_bins=n).fit(pv, yv).predict_proba(pt)[:, 1]

@@ -274,7 +274,7 @@ def resplit_table(run, temperatures, n_resplits: int, seed: int = 0) -> str:
 
 # ============================================================================ Lab 3
 def _paired_ece(pa, pb, y, boot_idx, n_bins=15):
-    from calibcourse.study.checks import _paired_reference
+    from calibcourse.study.checks.lab3 import _paired_reference
 
     return _paired_reference(pa, pb, y, boot_idx, n_bins)[:3]
 

@@ -1,0 +1,139 @@
+"""The harness of every check: the report of the cases, calling the student's function, comparing
+its result; a hidden check's report names no input and no expected value."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+
+
+class CheckFailure(AssertionError):
+    """A check called with ``strict=True`` failed; the message lists the failed cases and why."""
+
+
+def _kind(label: str) -> str:
+    """What kind of case ``label`` names, without its numbers (a hidden case's sizes, bin count or
+    parameters are inputs the student does not see): ``"random probabilities, n=300, K=5"`` ->
+    ``"random probabilities"``."""
+    parts = [re.sub(r"\s*\([^)]*\d[^)]*\)", "", part).strip() for part in label.split(", ")]
+    return ", ".join(p for p in parts if p and not re.search(r"\d", p))
+
+
+class _Report:
+    """The cases of one check. A hidden check (``seed`` other than 0) names each case by its kind
+    and number only, and says of a failure what went wrong (the function raised, or its result
+    differs) and the hint: never the case's inputs or the expected values, which a student would
+    otherwise read in the grader's feedback."""
+
+    def __init__(self, name: str, verbose: bool, strict: bool, hidden: bool = False):
+        self.name, self.verbose, self.strict, self.hidden = name, verbose, strict, hidden
+        self.passed, self.failed, self.lines = 0, 0, []
+        self.unfilled = False  # the function raised NotImplementedError: the other cases are not run
+        self.not_run = 0  # the cases not run because of it (the one that raised included)
+
+    def _say(self, text: str):
+        self.lines.append(text)
+        if not self.strict:
+            print(text)
+
+    def case(self, label: str, ok: bool, detail: str = "", hint: str = ""):
+        if self.hidden:
+            kind = _kind(label)
+            label = f"hidden case {self.passed + self.failed + 1}" + (f": {kind}" if kind else "")
+            raised = re.match(r"the function raised (\w+: .*)", detail or "", re.S)
+            # the exception's own words, its numbers masked (a shape or an index would describe the input)
+            detail = (f"the function raised {re.sub(r'[0-9]+', 'N', raised.group(1))[:160]}" if raised
+                      else "the result differs from the reference implementation's")
+        if ok:
+            self.passed += 1
+            if self.verbose:
+                self._say(f"  PASS  {label}")
+            return
+        self.failed += 1
+        self._say(f"  FAIL  {label}")
+        if detail:
+            self._say("        " + detail.replace("\n", "\n        "))
+        if hint:
+            self._say(f"        hint: {hint}")
+
+    def done(self) -> bool:
+        if self.unfilled and not (self.passed or self.failed):
+            summary = f"{self.name}: not written yet, its {self.not_run} cases not run"
+        elif self.unfilled:
+            summary = (f"{self.name}: {self.passed} passed, {self.failed} failed, then NotImplementedError: "
+                       f"{self.not_run} cases not run")
+        else:
+            verdict = "all passed" if self.failed == 0 else f"{self.failed} failed"
+            summary = f"{self.name}: {self.passed} passed, {self.failed} failed -> {verdict}"
+        if self.strict:
+            if self.failed or self.unfilled:
+                raise CheckFailure("\n".join([summary] + self.lines))
+            return True
+        print(summary)
+        return self.failed == 0 and not self.unfilled
+
+
+def _start(name: str, fn, verbose: bool, strict: bool, seed) -> _Report:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    report = _Report(name, verbose, strict, hidden=seed != 0)
+    if not callable(fn):
+        report.case("the function to check", False,
+                    f"fn must be a function; got {fn!r}",
+                    "run the exercise cell that defines it (and keep its name), then this check")
+    return report
+
+
+def _call(report, label, fn, *args, **kwargs):
+    if not callable(fn):
+        return False, None
+    if report.unfilled:
+        report.not_run += 1
+        return False, None
+    try:
+        return True, fn(*args, **kwargs)
+    except NotImplementedError:
+        report.unfilled = True
+        report.not_run += 1
+        return False, None
+    except Exception as exc:  # a bug in the student's code is a failed case, not a crash
+        report.case(label, False, f"the function raised {type(exc).__name__}: {exc}")
+        return False, None
+
+
+def _short(a, n=6):
+    a = np.asarray(a)
+    return np.array2string(a.ravel()[:n], precision=4, separator=", ") + (" ..." if a.size > n else "")
+
+
+def _as_float_array(got, shape):
+    """``got`` as a float array of ``shape``, or a sentence saying why it is not one."""
+    try:
+        arr = np.asarray(got.detach().cpu() if hasattr(got, "detach") else got, dtype=float)
+    except Exception as exc:
+        return None, f"the result is not an array of numbers ({type(exc).__name__}: {exc}); got {got!r:.80}"
+    if arr.shape != tuple(shape):
+        return None, f"expected an array of shape {tuple(shape)}, got shape {arr.shape}"
+    return arr, ""
+
+
+def _first_difference(got, expected, atol, where=None):
+    """The first element where ``got`` and ``expected`` differ by more than ``atol`` (NaNs equal),
+    as a sentence; ``where(index)`` describes the input at that index. None if none differs."""
+    bad = ~np.isclose(got, expected, atol=atol, rtol=0, equal_nan=True)
+    if not bad.any():
+        return None
+    idx = tuple(int(i) for i in np.argwhere(bad)[0])
+    at = idx[0] if len(idx) == 1 else idx
+    text = (f"{int(bad.sum())} of {bad.size} values differ; the first at index {at}: "
+            f"expected {expected[idx]:.6g}, got {got[idx]:.6g}")
+    return text + (f" ({where(idx)})" if where else "")
+
+
+def _close(got, expected, atol):
+    try:
+        got = got.detach() if hasattr(got, "detach") else got
+        return got is not None and abs(float(got) - expected) < atol
+    except (TypeError, ValueError):
+        return False
