@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from calibcourse.tools import assignments as A
-from calibcourse.tools import written as W
+from calibcourse.tools.assignments import written as W
 
 ROOT = Path(__file__).resolve().parent.parent
 LABS = [p.stem for p in A.lab_sources()]
@@ -283,7 +283,7 @@ def test_grading_survives_what_students_hand_in(built, tmp_path, monkeypatch):
     # still until the submission hangs in q2, then jumps past the limit. The cut comes at that point for
     # certain, whatever the machine's load; the limit itself is still the grader's own code path.
     with monkeypatch.context() as m:
-        m.setattr(A, "_clock", lambda: 1e9 if hung.exists() else 0.0)
+        m.setattr(A.batch, "_clock", lambda: 1e9 if hung.exists() else 0.0)
         hang_csv = A.grade(lab, hang_dir, tmp_path / "grades-hang", timeout=NO_LIMIT, memory_mb=1500,
                            assignments_dir=out, log=lambda *_: None, jobs=1)
     rows = {**read_csv(csv_path), **read_csv(hang_csv)}

@@ -47,7 +47,7 @@ from pathlib import Path
 from calibcourse.study.profiles import PROFILES
 
 __all__ = ["EDITIONS", "HTML_DIRS", "BuildError", "Page", "toc_entries", "notebook_pages", "fingerprint", "execute_book",
-           "write_ledger", "build_html", "main"]
+           "write_ledger", "build_html", "write_schedule", "main"]
 
 EDITIONS = ("student", "instructor")
 #: where each edition's HTML goes, relative to the root
@@ -567,8 +567,24 @@ def build_html(root: Path, edition: str = "student", log=print) -> Path:
     return html
 
 
-def _write_schedule(root: Path) -> None:
-    """Rewrite ``book/schedule.md`` from :mod:`calibcourse.study.schedule` where ``_toc.yml`` lists it."""
+def write_schedule(root: Path) -> None:
+    """Rewrite ``book/schedule.md`` from :mod:`calibcourse.study.schedule` where ``_toc.yml`` lists it
+    (and where it changed): the first step of every build of the book, the HTML, the PDF and the slides.
+
+    Parameters
+    ----------
+    root : pathlib.Path
+        The book's root (holds ``_toc.yml``).
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> write_schedule(Path(tempfile.mkdtemp()))  # no _toc.yml: nothing to write
+    """
     import yaml
 
     from calibcourse.study import schedule
@@ -632,7 +648,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("CALIBCOURSE_QUIET", "1")  # no progress bars inside executed notebooks
     start = time.perf_counter()
     try:
-        _write_schedule(root)
+        write_schedule(root)
         execute_book(root, args.profile, args.edition, force=args.force)
         write_ledger(root, notebook_pages(root))
         if not args.no_html:

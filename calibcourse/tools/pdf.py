@@ -43,6 +43,16 @@ _CHAPTER = re.compile(r"^\d\d[a-z]?_")
 def chapter_titles(root) -> list[str]:
     """The titles of the book's chapters (the first heading of each lecture page), in the book's order.
 
+    Parameters
+    ----------
+    root : str or path
+        The book's root (holds ``_toc.yml`` and ``notebooks/``).
+
+    Returns
+    -------
+    list of str
+        One title per lecture page of ``_toc.yml`` (``notebooks/01_theory.md``, ...).
+
     Examples
     --------
     >>> chapter_titles(Path(__file__).resolve().parents[2])[:2]
@@ -150,17 +160,36 @@ def _config(root: Path, stage: Path) -> Path:
 def build_pdf(root, profile: str = "default", log=print) -> Path:
     """Execute the student edition's pages where needed, typeset them, check the PDF.
 
+    Parameters
+    ----------
+    root : str or path
+        The book's root.
+    profile : {"ci", "default", "full"}, default="default"
+        The profile the pages are executed with.
+    log : callable, default=print
+        Called with the summary line.
+
     Returns
     -------
     pathlib.Path
         ``root/_build/pdf/calibcourse.pdf``; a failed build raises
-        :class:`calibcourse.tools.build.BuildError` with LaTeX's first errors.
+        :class:`calibcourse.tools.build.BuildError` with LaTeX's first errors, a PDF that lacks a
+        chapter or a chapter's figures ``ValueError``.
+
+    Examples
+    --------
+    Skipped in the doctests: it executes the book and runs LaTeX (about half a minute after
+    ``make book``).
+
+    >>> build_pdf(".")  # doctest: +SKIP
+    pdf: 226 pages, 8 chapters, each with its figures, built in 22.4 s -> .../_build/pdf/calibcourse.pdf
+    PosixPath('.../_build/pdf/calibcourse.pdf')
     """
     from calibcourse.tools import build
 
     root = Path(root).resolve()
     start = time.perf_counter()
-    build._write_schedule(root)
+    build.write_schedule(root)
     build.execute_book(root, profile, "student")
     build.write_ledger(root, build.notebook_pages(root), log=lambda *_: None)
     stage = root / _STAGE
@@ -188,7 +217,26 @@ def build_pdf(root, profile: str = "default", log=print) -> Path:
 
 
 def main(argv=None) -> int:
-    """``make pdf``: build and check the PDF (``--check-only``: check the one built)."""
+    """``make pdf``: build and check the PDF (``--check-only``: check the one built).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: the command line's).
+
+    Returns
+    -------
+    int
+        0, or 1 when the build or the check failed (the reason on stderr, one line).
+
+    Examples
+    --------
+    >>> import contextlib, sys, tempfile
+    >>> with contextlib.redirect_stderr(sys.stdout):
+    ...     main(["--check-only", "--root", tempfile.mkdtemp()])  # doctest: +ELLIPSIS
+    pdf: ... not found: the build reads the table of contents from it
+    1
+    """
     from calibcourse.tools.build import BuildError
 
     ap = argparse.ArgumentParser(prog="python -m calibcourse.tools.pdf", description=__doc__.split("\n")[0])

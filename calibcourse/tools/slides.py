@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["PACKAGES", "SLIDES", "slide_cells", "render_markdown", "deck_html", "build_slides", "main"]
+__all__ = ["PACKAGES", "SLIDES", "slide_cells", "render_markdown", "deck_html", "fetch_assets", "build_slides", "main"]
 
 SLIDES = Path("_build") / "slides"
 #: the npm packages the decks load, pinned, and the files of each that are copied beside the decks
@@ -122,6 +122,20 @@ def render_markdown(text: str, glued=None, bib=None) -> str:
     directives as their body (an admonition's title in bold), math left as ``\(...\)`` and ``\[...\]``
     for KaTeX in the browser.
 
+    Parameters
+    ----------
+    text : str
+        MyST markdown (a cell of a chapter).
+    glued : dict, optional
+        The executed chapter's glued values, ``{name: value}``.
+    bib : dict, optional
+        ``{key: "Guo et al. 2017"}``, for the citations.
+
+    Returns
+    -------
+    str
+        HTML.
+
     Examples
     --------
     >>> print(render_markdown("An ECE of {glue:text}`ece:.1f` % on $n$ digits {cite}`guo2017calibration`.",
@@ -147,8 +161,27 @@ def _chunks(text: str) -> list[str]:
 
 
 def slide_cells(nb) -> list:
-    """The cells of an executed chapter tagged ``slide``, each with the section heading above it:
-    ``[(heading, cell)]``."""
+    """The cells of an executed chapter tagged ``slide``, each with the section heading above it.
+
+    Parameters
+    ----------
+    nb : nbformat.NotebookNode
+        An executed chapter.
+
+    Returns
+    -------
+    list of (str, nbformat.NotebookNode)
+        ``[(heading, cell)]`` in the chapter's order.
+
+    Examples
+    --------
+    >>> import nbformat
+    >>> new = nbformat.v4
+    >>> nb = new.new_notebook(cells=[new.new_markdown_cell("## Bins"), new.new_code_cell("plot()"),
+    ...                              new.new_code_cell("plot()", metadata={"tags": ["slide"]})])
+    >>> [(heading, cell.source) for heading, cell in slide_cells(nb)]
+    [('Bins', 'plot()')]
+    """
     out, heading = [], ""
     for cell in nb.cells:
         if cell.cell_type == "markdown":
@@ -175,7 +208,35 @@ def _figure(cell, glued, bib) -> str:
 
 
 def deck_html(nb, title: str, glued=None, bib=None, assets: str = "assets") -> str:
-    """The reveal.js deck of an executed chapter: a title slide, then a slide per marked cell."""
+    r"""The reveal.js deck of an executed chapter: a title slide, then a slide per marked cell.
+
+    Parameters
+    ----------
+    nb : nbformat.NotebookNode
+        The executed chapter (its figures and glued values are the deck's).
+    title : str
+        The chapter's title.
+    glued : dict, optional
+        Its glued values (default: read from ``nb``).
+    bib : dict, optional
+        ``{key: "Guo et al. 2017"}``, for the citations.
+    assets : str, default="assets"
+        Where reveal.js and KaTeX are, relative to the deck (:func:`fetch_assets`).
+
+    Returns
+    -------
+    str
+        The deck, one HTML file: its figures inside it, reveal.js and KaTeX loaded from ``assets``.
+
+    Examples
+    --------
+    >>> import nbformat
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
+    ...     "## Key takeaways\n\n- Bins hide gaps.", metadata={"tags": ["slide"]})])
+    >>> deck = deck_html(nb, "9. A chapter")
+    >>> deck.count("<section"), "<li>Bins hide gaps.</li>" in deck
+    (2, True)
+    """
     glued, bib = glued if glued is not None else _glued(nb), bib or {}
     sections = [f'<section class="title"><h1>{_inline(title)}</h1>'
                 f"<p>calibcourse: calibration of neural networks</p></section>"]
@@ -232,7 +293,29 @@ Reveal.initialize({{hash: true, slideNumber: true, center: false, width: 1280, h
 
 def fetch_assets(dest: Path, log=print) -> Path:
     """Copy the pinned reveal.js and KaTeX into ``dest`` (from ``npm pack``, the registry's tarballs),
-    unless they are there already."""
+    unless they are there already.
+
+    Parameters
+    ----------
+    dest : path
+        The folder (``_build/slides/assets``); it holds ``reveal.js/dist``, ``katex/dist`` and a
+        ``VERSIONS`` file.
+    log : callable, default=print
+        Called with a line when the packages were fetched.
+
+    Returns
+    -------
+    pathlib.Path
+        ``dest``; ``RuntimeError`` when npm is missing or the registry cannot be reached.
+
+    Examples
+    --------
+    Skipped in the doctests: it asks the npm registry (about a second).
+
+    >>> fetch_assets(Path("_build/slides/assets"))  # doctest: +SKIP
+    slides: reveal.js 5.2.1 and KaTeX 0.16.22 copied to _build/slides/assets
+    PosixPath('_build/slides/assets')
+    """
     dest = Path(dest)
     marker = dest / "VERSIONS"
     wanted = "".join(f"{name}@{version}\n" for name, (version, _) in PACKAGES.items())
@@ -263,14 +346,36 @@ def fetch_assets(dest: Path, log=print) -> Path:
 
 
 def build_slides(root, profile: str = "default", log=print) -> list[Path]:
-    """Execute the student edition where needed, then write a deck per chapter and an index."""
+    """Execute the student edition where needed, then write a deck per chapter and an index.
+
+    Parameters
+    ----------
+    root : str or path
+        The book's root.
+    profile : {"ci", "default", "full"}, default="default"
+        The profile the pages are executed with.
+    log : callable, default=print
+        Called with each progress line.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The decks, ``root/_build/slides/<chapter>.html``.
+
+    Examples
+    --------
+    Skipped in the doctests: it executes the book (seconds after ``make book``).
+
+    >>> build_slides(".")  # doctest: +SKIP
+    slides: 8 decks (60 slides) in 2.3 s -> .../_build/slides/index.html
+    """
     import nbformat
 
     from calibcourse.tools import build
 
     root = Path(root).resolve()
     start = time.perf_counter()
-    build._write_schedule(root)
+    build.write_schedule(root)
     build.execute_book(root, profile, "student")
     out = root / SLIDES
     fetch_assets(out / "assets", log)
@@ -294,7 +399,26 @@ def build_slides(root, profile: str = "default", log=print) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    """``make slides``."""
+    """``make slides``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: the command line's).
+
+    Returns
+    -------
+    int
+        0, or 1 when the build failed (the reason on stderr, one line).
+
+    Examples
+    --------
+    >>> import contextlib, sys, tempfile
+    >>> with contextlib.redirect_stderr(sys.stdout):
+    ...     main(["--root", tempfile.mkdtemp()])  # doctest: +ELLIPSIS
+    slides: ... not found: the build reads the table of contents from it
+    1
+    """
     from calibcourse.tools.build import BuildError
 
     ap = argparse.ArgumentParser(prog="python -m calibcourse.tools.slides", description=__doc__.split("\n")[0])

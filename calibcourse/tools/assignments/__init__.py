@@ -1,0 +1,50 @@
+"""The labs as graded assignments: otter-grader builds them, ``make grade`` grades a folder.
+
+The package, by what it does: :mod:`.questions` (a lab's graded code questions, what each may
+not use, the hidden tests' seeds), :mod:`.written` (the written questions, their rubrics and
+marks), :mod:`.authoring` (the otter-grader assignment), :mod:`.sandbox` (one submission in its
+own process and kernel), :mod:`.batch` (a folder graded: the grades CSV, the feedback) and
+:mod:`.cli` (the command line).
+
+    python -m calibcourse.tools.assignments assign [--lab LAB ...] [--out DIR] [--secret TEXT]
+    python -m calibcourse.tools.assignments grade --lab LAB --submissions DIR [--timeout S] [--jobs N]
+
+**One source per lab.** In a lab's jupytext source (``notebooks/labs/<lab>.md``) a code
+cell tagged ``exercise`` with a ``points: [public, hidden]`` metadata entry is a graded
+question: it defines one function between ``# BEGIN SOLUTION`` / ``# END SOLUTION``, and a
+later cell checks it with ``checks.check_<name>(<function>)``. :func:`master_notebook`
+turns the source into an otter-grader master notebook (questions, solutions, tests), and
+``otter assign`` writes from it the student notebook, the solution notebook and the
+autograder archive. A question's public test is the lab's own check, as the student sees
+it; its hidden test runs the same check with another ``seed`` (other inputs, derived from
+a secret), so special-casing the visible inputs earns only the public point.
+
+**What an exercise may not use.** A graded cell's ``forbid`` metadata lists the library's
+own versions of what it asks for (``metrics.ece``, ``calibrators``, ``losses`` ...); the
+checks and the labs' helpers (:data:`ALWAYS_FORBIDDEN`) are forbidden everywhere. The
+student's prompt states the list, and :func:`grade` gives no points to a question whose
+function, or a helper it reads from another cell, uses one of them (:func:`forbidden_uses`,
+a scan of the submission's code through its imports and aliases), with a message in the
+feedback. The Gradescope archive runs otter's own tests and does not scan.
+
+**Grading** (:func:`grade`) runs every submission in its own process and its own
+temporary folder, with a wall-clock limit: the notebook's cells run in a fresh kernel (the
+``parameters`` cell overridden to the fast ``ci`` profile: the graded checks do not depend
+on it), each question is graded by otter's test files right after the last cell that
+defines its function, and the points are saved after each question, so a submission cut
+at the limit keeps what it earned so far. No Docker and no network: the code runs as the
+user who grades (see the README for what that does not protect against).
+"""
+from __future__ import annotations
+
+from calibcourse.tools.assignments.authoring import master_notebook, write_assignment, write_assignments
+from calibcourse.tools.assignments.batch import grade
+from calibcourse.tools.assignments.cli import main
+from calibcourse.tools.assignments.questions import (ALWAYS_FORBIDDEN, DEFAULT_MEMORY_MB, DEFAULT_SECRET,
+                                                     DEFAULT_TIMEOUT, GRADE_PROFILE, Question, forbidden_uses,
+                                                     hidden_seed, lab_sources, questions)
+from calibcourse.tools.assignments.sandbox import KernelGrader, cell_names
+
+__all__ = ["Question", "questions", "forbidden_uses", "ALWAYS_FORBIDDEN", "hidden_seed", "lab_sources",
+           "master_notebook", "write_assignment", "write_assignments", "grade", "main", "cell_names",
+           "KernelGrader", "GRADE_PROFILE", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB", "DEFAULT_SECRET"]

@@ -1,0 +1,282 @@
+"""The labs as otter-grader assignments: the master notebook of a lab and what `otter assign`
+makes of it (the student and solution notebooks, the autograder archive)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from calibcourse.tools.editions import BEGIN, END, STUB, set_edition
+from calibcourse.tools.assignments.questions import Question, hidden_seed, lab_sources, questions
+from calibcourse.tools.assignments.questions import _fmt, ROOT, DEFAULT_SECRET
+from calibcourse.tools.assignments.written import written_questions
+
+
+def _prompt_cell_source(code: str) -> str:
+    """otter's markup for our solution block: the student gets our stub, the solution the code."""
+    out = []
+    for line in code.splitlines():
+        indent = line[: len(line) - len(line.lstrip())]
+        if line.strip() == BEGIN:
+            out += [f'{indent}""" # BEGIN PROMPT', f"{indent}{STUB}", f'{indent}""" # END PROMPT',
+                    f"{indent}# BEGIN SOLUTION NO PROMPT"]
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _test_cell(q: Question, points: float, hidden: bool, seed: int):
+    import nbformat
+
+    args = f"{q.function}, seed={seed}, strict=True" if hidden else f"{q.function}, strict=True"
+    return nbformat.v4.new_code_cell(
+        f'""" # BEGIN TEST CONFIG\npoints: {_fmt(points)}\nhidden: {str(hidden).lower()}\n""" # END TEST CONFIG\n'
+        f"def test_{'hidden' if hidden else 'public'}({q.function}):\n"
+        f"    from calibcourse.study import checks\n"
+        f"    checks.{q.check}({args})")
+
+
+def master_notebook(src, secret: str = DEFAULT_SECRET):
+    '''The otter-grader master notebook of the lab ``src`` (a jupytext source path).
+
+    Each graded cell becomes an otter question (its prompt, a solution cell, a public and a
+    hidden test); the prompt states the points; everything else is copied as it is.
+
+    Parameters
+    ----------
+    src : str or path
+        The lab's jupytext source, ``notebooks/labs/<lab>.md``.
+    secret : str, default=DEFAULT_SECRET
+        The text the hidden tests' seeds derive from (:func:`hidden_seed`).
+
+    Returns
+    -------
+    nbformat.NotebookNode
+        The master notebook, for ``otter assign``.
+
+    Examples
+    --------
+    >>> nb = master_notebook(lab_sources()[0], secret="my course 2026")
+    >>> print(next(c.source for c in nb.cells if "def test_hidden" in c.source))
+    """ # BEGIN TEST CONFIG
+    points: 2
+    hidden: true
+    """ # END TEST CONFIG
+    def test_hidden(bin_stats):
+        from calibcourse.study import checks
+        checks.check_reliability_bins(bin_stats, seed=1285810705, strict=True)
+    '''
+    import jupytext
+    import nbformat
+    import yaml
+
+    src = Path(src)
+    nb = jupytext.read(src)
+    qs = {id(c): q for c, q in zip([c for c in nb.cells if "points" in c.metadata], questions(nb))}
+    config = {"name": src.stem, "requirements": "requirements.txt", "python_version": "3.11", "init_cell": False,
+              "check_all_cell": False, "export_cell": False, "run_tests": False,
+              "show_question_points": False, "tests": {"files": True, "ok_format": False},
+              "generate": {"pdf": True, "show_stdout": True, "show_hidden": False, "warn_missing_pdf": True},
+              "autograder_files": ["calibcourse", "data"]}
+    raw = nbformat.v4.new_raw_cell
+    cells = [raw("# ASSIGNMENT CONFIG\n" + yaml.safe_dump(config, sort_keys=False))]
+    written = {w.prompt: w for w in written_questions(nb)}
+    manual = None  # the written question whose answer and solution cells come next
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if manual is not None:
+            if "answer" in tags:  # otter-grader puts its own answer cell in the student's notebook
+                continue
+            if "solution" in tags:
+                if cells[-1].source != "# BEGIN SOLUTION":
+                    cells.append(raw("# BEGIN SOLUTION"))
+                cells.append(cell)
+                continue
+            cells += [raw("# END SOLUTION"), raw("# END QUESTION")]
+            manual = None
+        if cell.cell_type == "markdown" and cell.source in written:
+            manual = written[cell.source]
+            cells += [raw(f"# BEGIN QUESTION\nname: {manual.name}\nmanual: true\npoints: {_fmt(manual.points)}"),
+                      cell]
+            continue
+        q = qs.get(id(cell))
+        if q is None:
+            cells.append(cell)
+            continue
+        prompt = cells.pop() if cells and cells[-1].cell_type == "markdown" else nbformat.v4.new_markdown_cell("")
+        own = [f"`{f}`" for f in cell.metadata.get("forbid", [])]
+        prompt.source += (f"\n\n*{_fmt(q.points)} points: {_fmt(q.public)} for the check below, "
+                          f"{_fmt(q.hidden)} for hidden tests that run the same check on inputs you do not see. "
+                          f"A function that uses {', '.join(own) + ' or ' if own else ''}the `checks` module "
+                          "earns no points.*")
+        solution = nbformat.v4.new_code_cell(_prompt_cell_source(cell.source), metadata=dict(cell.metadata))
+        solution.metadata.pop("points", None)
+        solution.metadata.pop("forbid", None)
+        seed = hidden_seed(src.stem, q.name, secret)
+        cells += [raw(f"# BEGIN QUESTION\nname: {q.name}\npoints: [{_fmt(q.public)}, {_fmt(q.hidden)}]\n"
+                      "check_cell: false"), prompt,
+                  raw("# BEGIN SOLUTION"), solution, raw("# END SOLUTION"),
+                  raw("# BEGIN TESTS"), _test_cell(q, q.public, False, 0), _test_cell(q, q.hidden, True, seed),
+                  raw("# END TESTS"), raw("# END QUESTION")]
+    if manual is not None:
+        cells += [raw("# END SOLUTION"), raw("# END QUESTION")]
+    out = nbformat.v4.new_notebook(cells=cells)
+    out.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return out
+
+
+def _solution_source(code: str) -> str:
+    """Remove otter's prompt and solution markers from a solution cell."""
+    out, in_prompt = [], False
+    for line in code.splitlines():
+        s = line.strip()
+        if s == '""" # BEGIN PROMPT':
+            in_prompt = True
+        elif s == '""" # END PROMPT':
+            in_prompt = False
+        elif not in_prompt and s not in (f"{BEGIN} NO PROMPT", END):
+            out.append(line)
+    return "\n".join(out)
+
+
+def _cache_entries(source_text: str) -> list[Path]:
+    """The result-cache entries of the runs a lab loads (experiment names quoted in its source, or
+    named by a ``labs.LAB..._RUN`` constant of :mod:`calibcourse.study.labs`)."""
+    from calibcourse.study.cache import Cache, config_key
+    from calibcourse.study.experiments import experiments
+
+    from calibcourse.study import labs
+
+    quoted = set(re.findall(r'"(ch\d[^"]*)"', source_text))
+    for name in re.findall(r"labs\.(LAB\w+)", source_text):  # a lab's runs named in calibcourse.study.labs
+        value = getattr(labs, name, "")
+        quoted.update(value.values() if isinstance(value, dict) else [value])
+    cache, found = Cache(), []
+    for profile in ("ci", "default"):
+        for name, cfg in experiments(profile).items():
+            if any(name.startswith(q) for q in quoted):
+                path = cache.path(config_key(cfg))
+                if path.is_dir() and path not in found:
+                    found.append(path)
+    return found
+
+
+_BOOK_ONLY = ("jupyter-book", "papermill", "sphinx", "pytest")
+
+
+def _autograder_requirements() -> str:
+    """requirements.txt without what only the book's build and the tests need."""
+    keep = [ln for ln in (ROOT / "requirements.txt").read_text().splitlines()
+            if ln.strip() and not ln.startswith("#") and not ln.startswith(_BOOK_ONLY)]
+    return "\n".join(keep) + "\n"
+
+
+def write_assignment(src, out_dir, secret: str = DEFAULT_SECRET, log=print) -> dict:
+    """Build the assignment of the lab ``src`` under ``out_dir/<lab>/``.
+
+    Runs ``otter assign`` on :func:`master_notebook` with the package, the lab's runs of the
+    result cache and the runtime requirements as the autograder's files.
+
+    Parameters
+    ----------
+    src : str or path
+        The lab's jupytext source.
+    out_dir : str or path
+        The folder of the assignments; the lab's folder in it is replaced.
+    secret : str, default=DEFAULT_SECRET
+        The text the hidden tests' seeds derive from (:func:`hidden_seed`).
+    log : callable, default=print
+        Called with each progress line.
+
+    Returns
+    -------
+    dict
+        Paths of ``student`` (the notebook to hand out), ``solution`` and ``autograder`` (the zip archive for Gradescope, also what :func:`grade` reads).
+
+    Examples
+    --------
+    Skipped in the doctests: ``otter assign`` takes seconds.
+
+    >>> paths = write_assignment(lab_sources()[0], "_build/assignments")  # doctest: +SKIP
+    lab1_ece: student notebook, solution notebook and autograder archive written to _build/assignments/lab1_ece
+    >>> sorted(paths)  # doctest: +SKIP
+    ['autograder', 'solution', 'student']
+    """
+    import nbformat
+    from otter.assign import main as otter_assign
+
+    src, lab = Path(src), Path(src).stem
+    dest = Path(out_dir) / lab
+    with tempfile.TemporaryDirectory(prefix=f"calibcourse-assign-{lab}-") as tmp:
+        stage = Path(tmp) / "master"
+        stage.mkdir()
+        nbformat.write(master_notebook(src, secret), stage / f"{lab}.ipynb")
+        shutil.copytree(ROOT / "calibcourse", stage / "calibcourse",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        for entry in _cache_entries(src.read_text()):
+            shutil.copytree(entry, stage / "data" / "cache" / entry.name)
+        (stage / "data").mkdir(exist_ok=True)
+        (stage / "requirements.txt").write_text(_autograder_requirements())
+        result = Path(tmp) / "dist"
+        otter_assign(str(stage / f"{lab}.ipynb"), str(result), no_pdfs=True, no_run_tests=True)
+        student = nbformat.read(result / "student" / f"{lab}.ipynb", as_version=4)
+        student.cells = [c for c in student.cells if "solution" not in c.metadata.get("tags", [])]
+        set_edition(student, "student")
+        solution = nbformat.read(result / "autograder" / f"{lab}.ipynb", as_version=4)
+        for cell in solution.cells:
+            if cell.cell_type == "code":
+                cell.source = _solution_source(cell.source)
+        set_edition(solution, "instructor")
+        (zip_path,) = (result / "autograder").glob("*.zip")
+        shutil.rmtree(dest, ignore_errors=True)
+        (dest / "student").mkdir(parents=True)
+        (dest / "solution").mkdir()
+        paths = {"student": dest / "student" / f"{lab}.ipynb", "solution": dest / "solution" / f"{lab}.ipynb",
+                 "autograder": dest / f"{lab}-autograder.zip"}
+        nbformat.write(student, paths["student"])
+        nbformat.write(solution, paths["solution"])
+        shutil.copy(zip_path, paths["autograder"])
+    log(f"{lab}: student notebook, solution notebook and autograder archive written to {dest}")
+    return paths
+
+
+def write_assignments(out_dir=None, labs=None, secret: str | None = None, log=print) -> list[dict]:
+    """Build every lab's assignment (or those named in ``labs``) under ``out_dir``
+    (default ``_build/assignments``); ``make assignments`` calls it.
+
+    Parameters
+    ----------
+    out_dir : str or path, optional
+        Default ``_build/assignments``.
+    labs : list of str, optional
+        Only these labs (their names, e.g. ``['lab1_ece']``).
+    secret : str, optional
+        Default: ``$CALIBCOURSE_SECRET``, else :data:`DEFAULT_SECRET`.
+    log : callable, default=print
+        Called with each progress line.
+
+    Returns
+    -------
+    list of dict
+        What :func:`write_assignment` returns, per lab.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> write_assignments(tempfile.mkdtemp(), labs=["lab9"])
+    Traceback (most recent call last):
+        ...
+    ValueError: labs must be among lab1_ece, lab2_temperature, lab3_binning, lab4_sece_focal; got lab9
+    >>> write_assignments(labs=["lab1_ece"])  # doctest: +SKIP
+    lab1_ece: student notebook, solution notebook and autograder archive written to .../_build/assignments/lab1_ece
+    [{'student': ..., 'solution': ..., 'autograder': ...}]
+    """
+    out_dir = Path(out_dir or ROOT / "_build" / "assignments")
+    secret = secret or os.environ.get("CALIBCOURSE_SECRET") or DEFAULT_SECRET
+    sources = {p.stem: p for p in lab_sources()}
+    unknown = sorted(set(labs or ()) - set(sources))
+    if unknown:
+        raise ValueError(f"labs must be among {', '.join(sources)}; got {', '.join(unknown)}")
+    return [write_assignment(sources[name], out_dir, secret, log) for name in (labs or sources)]
