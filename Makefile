@@ -100,6 +100,7 @@ smoke: $(BOOK_STAMP)
 
 test: $(TEST_STAMP) chromium
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check calibcourse tests bench
 	$(PY) -m calibcourse.audit
 	$(PY) -m pytest
 

@@ -131,7 +131,9 @@ def main():
     print(f"torch threads: {torch.get_num_threads()}, cores: {os.cpu_count()}, numpy {np.__version__}")
     one_read_ratio()
     print("\n## top-label ECE, 15 bins, float32 probabilities (best of 7, or 3 at n = 1e6, taking turns; ms)\n")
-    print("| n | K | floor (max+argmax) | calibcourse | torchmetrics | netcal | relplot binnedECE | calibcourse / floor |")
+    print(
+        "| n | K | floor (max+argmax) | calibcourse | torchmetrics | netcal | relplot binnedECE | calibcourse / floor |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     sizes = [10**4, 10**5] + ([] if args.quick else [10**6])
     for n in sizes:

@@ -43,7 +43,7 @@ def main():
             busy_proc.wait()
         rows.append((backend, idle, busy))
     use_torch(False)
-    print(f"TemperatureScaling.fit, 10,000 x 100 float64, median of 15 (best in brackets)")
+    print("TemperatureScaling.fit, 10,000 x 100 float64, median of 15 (best in brackets)")
     for backend, (i_best, i_med), (b_best, b_med) in rows:
         ratio = b_med / i_med
         verdict = f"within 2x: {'yes' if ratio <= 2 else 'no'}" if backend == "numpy" else "(torch, asked for)"

@@ -92,7 +92,11 @@ def main(argv=None) -> int:
     print("|---|---|---|")
     for chapter in sorted(rows):
         h = rows[chapter]['hours']
-        print(f"| {chapter} | {rows[chapter]['runs']} | {h:.1f} |" if h < 10 else f"| {chapter} | {rows[chapter]['runs']} | {h:.0f} |")
+        print(
+            f"| {chapter} | {rows[chapter]['runs']} | {h:.1f} |"
+            if h < 10
+            else f"| {chapter} | {rows[chapter]['runs']} | {h:.0f} |"
+        )
     print(f"| all | {total_runs} | {total:.0f} |")
     return 0
 

@@ -176,7 +176,11 @@ def test_assignments_are_written_with_points_stated_and_solutions_only_in_the_so
         with zipfile.ZipFile(p["autograder"]) as z:
             names = z.namelist()
             tests = {n: z.read(n).decode() for n in names if n.startswith("tests/")}
-            assert "files/calibcourse/study/checks/__init__.py" in names and "files/calibcourse/study/checks/lab1.py" in names and "environment.yml" in names
+            assert (
+                "files/calibcourse/study/checks/__init__.py" in names
+                and "files/calibcourse/study/checks/lab1.py" in names
+                and "environment.yml" in names
+            )
             assert "jupyter-book" not in z.read("environment.yml").decode()
             assert json.loads(z.read("otter_config.json"))["pdf"] is True  # Gradescope gets a PDF of the answers
         assert len(tests) == len(qs)
@@ -365,7 +369,9 @@ def test_written_answers_reach_the_grade(built, tmp_path):
     with open(sheet, newline="") as f:
         table = list(csv.DictReader(f))
     by_file = {r["file"]: r for r in table}
-    assert by_file["answered.ipynb"]["q5 answer"].startswith("My answer") and by_file["untouched.ipynb"]["q6 answer"] == ""
+    assert (
+        by_file["answered.ipynb"]["q5 answer"].startswith("My answer") and by_file["untouched.ipynb"]["q6 answer"] == ""
+    )
     assert list(table[0]) == W.sheet_columns(wqs) == ["file", "q5.1 (of 1)", "q5.2 (of 1)", "q5.3 (of 1)", "q5 answer",
                                                       "q6.1 (of 1)", "q6.2 (of 1)", "q6.3 (of 1)", "q6 answer"]
     by_file["answered.ipynb"].update({"q5.1 (of 1)": "1", "q5.2 (of 1)": "0.5", "q5.3 (of 1)": "0",
@@ -392,8 +398,11 @@ def test_written_answers_reach_the_grade(built, tmp_path):
         assert {r["file"]: r for r in csv.DictReader(f)}["answered.ipynb"]["q5.2 (of 1)"] == "0.5"
     by_file["answered.ipynb"]["q5.2 (of 1)"] = "2"
     save(table)
-    with pytest.raises(ValueError, match=r"^lab3_binning-written.csv, row \d \(answered.ipynb\), column 'q5.2 \(of 1\)': "
-                                         r"2 is more than the line's 1 point$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^lab3_binning-written.csv, row \d \(answered.ipynb\), column 'q5.2 \(of 1\)': "
+        r"2 is more than the line's 1 point$",
+    ):
         A.grade(lab, subs, grades, timeout=NO_LIMIT, assignments_dir=out, log=lambda *_: None)
 
 

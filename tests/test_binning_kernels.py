@@ -1,4 +1,6 @@
-"""calibcourse.calibration.binning and calibcourse.calibration.kernels: the shared numerics, against plain loops and dense sums."""
+"""calibcourse.calibration.binning and calibcourse.calibration.kernels: the shared numerics, against plain
+loops and dense sums."""
+
 import numpy as np
 import pytest
 import torch
@@ -95,7 +97,9 @@ KERNEL_SUM_RTOL = 1e-13
 def test_gaussian_kernel_sums_and_kernel_regression_are_the_dense_formulas():
     rng = np.random.default_rng(3)
     x, y, t = rng.uniform(size=300), rng.integers(0, 2, 300).astype(float), np.linspace(0, 1, 50)
-    s = K.gaussian_kernel_sums(torch.from_numpy(t), torch.from_numpy(x), torch.from_numpy(np.stack([y, np.ones(300)], 1)), 0.07)
+    s = K.gaussian_kernel_sums(
+        torch.from_numpy(t), torch.from_numpy(x), torch.from_numpy(np.stack([y, np.ones(300)], 1)), 0.07
+    )
     where = f"torch threads {torch.get_num_threads()}, CPU capability {torch.backends.cpu.get_cpu_capability()}"
     np.testing.assert_allclose(s.numpy(), dense_sums(t, x, np.stack([y, np.ones(300)], 1), 0.07), rtol=KERNEL_SUM_RTOL,
                                err_msg=where)

@@ -1,4 +1,6 @@
-"""calibcourse.study.cache: keys, atomic writes, lossless float32 storage, corruption handling, the CLI, committed entries."""
+"""calibcourse.study.cache: keys, atomic writes, lossless float32 storage, corruption handling, the CLI,
+committed entries."""
+
 import json
 import subprocess
 import sys
@@ -241,10 +243,17 @@ def test_committed_ci_entries_match_a_fresh_training_run(name, retrained_ci):
     machine = {k: v for k, v in c["provenance"].items() if k != "code"}
     kinds = committed.provenance.get("cpu_kind"), fresh.provenance.get("cpu_kind")
     if not machine and kinds[0] == kinds[1]:
-        assert c["identical"], (f"{name}: trained on a CPU of this kind under the pinned numerics, yet the outputs "
-                                f"differ by up to {c['max_abs']:.2e}" + (": the training code changed its numbers since "
-                                                                        "the entry was trained; retrain it (make train "
-                                                                        "PROFILE=ci)" if "code" in c["provenance"] else ""))
+        assert c["identical"], (
+            f"{name}: trained on a CPU of this kind under the pinned numerics, yet the outputs "
+            f"differ by up to {c['max_abs']:.2e}"
+            + (
+                ": the training code changed its numbers since "
+                "the entry was trained; retrain it (make train "
+                "PROFILE=ci)"
+                if "code" in c["provenance"]
+                else ""
+            )
+        )
         return
     if c["identical"]:
         return  # the pinned numerics gave the same bits on another CPU

@@ -44,7 +44,9 @@ def test_histogram_binning_matches_sklearn_calibration_curve():
         nonempty = hb.bin_counts_ > 0
         np.testing.assert_allclose(hb.bin_values_[nonempty], prob_true, atol=1e-12)
         # each calibration score is mapped to its bin's fraction of positives
-        np.testing.assert_allclose(np.sort(np.unique(hb.predict_proba(p)[:, 1])), np.sort(np.unique(prob_true)), atol=1e-12)
+        np.testing.assert_allclose(
+            np.sort(np.unique(hb.predict_proba(p)[:, 1])), np.sort(np.unique(prob_true)), atol=1e-12
+        )
 
 
 def naive_histogram_binning(p, y, t, edges):
@@ -346,7 +348,11 @@ def test_one_vs_all_row_of_zeros_becomes_uniform():
 def test_registries_name_every_calibrator_once():
     assert set(C.BINARY) | set(C.MULTICLASS) == set(C.CALIBRATORS)
     assert not set(C.BINARY) & set(C.MULTICLASS)
-    public = {getattr(C, n) for n in C.__all__ if isinstance(getattr(C, n), type) and n not in ("NotFittedError", "TemperatureGrid")}
+    public = {
+        getattr(C, n)
+        for n in C.__all__
+        if isinstance(getattr(C, n), type) and n not in ("NotFittedError", "TemperatureGrid")
+    }
     assert public == set(C.CALIBRATORS.values()), "a public calibrator is missing from the registries"
 
 
@@ -524,7 +530,9 @@ def test_multiclass_bad_input(cls):
         cls().fit(s, y[:-1])
     fitted = cls().fit(s, y)
     with pytest.raises(ValueError, match="must have shape|classes but the calibrator"):
-        wrong = {C.TemperatureScaling: np.zeros((5, 2, 2)), C.OneVsAll: np.full((5, 4), 0.25)}.get(cls, np.zeros((5, 4)))
+        wrong = {C.TemperatureScaling: np.zeros((5, 2, 2)), C.OneVsAll: np.full((5, 4), 0.25)}.get(
+            cls, np.zeros((5, 4))
+        )
         fitted.predict_proba(wrong)
 
 
@@ -630,8 +638,9 @@ def test_measures_take_sample_weight_as_scikit_learn_does():
     pb, yb = p[:, 1] / p[:, :2].sum(1), (y == 1).astype(int)
     assert M.brier(pb, yb, sample_weight=w) == pytest.approx(brier_score_loss(yb, pb, sample_weight=w), rel=1e-12)
     for fn in (M.ece, M.mce, M.brier, M.nll):
-        assert fn(p, y, sample_weight=w) == pytest.approx(fn(np.repeat(p, w.astype(int), 0), np.repeat(y, w.astype(int))),
-                                                          rel=1e-12, abs=1e-15), fn.__name__
+        assert fn(p, y, sample_weight=w) == pytest.approx(
+            fn(np.repeat(p, w.astype(int), 0), np.repeat(y, w.astype(int))), rel=1e-12, abs=1e-15
+        ), fn.__name__
     with pytest.raises(ValueError, match="sample_weight must have shape"):
         M.ece(p, y, sample_weight=w[:-1])
     with pytest.raises(ValueError, match="finite and >= 0"):
@@ -668,7 +677,9 @@ def test_a_wrong_class_count_raises_also_after_save_and_load(cls, tmp_path):
     loaded = R.load(tmp_path / "c.json")
     assert loaded.calibrator.n_features_in_ == 4
     with pytest.raises(ValueError, match="fitted on 4"):
-        loaded.calibrator.predict_proba(s[:, :3] if cls is not C.OneVsAll else s[:, :3] / s[:, :3].sum(1, keepdims=True))
+        loaded.calibrator.predict_proba(
+            s[:, :3] if cls is not C.OneVsAll else s[:, :3] / s[:, :3].sum(1, keepdims=True)
+        )
 
 
 def test_the_docstrings_as_claims_hold_where_they_say():

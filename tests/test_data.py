@@ -1,5 +1,4 @@
 """calibcourse.study.data: embedded sets, synthetic truth, full-set loaders on real-format files, views."""
-import gzip
 import pickle
 import random
 import struct

@@ -13,7 +13,9 @@ def test_every_ci_and_default_run_has_its_committed_entry(profile):
     """The default book must not retrain: a change of config key (a new field hashed, a renamed
     default) would leave a run without its entry."""
     cache = cachemod.Cache(cachemod.REPOSITORY_CACHE)
-    missing = [name for name, cfg in E.experiments(profile).items() if not cache.path(cachemod.config_key(cfg)).is_dir()]
+    missing = [
+        name for name, cfg in E.experiments(profile).items() if not cache.path(cachemod.config_key(cfg)).is_dir()
+    ]
     assert missing == [], f"runs of profile {profile} without a committed entry in data/cache: {missing}"
 
 
@@ -72,7 +74,9 @@ def test_names_say_what_varies_and_the_configs_say_the_model():
     assert E.sweep_axis("ch2/weight_decay/", "weight_decay", "default") == "weight decay (Adam, L2)"
     assert E.sweep_axis("ch2/batchnorm/", "batch_norm", "full") == "ResNet-110"
     assert E.sweep_axis("ch2/batchnorm/", "batch_norm", "default") == "MLP 4x256"
-    assert E.model_label("ch3/nine/large", "full") == "ResNet-18" and E.model_label("ch3/nine/large", "ci") == "ResNet-20"
+    assert (
+        E.model_label("ch3/nine/large", "full") == "ResNet-18" and E.model_label("ch3/nine/large", "ci") == "ResNet-20"
+    )
     with pytest.raises(ValueError, match="what must be one of"):
         labelsmod.sweep_value({"model": {"name": "mlp"}}, "height")
     with pytest.raises(ValueError, match="needs an MLP or a CIFAR ResNet"):
@@ -147,7 +151,10 @@ def test_chapter_5s_sgd_arm_is_the_reported_ce_and_flgamma_sece_under_the_papers
             names = {n for n in runs if n.startswith(f"ch5/diagnosis/{arm}/")}
             assert names == {f"ch5/diagnosis/{arm}/s{s}" for s in seeds}, (profile, arm)
             for s in seeds:
-                sgd, adam = normalize_config(runs[f"ch5/diagnosis/{arm}/s{s}"]), normalize_config(runs[f"ch5/{method}/s{s}"])
+                sgd, adam = (
+                    normalize_config(runs[f"ch5/diagnosis/{arm}/s{s}"]),
+                    normalize_config(runs[f"ch5/{method}/s{s}"]),
+                )
                 assert (sgd["optimizer"], sgd["lr"], sgd["momentum"], sgd["nesterov"], sgd["weight_decay"],
                         sgd["schedule"], sgd["seed"]) == ("sgd", lr, 0.9, False, 5e-4, "step", s)
                 # everything else is the reported method's: data, model, epochs, batch, loss, meta section
@@ -159,7 +166,9 @@ def test_chapter_5s_sgd_arm_is_the_reported_ce_and_flgamma_sece_under_the_papers
                 else:
                     assert adam["optimizer"] == "adam" and cachemod.config_key(sgd) != cachemod.config_key(adam)
         assert runs["ch5/diagnosis/SGD FLgamma-SECE/s0"]["meta"] == runs["ch5/FLgamma-SECE/s0"]["meta"]
-        assert cachemod.config_key(runs["ch5/diagnosis/SGD CE lr 0.1/s0"]) == cachemod.config_key(runs["ch5/diagnosis/SGD CE/s0"])
+        assert cachemod.config_key(runs["ch5/diagnosis/SGD CE lr 0.1/s0"]) == cachemod.config_key(
+            runs["ch5/diagnosis/SGD CE/s0"]
+        )
     # the step schedule divides the rate by 10 at 50 % and 75 % of the default backbone's 30 epochs
     cfg = normalize_config(E.experiments("default")["ch5/diagnosis/SGD CE/s2"])
     opt, sched = make_optimizer(cfg, torch.nn.Linear(1, 1))

@@ -54,14 +54,22 @@ def test_status_names_entries_that_older_training_code_produced(tmp_path, monkey
     assert [r["stale"] for r in rows] == ["", ""]  # current code; a missing run is not stale
     mods = dict(P.code_modules())
     monkeypatch.setattr(P, "code_fingerprint", lambda entry=P.TRAINING_ENTRY: "f" * 16)
-    monkeypatch.setattr(P, "code_modules", lambda entry=P.TRAINING_ENTRY: {**mods, "calibcourse.calibration.losses": "new"})
+    monkeypatch.setattr(
+        P, "code_modules", lambda entry=P.TRAINING_ENTRY: {**mods, "calibcourse.calibration.losses": "new"}
+    )
     rows = grid.status(configs, cache)
-    assert rows[0]["state"] == "done" and rows[0]["stale"] == "training code changed since it ran (calibcourse.calibration.losses)"
+    assert (
+        rows[0]["state"] == "done"
+        and rows[0]["stale"] == "training code changed since it ran (calibcourse.calibration.losses)"
+    )
     out = io.StringIO()
     assert grid.print_status(rows, out) == 1  # one run not done
     text = out.getvalue()
     assert "STALE: training code changed since it ran (calibcourse.calibration.losses)" in text
-    assert text.splitlines()[-1] == "1 done, 0 running, 0 failed, 1 missing (1 stale: retrain them to bring their provenance up to date)"
+    assert (
+        text.splitlines()[-1]
+        == "1 done, 0 running, 0 failed, 1 missing (1 stale: retrain them to bring their provenance up to date)"
+    )
 
 
 def test_serial_training_skips_a_run_another_job_trains_and_restores_threads(tmp_path, monkeypatch):

@@ -113,8 +113,13 @@ def test_a_deck_holds_the_marked_cells_only_with_their_figures_and_glued_values(
     loaded = re.findall(r'(?:src|href)="([^"]+)"', deck)
     assert loaded and not [u for u in loaded if re.match(r"(https?:)?//", u)]
     assert {u for u in loaded if not u.startswith("data:")} == {
-        "assets/reveal.js/dist/reveal.css", "assets/reveal.js/dist/theme/white.css", "assets/katex/dist/katex.min.css",
-        "assets/reveal.js/dist/reveal.js", "assets/katex/dist/katex.min.js", "assets/katex/dist/contrib/auto-render.min.js"}
+        "assets/reveal.js/dist/reveal.css",
+        "assets/reveal.js/dist/theme/white.css",
+        "assets/katex/dist/katex.min.css",
+        "assets/reveal.js/dist/reveal.js",
+        "assets/katex/dist/katex.min.js",
+        "assets/katex/dist/contrib/auto-render.min.js",
+    }
 
 
 def test_glued_numbers_and_citations_render_as_the_book_renders_them():

@@ -252,7 +252,6 @@ def test_setup_page_commands_exist_and_its_python_runs(tmp_path):
     assert "check_ece: " in nb.read_text()
 
 
-import importlib.util  # noqa: E402
 
 
 # ------------------------------------------------------------------ the quizzes

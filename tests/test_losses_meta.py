@@ -1,4 +1,6 @@
-"""calibcourse.calibration.losses and calibcourse.study.meta: closed forms, finite-difference gradients, the bilevel step."""
+"""calibcourse.calibration.losses and calibcourse.study.meta: closed forms, finite-difference gradients,
+the bilevel step."""
+
 import numpy as np
 import pytest
 import torch

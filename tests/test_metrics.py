@@ -568,7 +568,9 @@ def test_a_float32_copy_of_bfloat16_data_keeps_bfloat16s_tolerance():
         check_probs(off)
     bad = copy.copy()
     bad[3] = 0  # off by more than bfloat16 allows (100 * 2**-7 = 0.78)
-    with pytest.raises(ValueError, match=r"tolerance 0.78125 for bfloat16 values in float32 with 100 classes\); row 3 sums to 0"):
+    with pytest.raises(
+        ValueError, match=r"tolerance 0.78125 for bfloat16 values in float32 with 100 classes\); row 3 sums to 0"
+    ):
         check_probs(bad)
 
 
@@ -630,8 +632,6 @@ def test_the_toolkit_runs_without_torch():
     import subprocess
     import sys
 
-    from calibcourse.calibration import kernels, stats
-    from calibcourse.calibration import calibrators as C
     from calibcourse.calibration.synthetic import scaled_logits
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -721,7 +721,9 @@ def test_blocked_pass_accepts_negative_zero_and_names_a_row_that_does_not_sum_to
     p[11000, 0] = 0.0
     ref = M.ece(p.copy() / p.sum(1, keepdims=True), y)
     q = p / p.sum(1, keepdims=True)
-    q[11000, 0] = -0.0  # a negative zero is a zero: its bit pattern reads as larger than 1.0's, the exact check clears it
+    q[
+        11000, 0
+    ] = -0.0  # a negative zero is a zero: its bit pattern reads as larger than 1.0's, the exact check clears it
     assert M.ece(q, y) == ref
     q[12345] *= 1.01
     with pytest.raises(ValueError, match="row 12345 sums to 1.01"):

@@ -39,7 +39,9 @@ def test_every_module_sits_in_a_layer():
 
 def test_the_package_has_no_import_circle():
     graph = {m: _imports(m) for m in MODULES}
-    assert graph["study.cache"] & {"study.experiments", "tools.cli", "study.labels"} == set(), "the store knows nothing of the registry"
+    assert graph["study.cache"] & {"study.experiments", "tools.cli", "study.labels"} == set(), (
+        "the store knows nothing of the registry"
+    )
     done, path = set(), []
 
     def visit(m):

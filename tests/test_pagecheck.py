@@ -49,15 +49,19 @@ def book(tmp_path_factory):
     shutil.copytree(MATHJAX, root / "_static" / "mathjax")  # the book's offline MathJax, fonts included
     head = mathjax_head("_static/mathjax/tex-chtml.js")
     pages = {
-        "index.html": page("<h1>Calibration</h1><p>The ECE is <span class='math'>\\(\\sum_m w_m |g_m|\\)</span>, "
-                           "and <span class='math'>\\[x^2\\]</span>.</p><main><figure><img src='_static/img.png' "
-                           "alt='a green pixel'><figcaption>Look at the pixel.</figcaption></figure></main>"
-                           "<pre>print('\\\\(not math\\\\)')</pre><p>warnings are off; see tmp/ and work/</p>",
-                           head),
+        "index.html": page(
+            "<h1>Calibration</h1><p>The ECE is <span class='math'>\\(\\sum_m w_m |g_m|\\)</span>, "
+            "and <span class='math'>\\[x^2\\]</span>.</p><main><figure><img src='_static/img.png' "
+            "alt='a green pixel'><figcaption>Look at the pixel.</figcaption></figure></main>"
+            "<pre>print('\\\\(not math\\\\)')</pre><p>warnings are off; see tmp/ and work/</p>",
+            head,
+        ),
         "raw_math.html": page("<p>The ECE is \\(\\sum_m w_m |g_m|\\) and $$x^2$$.</p>"),
         "broken_image.html": page("<p>A figure:</p><img src='_static/missing.png' alt='missing'>"),
-        "alt_is_path.html": page("<main><figure><img src='_static/img.png' alt='../_static/img.png'>"
-                                 "<figcaption>Look.</figcaption></figure></main>"),
+        "alt_is_path.html": page(
+            "<main><figure><img src='_static/img.png' alt='../_static/img.png'>"
+            "<figcaption>Look.</figcaption></figure></main>"
+        ),
         "no_caption.html": page("<main><img src='_static/img.png' alt='a green pixel'></main>"),
         "console_error.html": page("<p>fine</p><script>console.error('boom in the console')</script>"),
         "js_exception.html": page("<p>fine</p><script>const A = 1;</script><script>const A = 2;</script>"),
@@ -66,9 +70,11 @@ def book(tmp_path_factory):
         "py_warning.html": page("<pre>/opt/x.py:3: TqdmWarning: IProgress not found</pre>"),
         "traceback.html": page("<div class='output'>Traceback (most recent call last):\n  File x</div>"),
         "stderr_block.html": page("<div class='cell_output'><div class='output stderr'><pre>oops</pre></div></div>"),
-        "bare_value.html": page("<div class='cell_output docutils container'><div class='output text_plain "
-                                "highlight-myst-ansi notranslate'><div class='highlight'><pre>2000</pre></div></div>"
-                                "<div class='output stream highlight-myst-ansi'><pre>printed on purpose</pre></div></div>"),
+        "bare_value.html": page(
+            "<div class='cell_output docutils container'><div class='output text_plain "
+            "highlight-myst-ansi notranslate'><div class='highlight'><pre>2000</pre></div></div>"
+            "<div class='output stream highlight-myst-ansi'><pre>printed on purpose</pre></div></div>"
+        ),
     }
     for name, html in pages.items():
         (root / name).write_text(html)

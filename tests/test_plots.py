@@ -34,6 +34,7 @@ def test_reliability_diagram_into_given_axes_and_grid():
     assert len(fig.axes) == 6
     assert {a.get_title() for a in fig.axes} >= {"a", "b", "c"}
     diagrams = [a for a in fig.axes if a.get_title() in ("a", "b", "c")]
+    assert len(diagrams) == 3 and all(a.get_legend() is None for a in diagrams)
     assert all(a.get_legend() is None for a in fig.axes)   # no legend over any panel's bars ...
     assert len(fig.legends) == 1                            # ... but one for the figure, under them
     fig.canvas.draw()

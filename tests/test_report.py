@@ -98,9 +98,17 @@ def test_ledger_verdicts_follow_from_intervals_and_round_trip_through_json():
     with pytest.raises(ValueError, match="does not follow from its interval"):
         L.check_claims(claims)
     md = led.table_markdown()
-    assert md.count("\n") == 5 and "(> 0)" in md and "(< -23 %)" in md and "**not held**" in md and "{cite}`guo2017calibration`" in md
+    assert (
+        md.count("\n") == 5
+        and "(> 0)" in md
+        and "(< -23 %)" in md
+        and "**not held**" in md
+        and "{cite}`guo2017calibration`" in md
+    )
     page = L.ledger_page([c.as_dict() for c in led.claims], {"guo2017calibration": "Guo et al."})
-    assert "## Guo et al." in page and "2 held" not in page and "1 held, 1 not held, 1 inconclusive, 1 not tested" in page
+    assert (
+        "## Guo et al." in page and "2 held" not in page and "1 held, 1 not held, 1 inconclusive, 1 not tested" in page
+    )
 
 
 def test_ledger_rejects_bad_claims():

@@ -250,7 +250,9 @@ def test_the_command_line_lists_report_first_and_says_one_line_for_a_bad_out(tmp
     z, y = scaled_logits(300, 3, factor=2.0, seed=0)
     np.savez(tmp_path / "o.npz", logits=z, y=y)
     (tmp_path / "afile").write_text("")
-    assert calibcourse_main(["report", str(tmp_path / "o.npz"), "--out", str(tmp_path / "afile"), "--n-boot", "20"]) == 2
+    assert (
+        calibcourse_main(["report", str(tmp_path / "o.npz"), "--out", str(tmp_path / "afile"), "--n-boot", "20"]) == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is a file, not a folder" in err[0]
 

@@ -19,10 +19,22 @@ TINY = {"data": {"name": "digits", "n_train": 300}, "model": {"name": "mlp", "de
 def test_code_modules_follow_the_imports_of_a_run_and_ignore_docstrings(tmp_path, monkeypatch):
     mods = P.code_modules()
     # what decides a run's weights: the loop, the models, the losses, the meta-learner, the data
-    for m in ("calibcourse.study.train", "calibcourse.study.models", "calibcourse.calibration.losses", "calibcourse.study.meta",
-              "calibcourse.study.data", "calibcourse.study.steps", "calibcourse.study.config"):
+    for m in (
+        "calibcourse.study.train",
+        "calibcourse.study.models",
+        "calibcourse.calibration.losses",
+        "calibcourse.study.meta",
+        "calibcourse.study.data",
+        "calibcourse.study.steps",
+        "calibcourse.study.config",
+    ):
         assert m in mods, m
-    for m in ("calibcourse.tools.build", "calibcourse.study.ledger", "calibcourse.tools.grid", "calibcourse.tools.reproduce"):
+    for m in (
+        "calibcourse.tools.build",
+        "calibcourse.study.ledger",
+        "calibcourse.tools.grid",
+        "calibcourse.tools.reproduce",
+    ):
         assert m not in mods, f"{m} is not executed by a run"
     # executed, but not training code: the record of the run, the toolkit's numpy code and its validation
     for m in ("calibcourse.study.provenance", "calibcourse.calibration.metrics", "calibcourse.calibration._validation",

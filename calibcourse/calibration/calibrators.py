@@ -115,7 +115,8 @@ class _Calibrator(BaseEstimator):
         Parameters
         ----------
         X : array_like or torch.Tensor
-            The scores. Binary methods: shape ``(n,)``, of the class's ``input_type``. Multiclass methods: logits of shape ``(n, K)`` (``OneVsAll``: probabilities or logits, by ``input_type``).
+            The scores. Binary methods: shape ``(n,)``, of the class's ``input_type``. Multiclass methods:
+            logits of shape ``(n, K)`` (``OneVsAll``: probabilities or logits, by ``input_type``).
         y : array_like of shape (n,)
             Class labels: integers ``0..K-1`` (the score columns), or any sortable labels
             (``{1, 2}``, ``{-1, 1}``, strings) naming every class once, the sorted labels in the
@@ -148,7 +149,8 @@ class _Calibrator(BaseEstimator):
         "check_estimators_fit_returns_self": "X's columns are the classes: y with 3 classes needs 3 columns of scores",
         "check_readonly_memmap_input": "X's columns are the classes: y with 3 classes needs 3 columns of scores",
         "check_dtype_object": "scores are numbers; an array of Python objects is refused, not converted",
-        "check_estimators_empty_data_messages": "a model's scores have at least 2 columns (classes); the message says so",
+        "check_estimators_empty_data_messages":
+            "a model's scores have at least 2 columns (classes); the message says so",
         "check_fit2d_1feature": "one column of scores is no classifier's output; (n,) is a sigmoid's single logit",
         "check_fit2d_predict1d": "a 1-D X is a sigmoid network's single logit, not a row to reshape",
     }
@@ -170,15 +172,16 @@ class _Calibrator(BaseEstimator):
         """Calibrated probabilities of new scores.
 
 
-    Parameters
-    ----------
-    scores : array_like or torch.Tensor
-        Of the kind and shape given to :meth:`fit`.
+        Parameters
+        ----------
+        scores : array_like or torch.Tensor
+            Of the kind and shape given to :meth:`fit`.
 
-    Returns
-    -------
-    numpy.ndarray or torch.Tensor
-        Probabilities of shape ``(n, K)``; ``(n, 2)``, ``[P(y = 0), P(y = 1)]``, for a binary method (and for a single sigmoid logit), as scikit-learn. Torch in, torch out.
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor
+            Probabilities of shape ``(n, K)``; ``(n, 2)``, ``[P(y = 0), P(y = 1)]``, for a binary method (and
+            for a single sigmoid logit), as scikit-learn. Torch in, torch out.
 
         """
         raise NotImplementedError
@@ -573,7 +576,8 @@ class PlattScaling(_BinaryCalibrator):
     >>> PlattScaling().fit(z, y)
     Traceback (most recent call last):
     ...
-    ValueError: scores must be probabilities of class 1 in [0, 1] for input_type='probabilities'; got values from -2 to 2 (pass input_type='logits' for real-valued scores)
+    ValueError: scores must be probabilities of class 1 in [0, 1] for input_type='probabilities'; got values
+    from -2 to 2 (pass input_type='logits' for real-valued scores)
     """
 
     _fitted_attr = "a_"
@@ -849,7 +853,8 @@ class TemperatureScaling(_Calibrator):
         Returns
         -------
         TemperatureGrid
-            Arrays ``temperature``, ``ece``, ``nll``, one entry per temperature; ``best("ece")`` is the hand search's choice.
+            Arrays ``temperature``, ``ece``, ``nll``, one entry per temperature; ``best("ece")`` is the hand
+            search's choice.
 
         Examples
         --------
@@ -1190,7 +1195,8 @@ class OneVsAll(_Calibrator):
         return _like(q, scores)
 
 
-#: Every binary calibrator: ``name -> class`` (scores of shape (n,), ``[P(y = 0), P(y = 1)]`` of shape (n, 2) out). The tests
+# : Every binary calibrator: ``name -> class`` (scores of shape (n,), ``[P(y = 0), P(y = 1)]`` of shape (n, 2)
+# out). The tests
 #: run every registered calibrator through the same checks.
 BINARY = {"histogram_binning": HistogramBinning, "isotonic": IsotonicCalibration, "bbq": BBQ,
           "platt": PlattScaling}

@@ -175,7 +175,10 @@ def read_outputs(paths, labels_key=None, logits_key=None, probs_key=None, kind=N
     scores = np.stack([table[c].astype(np.float64) for c in cols], 1)
     scores = scores[:, 0] if scores.shape[1] == 1 else scores
     found = "logits" if logits_key else "probs" if probs_key else "auto"
-    names = {"scores": f"the columns {', '.join(cols)} of {base}", "labels": f"the column {lk!r} of {base} (--labels-key)"}
+    names = {
+        "scores": f"the columns {', '.join(cols)} of {base}",
+        "labels": f"the column {lk!r} of {base} (--labels-key)",
+    }
     return scores, table[lk], kind or found, {**names, "folds": "--folds"}
 
 
@@ -199,7 +202,8 @@ def main(argv=None) -> int:
     >>> from calibcourse.calibration.synthetic import scaled_logits
     >>> z, y = scaled_logits(400, 3, factor=2.0, seed=0)
     >>> np.savez(os.path.join(d, "out.npz"), logits=z, y=y)
-    >>> main([os.path.join(d, "out.npz"), "--out", os.path.join(d, "r"), "--folds", "3", "--n-boot", "50"])  # doctest: +ELLIPSIS
+    >>> main([os.path.join(d, "out.npz"), "--out", os.path.join(d, "r"),
+    ...       "--folds", "3", "--n-boot", "50"])  # doctest: +ELLIPSIS
     wrote .../r/index.html: 400 samples, 3 classes; recommended ...
     0
     """
@@ -242,8 +246,14 @@ def main(argv=None) -> int:
         print(f"wrote {out}: {len(labels)} samples, {k} classes; recommended {choice.name} (ECE change "
               f"{100 * d.plugin:+.2f} points, 95 % [{100 * d.low:+.2f}, {100 * d.high:+.2f}])")
     if args.save:
-        print(f"wrote {args.save}: " + ("no calibration (scores pass through unchanged)" if choice.name == "uncalibrated"
-                                        else f"{choice.name}, fitted on all {len(labels)} samples"))
+        print(
+            f"wrote {args.save}: "
+            + (
+                "no calibration (scores pass through unchanged)"
+                if choice.name == "uncalibrated"
+                else f"{choice.name}, fitted on all {len(labels)} samples"
+            )
+        )
     return 0
 
 

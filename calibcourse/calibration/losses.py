@@ -36,7 +36,8 @@ def focal_loss(logits, labels, gamma=0.0):
     labels : torch.Tensor of shape (n,)
         Integer class labels in ``[0, K)``.
     gamma : float or torch.Tensor of shape (n,), default=0.0
-        The focusing parameter, >= 0: one for the batch, or one per sample (as the gamma-Net of chapter 5 produces); ``gamma = 0`` is exactly cross-entropy.
+        The focusing parameter, >= 0: one for the batch, or one per sample (as the gamma-Net of chapter 5
+        produces); ``gamma = 0`` is exactly cross-entropy.
 
     Returns
     -------

@@ -48,15 +48,51 @@ import numpy as np
 
 from calibcourse.calibration import binning
 from calibcourse.calibration import kernels
-from calibcourse.calibration._validation import (check_choice, check_labels, check_logits, check_prob_values, check_probs,
-                                                 check_sample_weight, input_eps, is_torch, probs_array, to_numpy,
-                                                 torch_or_none)
+from calibcourse.calibration._validation import (
+    check_choice,
+    check_labels,
+    check_logits,
+    check_prob_values,
+    check_probs,
+    check_sample_weight,
+    input_eps,
+    is_torch,
+    probs_array,
+    to_numpy,
+    torch_or_none,
+)
 
 __all__ = [
-    "binned_on_confidence", "confidence_outcome", "softmax", "log_softmax", "logits_to_probs", "probs_to_logits", "PROB_EPS", "top_label", "reliability_bins", "ReliabilityBins",
-    "ece", "mce", "ace", "classwise_ece", "debiased_ece", "sece", "sece_exact_torch", "smooth_ece",
-    "smooth_ece_bandwidth", "nll", "brier", "brier_decomposition", "BrierDecomposition", "error", "accuracy",
-    "SCORES", "CALIBRATION_ERRORS", "MEASURES", "NORMS", "RELIABILITIES",
+    "binned_on_confidence",
+    "confidence_outcome",
+    "softmax",
+    "log_softmax",
+    "logits_to_probs",
+    "probs_to_logits",
+    "PROB_EPS",
+    "top_label",
+    "reliability_bins",
+    "ReliabilityBins",
+    "ece",
+    "mce",
+    "ace",
+    "classwise_ece",
+    "debiased_ece",
+    "sece",
+    "sece_exact_torch",
+    "smooth_ece",
+    "smooth_ece_bandwidth",
+    "nll",
+    "brier",
+    "brier_decomposition",
+    "BrierDecomposition",
+    "error",
+    "accuracy",
+    "SCORES",
+    "CALIBRATION_ERRORS",
+    "MEASURES",
+    "NORMS",
+    "RELIABILITIES",
 ]
 
 NORMS = ("l1", "l2", "max")
@@ -125,12 +161,14 @@ def logits_to_probs(logits):
     Parameters
     ----------
     logits : array_like or torch.Tensor of shape (n, K) or (n,)
-        ``(n, K)``: the logits of a softmax output (log-probabilities too: their softmax is themselves). ``(n,)``: the single logit of a sigmoid output.
+        ``(n, K)``: the logits of a softmax output (log-probabilities too: their softmax is themselves).
+        ``(n,)``: the single logit of a sigmoid output.
 
     Returns
     -------
     numpy.ndarray or torch.Tensor
-        ``softmax(logits)`` over the classes, of shape ``(n, K)``; or ``sigmoid(logits)``, the probability of class 1, of shape ``(n,)`` (never a softmax across the samples). Torch in, torch out.
+        ``softmax(logits)`` over the classes, of shape ``(n, K)``; or ``sigmoid(logits)``, the probability of
+        class 1, of shape ``(n,)`` (never a softmax across the samples). Torch in, torch out.
 
     Examples
     --------
@@ -377,7 +415,9 @@ def reliability_bins(probs, labels, n_bins: int = 15, strategy: str = "uniform",
     strategy : {"uniform", "quantile"}, default="uniform"
         Equal-width Guo bins or equal-mass bins (:mod:`calibcourse.calibration.binning`).
     reliability : {"top_label", "positive_class"}, optional
-        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary
+        input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K)
+        (:mod:`calibcourse.calibration.metrics`).
 
     Returns
     -------
@@ -439,7 +479,9 @@ def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = 
     norm : {"l1", "l2", "max"}, default="l1"
         The average gap, its root mean square, or the largest gap.
     reliability : {"top_label", "positive_class"}, optional
-        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary
+        input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K)
+        (:mod:`calibcourse.calibration.metrics`).
     sample_weight : array_like of shape (n,), optional
         Per-sample weights (finite, >= 0), as scikit-learn's: a sample of weight 2 counts as two.
 
@@ -489,7 +531,9 @@ def mce(probs, labels, n_bins: int = 15, strategy: str = "uniform",
     strategy : {"uniform", "quantile"}, default="uniform"
         Equal-width Guo bins or equal-mass bins (:mod:`calibcourse.calibration.binning`).
     reliability : {"top_label", "positive_class"}, optional
-        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary
+        input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K)
+        (:mod:`calibcourse.calibration.metrics`).
 
     sample_weight : array_like of shape (n,), optional
         Per-sample weights (finite, >= 0), as scikit-learn's: a sample of weight 2 counts as two.
@@ -531,7 +575,9 @@ def ace(probs, labels, n_bins: int = 15, norm: str = "l1", reliability: str | No
     norm : {"l1", "l2", "max"}, default="l1"
         The average gap, its root mean square, or the largest gap.
     reliability : {"top_label", "positive_class"}, optional
-        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary
+        input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K)
+        (:mod:`calibcourse.calibration.metrics`).
 
     Returns
     -------
@@ -570,7 +616,9 @@ def classwise_ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", no
     norm : {"l1", "l2", "max"}, default="l1"
         The average gap, its root mean square, or the largest gap.
     reliability : {"top_label", "positive_class"}, optional
-        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary
+        input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K)
+        (:mod:`calibcourse.calibration.metrics`).
 
     Returns
     -------
@@ -620,7 +668,9 @@ def debiased_ece(probs, labels, n_bins: int = 15, strategy: str = "quantile",
     strategy : {"uniform", "quantile"}, default="quantile"
         Equal-mass bins by default, as in the paper.
     reliability : {"top_label", "positive_class"}, optional
-        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary
+        input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K)
+        (:mod:`calibcourse.calibration.metrics`).
 
     Returns
     -------
@@ -723,9 +773,13 @@ def sece(probs, labels, bandwidth: float = 0.05, method: str = "auto",
     bandwidth : float, default=0.05
         The kernel bandwidth ``h`` > 0.
     method : {"auto", "exact", "fast"}, default="auto"
-        ``"exact"`` sums all n^2 pairs (:func:`sece_exact_torch`); ``"fast"`` bins onto a grid of spacing at most h/40 and convolves by FFT (:func:`calibcourse.calibration.kernels.gaussian_smooth`; error below 1e-5 for h >= 0.01, tested against exact on n = 20,000); ``"auto"`` is exact below 2,000 samples.
+        ``"exact"`` sums all n^2 pairs (:func:`sece_exact_torch`); ``"fast"`` bins onto a grid of spacing at
+        most h/40 and convolves by FFT (:func:`calibcourse.calibration.kernels.gaussian_smooth`; error below
+        1e-5 for h >= 0.01, tested against exact on n = 20,000); ``"auto"`` is exact below 2,000 samples.
     reliability : {"top_label", "positive_class"}, optional
-        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary
+        input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K)
+        (:mod:`calibcourse.calibration.metrics`).
 
     Returns
     -------
@@ -773,7 +827,9 @@ def smooth_ece_bandwidth(probs, labels, reliability: str | None = None, eps: flo
     labels : array_like of shape (n,)
         Integer class labels.
     reliability : {"top_label", "positive_class"}, optional
-        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary
+        input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K)
+        (:mod:`calibcourse.calibration.metrics`).
     eps : float, default=1e-3
         Smallest bandwidth considered.
     refine : int, default=10
@@ -813,7 +869,9 @@ def smooth_ece(probs, labels, reliability: str | None = None, eps: float = 1e-3,
     labels : array_like of shape (n,)
         Integer class labels.
     reliability : {"top_label", "positive_class"}, optional
-        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K) (:mod:`calibcourse.calibration.metrics`).
+        What is measured: the predicted class, or P(y = 1) of binary input. By default P(y = 1) for binary
+        input of shape (n,), as scikit-learn and torchmetrics, and the predicted class for (n, K)
+        (:mod:`calibcourse.calibration.metrics`).
     eps : float, default=1e-3
         Smallest bandwidth considered.
     refine : int, default=10
@@ -891,7 +949,9 @@ def brier(probs, labels, sample_weight=None) -> float:
     Returns
     -------
     float
-        Multiclass ``(n, K)``: :math:`\frac1n\sum_i\sum_k (p_{ik} - [y_i = k])^2` (Brier 1950). Binary ``(n,)``: :math:`\frac1n\sum_i (p_i - y_i)^2`, as ``sklearn.metrics.brier_score_loss`` (half the two-column value).
+        Multiclass ``(n, K)``: :math:`\frac1n\sum_i\sum_k (p_{ik} - [y_i = k])^2` (Brier 1950). Binary
+        ``(n,)``: :math:`\frac1n\sum_i (p_i - y_i)^2`, as ``sklearn.metrics.brier_score_loss`` (half the
+        two-column value).
 
     Examples
     --------
@@ -1046,7 +1106,8 @@ CALIBRATION_ERRORS = {"ece": ece, "mce": mce, "ace": ace, "classwise_ece": class
 MEASURES = {**SCORES, **CALIBRATION_ERRORS}
 
 
-# --------------------------------------------------------------------------- resampling helpers (calibcourse.calibration.stats)
+# --------------------------------------------------------------------------- resampling helpers
+# (calibcourse.calibration.stats)
 def binned_on_confidence(metric, **metric_kwargs):
     """For ``ece``, ``mce`` and ``ace``: the same measure as a function of (confidence, outcome).
 

@@ -73,7 +73,8 @@ def reliability_diagram(probs, labels, n_bins: int = 15, ax=None, title: str | N
     strategy : {"uniform", "quantile"}, default="uniform"
         Equal-width Guo bins or equal-mass bins (:mod:`calibcourse.calibration.binning`).
     legend : bool, default=True
-        Draw the legend, right of the diagram, outside the data (a grid draws one legend for all its panels, under them).
+        Draw the legend, right of the diagram, outside the data (a grid draws one legend for all its panels,
+        under them).
 
     Returns
     -------
@@ -411,7 +412,8 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
     Parameters
     ----------
     table : pandas.DataFrame
-        The output of :func:`calibcourse.study.tables.sweep_table`: index = swept value, columns ``m`` and (optionally) ``m_std`` per measure ``m``.
+        The output of :func:`calibcourse.study.tables.sweep_table`: index = swept value, columns ``m`` and
+        (optionally) ``m_std`` per measure ``m``.
     xlabel : str
         Label of the swept value.
     columns : sequence of str, default=("error", "ece", "temperature")
@@ -492,7 +494,8 @@ def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=Non
     Parameters
     ----------
     calibrators : dict
-        ``{name: fitted binary calibrator}``, one curve each, in order; each takes P(y = 1) (``input_type='probabilities'``).
+        ``{name: fitted binary calibrator}``, one curve each, in order; each takes P(y = 1)
+        (``input_type='probabilities'``).
     scores : array_like of shape (n,)
         The calibration set's P(y = 1), on which they were fitted.
     labels : array_like of shape (n,)
@@ -550,7 +553,9 @@ def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=Non
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("score: the network's P(y = 1)", fontsize=10)
     ax.set_ylabel("calibrated P(y = 1)", fontsize=10)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=SMALL_FONT, frameon=False)  # under the axes
+    ax.legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=SMALL_FONT, frameon=False
+    )  # under the axes
     if title:
         ax.set_title(title)
     return fig
@@ -562,7 +567,9 @@ def bilevel_diagram(lookahead: str = "same"):
     Parameters
     ----------
     lookahead : {'same', 'sgd'}, default 'same'
-        The look-ahead's update rule, as ``meta.lookahead`` of the training config: ``'same'`` is the real step's optimizer with its current state (Adam in chapter 5), ``'sgd'`` a plain gradient step at the same learning rate.
+        The look-ahead's update rule, as ``meta.lookahead`` of the training config: ``'same'`` is the real
+        step's optimizer with its current state (Adam in chapter 5), ``'sgd'`` a plain gradient step at the
+        same learning rate.
 
     Returns
     -------
@@ -579,8 +586,10 @@ def bilevel_diagram(lookahead: str = "same"):
     >>> len(bilevel_diagram().axes[0].patches)  # six boxes
     6
     """
-    rules = {"same": "look-ahead: the real step\n$\\theta' = \\mathrm{Adam}(\\theta, \\nabla_\\theta \\mathrm{FL}_\\gamma)$",
-             "sgd": "look-ahead (SGD)\n$\\theta' = \\theta - \\eta\\nabla_\\theta \\mathrm{FL}_\\gamma$"}
+    rules = {
+        "same": "look-ahead: the real step\n$\\theta' = \\mathrm{Adam}(\\theta, \\nabla_\\theta \\mathrm{FL}_\\gamma)$",
+        "sgd": "look-ahead (SGD)\n$\\theta' = \\theta - \\eta\\nabla_\\theta \\mathrm{FL}_\\gamma$",
+    }
     if lookahead not in rules:
         raise ValueError(f"lookahead must be one of {', '.join(rules)}; got {lookahead!r}")
     plt = _plt()

@@ -5,7 +5,8 @@
 in parts a chapter can call: :func:`as_logits_and_probs` reads logits or probabilities,
 :func:`cross_fit` calibrates every sample out of fold with every method of
 :func:`candidate_methods`, :func:`choose` picks the simplest method whose out-of-fold ECE is
-not decidedly above the lowest one, with the paired interval of its change, :func:`report_html` writes the page, and :func:`save` /
+not decidedly above the lowest one, with the paired interval of its change, :func:`report_html` writes the
+page, and :func:`save` /
 :func:`load` keep the recommended calibrator in a JSON file.
 """
 from __future__ import annotations
@@ -53,7 +54,9 @@ def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci:
     name : str, default="model"
         The row's index.
     ci : bool, default=False
-        Add ``<measure>_low`` / ``<measure>_high`` for every calibration error: the 95 % interval of :func:`calibcourse.calibration.stats.interval`, whose estimate (bias-corrected) replaces the plug-in value.
+        Add ``<measure>_low`` / ``<measure>_high`` for every calibration error: the 95 % interval of
+        :func:`calibcourse.calibration.stats.interval`, whose estimate (bias-corrected) replaces the plug-in
+        value.
     n_boot : int, default=200
         Resamples of the bootstrap.
     seed : int, default=0
@@ -64,7 +67,8 @@ def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci:
     Returns
     -------
     pandas.DataFrame
-        One row, one column per measure: error, nll, brier, ece, mce, ace, classwise_ece, debiased_ece, sece, smooth_ece. Concatenate the rows of several models with ``pandas.concat``.
+        One row, one column per measure: error, nll, brier, ece, mce, ace, classwise_ece, debiased_ece, sece,
+        smooth_ece. Concatenate the rows of several models with ``pandas.concat``.
 
     Examples
     --------
@@ -80,8 +84,10 @@ def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci:
     try:
         import pandas as pd  # optional: only this table needs it
     except ImportError:
-        raise ImportError("calibration_report returns a pandas DataFrame: pip install 'calibcourse[table]' (or pandas); "
-                          "calibcourse report and the rest of the toolkit need no pandas") from None
+        raise ImportError(
+            "calibration_report returns a pandas DataFrame: pip install 'calibcourse[table]' (or pandas); "
+            "calibcourse report and the rest of the toolkit need no pandas"
+        ) from None
 
     p = check_probs(probs)
     y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
@@ -264,7 +270,8 @@ def check_folds(labels, n_classes: int, folds: int, name: str = "labels", folds_
     >>> check_folds([0, 1, 1, 0, 1], 2, folds=3)
     Traceback (most recent call last):
     ...
-    ValueError: folds = 3, but class 0 of labels has only 2 samples: every class needs at least one sample per fold (lower folds or add samples)
+    ValueError: folds = 3, but class 0 of labels has only 2 samples: every class needs at least one sample per
+    fold (lower folds or add samples)
     """
     y = check_labels(labels, len(labels), n_classes, name)
     if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
@@ -714,7 +721,9 @@ def _measure_rows(per_sample, n_bins: int, n_boot: int, seed: int, progress: boo
     binned = {"ECE": M.binned_on_confidence(M.ece, n_bins=n_bins), "MCE": M.binned_on_confidence(M.mce, n_bins=n_bins),
               "ACE": M.binned_on_confidence(M.ace, n_bins=n_bins)}
     reps = {key: [] for key in (*binned, *means)}
-    for idx in _progress(stats.resample_indices(len(conf), n_boot, seed), n_boot, "intervals of the measures", progress):
+    for idx in _progress(
+        stats.resample_indices(len(conf), n_boot, seed), n_boot, "intervals of the measures", progress
+    ):
         c, o = conf[idx], outcome[idx]
         for key, f in binned.items():
             reps[key].append(f(c, o))
@@ -851,10 +860,13 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
         f"<td>{r['nll']:.4f}</td><td>{r['brier']:.4f}</td><td>{_pct(r['error'])}</td></tr>" for r in choice.table)
     meas_rows = "".join(f"<tr><td>{a}</td><td>{b}</td><td>{c}</td></tr>" for a, b, c in rows)
     if choice.name == "uncalibrated":
-        advice = ("<p>No calibrator is decidedly better than the model as given: each one's out-of-fold ECE is "
-                  "above the lowest by more than the noise allows, or its Brier score is above the model's own "
-                  "(it would trade the model's ranking for a lower binned ECE). Keep the model's probabilities (<code>--save</code> writes this "
-                  "choice, and the saved file passes scores through unchanged).</p>")
+        advice = (
+            "<p>No calibrator is decidedly better than the model as given: each one's out-of-fold ECE is "
+            "above the lowest by more than the noise allows, or its Brier score is above the model's own "
+            "(it would trade the model's ranking for a lower binned ECE). Keep the model's probabilities "
+            "(<code>--save</code> writes this "
+            "choice, and the saved file passes scores through unchanged).</p>"
+        )
     else:
         advice = f"""<p>{H.escape(choice.name).capitalize()} is the simplest candidate, no calibration included,
 whose out-of-fold ECE is not decidedly above the lowest (paired interval), and {sentence}
@@ -875,10 +887,14 @@ table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #bbb;paddi
 td:first-child,th:first-child{{text-align:left}}tr.best{{background:#e8f4e8;font-weight:bold}}
 img{{max-width:100%}}.note{{color:#555;font-size:.9em}}</style></head><body>
 <h1>{H.escape(title)}</h1>
-<p>{n:,} samples, {k} classes{"" if classes.dtype.kind in "iu" and classes[0] == 0 and classes[-1] == k - 1
-else " (" + H.escape(", ".join(map(str, classes))) + ", the score columns in order)"}, {"probabilities" if kind == "probs" else "logits"} given. Measured: {what};
+<p>{n:,} samples, {k} classes{
+        ""
+        if classes.dtype.kind in "iu" and classes[0] == 0 and classes[-1] == k - 1
+        else " (" + H.escape(", ".join(map(str, classes))) + ", the score columns in order)"
+    }, {"probabilities" if kind == "probs" else "logits"} given. Measured: {what};
 {n_bins} equal-width bins; intervals are 95 % bootstrap intervals ({boot} resamples of the {n:,} samples{
-"" if boot == n_boot else f", at most {MAX_BOOT_DRAWS:.0e} draws"}; {fit_boot} for the comparisons).{fit_note}</p>
+        "" if boot == n_boot else f", at most {MAX_BOOT_DRAWS:.0e} draws"
+    }; {fit_boot} for the comparisons).{fit_note}</p>
 <h2>Recommendation: {"no calibration" if choice.name == "uncalibrated" else H.escape(choice.name)}</h2>
 {advice}
 <h2>Reliability diagrams</h2>

@@ -52,7 +52,8 @@ held fixed) and which seeds were trained (the spread of the per-seed estimates, 
 number of seeds). The interval is :math:`\tilde\theta \pm t_\nu \sqrt{V_\text{test} +
 V_\text{seed}}` with Welch-Satterthwaite degrees of freedom for the seed part (widened to hold
 the plug-in mean :math:`\hat\theta`, the default estimate; :math:`\hat\theta` itself is the
-centre for a maximum or a ratio): with 3 seeds it is wide, as it should be. The seed spread also contains the test-sample noise that is not
+centre for a maximum or a ratio): with 3 seeds it is wide, as it should be. The seed spread also contains the
+test-sample noise that is not
 shared between seeds, so the interval is conservative. Averaging the endpoints of per-seed
 intervals, which is not an interval for anything, is what this replaces.
 """
@@ -289,7 +290,7 @@ def interval_from_replicates(plugin, reps, level, method, n, lower=None, bias_co
 
 def interval(metric, probs, labels, n_boot: int = 2000, level: float = 0.95, seed: int = 0,
              method: str = "hull", bias_corrected: bool = False, **metric_kwargs) -> Difference:
-    """Bootstrap interval of one measure of one predictor.
+    r"""Bootstrap interval of one measure of one predictor.
 
     Parameters
     ----------
@@ -552,7 +553,8 @@ def seeds_interval(metric, probs_list, labels, n_boot: int = 2000, level: float 
     -------
     Difference
         The mean over seeds of the plug-in values (bias-corrected only when asked) and its
-        interval (test-sample and seed variance), clipped below at 0; ``n_seeds`` is ``len(probs_list)``, ``method`` ``"seeds"``.
+        interval (test-sample and seed variance), clipped below at 0; ``n_seeds`` is ``len(probs_list)``,
+        ``method`` ``"seeds"``.
 
     Examples
     --------
@@ -763,8 +765,6 @@ def paired_seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: 
     >>> d.sign_text, stats.verdict(d.low, d.high, direction="above")
     ('worse in 4 of 4 seeds', 'held')
     """
-    from scipy.stats import norm
-    from scipy.stats import t as student_t
 
     _check_metric(metric)
     a_list = _check_seed_list(probs_a_list, labels, "probs_a_list")

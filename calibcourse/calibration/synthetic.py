@@ -112,7 +112,8 @@ class SyntheticCalibration:
     def true_binned_ece(self, n_bins: int = 15) -> float:
         """The population value of the binned top-label ECE with ``n_bins`` equal-width bins.
 
-        :math:`\\sum_m |\\int_{B_m} (P(\\text{correct} \\mid c) - c)\\, dF(c)|`: what :func:`calibcourse.calibration.metrics.ece`
+        :math:`\\sum_m |\\int_{B_m} (P(\\text{correct} \\mid c) - c)\\, dF(c)|`: what
+        :func:`calibcourse.calibration.metrics.ece`
         estimates, at most :meth:`true_ece` (gaps of opposite sign inside a bin cancel).
 
         Parameters

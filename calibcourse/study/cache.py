@@ -541,7 +541,8 @@ class Cache:
         progress : bool, optional
             Show a progress bar while training (default: unless ``CALIBCOURSE_QUIET`` is set).
         checkpoint_every : int, optional
-            Checkpoint every this many epochs into :meth:`checkpoint_path` and resume from it; None (the default) trains without checkpoints.
+            Checkpoint every this many epochs into :meth:`checkpoint_path` and resume from it; None (the
+            default) trains without checkpoints.
         threads : int or None, default=None
             Torch's threads of each run that trains (:func:`calibcourse.study.provenance.resolve_threads`: None is 1).
         on_checkpoint : callable, optional
@@ -599,7 +600,8 @@ class Cache:
         Returns
         -------
         dict
-            ``{key: reason}`` of every entry whose provenance records no code fingerprint or another one than the current training code's, with the modules that changed.
+            ``{key: reason}`` of every entry whose provenance records no code fingerprint or another one than
+            the current training code's, with the modules that changed.
 
         Examples
         --------

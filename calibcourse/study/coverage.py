@@ -138,7 +138,7 @@ class SineMiscalibration:
         return 2.0 * np.pi * (np.asarray(s, dtype=float) - self.low) / self.period
 
     def frequency(self, s):
-        """:math:`P(y = 1 \mid s)`, the true calibration curve."""
+        r""":math:`P(y = 1 \mid s)`, the true calibration curve."""
         return np.asarray(s, dtype=float) + self.amplitude * np.sin(self._phase(s))
 
     def sample(self, n: int, rng=None):
@@ -150,7 +150,7 @@ class SineMiscalibration:
         return s, (rng.random(n) < self.frequency(s)).astype(int)
 
     def true_ece(self, norm: str = "l1") -> float:
-        """The calibration error of the scores, :math:`\mathrm{CE}_1` or :math:`\mathrm{CE}_2`, in closed form."""
+        r"""The calibration error of the scores, :math:`\mathrm{CE}_1` or :math:`\mathrm{CE}_2`, in closed form."""
         if norm not in ("l1", "l2"):
             raise ValueError(f"norm must be 'l1' or 'l2'; got {norm!r}")
         a, w, scale = self.amplitude, self.high - self.low, self.period / (2.0 * np.pi)
@@ -226,13 +226,15 @@ def coverage_single(power: float, n: int, reps: int, method: str = "hull", n_boo
     Parameters
     ----------
     power : float
-        Of :class:`~calibcourse.calibration.synthetic.SyntheticCalibration`: 1 is perfectly calibrated, 2 overconfident (true ECE 11 %).
+        Of :class:`~calibcourse.calibration.synthetic.SyntheticCalibration`: 1 is perfectly calibrated, 2
+        overconfident (true ECE 11 %).
     n : int
         Test samples per replication.
     reps : int
         Number of replications (replication ``r`` draws with seed ``r``, or ``10_000 + r``).
     method : {"hull", "bc", "basic", "percentile"} or a sequence of them, default="hull"
-        The interval's method (:data:`calibcourse.calibration.stats.METHODS`); several give a rate each, from the same replications and resamples.
+        The interval's method (:data:`calibcourse.calibration.stats.METHODS`); several give a rate each, from
+        the same replications and resamples.
     n_boot : int, default=200
         Bootstrap resamples per interval.
     n_bins : int, default=15
@@ -241,7 +243,8 @@ def coverage_single(power: float, n: int, reps: int, method: str = "hull", n_boo
     Returns
     -------
     float or dict
-        The fraction of the replications whose interval holds the truth, in [0, 1]; ``{method: fraction}`` for a sequence of methods.
+        The fraction of the replications whose interval holds the truth, in [0, 1]; ``{method: fraction}`` for
+        a sequence of methods.
 
     Examples
     --------
@@ -328,14 +331,16 @@ def false_held_rate(kind: str, n: int, reps: int, method: str = "hull", n_boot: 
     reps : int
         Number of replications (replication ``r`` draws with seed ``r``, or ``10_000 + r``).
     method : {"hull", "bc", "basic", "percentile"} or a sequence of them, default="hull"
-        The interval's method (:data:`calibcourse.calibration.stats.METHODS`); several give a rate each, from the same replications and resamples.
+        The interval's method (:data:`calibcourse.calibration.stats.METHODS`); several give a rate each, from
+        the same replications and resamples.
     n_boot : int, default=200
         Bootstrap resamples per interval.
 
     Returns
     -------
     float or dict
-        The fraction of the replications whose verdict on the paired ECE difference is "held" (either side), in [0, 1]; ``{method: fraction}`` for a sequence of methods.
+        The fraction of the replications whose verdict on the paired ECE difference is "held" (either side),
+        in [0, 1]; ``{method: fraction}`` for a sequence of methods.
 
     Examples
     --------

@@ -10,8 +10,6 @@ model and data come from its config (:mod:`calibcourse.study.labels`).
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
 
 from calibcourse.study import labels
 from calibcourse.study.profiles import PROFILES
@@ -521,7 +519,8 @@ META_CIFAR = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": False,
               "batch_size": 128, "epochs": 350, "schedule": "step", "milestones": [150, 250],
               "augment": {"crop_padding": 4, "hflip": True}, "amp": True}
 #: the pretrained backbone of chapter 3's frozen-feature head (reference 003): torchvision's ImageNet
-#: DenseNet-121, read from the ``weights`` folder of ``$CALIBCOURSE_DATA`` (default ``~/data/weights``), never downloaded
+# : DenseNet-121, read from the ``weights`` folder of ``$CALIBCOURSE_DATA`` (default ``~/data/weights``), never
+# downloaded
 DENSENET_WEIGHTS = "densenet121-a639ec97.pth"
 
 
@@ -540,7 +539,8 @@ def _full():
     bird. Chapter 4: reference 004's ResNet-18 on CIFAR-100, trained here with :data:`HE_CIFAR`
     (the tutorial loads pretrained weights). Chapter 5: ResNet-18 on CIFAR-10 with
     :data:`META_CIFAR`, every method of :data:`CH5_METHODS` on it (the SGD-backbone arm,
-    :data:`CH5_SGD_ARM`, is then the main runs under its own names: that recipe is already the papers'). Chapter 6: LeNet-5 on MNIST
+    :data:`CH5_SGD_ARM`, is then the main runs under its own names: that recipe is already the papers').
+    Chapter 6: LeNet-5 on MNIST
     under rotation, every method of :data:`CH6_METHODS`, the 10,000 test digits at every angle.
     """
     c100, c10 = {"name": "cifar100", "val_fraction": 0.1}, {"name": "cifar10", "val_fraction": 0.1}
@@ -561,7 +561,9 @@ def _full():
         for i, w in enumerate((1, 2, 4, 8), start=1):
             runs[f"ch2/width/level{i}/s{s}"] = resnet(depth=14, width=w, seed=s)
         for bn in (False, True):
-            runs[f"ch2/batchnorm/{'bn' if bn else 'plain'}/s{s}"] = resnet(seed=s, bn=bn, **({} if bn else {"lr": 0.01}))
+            runs[f"ch2/batchnorm/{'bn' if bn else 'plain'}/s{s}"] = resnet(
+                seed=s, bn=bn, **({} if bn else {"lr": 0.01})
+            )
         for wd in (0.0, 1e-4, 1e-3, 1e-2):
             runs[f"ch2/weight_decay/{wd:g}/s{s}"] = resnet(seed=s, weight_decay=wd)
     runs["ch2/nll_overfit"] = {**resnet(epochs=500), "keep_best": "val_nll"}

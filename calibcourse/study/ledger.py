@@ -357,7 +357,8 @@ def _what_would_decide(est, low, high, null, n_test, n_seeds, direction="below")
     >>> _what_would_decide(0.007, -0.007, 0.02, 0.0, 1000, 1, "above")
     'the estimate lies on the claimed side: about 3,700 test samples would decide it, as held, if the estimate stayed'
     >>> _what_would_decide(0.18, -1.0, 2.3, 0.25, 10000, 1, "above")
-    'cannot be decided at this scale: an interval with this centre would exclude the boundary only with more than 10x the test samples'
+    'cannot be decided at this scale: an interval with this centre would exclude the boundary only with more
+    than 10x the test samples'
     """
     gap = abs(est - null)
     half = (high - low) / 2
@@ -399,15 +400,19 @@ def _what_would_decide_paired(d, null: float, direction: str = "below") -> str:
     >>> seeds = NS(estimate=0.01, level=0.95, n=10000, n_seeds=3, v_test=1e-6, v_seed=4e-5,
     ...            per_seed=[0.0, 0.01, 0.02], n_positive=2)
     >>> _what_would_decide_paired(seeds, 0.0, "above")
-    'the seed spread dominates (98 % of the variance); about 8 seeds would decide it, as held, if the mean difference stayed; more test data cannot (positive in 2 of 3 seeds)'
+    'the seed spread dominates (98 % of the variance); about 8 seeds would decide it, as held, if the mean
+    difference stayed; more test data cannot (positive in 2 of 3 seeds)'
     >>> test = NS(estimate=0.01, level=0.95, n=2000, n_seeds=10, v_test=4e-5, v_seed=1e-6,
     ...           per_seed=[0.01] * 10, n_positive=10)
     >>> _what_would_decide_paired(test, 0.0, "below")
-    'the test samples dominate (98 % of the variance); about 3,200 test samples would decide it, as not held, if the mean difference stayed; more seeds cannot (positive in 10 of 10 seeds)'
+    'the test samples dominate (98 % of the variance); about 3,200 test samples would decide it, as not held,
+    if the mean difference stayed; more seeds cannot (positive in 10 of 10 seeds)'
     >>> both = NS(estimate=0.08, level=0.95, n=5000, n_seeds=5, v_test=4.6e-3, v_seed=2.4e-3,
     ...           per_seed=[0.08] * 5, n_positive=4)   # an MCE: wide on both counts
     >>> _what_would_decide_paired(both, 0.0, "below")
-    'the test samples give 66 % of the variance, the seeds 34 %, and neither alone can be reduced enough: about 22 seeds with 5x the test samples (25,000) would decide it, as not held, if the mean difference stayed (positive in 4 of 5 seeds)'
+    'the test samples give 66 % of the variance, the seeds 34 %, and neither alone can be reduced enough:
+    about 22 seeds with 5x the test samples (25,000) would decide it, as not held, if the mean difference
+    stayed (positive in 4 of 5 seeds)'
     """
     from scipy.stats import norm
 
@@ -515,7 +520,8 @@ def check_claims(claims: list, chapters=None) -> None:
     >>> check_claims([c])
     Traceback (most recent call last):
         ...
-    ValueError: claim 'x': verdict 'held' does not follow from its interval [-0.02, 0.005] against below 0.0 ('inconclusive')
+    ValueError: claim 'x': verdict 'held' does not follow from its interval [-0.02, 0.005] against below 0.0
+    ('inconclusive')
     >>> check_claims([{**c, "verdict": "inconclusive"}])
     >>> check_claims([{**c, "verdict": "inconclusive"}], chapters={2, 3})
     Traceback (most recent call last):
@@ -582,32 +588,39 @@ def ledger_page(claims: list, titles: dict | None = None) -> str:
             kind = _METHOD_TEXT.get(c.get("method"), "other intervals")
             methods[kind] = methods.get(kind, 0) + 1
     kinds = "; ".join(f"{k}: {n}" for k, n in sorted(methods.items(), key=lambda kv: -kv[1]))
-    lines = ["# What held", "",
-             "Every claim the book tests, grouped by the paper or document that makes it. Each effect is "
-             "estimated with a 95 % interval; the verdict follows from the interval by one rule "
-             "({func}`calibcourse.calibration.stats.verdict`): **held** when the whole interval lies on the side the claim "
-             "states, **not held** when it lies wholly on the other side, *inconclusive* when it contains "
-             "the boundary. A claim with a size is tested on its size. The intervals are of several kinds "
-             f"({kinds}); the appendix {{ref}}`appendix-coverage` says which and how far each is checked. "
-             "An interval end close to the boundary is printed with one more decimal, so that its side shows. "
-             "The same list is in `_build/claims.json`.", "",
-             "*Detects* is the smallest true effect the test finds with 80 % probability. Where a verdict is "
-             "inconclusive, its note says what would decide it and which verdict that would likely be if the "
-             "estimate stayed where it is: more test samples where the test samples make most of the interval's "
-             "variance, more seeds where the seed spread does (for a claim compared over seeds, no test set, however "
-             "large, shrinks the seed part), or both; or that it cannot be decided at this scale, when it would "
-             f"take {_scale_limit()}. A claim with a margin (\"less than 1 point\") whose test detects only "
-             f"effects more than {UNDERPOWERED_RATIO:g} times the margin is marked *underpowered*: even a true "
-             "effect of zero would seldom have been told apart from the margin.", "",
-             f"Each verdict is a separate test at the 95 % level, not corrected for the {tested} tests on this page. "
-             "If every tested effect sat exactly on its boundary, each interval would still exclude the boundary "
-             f"with probability 5 %, so about {0.05 * tested:.0f} of the {decided} decided verdicts could be decided "
-             "by chance alone. A reader who wants a family-wise guarantee can apply Holm's procedure: order the "
-             f"claims by p-value and require the first to be decided at level 1 - 0.05/{tested}, the next at "
-             f"1 - 0.05/{max(tested - 1, 1)}, and so on. The ledger stores each claim's 95 % interval, not a p-value "
-             "or the interval at other levels, so this page does not apply it.", "",
-             f"In this build: {counts['held']} held, {counts['not held']} not held, "
-             f"{counts['inconclusive']} inconclusive, {counts['not tested']} not tested.", ""]
+    lines = [
+        "# What held",
+        "",
+        "Every claim the book tests, grouped by the paper or document that makes it. Each effect is "
+        "estimated with a 95 % interval; the verdict follows from the interval by one rule "
+        "({func}`calibcourse.calibration.stats.verdict`): **held** when the whole interval lies on the side the claim "
+        "states, **not held** when it lies wholly on the other side, *inconclusive* when it contains "
+        "the boundary. A claim with a size is tested on its size. The intervals are of several kinds "
+        f"({kinds}); the appendix {{ref}}`appendix-coverage` says which and how far each is checked. "
+        "An interval end close to the boundary is printed with one more decimal, so that its side shows. "
+        "The same list is in `_build/claims.json`.",
+        "",
+        "*Detects* is the smallest true effect the test finds with 80 % probability. Where a verdict is "
+        "inconclusive, its note says what would decide it and which verdict that would likely be if the "
+        "estimate stayed where it is: more test samples where the test samples make most of the interval's "
+        "variance, more seeds where the seed spread does (for a claim compared over seeds, no test set, however "
+        "large, shrinks the seed part), or both; or that it cannot be decided at this scale, when it would "
+        f'take {_scale_limit()}. A claim with a margin ("less than 1 point") whose test detects only '
+        f"effects more than {UNDERPOWERED_RATIO:g} times the margin is marked *underpowered*: even a true "
+        "effect of zero would seldom have been told apart from the margin.",
+        "",
+        f"Each verdict is a separate test at the 95 % level, not corrected for the {tested} tests on this page. "
+        "If every tested effect sat exactly on its boundary, each interval would still exclude the boundary "
+        f"with probability 5 %, so about {0.05 * tested:.0f} of the {decided} decided verdicts could be decided "
+        "by chance alone. A reader who wants a family-wise guarantee can apply Holm's procedure: order the "
+        f"claims by p-value and require the first to be decided at level 1 - 0.05/{tested}, the next at "
+        f"1 - 0.05/{max(tested - 1, 1)}, and so on. The ledger stores each claim's 95 % interval, not a p-value "
+        "or the interval at other levels, so this page does not apply it.",
+        "",
+        f"In this build: {counts['held']} held, {counts['not held']} not held, "
+        f"{counts['inconclusive']} inconclusive, {counts['not tested']} not tested.",
+        "",
+    ]
     by_source: dict = {}
     for c in claims:
         by_source.setdefault(c["source"], []).append(c)

@@ -139,7 +139,8 @@ def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner
     gamma_max : float, optional
         Caps the gammas, as in the real step.
     params : {"all", "head"}, default="all"
-        Which parameters the look-ahead steps: the whole backbone, or its last layer only (``"head"``, as meta-calibration does); the others keep their values.
+        Which parameters the look-ahead steps: the whole backbone, or its last layer only (``"head"``, as
+        meta-calibration does); the others keep their values.
     reduction : {"mean", "sum"}, default="mean"
         The inner loss over the batch: its mean, or its sum (meta-calibration's code, whose plain SGD
         look-ahead then takes a step ``len(x_train)`` times larger).
@@ -173,7 +174,9 @@ def lookahead_outer_loss(model, gamma_net, x_train, y_train, x_val, y_val, inner
         raise ValueError(f"reduction must be 'mean' or 'sum'; got {reduction!r}")
     head = params == "head"
     if more and (not head or optimizer is not None):
-        raise ValueError("a look-ahead of several steps steps the last layer by plain SGD (params='head', no optimizer)")
+        raise ValueError(
+            "a look-ahead of several steps steps the last layer by plain SGD (params='head', no optimizer)"
+        )
     params = {n: p for n, p in model.named_parameters() if not head or n.startswith("head.")}
 
     def inner_loss(logits, y, gammas):

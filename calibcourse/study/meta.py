@@ -61,9 +61,11 @@ class GammaNet(nn.Module):
     tau : float, default=1.0
         The temperature, > 0.
     init_gamma : float, default=1.0
-        Unbounded: the mean gamma of the first batch (the output is rescaled once, on that batch, to start there). Bounded: the gamma of every sample at the start, through the bias ``b``.
+        Unbounded: the mean gamma of the first batch (the output is rescaled once, on that batch, to start
+        there). Bounded: the gamma of every sample at the start, through the bias ``b``.
     bound : float, optional
-        None (default): the paper's unbounded ``|x~W| / tau``. A number ``gamma_max`` > ``init_gamma``: ``gamma_max * sigmoid(x~W / tau + b)``, with ``b = logit(init_gamma / gamma_max)`` and no rescale.
+        None (default): the paper's unbounded ``|x~W| / tau``. A number ``gamma_max`` > ``init_gamma``:
+        ``gamma_max * sigmoid(x~W / tau + b)``, with ``b = logit(init_gamma / gamma_max)`` and no rescale.
     limit : float, optional
         A bound on the paper's own form, kept by :meth:`project_` after each update: ``x~`` is a convex
         combination of the columns of ``A``, so ``gamma <= max_j |A_j . W| / tau`` (times the first

@@ -315,7 +315,8 @@ def densenet121_small(num_classes: int = 10, in_channels: int = 3, weights_path=
     in_channels : int, default=3
         Channels of the input images.
     weights_path : str or path, optional
-        A local file with the state dict of torchvision's ``densenet121`` (never downloaded). The classifier is replaced afterwards, so ``num_classes`` may differ from the weights' 1000.
+        A local file with the state dict of torchvision's ``densenet121`` (never downloaded). The classifier
+        is replaced afterwards, so ``num_classes`` may differ from the weights' 1000.
     stem : {"cifar", "imagenet"}, optional
         The first layers (see above).
 
@@ -356,7 +357,8 @@ class FrozenFeatureClassifier(nn.Module):
     Parameters
     ----------
     backbone : torch.nn.Module
-        A trained model with ``features(x)``; its parameters are frozen and ``features`` runs in eval mode without gradients.
+        A trained model with ``features(x)``; its parameters are frozen and ``features`` runs in eval mode
+        without gradients.
     feature_dim : int
         Size of ``backbone.features(x)``.
     num_classes : int, default=2
@@ -488,9 +490,11 @@ def build_model(name: str, input_shape=None, **kwargs) -> nn.Module:
     Parameters
     ----------
     name : str
-        A key of :data:`MODELS`: ``'lenet5'``, ``'cifar_resnet'``, ``'mlp'``, ``'cnn1d'``, ``'resnet18'``, ``'densenet121'``.
+        A key of :data:`MODELS`: ``'lenet5'``, ``'cifar_resnet'``, ``'mlp'``, ``'cnn1d'``, ``'resnet18'``,
+        ``'densenet121'``.
     input_shape : tuple of int, optional
-        The shape of one input sample (e.g. ``(40,)`` or ``(1, 28, 28)``); it fills the arguments that depend on it (:data:`INPUT_ARGS`) unless ``kwargs`` give them.
+        The shape of one input sample (e.g. ``(40,)`` or ``(1, 28, 28)``); it fills the arguments that depend
+        on it (:data:`INPUT_ARGS`) unless ``kwargs`` give them.
     **kwargs
         The model's other arguments (``num_classes``, ``width``, ...).
 

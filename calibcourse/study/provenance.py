@@ -232,7 +232,8 @@ def code_modules(entry: str = TRAINING_ENTRY) -> dict:
     Examples
     --------
     >>> mods = code_modules()
-    >>> "calibcourse.study.train" in mods and "calibcourse.study.models" in mods and "calibcourse.tools.build" not in mods
+    >>> ("calibcourse.study.train" in mods and "calibcourse.study.models" in mods
+    ...  and "calibcourse.tools.build" not in mods)
     True
     >>> "calibcourse.calibration.losses" in mods, "calibcourse.calibration.metrics" in mods
     (True, False)

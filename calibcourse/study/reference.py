@@ -22,9 +22,29 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["REF_SIZE_MEASURED", "REF_BACKBONE", "REF_META", "REF_META_LRS", "REF_GRID_SEEDS", "REF_N_SEEDS", "REF_FOCAL_GAMMAS",
-           "REF_ARMS", "REF_ARM_LR", "REF_PREDICTIONS", "REF_CHOSEN", "REF_DEPARTURES", "REF_PARTS", "REF_MAX_ERROR_GAP",
-           "reference_runs", "ref_part", "ref_choice", "learns", "learns_runs", "ref_name", "seed_t_interval"]
+__all__ = [
+    "REF_SIZE_MEASURED",
+    "REF_BACKBONE",
+    "REF_META",
+    "REF_META_LRS",
+    "REF_GRID_SEEDS",
+    "REF_N_SEEDS",
+    "REF_FOCAL_GAMMAS",
+    "REF_ARMS",
+    "REF_ARM_LR",
+    "REF_PREDICTIONS",
+    "REF_CHOSEN",
+    "REF_DEPARTURES",
+    "REF_PARTS",
+    "REF_MAX_ERROR_GAP",
+    "reference_runs",
+    "ref_part",
+    "ref_choice",
+    "learns",
+    "learns_runs",
+    "ref_name",
+    "seed_t_interval",
+]
 
 #: the backbone: a 1-D CNN on MNIST-1D, 2,750 generated training sequences cut 8:1:1:1 into training
 #: (2,000), validation (250: temperature scaling), meta-validation (250: the gamma-Net's) and
@@ -94,35 +114,68 @@ REF_ARMS = {"horizon 5": {"horizon": 5}, "delayed": {"start_epoch": 32}, "placeb
 #: every departure from the reference code (Bohdal et al.'s ``train.py`` / ``train_utils.py``) and
 #: from the paper, with the reason: (what the reference does, what this study does, why)
 REF_DEPARTURES = (
-    ("ResNet-18 / WideResNet on CIFAR-10/100 (50,000 images)",
-     "a 1-D CNN (49k weights) on 2,000 MNIST-1D sequences",
-     "two CPU cores: a run must take seconds; 2,000 sequences make CE overconfident (measured)"),
-    ("350 epochs, the rate divided by 10 at 150 and 250",
-     "60 epochs, divided by 10 at 30 and 45",
-     "the training loss reaches 0 by epoch 35 at this size; longer adds nothing but time"),
-    ("meta-learner: learnable label smoothing or L2 (meta-calibration)",
-     "the paper's gamma-Net (8 heads, |x~W|/tau), with a projection bound at gamma 10",
-     "the method under test; the bound keeps an unbounded output from drifting without saturating"),
-    ("meta-loss CE + 0.5 DECE", "CE + 0.5 SECE (FLgamma-SECE); CE + 0.5 DECE (FLgamma-DECE)",
-     "the paper's outer calibration loss in meta-calibration's meta-loss"),
-    ("meta batch = training batch (128), cycling the meta split",
-     "128 samples drawn with replacement from the meta split", "the same size; draws instead of a cycle"),
-    ("one seed per configuration, meta rate Adam's default 1e-3",
-     "meta rate grid {0, 1e-4, 1e-3, 1e-2} x 3 seeds, chosen on a selection split",
-     "a learned component gets credit only against its frozen control (rate 0)"),
-    ("test split of 10,000 images", "5,000 generated test sequences", "the seeds, not the test set, limit the comparisons"),
-    ("train/validation/meta split 8:1:1", "8:1:1 plus a selection split of the validation's size",
-     "the tuned values are chosen on data that neither the gamma-Net nor temperature scaling sees"),
-    ("the meta-loss's gradient also reaches the backbone (no zero_grad between the meta-loss's "
-     "backward and the real step's)", "the meta-loss updates the gamma-Net only",
-     "the paper's bilevel objective trains the gamma-Net; the leak would also train the backbone on the "
-     "meta split, data the methods without a meta-learner never see"),
-    ("the checkpoint with the best validation accuracy is evaluated", "the last epoch",
-     "one fixed budget for every method; early stopping would be one more tuned choice"),
-    ("random crops and horizontal flips", "no augmentation",
-     "image augmentations; MNIST-1D's generator already shifts, scales and adds noise"),
-    ("DECE with a ranking-based soft accuracy (t_a = 100)", "DECE with a tempered-softmax soft accuracy",
-     "the toolkit's differentiable ECE (chapter 5's lab); same soft bins"),
+    (
+        "ResNet-18 / WideResNet on CIFAR-10/100 (50,000 images)",
+        "a 1-D CNN (49k weights) on 2,000 MNIST-1D sequences",
+        "two CPU cores: a run must take seconds; 2,000 sequences make CE overconfident (measured)",
+    ),
+    (
+        "350 epochs, the rate divided by 10 at 150 and 250",
+        "60 epochs, divided by 10 at 30 and 45",
+        "the training loss reaches 0 by epoch 35 at this size; longer adds nothing but time",
+    ),
+    (
+        "meta-learner: learnable label smoothing or L2 (meta-calibration)",
+        "the paper's gamma-Net (8 heads, |x~W|/tau), with a projection bound at gamma 10",
+        "the method under test; the bound keeps an unbounded output from drifting without saturating",
+    ),
+    (
+        "meta-loss CE + 0.5 DECE",
+        "CE + 0.5 SECE (FLgamma-SECE); CE + 0.5 DECE (FLgamma-DECE)",
+        "the paper's outer calibration loss in meta-calibration's meta-loss",
+    ),
+    (
+        "meta batch = training batch (128), cycling the meta split",
+        "128 samples drawn with replacement from the meta split",
+        "the same size; draws instead of a cycle",
+    ),
+    (
+        "one seed per configuration, meta rate Adam's default 1e-3",
+        "meta rate grid {0, 1e-4, 1e-3, 1e-2} x 3 seeds, chosen on a selection split",
+        "a learned component gets credit only against its frozen control (rate 0)",
+    ),
+    (
+        "test split of 10,000 images",
+        "5,000 generated test sequences",
+        "the seeds, not the test set, limit the comparisons",
+    ),
+    (
+        "train/validation/meta split 8:1:1",
+        "8:1:1 plus a selection split of the validation's size",
+        "the tuned values are chosen on data that neither the gamma-Net nor temperature scaling sees",
+    ),
+    (
+        "the meta-loss's gradient also reaches the backbone (no zero_grad between the meta-loss's "
+        "backward and the real step's)",
+        "the meta-loss updates the gamma-Net only",
+        "the paper's bilevel objective trains the gamma-Net; the leak would also train the backbone on the "
+        "meta split, data the methods without a meta-learner never see",
+    ),
+    (
+        "the checkpoint with the best validation accuracy is evaluated",
+        "the last epoch",
+        "one fixed budget for every method; early stopping would be one more tuned choice",
+    ),
+    (
+        "random crops and horizontal flips",
+        "no augmentation",
+        "image augmentations; MNIST-1D's generator already shifts, scales and adds noise",
+    ),
+    (
+        "DECE with a ranking-based soft accuracy (t_a = 100)",
+        "DECE with a tempered-softmax soft accuracy",
+        "the toolkit's differentiable ECE (chapter 5's lab); same soft bins",
+    ),
 )
 
 
@@ -145,7 +198,8 @@ def ref_name(method: str, meta_lr: float | None = None, seed: int = 0) -> str:
     Examples
     --------
     >>> ref_name("FLgamma-SECE", 0.0, 3), ref_name("FLgamma-DECE", 1e-4, 0), ref_name("CE", seed=1)
-    ('ch5/reference/FLgamma-SECE (meta lr 0)/s3', 'ch5/reference/FLgamma-DECE (meta lr 0.0001)/s0', 'ch5/reference/CE/s1')
+    ('ch5/reference/FLgamma-SECE (meta lr 0)/s3', 'ch5/reference/FLgamma-DECE (meta lr 0.0001)/s0',
+    'ch5/reference/CE/s1')
     """
     label = method if meta_lr is None else f"{method} (meta lr {meta_lr:g})"
     return f"ch5/reference/{label}/s{seed}"

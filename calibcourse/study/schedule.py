@@ -218,7 +218,8 @@ def lab_banner(lab: str) -> str:
     Examples
     --------
     >>> print(lab_banner("lab3_binning"))
-    Week 4 of the {doc}`schedule </book/schedule>`; it practises chapter 3. About 75 to 90 minutes of work. Due at the end of week 5.
+    Week 4 of the {doc}`schedule </book/schedule>`; it practises chapter 3. About 75 to 90 minutes of work.
+    Due at the end of week 5.
     """
     entry = _check_lab(lab)
     lo, hi = entry.minutes
@@ -243,7 +244,9 @@ def chapter_lab_sentence(chapter: int) -> str:
     Examples
     --------
     >>> print(chapter_lab_sentence(1))
-    **Lab.** {doc}`Lab 1 <labs/lab1_ece>` (per-bin statistics, ECE, MCE and the $\ell_2$ calibration error) follows this chapter: handed out in week {fixed}`1`, about {fixed}`75` to {fixed}`90` minutes, due at the end of week {fixed}`2`.
+    **Lab.** {doc}`Lab 1 <labs/lab1_ece>` (per-bin statistics, ECE, MCE and the $\ell_2$ calibration error)
+    follows this chapter: handed out in week {fixed}`1`, about {fixed}`75` to {fixed}`90` minutes, due at the
+    end of week {fixed}`2`.
     >>> print(chapter_lab_sentence(2))
     **Lab.** No lab follows this chapter.
     >>> chapter_lab_sentence(7)
@@ -311,17 +314,26 @@ def schedule_page() -> str:
         rows.append(f"| {w.number} | {chapter} | {lab} | {time} | {due_text} | {w.needs} |")
     total = (sum(w.reading_minutes + sum(m for _, _, m in w.also) for w in WEEKS)
              + sum(sum(e.minutes) / 2 for e in LAB_TABLE))
-    return "\n".join([
-        "# Schedule", "",
-        f"The course takes {len(WEEKS)} weeks, one chapter a week, and {len(LABS)} labs. A lab is handed "
-        "out in the week of the chapter that teaches what it practises, or later, and is due at the end "
-        "of the next week; the last week has no new lab and collects the last one. The times are estimates for a student who "
-        "has read the chapter: the reading includes the chapter's exercises and its self-check quiz. "
-        "In a semester, a week is two 90-minute slots, a lecture on the chapter and a lab session; "
-        "the rest is the student's own work.",
-        "", *rows, "",
-        f"In all, about {round(total / 60)} hours of work.",
-        "", "How to get the labs, run them on your machine and hand them in: {doc}`setup </book/setup>`.", ""])
+    return "\n".join(
+        [
+            "# Schedule",
+            "",
+            f"The course takes {len(WEEKS)} weeks, one chapter a week, and {len(LABS)} labs. A lab is handed "
+            "out in the week of the chapter that teaches what it practises, or later, and is due at the end "
+            "of the next week; the last week has no new lab and collects the last one. "
+            "The times are estimates for a student who "
+            "has read the chapter: the reading includes the chapter's exercises and its self-check quiz. "
+            "In a semester, a week is two 90-minute slots, a lecture on the chapter and a lab session; "
+            "the rest is the student's own work.",
+            "",
+            *rows,
+            "",
+            f"In all, about {round(total / 60)} hours of work.",
+            "",
+            "How to get the labs, run them on your machine and hand them in: {doc}`setup </book/setup>`.",
+            "",
+        ]
+    )
 
 
 def write_page(root=".") -> Path:

@@ -14,9 +14,24 @@ import numpy as np
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 
-__all__ = ["run_summary", "sweep_table", "seed_predictions", "fmt_ci", "fmt_difference", "post_hoc_table",
-           "post_hoc_binary", "binary_scores", "post_hoc_view", "post_hoc_binary_view", "SEED_MEASURES", "seed_table", "seeds_view",
-           "grid_choice_view", "paired_table", "comparisons_view"]
+__all__ = [
+    "run_summary",
+    "sweep_table",
+    "seed_predictions",
+    "fmt_ci",
+    "fmt_difference",
+    "post_hoc_table",
+    "post_hoc_binary",
+    "binary_scores",
+    "post_hoc_view",
+    "post_hoc_binary_view",
+    "SEED_MEASURES",
+    "seed_table",
+    "seeds_view",
+    "grid_choice_view",
+    "paired_table",
+    "comparisons_view",
+]
 
 
 def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> dict:
@@ -36,7 +51,10 @@ def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> 
     Returns
     -------
     dict
-        ``error``, ``nll``, ``ece`` (the plug-in test ECE), ``ece_low``, ``ece_high`` (its 95 % interval from :func:`calibcourse.calibration.stats.interval`, bias-aware bootstrap), ``ece_plugin`` (the same plug-in value, kept for older readers), ``mce`` (plug-in), ``temperature``, ``ece_ts`` (the plug-in test ECE after temperature scaling), ``mean_conf``; fractions, NLL in nats.
+        ``error``, ``nll``, ``ece`` (the plug-in test ECE), ``ece_low``, ``ece_high`` (its 95 % interval from
+        :func:`calibcourse.calibration.stats.interval`, bias-aware bootstrap), ``ece_plugin`` (the same
+        plug-in value, kept for older readers), ``mce`` (plug-in), ``temperature``, ``ece_ts`` (the plug-in
+        test ECE after temperature scaling), ``mean_conf``; fractions, NLL in nats.
 
     Examples
     --------
@@ -411,7 +429,8 @@ def post_hoc_binary_view(table, digits: int = 2):
     --------
     >>> import pandas as pd
     >>> t = pd.DataFrame({"model": ["m"], "method": ["isotonic"], "ece": [0.0123], "ece_low": [0.01],
-    ...                   "ece_high": [0.015], "mce": [0.2], "nll": [0.05], "test_errors": [7]}).set_index(["model", "method"])
+    ...                   "ece_high": [0.015], "mce": [0.2], "nll": [0.05], "test_errors": [7]}
+    ...                  ).set_index(["model", "method"])
     >>> post_hoc_binary_view(t).iloc[0, 1:].tolist()
     ['1.23 [1.00, 1.50]', '20.00', '0.0500']
     """
@@ -528,7 +547,9 @@ def seed_table(methods: dict, post_hoc: dict | None = None, split: str = "test")
     post_hoc = post_hoc or {}
     for name, (base, _) in post_hoc.items():
         if base not in methods:
-            raise ValueError(f"post_hoc[{name!r}] calibrates {base!r}, which is not one of methods: {', '.join(methods)}")
+            raise ValueError(
+                f"post_hoc[{name!r}] calibrates {base!r}, which is not one of methods: {', '.join(methods)}"
+            )
     y = None
     rows, probs = [], {}
 
@@ -624,10 +645,18 @@ def grid_choice_view(choice: dict, params: dict):
     parts = []
     for family, c in choice.items():
         param, t = params[family], c["table"]
-        parts.append(pd.DataFrame({
-            "baseline": family, "value": [f"{param} {v:g}" for v in t[param]],
-            "val error (%)": (100 * t["val error"]).round(2).to_numpy(), "val ECE (%)": (100 * t["val ECE"]).round(2).to_numpy(),
-            "eligible": t["eligible"].to_numpy(), "chosen": np.where(np.isclose(t[param], c["chosen"]), "<-", "")}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "baseline": family,
+                    "value": [f"{param} {v:g}" for v in t[param]],
+                    "val error (%)": (100 * t["val error"]).round(2).to_numpy(),
+                    "val ECE (%)": (100 * t["val ECE"]).round(2).to_numpy(),
+                    "eligible": t["eligible"].to_numpy(),
+                    "chosen": np.where(np.isclose(t[param], c["chosen"]), "<-", ""),
+                }
+            )
+        )
     return pd.concat(parts, ignore_index=True).set_index(["baseline", "value"])
 
 
@@ -874,11 +903,17 @@ def seed_paired_view(tests: dict, units: dict | None = None, nulls: dict | None 
         scale, unit = units.get(measure, (100.0, "points"))
         digits = 3 if scale == 1 else 2
         null = (nulls or {}).get(key, 0.0)
-        rows.append({"measure": measure, "A": a, "B": b,
-                     "A - B [95 % interval]": fmt_difference(d, scale=scale, unit=unit, digits=digits),
-                     "A above B in": d.sign_text,
-                     "claim: A - B below": "" if null is None else ("0" if null == 0 else f"{scale * null:+.{digits}f}"),
-                     "verdict": "" if null is None else stats.verdict(d.low, d.high, null=null)})
+        rows.append(
+            {
+                "measure": measure,
+                "A": a,
+                "B": b,
+                "A - B [95 % interval]": fmt_difference(d, scale=scale, unit=unit, digits=digits),
+                "A above B in": d.sign_text,
+                "claim: A - B below": "" if null is None else ("0" if null == 0 else f"{scale * null:+.{digits}f}"),
+                "verdict": "" if null is None else stats.verdict(d.low, d.high, null=null),
+            }
+        )
     return pd.DataFrame(rows).set_index(["measure", "A", "B"])
 
 

@@ -180,7 +180,9 @@ def _predictive_outputs(cfg: dict, model, X: dict, stats, labels: dict) -> dict:
             out[f"{name}_logits"] = predict_logits(model, Xs).astype(np.float32)
     if cfg.get("mc_dropout"):
         for name, Xs in sets.items():
-            out[f"{name}_logits"] = mc_dropout_logits(model, Xs, cfg["mc_dropout"], seed=cfg["seed"]).astype(STORED_DTYPE)
+            out[f"{name}_logits"] = mc_dropout_logits(model, Xs, cfg["mc_dropout"], seed=cfg["seed"]).astype(
+                STORED_DTYPE
+            )
     return out
 
 

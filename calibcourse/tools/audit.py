@@ -13,7 +13,8 @@ A number in the prose of a chapter or a lab is either
 Everything else that looks like a number in prose is reported, and makes the audit fail:
 a typed number can disagree with the code without anyone noticing. Not numbers in this
 sense: the constants 0 and 1 of the definitions, the book's level in "95 % interval",
-math (``$...$``, ``$$...$$``), inline code, code cells, cross-references and citations, labels, numbered-list markers, a page's own chapter number in its title, names
+math (``$...$``, ``$$...$$``), inline code, code cells, cross-references and citations, labels, numbered-list
+markers, a page's own chapter number in its title, names
 that contain digits (CIFAR-100, ResNet-110, LeNet-5, MNIST-1D, L2, 2x512), the numbers of
 chapters, labs, figures, tables, exercises and sections ("chapter 3", "Figure 2",
 "chapters 3 to 5"), and years ("(1998)", "in 2017").

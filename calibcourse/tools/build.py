@@ -46,8 +46,20 @@ from pathlib import Path
 
 from calibcourse.study.profiles import PROFILES
 
-__all__ = ["EDITIONS", "HTML_DIRS", "BuildError", "Page", "toc_entries", "notebook_pages", "fingerprint", "execute_book",
-           "write_ledger", "build_html", "write_schedule", "main"]
+__all__ = [
+    "EDITIONS",
+    "HTML_DIRS",
+    "BuildError",
+    "Page",
+    "toc_entries",
+    "notebook_pages",
+    "fingerprint",
+    "execute_book",
+    "write_ledger",
+    "build_html",
+    "write_schedule",
+    "main",
+]
 
 EDITIONS = ("student", "instructor")
 #: where each edition's HTML goes, relative to the root
@@ -518,7 +530,8 @@ def build_html(root: Path, edition: str = "student", log=print) -> Path:
     root : pathlib.Path
         The book's root (holds ``_config.yml``, ``_toc.yml``, ``notebooks/``).
     edition : {"student", "instructor"}, default="student"
-        Which edition: it decides only where the HTML goes (:data:`HTML_DIRS`); what the pages hold was decided when they were executed (:func:`execute_book`).
+        Which edition: it decides only where the HTML goes (:data:`HTML_DIRS`); what the pages hold was
+        decided when they were executed (:func:`execute_book`).
     log : callable, default=print
         Called with each progress line.
 

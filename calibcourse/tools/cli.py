@@ -109,7 +109,10 @@ def _record_stability(cache: Cache, configs: dict, args, log) -> None:
         s = stability(cache.load(cfg))
         cache.record_stability(config_key(cfg), s)
         moves = ", ".join(f"{k} {v:+.3f}" for k, v in s["moves"].items())
-        log(f"[{i}/{len(todo)}] {name}: {'chaotic' if s['chaotic'] else 'stable'} ({moves} with perturbed initial weights)")
+        log(
+            f"[{i}/{len(todo)}] {name}: {'chaotic' if s['chaotic'] else 'stable'} "
+            f"({moves} with perturbed initial weights)"
+        )
 
 
 def _status(cache: Cache, profile: str) -> int:
@@ -129,7 +132,8 @@ def main(argv=None) -> int:
     Returns
     -------
     int
-        The exit status: 0; 1 when ``verify`` found bad entries, a ``train`` run failed or ``status`` found runs not done; 2 when ``train`` misses an input.
+        The exit status: 0; 1 when ``verify`` found bad entries, a ``train`` run failed or ``status`` found
+        runs not done; 2 when ``train`` misses an input.
 
     Examples
     --------
@@ -141,7 +145,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m calibcourse.tools.cli", description=__doc__.split("\n")[0])
     ap.add_argument("command", choices=("list", "verify", "train", "status", "clear", "compact"))
     ap.add_argument("profile", nargs="?", choices=PROFILES, help=f"for train and status: {', '.join(PROFILES)}")
-    ap.add_argument("--root", default=None, help="cache folder (default $CALIBCOURSE_CACHE, else the checkout's data/cache)")
+    ap.add_argument(
+        "--root", default=None, help="cache folder (default $CALIBCOURSE_CACHE, else the checkout's data/cache)"
+    )
     ap.add_argument("--executor", default="serial", choices=EXECUTORS,
                     help="train: serial (this process), local (--jobs processes through submitit), "
                          "slurm (one SLURM job per run through submitit)")
@@ -186,7 +192,10 @@ def main(argv=None) -> int:
     if args.command == "status":
         return _status(cache, args.profile)
     if args.profile in PINNED_PROFILES and args.threads not in (None, 1):
-        ap.error(f"the {args.profile} profile trains under the pinned numerics, with one thread; got --threads {args.threads}")
+        ap.error(
+            f"the {args.profile} profile trains under the pinned numerics, with one thread; "
+            f"got --threads {args.threads}"
+        )
     rc = in_pinned_process("calibcourse.tools.cli", argv, args.profile)
     return _train(cache, args) if rc is None else rc
 

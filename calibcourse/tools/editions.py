@@ -35,7 +35,8 @@ def strip_solution(code: str) -> str:
     Returns
     -------
     str
-        The source with each solution block replaced by :data:`STUB` at the block's indentation; a cell without markers comes back unchanged (but for a trailing newline).
+        The source with each solution block replaced by :data:`STUB` at the block's indentation; a cell
+        without markers comes back unchanged (but for a trailing newline).
 
     Examples
     --------

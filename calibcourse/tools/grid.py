@@ -37,8 +37,18 @@ from calibcourse.tools._env import environ
 from calibcourse.study.cache import Cache, CacheError, config_key
 from calibcourse.study.provenance import resolve_threads
 
-__all__ = ["TrainJob", "missing", "status", "unique_runs", "check_inputs", "train_serial", "train_local", "submit_slurm", "STATES",
-           "SLURM_DEFAULTS"]
+__all__ = [
+    "TrainJob",
+    "missing",
+    "status",
+    "unique_runs",
+    "check_inputs",
+    "train_serial",
+    "train_local",
+    "submit_slurm",
+    "STATES",
+    "SLURM_DEFAULTS",
+]
 
 #: what :func:`status` says of a run
 STATES = ("done", "running", "failed", "missing")
@@ -509,7 +519,8 @@ def submit_slurm(configs: dict, cache: Cache | None = None, slurm: dict | None =
     cache : calibcourse.study.cache.Cache, optional
         The cache: a folder every node of the cluster sees.
     slurm : dict, optional
-        ``partition``, ``gpus`` (per job), ``time`` (minutes), ``account``, ``cpus``, ``mem``; missing keys from :data:`SLURM_DEFAULTS`.
+        ``partition``, ``gpus`` (per job), ``time`` (minutes), ``account``, ``cpus``, ``mem``; missing keys
+        from :data:`SLURM_DEFAULTS`.
     checkpoint_every : int, default=5
         Epochs between checkpoints.
     log : callable, default=print

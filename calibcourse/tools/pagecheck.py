@@ -208,13 +208,14 @@ const figures = Array.from(document.querySelectorAll("article img, main img")).m
   const src = i.getAttribute("src") || "";
   const alt = (i.getAttribute("alt") || "").trim();
   const name = src.split("/").pop();
-  const noAlt = !alt || alt === src || /\.(png|jpe?g|svg|gif|webp)$/i.test(alt) || (name && alt.endsWith(name));
+  const noAlt = !alt || alt === src || /\\.(png|jpe?g|svg|gif|webp)$/i.test(alt) || (name && alt.endsWith(name));
   const fig = i.closest("figure");
   const noCaption = !fig || !fig.querySelector("figcaption") || !fig.querySelector("figcaption").textContent.trim();
   return {src: name, noAlt: noAlt, noCaption: noCaption};
 }).filter(f => f.noAlt || f.noCaption);
 const reprs = Array.from(document.querySelectorAll(".output.text_plain")).map(e => e.textContent.trim().slice(0, 80));
-return {text: text, prose: prose, attrs: attrs.join("\\n"), badImages: badImages, stderr: stderr, reprs: reprs, figures: figures};
+return {text: text, prose: prose, attrs: attrs.join("\\n"), badImages: badImages, stderr: stderr,
+        reprs: reprs, figures: figures};
 """
 
 

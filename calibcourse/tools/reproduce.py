@@ -322,7 +322,9 @@ def restamp(profile: str = "ci", committed_root=None, workdir=None, log=print) -
     try:
         fresh = Cache(tmp / "cache")
         train_serial(same, fresh, log=lambda line: None)
-        moved = [name for name, cfg in same.items() if not compare_runs(committed.load(cfg), fresh.load(cfg))["identical"]]
+        moved = [
+            name for name, cfg in same.items() if not compare_runs(committed.load(cfg), fresh.load(cfg))["identical"]
+        ]
     finally:
         if not workdir:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -374,7 +376,10 @@ def main(argv=None) -> int:
     if args.threads is not None and args.threads < 1:
         ap.error(f"--threads must be >= 1; got {args.threads}")
     if args.profile in PINNED_PROFILES and args.threads not in (None, 1):
-        ap.error(f"the {args.profile} profile trains under the pinned numerics, with one thread; got --threads {args.threads}")
+        ap.error(
+            f"the {args.profile} profile trains under the pinned numerics, with one thread; "
+            f"got --threads {args.threads}"
+        )
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("CALIBCOURSE_QUIET", "1")  # one line per run, no progress bars
     rc = in_pinned_process("calibcourse.tools.reproduce", argv, args.profile)

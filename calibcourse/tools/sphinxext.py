@@ -49,7 +49,8 @@ def dedupe_assets(app, pagename, templatename, context, doctree):
     --------
     >>> from types import SimpleNamespace as Asset
     >>> inline = dict(body="const THEBE_JS_URL = 1")
-    >>> scripts = [Asset(filename=None, attributes=inline, priority=500), Asset(filename="a.js", attributes={}, priority=200),
+    >>> scripts = [Asset(filename=None, attributes=inline, priority=500),
+    ...            Asset(filename="a.js", attributes={}, priority=200),
     ...            Asset(filename="", attributes=inline, priority=500)]
     >>> context = {"script_files": scripts}
     >>> dedupe_assets(None, "index", "page.html", context, None)

@@ -7,7 +7,8 @@ and random ones, compares it with the reference implementation of
 (for arrays: the first element that differs) and a hint, and returns True when
 every case passed, False otherwise. A function that raises is a failure, never
 a crash of the check; one that raises ``NotImplementedError`` (the student
-edition's stub) is reported once as "not written yet", its cases not run. Where a wrong answer is a known variant (an unweighted average of
+edition's stub) is reported once as "not written yet", its cases not run. Where a wrong answer is a known
+variant (an unweighted average of
 the bin gaps for the ECE, a leave-one-out average for the SECE, a temperature
 fitted on the test split), the check names it.
 

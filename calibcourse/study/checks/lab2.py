@@ -193,7 +193,8 @@ def check_grid_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: 
         search = C.TemperatureScaling.grid(zv, yv, grid, n_bins=n_bins)
         expected, t_nll = search.best("ece"), search.best("nll")
         detail = f"grid {_short(grid)}; expected T = {expected:g} (validation ECE {search.ece.min():.4f}), got {got}"
-        hint = "compute the validation ECE of softmax(val_logits / T) for every T of the grid; return the T of the smallest"
+        hint = ("compute the validation ECE of softmax(val_logits / T) for every T of the grid; "
+                "return the T of the smallest")
         good = _close(got, expected, 1e-9)
         if not good and _close(got, t_nll, 1e-9):
             detail += "\nyour T is the grid's NLL optimum; this exercise asks for the ECE optimum"
@@ -264,7 +265,8 @@ def check_nll_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: b
     >>> checks.check_nll_temperature(naive)  # doctest: +ELLIPSIS
       FAIL  large logits, the true class far behind (its softmax underflows to 0)
             expected NLL = 266.26..., got inf
-            hint: log softmax(z)_y = z_y - max(z) - log(sum_j exp(z_j - max(z))): never take the log of a probability that may be 0
+            hint: log softmax(z)_y = z_y - max(z) - log(sum_j exp(z_j - max(z))): never take the log of a
+            probability that may be 0
     check_nll_temperature: 3 passed, 1 failed -> 1 failed
     False
     """

@@ -193,7 +193,8 @@ def write_assignment(src, out_dir, secret: str = DEFAULT_SECRET, log=print) -> d
     Returns
     -------
     dict
-        Paths of ``student`` (the notebook to hand out), ``solution`` and ``autograder`` (the zip archive for Gradescope, also what :func:`grade` reads).
+        Paths of ``student`` (the notebook to hand out), ``solution`` and ``autograder`` (the zip archive for
+        Gradescope, also what :func:`grade` reads).
 
     Examples
     --------

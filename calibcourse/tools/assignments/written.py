@@ -106,7 +106,9 @@ def written_questions(nb) -> list[WrittenQuestion]:
                 break
             rubric += _rubric(later.source)
         if not rubric:
-            raise ValueError(f"written question {m.group(1)}: no rubric (a table of points in the solution cell under it)")
+            raise ValueError(
+                f"written question {m.group(1)}: no rubric (a table of points in the solution cell under it)"
+            )
         if abs(sum(p for p, _ in rubric) - points) > 1e-9:
             raise ValueError(f"written question {m.group(1)}: its rubric's points add up to "
                              f"{sum(p for p, _ in rubric):g}, its prompt says {points:g}")
