@@ -1195,9 +1195,8 @@ class OneVsAll(_Calibrator):
         return _like(q, scores)
 
 
-# : Every binary calibrator: ``name -> class`` (scores of shape (n,), ``[P(y = 0), P(y = 1)]`` of shape (n, 2)
-# out). The tests
-#: run every registered calibrator through the same checks.
+#: Every binary calibrator: ``name -> class`` (scores of shape (n,), ``[P(y = 0), P(y = 1)]`` of shape
+#: (n, 2) out). The tests run every registered calibrator through the same checks.
 BINARY = {"histogram_binning": HistogramBinning, "isotonic": IsotonicCalibration, "bbq": BBQ,
           "platt": PlattScaling}
 #: Every multiclass calibrator: ``name -> class`` (scores of shape (n, K), probabilities (n, K) out).

@@ -1106,8 +1106,7 @@ CALIBRATION_ERRORS = {"ece": ece, "mce": mce, "ace": ace, "classwise_ece": class
 MEASURES = {**SCORES, **CALIBRATION_ERRORS}
 
 
-# --------------------------------------------------------------------------- resampling helpers
-# (calibcourse.calibration.stats)
+# ------------------------------------------------------ resampling helpers (calibcourse.calibration.stats)
 def binned_on_confidence(metric, **metric_kwargs):
     """For ``ece``, ``mce`` and ``ace``: the same measure as a function of (confidence, outcome).
 

@@ -519,8 +519,8 @@ META_CIFAR = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": False,
               "batch_size": 128, "epochs": 350, "schedule": "step", "milestones": [150, 250],
               "augment": {"crop_padding": 4, "hflip": True}, "amp": True}
 #: the pretrained backbone of chapter 3's frozen-feature head (reference 003): torchvision's ImageNet
-# : DenseNet-121, read from the ``weights`` folder of ``$CALIBCOURSE_DATA`` (default ``~/data/weights``), never
-# downloaded
+#: DenseNet-121, read from the ``weights`` folder of ``$CALIBCOURSE_DATA`` (default ``~/data/weights``),
+#: never downloaded
 DENSENET_WEIGHTS = "densenet121-a639ec97.pth"
 
 
