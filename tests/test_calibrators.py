@@ -580,8 +580,8 @@ def test_temperature_numpy_and_torch_paths_agree(k, factor, n):
     z, y = overconfident(n, k, factor, seed=k)
     zc = z - z.max(1, keepdims=True)
     zc_y = zc[np.arange(n), y]
-    b_np, nll_np = C._solve_beta(zc, zc_y, 1e-10, 200, 2048)
-    b_t, nll_t = C._solve_beta(torch.from_numpy(zc), torch.from_numpy(zc_y), 1e-10, 200, 2048)
+    b_np, nll_np = C.temperature._solve_beta(zc, zc_y, 1e-10, 200, 2048)
+    b_t, nll_t = C.temperature._solve_beta(torch.from_numpy(zc), torch.from_numpy(zc_y), 1e-10, 200, 2048)
     assert abs(1 / b_np - 1 / b_t) <= 1e-12 * (1 / b_t)
     assert nll_np == pytest.approx(nll_t, rel=1e-12)
     t_ref = C.TemperatureScaling().fit(z, y).temperature_  # what fit returns (torch is installed here)

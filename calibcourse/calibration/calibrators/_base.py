@@ -1,0 +1,205 @@
+"""What every calibrator shares: scikit-learn's estimator API, the checks of its arguments, torch in
+and torch out."""
+from __future__ import annotations
+
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from calibcourse.calibration._validation import (check_labels, check_logits, check_sample_weight, encode_labels,
+                                                 is_torch, to_numpy)
+
+EPS = 1e-12
+#: What the scores given to a binary method or to ``OneVsAll`` are.
+INPUT_TYPES = ("probabilities", "logits")
+
+
+def _like(out: np.ndarray, ref):
+    """Return ``out`` as a torch tensor if ``ref`` is one (same device, float dtype of ref)."""
+    if is_torch(ref):
+        import torch
+
+        dtype = ref.dtype if ref.is_floating_point() else torch.float64
+        return torch.as_tensor(out, dtype=dtype, device=ref.device)
+    return out
+
+
+def _fit_arguments(cls: str, X, y, names: dict):
+    """``fit``'s scores and labels, given as ``X``/``y`` (scikit-learn) or ``scores``/``logits``/``labels``."""
+    unknown = sorted(set(names) - {"scores", "logits", "labels"})
+    if unknown:
+        raise TypeError(f"{cls}.fit() got an unexpected keyword argument {unknown[0]!r}")
+    for alias in ("scores", "logits"):
+        if alias in names:
+            if X is not None:
+                raise TypeError(f"{cls}.fit() got the scores twice (X and {alias})")
+            X = names[alias]
+    if "labels" in names:
+        if y is not None:
+            raise TypeError(f"{cls}.fit() got the labels twice (y and labels)")
+        y = names["labels"]
+    if X is None or y is None:
+        raise TypeError(f"{cls}.fit() needs the scores and the labels: fit(X, y) or fit(scores, labels)")
+    return X, y
+
+
+def _two_columns(q: np.ndarray) -> np.ndarray:
+    """``[1 - q, q]`` of P(y = 1) of shape (n,): the (n, 2) output of a binary ``predict_proba``."""
+    return np.stack([1.0 - q, q], axis=1)
+
+
+class _Calibrator(BaseEstimator):
+    """The interface every calibrator implements (the docstrings of ``fit`` and ``predict_proba`` live here)."""
+
+    _fitted_attr = ""
+    #: whether the scores' columns are the classes (multiclass methods): ``predict_proba`` then
+    #: refuses another column count than ``fit`` saw (``n_features_in_``)
+    _columns_are_classes = True
+
+    def fit(self, X=None, y=None, sample_weight=None, **names):
+        """Fit the calibration map on a calibration (validation) set.
+
+        scikit-learn's names (``X``, ``y``) and the toolkit's (``scores``, ``logits``,
+        ``labels``) are both accepted, by position or by keyword.
+
+        Parameters
+        ----------
+        X : array_like or torch.Tensor
+            The scores. Binary methods: shape ``(n,)``, of the class's ``input_type``. Multiclass methods:
+            logits of shape ``(n, K)`` (``OneVsAll``: probabilities or logits, by ``input_type``).
+        y : array_like of shape (n,)
+            Class labels: integers ``0..K-1`` (the score columns), or any sortable labels
+            (``{1, 2}``, ``{-1, 1}``, strings) naming every class once, the sorted labels in the
+            order of the columns. ``classes_`` holds them, and ``predict`` returns them.
+        sample_weight : array_like of shape (n,), optional
+            Per-sample weights (finite, >= 0), as scikit-learn's: a sample of weight 2 counts as two.
+        **names
+            ``scores=`` or ``logits=`` for ``X``, ``labels=`` for ``y``.
+
+        Returns
+        -------
+        self
+            The fitted calibrator, with ``classes_`` and ``n_features_in_`` (the scores' columns).
+        """
+        scores, labels = _fit_arguments(type(self).__name__, X, y, names)
+        k = self._n_classes(scores)  # the scores are checked first: their errors come before the labels'
+        s = to_numpy(scores, "scores")
+        n = s.shape[0]
+        codes, classes = encode_labels(labels, n, k)
+        w = check_sample_weight(sample_weight, n)
+        self._fit(scores, codes, w)
+        self.classes_ = classes
+        self.n_features_in_ = 1 if s.ndim == 1 else int(s.shape[1])
+        return self
+
+    #: scikit-learn's ``check_estimator`` checks that cannot apply to a calibrator of a model's
+    #: scores, each with its reason (``tests/test_calibrators.py`` runs the rest, which pass)
+    EXPECTED_FAILED_CHECKS = {
+        "check_estimators_overwrite_params": "X's columns are the classes: y with 3 classes needs 3 columns of scores",
+        "check_estimators_fit_returns_self": "X's columns are the classes: y with 3 classes needs 3 columns of scores",
+        "check_readonly_memmap_input": "X's columns are the classes: y with 3 classes needs 3 columns of scores",
+        "check_dtype_object": "scores are numbers; an array of Python objects is refused, not converted",
+        "check_estimators_empty_data_messages":
+            "a model's scores have at least 2 columns (classes); the message says so",
+        "check_fit2d_1feature": "one column of scores is no classifier's output; (n,) is a sigmoid's single logit",
+        "check_fit2d_predict1d": "a 1-D X is a sigmoid network's single logit, not a row to reshape",
+    }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.input_tags.allow_nan = False
+        return tags
+
+    def _n_classes(self, scores) -> int:
+        """K of valid logits ``scores``: their columns, or 2 for a sigmoid network's ``(n,)``."""
+        return int(_multiclass_data(scores, None)[0].shape[1])
+
+    def _fit(self, scores, labels, sample_weight):
+        raise NotImplementedError
+
+    def predict_proba(self, scores):
+        """Calibrated probabilities of new scores.
+
+
+        Parameters
+        ----------
+        scores : array_like or torch.Tensor
+            Of the kind and shape given to :meth:`fit`.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor
+            Probabilities of shape ``(n, K)``; ``(n, 2)``, ``[P(y = 0), P(y = 1)]``, for a binary method (and
+            for a single sigmoid logit), as scikit-learn. Torch in, torch out.
+
+        """
+        raise NotImplementedError
+
+    def predict(self, scores):
+        """The class of highest calibrated probability, as scikit-learn's ``predict``.
+
+        Parameters
+        ----------
+        scores : array_like or torch.Tensor
+            Of the kind and shape given to :meth:`fit`.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor of shape (n,)
+            ``classes_[predict_proba(scores).argmax(1)]``: the labels ``fit`` was given
+            (class indices for labels ``0..K-1``).
+        """
+        idx = self.predict_proba(scores).argmax(1)
+        classes = getattr(self, "classes_", None)
+        if classes is None or (classes.dtype.kind in "iu" and np.array_equal(classes, np.arange(len(classes)))):
+            return idx
+        return classes[to_numpy(idx, "indices")]
+
+    def _check_fitted(self, scores=None):
+        check_is_fitted(self, self._fitted_attr,
+                        msg=f"This {type(self).__name__} is not fitted yet; call fit(scores, labels) on a "
+                            "calibration set first")
+        n_in = getattr(self, "n_features_in_", None)
+        if scores is not None and n_in is not None and self._columns_are_classes:
+            shape = np.shape(scores)
+            width = 1 if len(shape) == 1 else shape[1]
+            if width != n_in:
+                raise ValueError(f"X has {width} features, but {type(self).__name__} is expecting {n_in} features "
+                                 f"as input: the scores have {width} classes but the calibrator was fitted on {n_in} "
+                                 "(one column per class, as in fit)")
+
+    def clone(self, **overrides):
+        """An unfitted copy with the same parameters, some of them replaced.
+
+        Parameters
+        ----------
+        **overrides
+            Parameters to change in the copy.
+
+        Returns
+        -------
+        calibrator
+            A new, unfitted instance of the same class.
+        """
+        from sklearn.base import clone
+
+        return clone(self).set_params(**overrides)
+
+
+def _multiclass_data(logits, labels, name="logits"):
+    z = check_logits(logits, name, ndim=None, reject_probabilities=True)
+    binary = z.ndim == 1
+    if binary:
+        z = np.stack([np.zeros_like(z), z], 1)  # sigmoid(z) = softmax([0, z])[1]
+    if z.ndim != 2 or z.shape[1] < 2:
+        raise ValueError(f"{name} must have shape (n, K) with K >= 2, or (n,) for one sigmoid "
+                         f"logit; got shape {to_numpy(logits, name).shape}")
+    if labels is None:
+        return z, None, binary
+    y = check_labels(labels, z.shape[0], z.shape[1])
+    if np.unique(y).size < 2:
+        raise ValueError(f"labels of the calibration set contain one class only ({y[0]}); "
+                         "a calibrator needs at least two")
+    return z, y, binary

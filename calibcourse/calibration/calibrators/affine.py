@@ -1,0 +1,196 @@
+"""Vector and matrix scaling (chapter 4): an affine map of the logits fitted by NLL."""
+from __future__ import annotations
+
+
+import numpy as np
+
+from calibcourse.calibration import metrics as M
+
+from calibcourse.calibration.calibrators._base import _multiclass_data, _Calibrator, _like
+
+
+def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagonal: float = 0.0,
+                       bias_l2: float = 0.0, tie_weights: bool = False, sample_weight=None):
+    """Minimize NLL(softmax(W z + b)) (+ penalties) with L-BFGS and an analytic gradient.
+
+    mode "vector": W = diag(w) (or w * I with ``tie_weights``); "matrix": W full.
+    Penalties: ``l2 * ||W - I||^2`` (matrix: all entries), ``off_diagonal * sum_{i != j} W_ij^2``
+    and ``bias_l2 * ||b||^2`` (the ODIR of Kull et al. 2019), each divided by K^2 or K.
+    """
+    from scipy.optimize import minimize
+
+    n, k = z.shape
+    rw = None if sample_weight is None else (sample_weight / sample_weight.mean())[:, None]  # mean 1
+    nw = 1 if tie_weights else (k if mode == "vector" else k * k)
+    nb = k if bias else 0
+    w0 = np.ones(nw) if mode == "vector" else np.eye(k).ravel()
+    x0 = np.concatenate([w0, np.zeros(nb)])
+    eye = np.eye(k)
+    off = 1.0 - eye
+
+    def unpack(x):
+        w = x[:nw]
+        b = x[nw:] if bias else np.zeros(k)
+        if mode == "vector":
+            W = np.diag(np.full(k, w[0]) if tie_weights else w)
+        else:
+            W = w.reshape(k, k)
+        return W, b
+
+    vector = mode == "vector"
+
+    def f(x):
+        W, b = unpack(x)
+        u = z * np.diag(W) + b if vector else z @ W.T + b  # a diagonal W scales the columns
+        m = u.max(1, keepdims=True)
+        q = np.exp(u - m)
+        s = q.sum(1, keepdims=True)
+        q /= s
+        lse = m[:, 0] + np.log(s[:, 0])
+        per_row = lse - u[np.arange(n), y]
+        loss = np.mean(per_row) if rw is None else np.mean(rw[:, 0] * per_row)
+        q[np.arange(n), y] -= 1.0                 # q - onehot
+        d = q / n if rw is None else q * (rw / n)  # dL/du
+        gb = d.sum(0)
+        if vector:  # only the diagonal of dL/dW is needed
+            gdiag = np.einsum("ij,ij->j", d, z)
+            gW = np.diag(gdiag)
+        else:
+            gW = d.T @ z                          # dL/dW
+        if mode == "matrix":
+            loss += l2 / k**2 * np.sum((W - eye) ** 2) + off_diagonal / (k * (k - 1)) * np.sum((W * off) ** 2)
+            gW = gW + 2 * l2 / k**2 * (W - eye) + 2 * off_diagonal / (k * (k - 1)) * W * off
+        if bias and bias_l2:
+            loss += bias_l2 / k * np.sum(b**2)
+            gb = gb + 2 * bias_l2 / k * b
+        if mode == "vector":
+            gw = np.array([np.trace(gW)]) if tie_weights else np.diag(gW).copy()
+        else:
+            gw = gW.ravel()
+        return loss, np.concatenate([gw, gb if bias else []])
+
+    res = minimize(f, x0, jac=True, method="L-BFGS-B",
+                   options={"maxiter": 2000, "gtol": 1e-8, "ftol": 1e-12})
+    W, b = unpack(res.x)
+    return W, b, res
+
+
+class _AffineLogitScaling(_Calibrator):
+    """Shared by vector and matrix scaling: ``softmax(transform(z))`` of fitted ``coef_``, ``intercept_``."""
+
+    _fitted_attr = "coef_"
+
+    def predict_proba(self, logits):
+        self._check_fitted(logits)
+        z = _multiclass_data(logits, None)[0]
+        if z.shape[1] != self.coef_.shape[0]:
+            raise ValueError(f"logits have {z.shape[1]} classes but the calibrator was fitted on "
+                             f"{self.coef_.shape[0]}")
+        q = M.softmax(self._transform(z))
+        return _like(q, logits)
+
+
+class VectorScaling(_AffineLogitScaling):
+    r"""Vector scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(w \odot z + b)`.
+
+    A weight per class and a bias per class, minimizing NLL (convex; L-BFGS
+    with an analytic gradient). Positive weights keep the order of each logit
+    but, unlike TS, may change the argmax.
+
+    Parameters
+    ----------
+    bias : bool, default=True
+        Fit the bias ``b`` (else ``b = 0``).
+    tie_weights : bool, default=False
+        One weight shared by all classes. ``tie_weights=True, bias=False`` is temperature scaling with :math:`w = 1/T`.
+
+    Attributes
+    ----------
+    coef_ : numpy.ndarray of shape (K,)
+        The weights ``w``.
+    intercept_ : numpy.ndarray of shape (K,)
+        The biases ``b``.
+    result_ : scipy.optimize.OptimizeResult
+        The optimizer's report.
+
+    Examples
+    --------
+    >>> from calibcourse.calibration.synthetic import scaled_logits
+    >>> z2, y = scaled_logits(2000, 3, factor=2.0, spread=1.0, seed=0)
+    >>> VectorScaling(tie_weights=True, bias=False).fit(z2, y).coef_.round(1)  # w = 1/T
+    array([0.5, 0.5, 0.5])
+    """
+
+    def __init__(self, bias: bool = True, tie_weights: bool = False):
+        self.bias = bias
+        self.tie_weights = tie_weights
+
+    def _fit(self, logits, labels, sample_weight):
+        z, y, _ = _multiclass_data(logits, labels)
+        W, b, self.result_ = _fit_affine_logits(z, y, "vector", self.bias, tie_weights=self.tie_weights,
+                                                sample_weight=sample_weight)
+        self.coef_ = np.diag(W).copy()
+        self.intercept_ = b
+        return self
+
+    def _transform(self, z):
+        return z * self.coef_ + self.intercept_
+
+
+class MatrixScaling(_AffineLogitScaling):
+    r"""Matrix scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(W z + b)`.
+
+    ``K^2 + K`` parameters fitted by NLL (convex; L-BFGS from ``W = I``).
+    Unregularized it is a multinomial logistic regression on the logits, and
+    overfits small calibration sets with many classes (Guo et al., Table 1,
+    CIFAR-100).
+
+    Parameters
+    ----------
+    l2 : float, default=0.0
+        Penalty ``l2 * ||W - I||^2 / K^2``.
+    off_diagonal : float, default=0.0
+        The ODIR penalty of Kull et al. (2019), ``off_diagonal * sum_{i != j} W_ij^2 / (K(K-1))``.
+    bias_l2 : float, default=0.0
+        Penalty ``bias_l2 * ||b||^2 / K``.
+
+    Attributes
+    ----------
+    coef_ : numpy.ndarray of shape (K, K)
+        ``W``.
+    intercept_ : numpy.ndarray of shape (K,)
+        ``b``.
+    result_ : scipy.optimize.OptimizeResult
+        The optimizer's report.
+
+    Examples
+    --------
+    A network twice overconfident (:func:`~calibcourse.calibration.synthetic.scaled_logits`): ``W`` about ``I / 2``.
+
+    >>> from calibcourse.calibration.synthetic import scaled_logits
+    >>> W = MatrixScaling().fit(*scaled_logits(3000, 3, factor=2.0, spread=1.0, seed=0)).coef_
+    >>> (W - W[0]).round(1)  # W is identified up to a row added to every row: about I / 2 - (I / 2)[0]
+    array([[ 0. ,  0. ,  0. ],
+           [-0.5,  0.5,  0. ],
+           [-0.5,  0. ,  0.5]])
+    """
+
+    def __init__(self, l2: float = 0.0, off_diagonal: float = 0.0, bias_l2: float = 0.0):
+        self.l2 = l2
+        self.off_diagonal = off_diagonal
+        self.bias_l2 = bias_l2
+
+    def _fit(self, logits, labels, sample_weight):
+        for name in ("l2", "off_diagonal", "bias_l2"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a number >= 0; got {v!r}")
+        z, y, _ = _multiclass_data(logits, labels)
+        W, b, self.result_ = _fit_affine_logits(z, y, "matrix", True, l2=self.l2,
+                                                off_diagonal=self.off_diagonal, bias_l2=self.bias_l2,
+                                                sample_weight=sample_weight)
+        self.coef_, self.intercept_ = W, b
+        return self
+
+    def _transform(self, z):
+        return z @ self.coef_.T + self.intercept_

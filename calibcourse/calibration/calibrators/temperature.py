@@ -1,0 +1,314 @@
+"""Temperature scaling (chapter 4): the fit of one temperature by NLL, and the grid of temperatures."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from calibcourse.calibration import metrics as M
+from calibcourse.calibration._validation import (is_torch, torch_or_none)
+
+from calibcourse.calibration.calibrators._base import _multiclass_data, _Calibrator, _like
+
+
+class _Separated(ValueError):
+    """The NLL keeps decreasing as T -> 0: every label is the argmax."""
+
+
+def _newton_in_beta(moments, beta: float, tol: float, max_iter: int):
+    """Safeguarded Newton on the convex NLL(beta) from ``beta``: returns (beta, NLL at the last evaluation).
+
+    ``moments(beta) -> (dNLL/dbeta, d2NLL/dbeta2, NLL)``. g < 0 left of the optimum and
+    g > 0 right of it bracket it; a Newton step that leaves the bracket is replaced by
+    bisection (or by quadrupling while there is no upper end). Stops when a step is below
+    ``tol * max(1, beta)`` or the bracket is narrower than ``tol``.
+    """
+    lo, hi, nll = 0.0, np.inf, np.nan
+    for _ in range(max_iter):
+        g, h, nll = moments(beta)
+        if h > 0 and abs(g / h) < tol * max(1.0, beta):  # converged: take the last, tiny Newton step
+            return beta - g / h, nll
+        if g < 0:
+            lo = beta
+        else:
+            hi = beta
+        new = beta - g / h if h > 0 else np.inf
+        if not (lo < new < hi):
+            new = beta * 4 if hi == np.inf else (lo + hi) / 2
+        if new > 1e12:
+            raise _Separated("the optimal temperature is 0: the calibration set is perfectly "
+                             "separated by the logits (every label is the argmax)")
+        step = abs(new - beta)
+        beta = new
+        if step < tol * max(1.0, beta) or hi - lo < tol:
+            break
+    return beta, nll
+
+
+def _moments_torch(a, a_y, w=None):
+    """``at(beta) -> (dNLL/dbeta, d2NLL/dbeta2, NLL)`` over the torch tensors ``a`` (rows shifted by
+    their max) and ``a_y`` (the label's entry), computed in ``a``'s dtype (float32 is ~2x faster);
+    ``w``: row weights summing to 1 (None: the mean)."""
+    import torch
+
+    wt = None if w is None else torch.as_tensor(w, dtype=torch.float64)
+
+    def mean(x):
+        return float(x.double().mean()) if wt is None else float((x.double() * wt).sum())
+
+    rows = max(1, 2**18 // a.shape[1])  # a block of rows whose temporaries stay in the cache
+    buf = torch.empty(min(rows, a.shape[0]), a.shape[1], dtype=a.dtype)
+    sums = torch.empty(3, a.shape[0], dtype=a.dtype)
+
+    def at(beta):
+        for i in range(0, a.shape[0], rows):  # s_j = sum_k a^j exp(beta a), j = 0, 1, 2, per row
+            blk = a[i: i + rows]
+            q = buf[: blk.shape[0]]
+            torch.mul(blk, beta, out=q).exp_()
+            torch.sum(q, 1, out=sums[0, i: i + rows])
+            torch.sum(q.mul_(blk), 1, out=sums[1, i: i + rows])
+            torch.sum(q.mul_(blk), 1, out=sums[2, i: i + rows])
+        s = sums[0]
+        m1, m2 = sums[1] / s, sums[2] / s
+        return mean(m1 - a_y), mean(m2 - m1 * m1), mean(s.log() - beta * a_y)
+    return at
+
+
+def _moments_numpy(a, a_y, w=None):
+    """:func:`_moments_torch` in numpy (one thread), block by block."""
+    rows = max(1, 2**18 // a.shape[1])
+    sums = np.empty((3, a.shape[0]), dtype=a.dtype)
+
+    def mean(x):
+        x = x.astype(np.float64)
+        return float(np.mean(x)) if w is None else float(np.dot(w, x))
+
+    def at(beta):
+        for i in range(0, a.shape[0], rows):
+            blk = a[i: i + rows]
+            q = np.exp(blk * a.dtype.type(beta))
+            sums[0, i: i + rows] = q.sum(1)
+            q *= blk
+            sums[1, i: i + rows] = q.sum(1)
+            q *= blk
+            sums[2, i: i + rows] = q.sum(1)
+        s = sums[0]
+        m1, m2 = sums[1] / s, sums[2] / s
+        return mean(m1 - a_y), mean(m2 - m1 * m1), mean(np.log(s) - beta * a_y)
+    return at
+
+
+def _solve_beta(zc, zc_y, tol: float, max_iter: int, subsample: int, w=None):
+    """The NLL-optimal ``beta = 1/T`` and the NLL there, from row-shifted logits ``zc`` (float64, torch
+    or numpy: the same steps in either), the label's entries ``zc_y`` and row weights ``w`` (sum 1, or None)."""
+    if isinstance(zc, np.ndarray):
+        moments, zc32, zc_y32 = _moments_numpy, zc.astype(np.float32), zc_y.astype(np.float32)
+    else:
+        moments, zc32, zc_y32 = _moments_torch, zc.float(), zc_y.float()
+    beta = 1.0
+    stride = len(zc_y) // subsample
+    if stride >= 4:  # a starting point from every stride-th row: a few cheap passes instead of full ones
+        try:
+            ws = None if w is None else w[::stride] / w[::stride].sum()
+            beta, _ = _newton_in_beta(moments(zc32[::stride], zc_y32[::stride], ws), beta, 1e-3, max_iter)
+        except _Separated:
+            beta = 1.0
+    try:  # float32 until the step is below 1e-4, then float64 (float32 brackets may be off by rounding)
+        beta, _ = _newton_in_beta(moments(zc32, zc_y32, w), beta, 1e-4, max_iter)
+        beta, nll = _newton_in_beta(moments(zc, zc_y, w), beta, tol, max_iter)
+    except _Separated as exc:
+        raise ValueError(str(exc)) from None
+    return beta, nll
+
+
+class TemperatureScaling(_Calibrator):
+    r"""Temperature scaling (Guo et al. 2017): :math:`\hat q = \sigma_{SM}(z / T)`.
+
+    One ``T > 0`` for all classes, minimizing the NLL of the calibration set.
+    In :math:`\beta = 1/T` the NLL
+    :math:`\frac1n\sum_i [\log\sum_k e^{\beta z_{ik}} - \beta z_{iy_i}]` is
+    convex, with derivative :math:`\frac1n\sum_i (\mathbb E_{q_i}[z_i] - z_{iy_i})`
+    and second derivative :math:`\frac1n\sum_i \mathrm{Var}_{q_i}[z_i] \ge 0`;
+    it is solved exactly by safeguarded Newton steps inside a bracket, not by a
+    few LBFGS steps: first on an evenly spaced subsample of at most 2048
+    rows (a starting point), then in float32 on all rows, then in float64 to
+    ``tol``. The argmax, and so the accuracy, does not change.
+
+    Logits of shape ``(n,)`` are the single logit of a sigmoid network:
+    :math:`\hat q = \sigma(z / T)`.
+
+    Logits that carry no signal about the labels (the NLL's slope at
+    :math:`\beta = 0` is not negative, e.g. an untrained network's) have their
+    optimum at :math:`T = \infty`, the uniform prediction: ``fit`` then warns
+    (``UserWarning``) and returns :attr:`NO_SIGNAL_TEMPERATURE` = 1, the logits
+    unchanged. A perfectly separated calibration set (every label the argmax)
+    has its optimum at ``T = 0`` and is an error.
+
+    The passes run in numpy, single-threaded, unless the logits are a torch tensor or
+    the caller asked for torch (:func:`calibcourse.calibration._validation.use_torch`);
+    both give the same temperature (to 1e-12).
+
+    Parameters
+    ----------
+    tol : float, default=1e-10
+        Tolerance on :math:`\beta = 1/T` (relative when :math:`\beta > 1`).
+    max_iter : int, default=200
+        Newton steps at most, per stage.
+
+    Attributes
+    ----------
+    temperature_ : float
+        The fitted temperature ``T``.
+    nll_ : float
+        The calibration set's NLL at ``T``.
+
+    Examples
+    --------
+    >>> from calibcourse.calibration.synthetic import scaled_logits
+    >>> z3, y = scaled_logits(2000, 5, factor=3.0, seed=0)  # a network three times overconfident
+    >>> ts = TemperatureScaling().fit(z3, y)
+    >>> round(ts.temperature_, 2)  # the true 3, estimated from 2000 labels
+    2.95
+    >>> ts.predict_proba(z3[:1]).round(3), M.softmax(z3[:1] / 3).round(3)  # about the true probabilities
+    (array([[0.192, 0.13 , 0.421, 0.186, 0.07 ]]), array([[0.193, 0.131, 0.418, 0.187, 0.072]]))
+    """
+
+    _fitted_attr = "temperature_"
+    #: rows of the subsample that finds the starting point
+    _SUBSAMPLE = 2048
+    #: The temperature fitted to logits without signal (with a ``UserWarning``): the logits unchanged.
+    NO_SIGNAL_TEMPERATURE = 1.0
+
+    def __init__(self, tol: float = 1e-10, max_iter: int = 200):
+        self.tol = tol
+        self.max_iter = max_iter
+
+    def _fit(self, logits, labels, sample_weight):
+        z, y, _ = _multiclass_data(logits, labels)
+        w = None if sample_weight is None else sample_weight / sample_weight.sum()
+        live = slice(None) if w is None else w > 0  # rows of weight 0 take no part
+        # torch runs the passes where the caller handed torch tensors or asked for it (use_torch); else numpy
+        torch = torch_or_none()
+        if torch is None and is_torch(logits):
+            import torch
+        # shift each row by its max: beta * (z - max z) <= 0 never overflows, and the shift
+        # cancels in E_q[z] - z_y
+        if torch is not None:
+            zt = torch.from_numpy(z)
+            zc = zt - zt.max(1, keepdim=True).values
+            zc_y = zc[torch.arange(len(y)), torch.from_numpy(y)]
+            gap = (zc.mean(1) - zc_y).double().numpy()
+            separated = bool((zc_y.numpy() == 0)[live].all())
+        else:
+            zc = z - z.max(1, keepdims=True)
+            zc_y = zc[np.arange(len(y)), y]
+            gap = zc.mean(1) - zc_y
+            separated = bool((zc_y == 0)[live].all())
+        slope0 = float(np.mean(gap)) if w is None else float(np.dot(w, gap))
+        if separated:  # the NLL decreases all the way to T = 0
+            raise ValueError("the optimal temperature is 0: the calibration set is perfectly separated by "
+                             "the logits (every label is the argmax)")
+        if slope0 >= 0:  # dNLL/dbeta at beta = 0: the NLL is smallest at T = infinity
+            import warnings
+
+            warnings.warn("the logits carry no signal about the labels: the NLL does not decrease for any "
+                          "finite T (its optimum is T = infinity, the uniform prediction); temperature "
+                          f"scaling is undefined here and returns T = {self.NO_SIGNAL_TEMPERATURE:g}, the logits "
+                          "unchanged", UserWarning, stacklevel=4)
+            self.temperature_ = self.NO_SIGNAL_TEMPERATURE
+            self.nll_ = M.nll(M.softmax(z / self.temperature_), y, sample_weight=sample_weight)
+            return self
+        beta, self.nll_ = _solve_beta(zc, zc_y, self.tol, self.max_iter, self._SUBSAMPLE, w)
+        self.temperature_ = 1.0 / beta
+        return self
+
+    def predict_proba(self, logits):
+        self._check_fitted(logits)
+        z = _multiclass_data(logits, None)[0]
+        q = M.softmax(z / self.temperature_)
+        return _like(q, logits)
+
+    @staticmethod
+    def grid(logits, labels, temperatures=None, n_bins: int = 15) -> "TemperatureGrid":
+        """ECE and NLL of ``softmax(z / T)`` for every T of ``temperatures``: the hand search.
+
+        Note that the ECE-optimal T of a grid is fitted to a biased, noisy
+        objective; the NLL-optimal T is what ``fit`` finds exactly. The grid
+        computes; a table of a result ``g`` is ``pandas.DataFrame(g._asdict())``.
+
+        Parameters
+        ----------
+        logits : array_like of shape (n, K) or (n,)
+            Logits (or one sigmoid logit per sample).
+        labels : array_like of shape (n,)
+            Integer class labels.
+        temperatures : sequence of float, optional
+            Positive temperatures; default 0.25 to 5 in steps of 0.05.
+        n_bins : int, default=15
+            Number of bins.
+
+        Returns
+        -------
+        TemperatureGrid
+            Arrays ``temperature``, ``ece``, ``nll``, one entry per temperature; ``best("ece")`` is the hand
+            search's choice.
+
+        Examples
+        --------
+        >>> z = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 1.0]])
+        >>> g = TemperatureScaling.grid(z, np.array([0, 1, 1, 1]), temperatures=[0.5, 1.0, 2.0])
+        >>> g.temperature, g.nll.round(3)
+        (array([0.5, 1. , 2. ]), array([1.045, 0.674, 0.603]))
+        >>> g.best("nll"), g.best("ece")
+        (2.0, 2.0)
+        """
+        z, y, _ = _multiclass_data(logits, labels)
+        ts = np.round(np.arange(0.25, 5.0001, 0.05), 4) if temperatures is None else np.asarray(temperatures, float)
+        if ts.ndim != 1 or ts.size == 0 or np.any(~np.isfinite(ts)) or np.any(ts <= 0):
+            raise ValueError("temperatures must be a non-empty 1-D sequence of positive numbers")
+        ece, nll = np.empty(ts.size), np.empty(ts.size)
+        for i, t in enumerate(ts):
+            q = M.softmax(z / t)
+            ece[i], nll[i] = M.ece(q, y, n_bins=n_bins), M.nll(q, y)
+        return TemperatureGrid(temperature=ts.copy(), ece=ece, nll=nll)
+
+
+class TemperatureGrid(NamedTuple):
+    """The validation ECE and NLL over a grid of temperatures (:meth:`TemperatureScaling.grid`).
+
+    Attributes
+    ----------
+    temperature : numpy.ndarray of shape (m,)
+        The temperatures, in the order given.
+    ece : numpy.ndarray of shape (m,)
+        Top-label ECE of ``softmax(z / T)`` (a fraction, not percent).
+    nll : numpy.ndarray of shape (m,)
+        Mean negative log-likelihood in nats.
+
+    Examples
+    --------
+    >>> g = TemperatureGrid(np.array([1.0, 2.0]), np.array([0.10, 0.05]), np.array([0.9, 0.7]))
+    >>> g.best("ece"), g.best("nll")
+    (2.0, 2.0)
+    """
+
+    temperature: np.ndarray
+    ece: np.ndarray
+    nll: np.ndarray
+
+    def best(self, by: str = "ece") -> float:
+        """The temperature with the smallest ``by`` (the first one on ties).
+
+        Parameters
+        ----------
+        by : {"ece", "nll"}, default="ece"
+            The column to minimize.
+
+        Returns
+        -------
+        float
+            That temperature.
+        """
+        if by not in ("ece", "nll"):
+            raise ValueError(f"by must be 'ece' or 'nll', got {by!r}")
+        return float(self.temperature[int(np.argmin(getattr(self, by)))])
