@@ -692,7 +692,7 @@ def _wide(n=40000, k=30, seed=0, dtype=np.float32):
     """A matrix wide enough for the blocked pass (K >= 24) and long enough for several blocks."""
     p, y = make_predictions(n, k, seed)
     p = p.astype(dtype)
-    assert k >= M._BLOCKED_FROM_CLASSES and n * k * p.itemsize > 2 * M._BLOCK_BYTES
+    assert k >= M._core._BLOCKED_FROM_CLASSES and n * k * p.itemsize > 2 * M._core._BLOCK_BYTES
     return p, y
 
 
@@ -704,7 +704,7 @@ def test_blocked_pass_gives_what_the_row_by_row_path_gives(dtype):
         assert measure(p, y) == pytest.approx(measure(ref, y), rel=1e-12, abs=1e-15)
     p[7, :] = 1.0 / p.shape[1]  # a tie: the first maximum is the prediction, as numpy's argmax
     conf, pred = M.top_label(np.asfortranarray(p))
-    _, conf_b, pred_b = M._checked_top_label(p)
+    _, conf_b, pred_b = M._core._checked_top_label(p)
     assert pred_b[7] == 0 and np.array_equal(pred_b, pred) and np.array_equal(conf_b, conf)
 
 
