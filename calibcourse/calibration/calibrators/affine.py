@@ -8,6 +8,8 @@ from calibcourse.calibration import metrics as M
 
 from calibcourse.calibration.calibrators._base import _multiclass_data, _Calibrator, _like
 
+__all__ = ["VectorScaling", "MatrixScaling"]
+
 
 def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagonal: float = 0.0,
                        bias_l2: float = 0.0, tie_weights: bool = False, sample_weight=None):

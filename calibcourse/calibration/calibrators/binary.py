@@ -12,6 +12,8 @@ from calibcourse.calibration._validation import (check_choice, check_labels, che
 
 from calibcourse.calibration.calibrators._base import EPS, INPUT_TYPES, _Calibrator, _like, _two_columns
 
+__all__ = ["HistogramBinning", "IsotonicCalibration", "BBQ", "PlattScaling"]
+
 
 class _BinaryCalibrator(_Calibrator):
     _columns_are_classes = False  # (n,) and (n, 2) probabilities are the same input

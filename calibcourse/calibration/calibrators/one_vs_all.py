@@ -10,6 +10,8 @@ from calibcourse.calibration._validation import (check_choice, check_labels, che
 from calibcourse.calibration.calibrators._base import INPUT_TYPES, _Calibrator, _like
 from calibcourse.calibration.calibrators.binary import HistogramBinning, _BinaryCalibrator
 
+__all__ = ["OneVsAll"]
+
 
 class OneVsAll(_Calibrator):
     r"""Guo et al.'s multiclass extension of a binary method.

@@ -10,6 +10,8 @@ from calibcourse.calibration._validation import (is_torch, torch_or_none)
 
 from calibcourse.calibration.calibrators._base import _multiclass_data, _Calibrator, _like
 
+__all__ = ["TemperatureScaling", "TemperatureGrid"]
+
 
 class _Separated(ValueError):
     """The NLL keeps decreasing as T -> 0: every label is the argmax."""

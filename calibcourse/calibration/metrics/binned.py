@@ -15,6 +15,8 @@ from calibcourse.calibration._validation import (
 from calibcourse.calibration.metrics._core import (NORMS, _binned_error, _ece_from_sums, _positive_class, _prepare,
                                                    _resolve_reliability)
 
+__all__ = ["ece", "mce", "ace", "classwise_ece", "debiased_ece"]
+
 
 def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", norm: str = "l1",
         reliability: str | None = None, sample_weight=None) -> float:

@@ -14,6 +14,8 @@ from calibcourse.calibration._validation import (
 
 from calibcourse.calibration.metrics._core import (_checked_top_label)
 
+__all__ = ["nll", "brier", "brier_decomposition", "accuracy", "error"]
+
 
 def _probs2d(probs):
     p = check_probs(probs)

@@ -10,6 +10,8 @@ from calibcourse.calibration.metrics._core import (_binned_error, _prepare)
 
 from calibcourse.calibration.metrics.binned import ace, ece, mce
 
+__all__ = ["binned_on_confidence", "confidence_outcome"]
+
 
 def binned_on_confidence(metric, **metric_kwargs):
     """For ``ece``, ``mce`` and ``ace``: the same measure as a function of (confidence, outcome).

@@ -13,6 +13,8 @@ from calibcourse.calibration._validation import (
 
 from calibcourse.calibration.metrics._core import (_prepare)
 
+__all__ = ["sece_exact_torch", "sece", "smooth_ece_bandwidth", "smooth_ece"]
+
 
 def sece_exact_torch(confidence, correct, bandwidth: float = 0.05, chunk: int = 1024):
     r"""Exact, differentiable SECE in torch (the loss of chapter 5), O(n^2) in chunks.

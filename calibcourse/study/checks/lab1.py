@@ -8,6 +8,8 @@ import numpy as np
 from calibcourse.calibration import metrics as M
 from calibcourse.study.checks._harness import _as_float_array, _call, _close, _first_difference, _short, _start
 
+__all__ = ["HINT_EDGES", "check_ece", "check_mce", "check_reliability_bins", "check_ece_l2"]
+
 
 # ------------------------------------------------------------------ cases
 def _random_cases(seed=0):

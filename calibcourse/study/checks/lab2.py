@@ -10,6 +10,9 @@ from calibcourse.calibration import metrics as M
 from calibcourse.calibration.synthetic import scaled_logits
 from calibcourse.study.checks._harness import _as_float_array, _call, _close, _first_difference, _short, _start
 
+__all__ = ["check_softmax_temperature", "check_temperature_scaling", "check_grid_temperature",
+           "check_nll_temperature"]
+
 
 def _logit_cases(seed):
     rng = np.random.default_rng(100 + seed)

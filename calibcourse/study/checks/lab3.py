@@ -9,6 +9,8 @@ from calibcourse.calibration import calibrators as C
 from calibcourse.calibration import metrics as M
 from calibcourse.study.checks._harness import _as_float_array, _call, _first_difference, _start
 
+__all__ = ["check_histogram_binning", "check_isotonic", "check_platt", "check_paired_difference"]
+
 
 def _binary_scores(seed, n=600):
     rng = np.random.default_rng(seed)

@@ -8,6 +8,8 @@ from calibcourse.calibration import metrics as M
 from calibcourse.study.checks._harness import _call, _close, _first_difference, _start
 from calibcourse.study.checks.lab1 import _check_binned, _random_cases
 
+__all__ = ["check_sece", "check_focal_loss", "check_flsd53", "check_classwise_ece"]
+
 
 def _classwise(p, y, n_bins, side):
     """The class-wise ECE with bins closed on the right (``side="left"``) or on the left."""

@@ -43,8 +43,8 @@ from calibcourse.tools.assignments.cli import main
 from calibcourse.tools.assignments.questions import (ALWAYS_FORBIDDEN, DEFAULT_MEMORY_MB, DEFAULT_SECRET,
                                                      DEFAULT_TIMEOUT, GRADE_PROFILE, Question, forbidden_uses,
                                                      hidden_seed, lab_sources, questions)
-from calibcourse.tools.assignments.sandbox import KernelGrader, cell_names
+from calibcourse.tools.assignments.sandbox import cell_names
 
 __all__ = ["Question", "questions", "forbidden_uses", "ALWAYS_FORBIDDEN", "hidden_seed", "lab_sources",
            "master_notebook", "write_assignment", "write_assignments", "grade", "main", "cell_names",
-           "KernelGrader", "GRADE_PROFILE", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB", "DEFAULT_SECRET"]
+           "GRADE_PROFILE", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB", "DEFAULT_SECRET"]

@@ -13,6 +13,8 @@ from calibcourse.tools.assignments.questions import Question, hidden_seed, lab_s
 from calibcourse.tools.assignments.questions import _fmt, ROOT, DEFAULT_SECRET
 from calibcourse.tools.assignments.written import written_questions
 
+__all__ = ["master_notebook", "write_assignment", "write_assignments"]
+
 
 def _prompt_cell_source(code: str) -> str:
     """otter's markup for our solution block: the student gets our stub, the solution the code."""

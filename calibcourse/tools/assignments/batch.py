@@ -31,6 +31,8 @@ from calibcourse.tools.assignments.questions import (
 from calibcourse.tools.assignments.sandbox import OUTPUT_LIMIT, _child_env, _kill_tree, _rmtree, _rss_bytes, _tree
 from calibcourse.tools.assignments.written import mark_of, read_marks, written_questions, answers, write_sheet
 
+__all__ = ["grade"]
+
 #: the clock of the per-submission time limit (seconds; a test replaces it to cut a submission at a
 #: point it chooses instead of after a number of seconds that depends on the machine's load)
 _clock = time.monotonic

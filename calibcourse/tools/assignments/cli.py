@@ -10,6 +10,8 @@ from calibcourse.tools.assignments.questions import DEFAULT_MEMORY_MB, DEFAULT_T
 from calibcourse.tools.assignments.batch import grade
 from calibcourse.tools.assignments.sandbox import _kill_tree, _limit_self, run_submission
 
+__all__ = ["main"]
+
 
 def main(argv=None) -> int:
     """Run the command line (``make assignments``, ``make grade``).

@@ -10,6 +10,9 @@ from pathlib import Path
 
 from calibcourse.tools.editions import BEGIN
 
+__all__ = ["ROOT", "GRADE_PROFILE", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB", "DEFAULT_SECRET", "SHORT_MODULES",
+           "ALWAYS_FORBIDDEN", "Question", "forbidden_uses", "questions", "hidden_seed", "lab_sources"]
+
 ROOT = Path(__file__).resolve().parents[3]
 GRADE_PROFILE = "ci"
 DEFAULT_TIMEOUT = 120  # seconds per submission

@@ -12,6 +12,8 @@ from pathlib import Path
 from calibcourse.tools.assignments.questions import (ALWAYS_FORBIDDEN, GRADE_PROFILE, ROOT, _defined_names, _exercise,
                                                   forbidden_uses)
 
+__all__ = ["OUTPUT_LIMIT", "cell_names", "KILL_WAIT", "FILE_SIZE_LIMIT"]
+
 #: characters of cell output kept per submission
 OUTPUT_LIMIT = 2_000_000
 
@@ -73,6 +75,18 @@ def cell_names(sources, qs: list[dict]) -> list[str]:
     r"""Each code cell named as a student sees it (a notebook shows no cell numbers): the cell of an
     exercise by the exercise, another by its first line and the exercise before it.
 
+    Parameters
+    ----------
+    sources : list of str
+        The code cells of a submission, in order.
+    qs : list of dict
+        The lab's questions, each with its ``function`` and ``title``.
+
+    Returns
+    -------
+    list of str
+        One name per cell, for the feedback and the grades' ``details``.
+
     Examples
     --------
     >>> names = cell_names(["import numpy as np", "def f(x):\n    return x", "print(f(2))"],
@@ -120,7 +134,7 @@ def _grading_notebook(nb, qs: list[dict], private: Path, given=()):
             last_def[fn] = i
     if all(q["function"] in last_def for q in qs):
         code = code[: max(last_def[q["function"]] for q in qs) + 1]
-    cells, origin = [new(f"from calibcourse.tools.assignments import KernelGrader as _KG\n"
+    cells, origin = [new(f"from calibcourse.tools.assignments.sandbox import KernelGrader as _KG\n"
                          f"__calibcourse_grader__ = _KG({str(private / 'tests.json')!r}, "
                          f"{str(private / 'progress.json')!r})\ndel _KG\n{refusals}")], ["grader set-up"]
     for i, cell in enumerate(code):

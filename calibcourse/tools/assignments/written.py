@@ -43,6 +43,11 @@ class WrittenQuestion:
         The prompt's text.
     rubric : tuple of (float, str)
         The rubric's lines: points and what earns them; their points add up to ``points``.
+
+    Examples
+    --------
+    >>> WrittenQuestion("q5", 2.0, "**Question 5** ...", ((1.0, "Says why."), (1.0, "Says how."))).number
+    5
     """
 
     name: str
@@ -169,6 +174,15 @@ def sheet_columns(qs: list[WrittenQuestion]) -> list[str]:
     """The marking sheet's columns: ``file``, then for each question one per rubric line
     (``q5.1 (of 1)``) and its answer (``q5 answer``).
 
+    Parameters
+    ----------
+    qs : list of WrittenQuestion
+        The lab's written questions.
+
+    Returns
+    -------
+    list of str
+
     Examples
     --------
     >>> sheet_columns([WrittenQuestion("q5", 2.0, "", ((1.0, "a"), (1.0, "b")))])
@@ -186,6 +200,18 @@ def read_marks(path, qs: list[WrittenQuestion]) -> dict:
     A blank cell is a line not marked yet. A mark that is not a number from 0 to its line's
     points, a sheet whose columns are not the lab's, or a file named twice raises
     ``ValueError`` with one line naming the sheet, the row and the column.
+
+    Parameters
+    ----------
+    path : path
+        The sheet, ``_build/grades/<lab>-written.csv``.
+    qs : list of WrittenQuestion
+        The lab's written questions.
+
+    Returns
+    -------
+    dict
+        ``{file: {name: [mark or None per rubric line]}}``.
 
     Examples
     --------
@@ -243,7 +269,34 @@ def read_marks(path, qs: list[WrittenQuestion]) -> dict:
 
 def write_sheet(path, qs: list[WrittenQuestion], submitted: dict, marks: dict) -> None:
     """Write the marking sheet (atomically): a row per file of ``submitted`` (``{file: answers}``), with
-    the marks of ``marks`` kept (and the rows of files graded before kept as they are)."""
+    the marks of ``marks`` kept (and the rows of files graded before kept as they are).
+
+    Parameters
+    ----------
+    path : path
+        The sheet.
+    qs : list of WrittenQuestion
+        The lab's written questions.
+    submitted : dict
+        ``{file: {name: answer}}`` of the submissions graded now.
+    marks : dict
+        ``{file: {name: [mark or None per line]}}`` read from the sheet before (:func:`read_marks`).
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> q = WrittenQuestion("q5", 1.0, "", ((1.0, "Right."),))
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "lab1_ece-written.csv"
+    >>> write_sheet(p, [q], {"bob.ipynb": {"q5": "Because."}}, {"alice.ipynb": {"q5": [1.0]}})
+    >>> print(p.read_text().strip())
+    file,q5.1 (of 1),q5 answer
+    alice.ipynb,1,
+    bob.ipynb,,Because.
+    """
     path = Path(path)
     cols = sheet_columns(qs)
     names = list(dict.fromkeys([*marks, *submitted]))
