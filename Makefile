@@ -101,7 +101,7 @@ smoke: $(BOOK_STAMP)
 test: $(TEST_STAMP) chromium
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check calibcourse tests bench
-	$(PY) -m calibcourse.audit
+	$(PY) -m calibcourse.tools.audit
 	$(PY) -m pytest
 
 # Debian's chromium and its matching driver, for the rendered-page check, and poppler's PDF tools for the
