@@ -93,7 +93,7 @@ def test_relative_change_and_fast_paths_agree_with_the_plain_metric():
     probs = np.stack([1 - a, a], 1)
     for metric, kw in ((M.ece, {}), (M.mce, {}), (M.nll, {}), (M.brier, {}), (M.error, {}),
                        (M.ece, {"n_bins": 7, "norm": "l2"})):
-        full, f = stats._resampler(metric, probs, y, kw)
+        full, f = stats._engine._resampler(metric, probs, y, kw)
         assert f(idx) == pytest.approx(metric(probs[idx], y[idx], **kw), rel=1e-10, abs=1e-12)
 
 

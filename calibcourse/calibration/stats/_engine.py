@@ -1,0 +1,270 @@
+"""The bootstrap engine every interval uses: the checks of the arguments, the fast resampling of a
+measure's per-sample terms, the interval from the replicates, the verdict."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from calibcourse.calibration import metrics as M
+from calibcourse.calibration._validation import check_labels, check_probs
+
+VERDICTS = ("held", "not held", "inconclusive")
+DIRECTIONS = ("below", "above")
+METHODS = ("hull", "bc", "basic", "percentile")
+
+
+class Difference(NamedTuple):
+    """An estimate and its interval: ``Difference(estimate, low, high, level)``.
+
+    Also used for a single measure (then it is the measure, not a difference).
+    ``plugin`` is the plain estimate on the full data (``estimate`` is the same number
+    unless a bias-corrected estimate was asked for); ``n`` the test samples, ``n_seeds``
+    the seeds behind it.
+
+    Attributes
+    ----------
+    estimate : float
+        The estimate: the plug-in value, or the bias-corrected one where
+        ``bias_corrected=True`` asked for it.
+    low, high : float
+        The interval.
+    level : float
+        Its coverage, e.g. 0.95.
+    plugin : float, default=nan
+        The plain estimate on the full data.
+    n : int, default=0
+        The number of test samples.
+    n_seeds : int, default=1
+        The number of training seeds behind it.
+    method : str, default="hull"
+        How the interval was made: one of :data:`METHODS`, or ``"seeds"``
+        (:func:`seeds_difference`).
+
+    Examples
+    --------
+    >>> d = Difference(estimate=-0.020, low=-0.031, high=-0.009, level=0.95)
+    >>> verdict(d.low, d.high, direction="below")
+    'held'
+    >>> print(f"{d.detectable():.4f}")     # the smallest effect found 80 % of the time
+    0.0157
+    """
+
+    estimate: float
+    low: float
+    high: float
+    level: float
+    plugin: float = float("nan")
+    n: int = 0
+    n_seeds: int = 1
+    method: str = "hull"
+
+    def detectable(self, power: float = 0.8) -> float:
+        """The smallest true effect this test detects with probability ``power``.
+
+        Treats the interval as estimate +- z * SE (two-sided at ``level``); the minimal
+        detectable effect is (z_{1-alpha/2} + z_power) * SE.
+
+        Parameters
+        ----------
+        power : float, default=0.8
+            The probability of detecting it, in (0, 1).
+
+        Returns
+        -------
+        float
+            The effect, in the unit of the estimate.
+        """
+        from scipy.stats import norm
+
+        if not 0 < power < 1:
+            raise ValueError(f"power must be in (0, 1); got {power!r}")
+        z = norm.ppf(0.5 + self.level / 2)
+        se = (self.high - self.low) / (2 * z)
+        return float((z + norm.ppf(power)) * se)
+
+
+# --------------------------------------------------------------------------- checks
+def _check_common(n_boot, level, method):
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
+        raise ValueError(f"n_boot must be an integer >= 10; got {n_boot!r}")
+    if not (isinstance(level, (float, int)) and 0 < level < 1):
+        raise ValueError(f"level must be in (0, 1); got {level!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+
+
+def _check_metric(metric):
+    if not callable(metric):
+        raise ValueError(f"metric must be callable, e.g. calibcourse.calibration.metrics.ece; got {metric!r}")
+
+
+def _check_bias_corrected(bias_corrected, metric=None, metric_kwargs=None, relative=False):
+    """``bias_corrected`` as a bool; an error where a bias correction has no meaning."""
+    if not isinstance(bias_corrected, (bool, np.bool_)):
+        raise ValueError(f"bias_corrected must be True or False; got {bias_corrected!r}")
+    if not bias_corrected:
+        return False
+    if relative:
+        raise ValueError("bias_corrected=True is not defined for a ratio (relative=True): the "
+                         "bias correction of a ratio has no meaning; report the plug-in ratio")
+    if metric is M.mce or (metric_kwargs or {}).get("norm") == "max":
+        raise ValueError("bias_corrected=True is not defined for a maximum (the MCE): the bias "
+                         "correction of a maximum has no meaning; report the plug-in MCE")
+    return True
+
+
+def _check_pair(probs, labels, name="probs"):
+    try:
+        p = check_probs(probs)
+        y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from None
+    return p, y
+
+
+# --------------------------------------------------------------------------- fast resampling
+def per_sample_terms(metric, p, y, kwargs):
+    """Per-sample terms whose mean is ``metric(p, y, **kwargs)`` (error, NLL, Brier), else None.
+
+    What the bootstrap resamples for these means; it takes checked arrays (no validation).
+
+    Parameters
+    ----------
+    metric : callable
+        :func:`calibcourse.calibration.metrics.error`, ``nll`` or ``brier``; any other gives None.
+    p : numpy.ndarray of shape (n, K) or (n,)
+        Checked probabilities.
+    y : numpy.ndarray of shape (n,)
+        Checked integer labels.
+    kwargs : dict
+        The metric's keyword arguments (``nll``'s ``eps`` only; any other gives None).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,) or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibcourse.calibration import metrics
+    >>> p, y = np.array([[0.9, 0.1], [0.4, 0.6]]), np.array([0, 0])
+    >>> t = per_sample_terms(metrics.brier, p, y, {})
+    >>> t.round(2).tolist(), bool(np.isclose(t.mean(), metrics.brier(p, y)))
+    ([0.02, 0.72], True)
+    """
+    if metric is M.error and not kwargs:
+        return (M.top_label(p)[1] != y).astype(np.float64)
+    if metric is M.nll and set(kwargs) <= {"eps"}:
+        p2 = np.stack([1 - p, p], 1) if p.ndim == 1 else p
+        return -np.log(np.maximum(p2[np.arange(len(y)), y].astype(np.float64), kwargs.get("eps", 1e-12)))
+    if metric is M.brier and not kwargs:
+        if p.ndim == 1:
+            return (p.astype(np.float64) - y) ** 2
+        p64 = p.astype(np.float64)
+        return np.sum(p64 ** 2, axis=1) - 2 * p64[np.arange(len(y)), y] + 1.0
+    return None
+
+
+def _resampler(metric, p, y, kwargs):
+    """``f(idx)``: the metric on the resample ``idx`` (fast paths checked against the metric)."""
+    full = float(metric(p, y, **kwargs))
+    binned = M.binned_on_confidence(metric, **kwargs)
+    fast = None
+    if binned is not None:
+        conf, outcome = M.confidence_outcome(p, y, kwargs.get("reliability"))
+
+        def fast(i):
+            return binned(conf[i], outcome[i])
+    else:
+        terms = per_sample_terms(metric, p, y, kwargs)
+        if terms is not None:
+            def fast(i):
+                return float(terms[i].mean())
+    if fast is not None and abs(fast(np.arange(len(y))) - full) <= 1e-9 * max(1.0, abs(full)):
+        return full, fast
+    return full, lambda i: float(metric(p[i], y[i], **kwargs))
+
+
+# --------------------------------------------------------------------------- the interval
+def resample_indices(n: int, n_boot: int, seed: int):
+    """``n_boot`` bootstrap resamples (index arrays) of ``n`` samples, from ``seed``."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n_boot):
+        yield rng.integers(0, n, n)
+
+
+def _finite(reps) -> np.ndarray:
+    """The finite bootstrap replicates; an error if fewer than 10 are."""
+    reps = np.asarray(reps, dtype=float)
+    reps = reps[np.isfinite(reps)]
+    if reps.size < 10:
+        raise ValueError("fewer than 10 bootstrap replicates were finite; the statistic is undefined "
+                         "on most resamples (e.g. a relative change of a measure that is 0)")
+    return reps
+
+
+def interval_from_replicates(plugin, reps, level, method, n, lower=None, bias_corrected=False) -> Difference:
+    """The estimate (plug-in unless ``bias_corrected``) and the interval of ``method`` from the
+    bootstrap replicates of the plug-in quantity."""
+    reps = _finite(reps)
+    alpha = (1 - level) / 2
+    q_lo, q_hi = np.quantile(reps, [alpha, 1 - alpha])
+    corrected = 2 * plugin - reps.mean()
+    if method == "percentile":
+        low, high = q_lo, q_hi
+    elif method == "hull":
+        # holds the plug-in value by construction (see the module docstring)
+        low, high = min(q_lo, 2 * plugin - q_hi, plugin), max(q_hi, 2 * plugin - q_lo, plugin)
+    else:
+        low, high = 2 * plugin - q_hi, 2 * plugin - q_lo
+        if method == "bc":
+            low, high = min(low, corrected), max(high, corrected)
+    est = corrected if bias_corrected else plugin
+    if bias_corrected and method != "percentile":
+        low, high = min(low, est), max(high, est)
+    if lower is not None:
+        est, low, high = max(est, lower), max(low, lower), max(high, lower)
+    return Difference(float(est), float(low), float(high), float(level), float(plugin), int(n), 1, method)
+
+
+# --------------------------------------------------------------------------- the rule
+def verdict(low: float, high: float, null: float = 0.0, direction: str = "below") -> str:
+    """The verdict on a claim from the interval of its effect.
+
+    Parameters
+    ----------
+    low, high : float
+        The interval of the effect.
+    null : float
+        The boundary the claim is tested against: 0 for "lowers" / "raises", the claimed
+        effect size for a claim with a size (e.g. -0.23 for "lowers the ECE by at least 23 %").
+    direction : {"below", "above"}
+        The side of ``null`` on which the claim says the effect lies.
+
+    Returns
+    -------
+    str
+        ``"held"`` if the whole interval lies on the claimed side of ``null``, ``"not held"``
+        if it lies wholly on the other side, ``"inconclusive"`` otherwise (the interval
+        contains ``null``).
+
+    Examples
+    --------
+    >>> from calibcourse.calibration.stats import verdict
+    >>> verdict(-0.03, -0.01), verdict(0.01, 0.02), verdict(-0.01, 0.02)
+    ('held', 'not held', 'inconclusive')
+    >>> verdict(0.3, 0.5, null=0.25, direction="above")
+    'held'
+    """
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be 'below' or 'above'; got {direction!r}")
+    for name, v in (("low", low), ("high", high), ("null", null)):
+        if not isinstance(v, (int, float, np.floating, np.integer)) or not np.isfinite(v):
+            raise ValueError(f"{name} must be a finite number; got {v!r}")
+    if low > high:
+        raise ValueError(f"low must not exceed high; got low={low}, high={high}")
+    below, above = high < null, low > null
+    if direction == "below":
+        return "held" if below else "not held" if above else "inconclusive"
+    return "held" if above else "not held" if below else "inconclusive"
