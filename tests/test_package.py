@@ -93,6 +93,9 @@ def test_all_names_exist_and_private_names_stay_home(module):
     aliases = ({"M": "calibration.metrics", "C": "calibration.calibrators", "L": "calibration.losses"}
                | {m.split(".")[-1]: m for m in MODULES if last.count(m.split(".")[-1]) == 1})
     for alias, target in aliases.items():
+        if len(alias) > 1 and not re.search(rf"(from calibcourse[\w.]* import [^\n]*\b{alias}\b|"
+                                            rf"import calibcourse[\w.]*\.{alias}\b)", source):
+            continue  # `choice._replace` on a variable named like a module: only an imported module counts
         for use in re.findall(rf"\b{alias}\.(_[a-z]\w*)", source):
             if target != module and not module.startswith(target + "."):
                 pytest.fail(f"calibcourse.{module} uses {alias}.{use}, a private name of calibcourse.{target}")

@@ -35,7 +35,7 @@ def test_cross_fit_matches_sklearn_cross_val_predict(k):
     methods = R.candidate_methods(k)
     oof = R.cross_fit(z, p, y, methods, folds=5)
     for name, (cal, view) in methods.items():
-        ref = cross_val_predict(cal, R._view(z, p, view), y, cv=StratifiedKFold(5), method="predict_proba")
+        ref = cross_val_predict(cal, R.choice._view(z, p, view), y, cv=StratifiedKFold(5), method="predict_proba")
         np.testing.assert_allclose(oof[name], ref, atol=1e-12, err_msg=name)
 
 
@@ -110,7 +110,7 @@ def test_every_candidate_survives_save_and_load(tmp_path, k):
     s, y = binary_logits(600, 6) if k == 2 else scaled_logits(600, 3, factor=2.0, seed=6)
     z, p, kind = R.as_logits_and_probs(s)
     for name, (cal, view) in R.candidate_methods(k).items():
-        fc = R.FittedCalibration(clone(cal).fit(R._view(z, p, view), y), view, kind, name)
+        fc = R.FittedCalibration(clone(cal).fit(R.choice._view(z, p, view), y), view, kind, name)
         R.save(fc, tmp_path / "c.json")
         back = R.load(tmp_path / "c.json")
         np.testing.assert_array_equal(back.predict_proba(s), fc.predict_proba(s), err_msg=name)
@@ -259,8 +259,8 @@ def test_the_command_line_lists_report_first_and_says_one_line_for_a_bad_out(tmp
 
 def test_the_page_s_measures_are_the_toolkit_s_on_every_sample(monkeypatch):
     z, y = scaled_logits(3000, 4, factor=2.0, seed=4)
-    monkeypatch.setattr(R, "MAX_FIT_ROWS", 1000)  # the calibrators on a subsample, the measures on all
-    monkeypatch.setattr(R, "MAX_FIT_VALUES", 4000)
+    monkeypatch.setattr(R.page, "MAX_FIT_ROWS", 1000)  # the calibrators on a subsample, the measures on all
+    monkeypatch.setattr(R.page, "MAX_FIT_VALUES", 4000)
     html, fitted, choice = R.report_html(z.astype(np.float32), y, folds=3, n_boot=50)
     p = M.softmax(z.astype(np.float32).astype(np.float64))
     for label, value in (("ECE", M.ece(p, y)), ("MCE", M.mce(p, y)), ("ACE", M.ace(p, y)), ("error", M.error(p, y))):
@@ -275,8 +275,8 @@ def test_a_subsample_recommends_what_all_samples_do(monkeypatch):
     for factor, k in ((2.5, 10), (1.0, 10), (0.6, 10)):
         z, y = scaled_logits(8000, k, factor=factor, seed=5)
         full = R.report_html(z, y, folds=3, n_boot=100)[2].name
-        monkeypatch.setattr(R, "MAX_FIT_ROWS", 2000)
-        monkeypatch.setattr(R, "MAX_FIT_VALUES", 2000)
+        monkeypatch.setattr(R.page, "MAX_FIT_ROWS", 2000)
+        monkeypatch.setattr(R.page, "MAX_FIT_VALUES", 2000)
         part = R.report_html(z, y, folds=3, n_boot=100)[2].name
         monkeypatch.undo()
         assert part == full, (factor, k, full, part)

@@ -53,13 +53,14 @@ number of seeds). The interval is :math:`\tilde\theta \pm t_\nu \sqrt{V_\text{te
 V_\text{seed}}` with Welch-Satterthwaite degrees of freedom for the seed part (widened to hold
 the plug-in mean :math:`\hat\theta`, the default estimate; :math:`\hat\theta` itself is the
 centre for a maximum or a ratio): with 3 seeds it is wide, as it should be. The seed spread also
-contains the test-sample noise that is not shared between seeds, so the interval is conservative. Averaging the endpoints of per-seed
-intervals, which is not an interval for anything, is what this replaces.
+contains the test-sample noise that is not shared between seeds, so the interval is conservative.
+Averaging the endpoints of per-seed intervals, which is not an interval for anything, is what this
+replaces.
 """
 from __future__ import annotations
 
-from calibcourse.calibration.stats._engine import (DIRECTIONS, METHODS, VERDICTS, Difference, interval_from_replicates,
-                                                   per_sample_terms, resample_indices, verdict)
+from calibcourse.calibration.stats._engine import DIRECTIONS, METHODS, VERDICTS, Difference, per_sample_terms, verdict
+from calibcourse.calibration.stats._engine import interval_from_replicates, resample_indices  # noqa: F401 (stats.x)
 from calibcourse.calibration.stats.intervals import (bootstrap_statistic, interval, paired_difference,
                                                      seeds_difference, seeds_interval)
 from calibcourse.calibration.stats.seeds import (PairedSeeds, RivalsDifference, paired_seeds_contrast,
