@@ -443,23 +443,9 @@ def collect_claims(pages: list) -> list:
 
 def _bib_titles(bib: Path) -> dict:
     """``{key: "Guo et al. (2017), On Calibration of Modern Neural Networks"}`` from a .bib file."""
-    import re
+    from calibcourse.tools.bibliography import read_bib
 
-    titles = {}
-    for m in re.finditer(r"@\w+\{([^,]+),(.*?)\n\}", bib.read_text(), flags=re.S):
-        key, body = m.group(1).strip(), m.group(2) + "\n"
-        for tex, char in (("\\l", "ł"), ("\\~n", "ñ"), ("\\'o", "ó"), ('\\"u', "ü"), ("\\'e", "é")):
-            body = body.replace(tex, char)
-
-        def field(name):
-            f = re.search(name + r"\s*=\s*\{(.*?)\}\s*,?\s*\n", body, flags=re.S)
-            return re.sub(r"[{}]", "", f.group(1)).strip() if f else ""
-        authors = [a.strip() for a in field("author").split(" and ") if a.strip()]
-        last = authors[0].split(",")[0].strip() if authors else key
-        who = last + (" et al." if len(authors) > 2 else f" and {authors[1].split(',')[0].strip()}"
-                      if len(authors) == 2 else "")
-        titles[key] = f"{who} ({field('year')}), {field('title')}"
-    return titles
+    return {key: entry.reference for key, entry in read_bib(bib).items()}
 
 
 def write_ledger(root: Path, pages: list, log=print) -> list:

@@ -37,15 +37,9 @@ _MAX_CHARS = 900  # of markdown on one slide; a longer cell is split between its
 
 def _bib(root: Path) -> dict:
     """``{key: "Guo et al. 2017"}`` from the book's bibliography."""
-    out = {}
-    text = (root / "book" / "references.bib").read_text() if (root / "book" / "references.bib").exists() else ""
-    for key, body in re.findall(r"@\w+\{([^,]+),(.*?)\n\}", text, flags=re.S):
-        author = re.search(r"author\s*=\s*\{(.+?)\},?\n", body)
-        year = re.search(r"year\s*=\s*\{?(\d{4})", body)
-        names = [a.strip() for a in author.group(1).split(" and ")] if author else []
-        first = re.sub(r"[{}]", "", names[0].split(",")[0]) if names else key
-        out[key.strip()] = f"{first}{' et al.' if len(names) > 2 else ''} {year.group(1) if year else ''}".strip()
-    return out
+    from calibcourse.tools.bibliography import read_bib
+
+    return {key: entry.cite for key, entry in read_bib(Path(root) / "book" / "references.bib").items()}
 
 
 def _glued(nb) -> dict:
