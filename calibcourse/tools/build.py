@@ -45,6 +45,8 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from calibcourse.study.profiles import PROFILES
+from calibcourse.tools._layout import CLAIMS_JSON, GENERATED, LEDGER_PAGE, BuildError  # noqa: F401 (build.X)
+from calibcourse.tools.whatheld import _bib_titles, collect_claims, write_ledger  # noqa: F401 (build.x)
 
 __all__ = [
     "EDITIONS",
@@ -66,17 +68,8 @@ EDITIONS = ("student", "instructor")
 HTML_DIRS = {"student": Path("_build") / "html", "instructor": Path("_build") / "instructor" / "html"}
 #: the executed notebooks of each edition, kept to switch editions without executing again
 EXECUTED = Path("_build") / "executed"
-GENERATED = Path("book") / "generated"
 SOURCES = Path("notebooks")
 FINGERPRINT_SUFFIX = ".fingerprint"
-#: pages the build writes itself (no notebook source): the claims ledger
-LEDGER_PAGE = GENERATED / "what_held"
-CLAIMS_JSON = Path("_build") / "claims.json"
-
-
-
-class BuildError(RuntimeError):
-    """A notebook failed or the HTML build reported a warning/error."""
 
 
 @dataclass
@@ -417,90 +410,6 @@ def execute_book(root: Path, profile: str = "default", edition: str = "instructo
     return status
 
 
-# --------------------------------------------------------------------------- the claims ledger
-def collect_claims(pages: list) -> list:
-    """The claims every executed chapter published (:meth:`calibcourse.study.ledger.Ledger.publish`)."""
-    import ast
-
-    import nbformat
-
-    from calibcourse.study.ledger import CLAIMS_GLUE_NAME
-
-    claims = []
-    for page in pages:
-        if not page.output.exists():
-            continue
-        nb = nbformat.read(page.output, as_version=4)
-        for cell in nb.cells:
-            for out in cell.get("outputs", []):
-                meta = out.get("metadata", {}).get("scrapbook", {})
-                if meta.get("name") != CLAIMS_GLUE_NAME:
-                    continue
-                raw = out["data"].get("application/papermill.record/text/plain")
-                claims.extend(json.loads(ast.literal_eval(raw)))
-    return claims
-
-
-def _bib_titles(bib: Path) -> dict:
-    """``{key: "Guo et al. (2017), On Calibration of Modern Neural Networks"}`` from a .bib file."""
-    from calibcourse.tools.bibliography import read_bib
-
-    return {key: entry.reference for key, entry in read_bib(bib).items()}
-
-
-def write_ledger(root: Path, pages: list, log=print) -> list:
-    """Write ``_build/claims.json`` and the "What held" page from the executed chapters.
-
-    The claims are those the chapters published with
-    :meth:`calibcourse.study.ledger.Ledger.publish`; pages not executed yet are left out.
-
-    Parameters
-    ----------
-    root : pathlib.Path
-        The book's root (holds ``_config.yml``, ``_toc.yml``, ``notebooks/``).
-    pages : list of Page
-        The executed pages (:func:`notebook_pages`).
-    log : callable, default=print
-        Called with each progress line.
-
-    Returns
-    -------
-    list of dict
-        The claims, sorted by chapter and id; an inconsistent ledger raises :class:`BuildError`.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> root = Path(tempfile.mkdtemp())
-    >>> write_ledger(root, [])
-    claims: 0 -> _build/claims.json (0 held, 0 not held, 0 inconclusive)
-    []
-    >>> sorted(p.relative_to(root).as_posix() for p in root.rglob("*.*"))
-    ['_build/claims.json', 'book/generated/what_held.md']
-    """
-    from calibcourse.study.ledger import check_claims, ledger_page
-
-    root = Path(root).resolve()
-    claims = sorted(collect_claims(pages), key=lambda c: (c["chapter"], c["id"]))
-    # the book's chapters: its numbered pages (notebooks/01_theory.md is chapter 1)
-    chapters = {int(p.source.stem[:2]) for p in pages if p.source.stem[:2].isdigit()}
-    try:
-        check_claims(claims, chapters=chapters)
-    except ValueError as exc:
-        raise BuildError(f"the claims ledger is inconsistent: {exc}") from None
-    out = root / CLAIMS_JSON
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(claims, indent=1) + "\n")
-    os.replace(tmp, out)
-    bib = root / "book" / "references.bib"
-    page = root / LEDGER_PAGE.with_suffix(".md")
-    page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(ledger_page(claims, _bib_titles(bib) if bib.exists() else {}))
-    counts = {v: sum(c["verdict"] == v for c in claims) for v in ("held", "not held", "inconclusive")}
-    log(f"claims: {len(claims)} -> {CLAIMS_JSON} ({counts['held']} held, {counts['not held']} not held, "
-        f"{counts['inconclusive']} inconclusive)")
-    return claims
 
 
 # --------------------------------------------------------------------------- html

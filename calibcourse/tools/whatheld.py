@@ -1,0 +1,112 @@
+"""The book's claims ledger, written from the executed chapters: ``_build/claims.json`` and the
+"What held" page (``book/generated/what_held.md``)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from calibcourse.tools._layout import CLAIMS_JSON, LEDGER_PAGE, BuildError
+
+__all__ = ["collect_claims", "write_ledger"]
+
+
+def collect_claims(pages: list) -> list:
+    """The claims every executed chapter published (:meth:`calibcourse.study.ledger.Ledger.publish`).
+
+    Parameters
+    ----------
+    pages : list of calibcourse.tools.build.Page
+        The book's pages; one not executed yet has no claim.
+
+    Returns
+    -------
+    list of dict
+        The claims, in the pages' order.
+
+    Examples
+    --------
+    >>> collect_claims([])
+    []
+    """
+    import ast
+
+    import nbformat
+
+    from calibcourse.study.ledger import CLAIMS_GLUE_NAME
+
+    claims = []
+    for page in pages:
+        if not page.output.exists():
+            continue
+        nb = nbformat.read(page.output, as_version=4)
+        for cell in nb.cells:
+            for out in cell.get("outputs", []):
+                meta = out.get("metadata", {}).get("scrapbook", {})
+                if meta.get("name") != CLAIMS_GLUE_NAME:
+                    continue
+                raw = out["data"].get("application/papermill.record/text/plain")
+                claims.extend(json.loads(ast.literal_eval(raw)))
+    return claims
+
+
+def _bib_titles(bib: Path) -> dict:
+    """``{key: "Guo et al. (2017), On Calibration of Modern Neural Networks"}`` from a .bib file."""
+    from calibcourse.tools.bibliography import read_bib
+
+    return {key: entry.reference for key, entry in read_bib(bib).items()}
+
+
+def write_ledger(root: Path, pages: list, log=print) -> list:
+    """Write ``_build/claims.json`` and the "What held" page from the executed chapters.
+
+    The claims are those the chapters published with
+    :meth:`calibcourse.study.ledger.Ledger.publish`; pages not executed yet are left out.
+
+    Parameters
+    ----------
+    root : pathlib.Path
+        The book's root (holds ``_config.yml``, ``_toc.yml``, ``notebooks/``).
+    pages : list of Page
+        The executed pages (:func:`notebook_pages`).
+    log : callable, default=print
+        Called with each progress line.
+
+    Returns
+    -------
+    list of dict
+        The claims, sorted by chapter and id; an inconsistent ledger raises :class:`BuildError`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> write_ledger(root, [])
+    claims: 0 -> _build/claims.json (0 held, 0 not held, 0 inconclusive)
+    []
+    >>> sorted(p.relative_to(root).as_posix() for p in root.rglob("*.*"))
+    ['_build/claims.json', 'book/generated/what_held.md']
+    """
+    from calibcourse.study.ledger import check_claims, ledger_page
+
+    root = Path(root).resolve()
+    claims = sorted(collect_claims(pages), key=lambda c: (c["chapter"], c["id"]))
+    # the book's chapters: its numbered pages (notebooks/01_theory.md is chapter 1)
+    chapters = {int(p.source.stem[:2]) for p in pages if p.source.stem[:2].isdigit()}
+    try:
+        check_claims(claims, chapters=chapters)
+    except ValueError as exc:
+        raise BuildError(f"the claims ledger is inconsistent: {exc}") from None
+    out = root / CLAIMS_JSON
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(claims, indent=1) + "\n")
+    os.replace(tmp, out)
+    bib = root / "book" / "references.bib"
+    page = root / LEDGER_PAGE.with_suffix(".md")
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(ledger_page(claims, _bib_titles(bib) if bib.exists() else {}))
+    counts = {v: sum(c["verdict"] == v for c in claims) for v in ("held", "not held", "inconclusive")}
+    log(f"claims: {len(claims)} -> {CLAIMS_JSON} ({counts['held']} held, {counts['not held']} not held, "
+        f"{counts['inconclusive']} inconclusive)")
+    return claims
