@@ -60,6 +60,7 @@ __all__ = [
     "write_ledger",
     "build_html",
     "write_schedule",
+    "prepare_pages",
     "main",
 ]
 
@@ -504,6 +505,42 @@ def write_schedule(root: Path) -> None:
             schedule.write_page(root)
 
 
+def prepare_pages(root: Path, profile: str = "default", edition: str = "student", force: bool = False,
+                  log=print) -> None:
+    """Everything the book's pages need before they are rendered (HTML, PDF or slides): the schedule
+    page, every notebook executed where its fingerprint changed, the claims ledger.
+
+    Parameters
+    ----------
+    root : pathlib.Path
+        The book's root.
+    profile : {"ci", "default", "full"}, default="default"
+        The profile the notebooks run with.
+    edition : {"student", "instructor"}, default="student"
+        The edition they are executed for.
+    force : bool, default=False
+        Execute every notebook.
+    log : callable, default=print
+        Called with each progress line.
+
+    Returns
+    -------
+    None
+        A failed notebook raises :class:`BuildError`.
+
+    Examples
+    --------
+    Skipped in the doctests: it executes the book (minutes).
+
+    >>> prepare_pages(Path("."), "ci")  # doctest: +SKIP
+    [1/14] notebooks/01_theory.md: executed in 6.1 s
+    ...
+    """
+    write_schedule(root)
+    execute_book(root, profile, edition, force=force, log=log)
+    write_ledger(root, notebook_pages(root), log=log)
+
+
 def main(argv=None) -> int:
     """Run the command line (``make book``, ``make labs``).
 
@@ -556,9 +593,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("CALIBCOURSE_QUIET", "1")  # no progress bars inside executed notebooks
     start = time.perf_counter()
     try:
-        write_schedule(root)
-        execute_book(root, args.profile, args.edition, force=args.force)
-        write_ledger(root, notebook_pages(root))
+        prepare_pages(root, args.profile, args.edition, force=args.force)
         if not args.no_html:
             build_html(root, args.edition)
     except BuildError as exc:

@@ -189,9 +189,7 @@ def build_pdf(root, profile: str = "default", log=print) -> Path:
 
     root = Path(root).resolve()
     start = time.perf_counter()
-    build.write_schedule(root)
-    build.execute_book(root, profile, "student")
-    build.write_ledger(root, build.notebook_pages(root), log=lambda *_: None)
+    build.prepare_pages(root, profile, "student")
     stage = root / _STAGE
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)

@@ -369,8 +369,7 @@ def build_slides(root, profile: str = "default", log=print) -> list[Path]:
 
     root = Path(root).resolve()
     start = time.perf_counter()
-    build.write_schedule(root)
-    build.execute_book(root, profile, "student")
+    build.prepare_pages(root, profile, "student")
     out = root / SLIDES
     fetch_assets(out / "assets", log)
     bib = _bib(root)
