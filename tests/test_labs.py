@@ -86,6 +86,7 @@ import shutil
 
 from calibcourse.study import schedule
 from calibcourse.tools import assignments
+from calibcourse.tools.assignments import code_questions
 
 WRITTEN = re.compile(r"\*\*Question (\d+)\*\* \(written, (\d+) points\)")
 
@@ -141,7 +142,7 @@ def test_no_cell_of_the_student_edition_hands_out_an_answer(lab):
     assert all(len(q.forbid) > len(assignments.ALWAYS_FORBIDDEN) for q in qs), "an exercise without forbid"
     forbidden = sorted({f for q in qs for f in q.forbid} - set(assignments.ALWAYS_FORBIDDEN))
     student = [c.source for c in editions.to_edition(jupytext.read(lab), "student").cells
-               if c.cell_type == "code" and not fns & set(assignments._defined_names(c.source))]
+               if c.cell_type == "code" and not fns & set(code_questions._defined_names(c.source))]
     assert assignments.forbidden_uses(student, None, forbidden, imports=False) == []
     instructor = [c.source for c in editions.to_edition(jupytext.read(lab), "instructor").cells
                   if c.cell_type == "code"]
@@ -165,9 +166,9 @@ def test_every_name_a_visible_cell_reads_comes_from_a_visible_cell(lab):
             continue
         tree = ast.parse(cell.source)
         if not hidden_tags & set(cell.metadata.get("tags", [])):
-            missing = assignments._free_names(tree) - known
+            missing = code_questions._free_names(tree) - known
             assert not missing, f"{lab.name}: a visible cell reads {sorted(missing)}, defined only in hidden cells"
-            known |= assignments._top_level_names(tree)
+            known |= code_questions._top_level_names(tree)
             for node in ast.walk(tree):
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
                     known |= {(a.asname or a.name).split(".")[0] for a in node.names}

@@ -1,6 +1,6 @@
 """The labs as graded assignments: otter-grader builds them, ``make grade`` grades a folder.
 
-The package, by what it does: :mod:`.questions` (a lab's graded code questions, what each may
+The package, by what it does: :mod:`.code_questions` (a lab's graded code questions, what each may
 not use, the hidden tests' seeds), :mod:`.written` (the written questions, their rubrics and
 marks), :mod:`.authoring` (the otter-grader assignment), :mod:`.sandbox` (one submission in its
 own process and kernel), :mod:`.batch` (a folder graded: the grades CSV, the feedback) and
@@ -40,9 +40,9 @@ from __future__ import annotations
 from calibcourse.tools.assignments.authoring import master_notebook, write_assignment, write_assignments
 from calibcourse.tools.assignments.batch import grade
 from calibcourse.tools.assignments.cli import main
-from calibcourse.tools.assignments.questions import (ALWAYS_FORBIDDEN, DEFAULT_MEMORY_MB, DEFAULT_SECRET,
-                                                     DEFAULT_TIMEOUT, GRADE_PROFILE, Question, forbidden_uses,
-                                                     hidden_seed, lab_sources, questions)
+from calibcourse.tools.assignments.code_questions import (ALWAYS_FORBIDDEN, DEFAULT_MEMORY_MB, DEFAULT_SECRET,
+                                                          DEFAULT_TIMEOUT, GRADE_PROFILE, Question, forbidden_uses,
+                                                          hidden_seed, lab_sources, questions)
 from calibcourse.tools.assignments.sandbox import cell_names
 
 __all__ = ["Question", "questions", "forbidden_uses", "ALWAYS_FORBIDDEN", "hidden_seed", "lab_sources",

@@ -9,8 +9,8 @@ import tempfile
 from pathlib import Path
 
 from calibcourse.tools.editions import BEGIN, END, STUB, set_edition
-from calibcourse.tools.assignments.questions import Question, hidden_seed, lab_sources, questions
-from calibcourse.tools.assignments.questions import _fmt, ROOT, DEFAULT_SECRET
+from calibcourse.tools.assignments.code_questions import Question, hidden_seed, lab_sources, questions
+from calibcourse.tools.assignments.code_questions import _fmt, ROOT, DEFAULT_SECRET
 from calibcourse.tools.assignments.written import written_questions
 
 __all__ = ["master_notebook", "write_assignment", "write_assignments"]

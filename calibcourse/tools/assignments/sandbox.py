@@ -9,8 +9,8 @@ import shutil
 import signal
 import time
 from pathlib import Path
-from calibcourse.tools.assignments.questions import (ALWAYS_FORBIDDEN, GRADE_PROFILE, ROOT, _defined_names, _exercise,
-                                                  forbidden_uses)
+from calibcourse.tools.assignments.code_questions import (ALWAYS_FORBIDDEN, GRADE_PROFILE, ROOT, _defined_names,
+                                                          _exercise, forbidden_uses)
 
 __all__ = ["OUTPUT_LIMIT", "cell_names", "KILL_WAIT", "FILE_SIZE_LIMIT"]
 
