@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from calibcourse.study import cache as C
+from calibcourse.study import cache as cachemod
 from calibcourse.study import train as T
 from calibcourse.study.config import normalize_config, smoke_caps
 from calibcourse.study.steps import PlainStep, augment_batch, make_optimizer
@@ -42,12 +42,12 @@ def test_augment_batch_is_pad_crop_flip_with_the_generators_draws():
 
 def test_optional_keys_are_absent_unless_used_so_old_keys_hold():
     base = {"data": {"name": "digits"}, "model": {"name": "mlp"}, "epochs": 1}
-    key = C.config_key(base)
+    key = cachemod.config_key(base)
     for off in ({"amp": False}, {"augment": None}, {"augment": {}}, {"milestones": None}):
-        assert C.config_key({**base, **off}) == key, off
+        assert cachemod.config_key({**base, **off}) == key, off
         assert set(off) - set(normalize_config({**base, **off})) == set(off)
-    assert C.config_key({**base, "amp": True}) != key
-    assert C.config_key({**base, "augment": {"hflip": True}}) != key
+    assert cachemod.config_key({**base, "amp": True}) != key
+    assert cachemod.config_key({**base, "augment": {"hflip": True}}) != key
 
 
 @pytest.mark.parametrize("bad,match", [({"augment": {"rotate": 5}}, "augment must be a dict"),
@@ -115,9 +115,9 @@ def test_a_checkpoint_of_another_config_is_refused(tmp_path):
 
 
 def test_cache_checkpoints_then_removes_the_checkpoint(tmp_path):
-    cache = C.Cache(tmp_path)
+    cache = cachemod.Cache(tmp_path)
     r = cache.get_or_train({**IMG, "epochs": 4}, progress=False, checkpoint_every=1)
-    assert cache.keys() == [C.config_key(r.config)] and not cache.checkpoint_path(cache.keys()[0]).exists()
+    assert cache.keys() == [cachemod.config_key(r.config)] and not cache.checkpoint_path(cache.keys()[0]).exists()
 
 
 def test_smoke_caps_cut_epochs_batches_and_samples_and_never_reach_the_committed_cache(monkeypatch, tmp_path):
@@ -126,10 +126,10 @@ def test_smoke_caps_cut_epochs_batches_and_samples_and_never_reach_the_committed
     r = T.train({**IMG, "epochs": 50}, progress=False)
     assert r.history["epoch"].tolist() == [1, 2] and r.config["epochs"] == 50  # the key is the real config's
     assert r.info["smoke"] == "2 epochs of at most 1 batches of at most 8 samples"
-    monkeypatch.setattr(C, "REPOSITORY_CACHE", tmp_path)
-    with pytest.raises(C.CacheError, match="never stored in the committed cache"):
-        C.Cache(tmp_path).store(r)
-    assert C.Cache(tmp_path / "elsewhere").store(r).is_dir()
+    monkeypatch.setattr(cachemod, "REPOSITORY_CACHE", tmp_path)
+    with pytest.raises(cachemod.CacheError, match="never stored in the committed cache"):
+        cachemod.Cache(tmp_path).store(r)
+    assert cachemod.Cache(tmp_path / "elsewhere").store(r).is_dir()
     monkeypatch.setenv("CALIBCOURSE_SMOKE", "0:1")
     with pytest.raises(ValueError, match="CALIBCOURSE_SMOKE must be"):
         smoke_caps()

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from calibcourse.calibration import metrics as M
-from calibcourse.study import ledger as L
+from calibcourse.study import ledger as ledgermod
 from calibcourse.study import tables as R
 from calibcourse.calibration.calibrators import TemperatureScaling
 from calibcourse.study.results import RunResult
@@ -73,7 +73,7 @@ def test_ledger_verdicts_follow_from_intervals_and_round_trip_through_json():
 
     from calibcourse.calibration import stats
 
-    led = L.Ledger(chapter=3, glue=False)
+    led = ledgermod.Ledger(chapter=3, glue=False)
     led.claim("a", claim="lowers", source="guo2017calibration", effect="d ECE",
               interval=stats.Difference(-0.02, -0.03, -0.01, 0.95, n=100), direction="below")
     led.claim("b", claim="by at least 23 %", source="sharipov2025lecture", effect="relative d ECE",
@@ -92,11 +92,11 @@ def test_ledger_verdicts_follow_from_intervals_and_round_trip_through_json():
                                                      "would decide it, as held, if the estimate stayed")
     led.claims.remove(e)
     claims = json.loads(json.dumps([c.as_dict() for c in led.claims]))
-    assert list(claims[0])[:len(L.CLAIM_KEYS)] == list(L.CLAIM_KEYS)
-    L.check_claims(claims)
+    assert list(claims[0])[:len(ledgermod.CLAIM_KEYS)] == list(ledgermod.CLAIM_KEYS)
+    ledgermod.check_claims(claims)
     claims[1]["verdict"] = "held"          # a hand-edited verdict is caught
     with pytest.raises(ValueError, match="does not follow from its interval"):
-        L.check_claims(claims)
+        ledgermod.check_claims(claims)
     md = led.table_markdown()
     assert (
         md.count("\n") == 5
@@ -105,7 +105,7 @@ def test_ledger_verdicts_follow_from_intervals_and_round_trip_through_json():
         and "**not held**" in md
         and "{cite}`guo2017calibration`" in md
     )
-    page = L.ledger_page([c.as_dict() for c in led.claims], {"guo2017calibration": "Guo et al."})
+    page = ledgermod.ledger_page([c.as_dict() for c in led.claims], {"guo2017calibration": "Guo et al."})
     assert (
         "## Guo et al." in page and "2 held" not in page and "1 held, 1 not held, 1 inconclusive, 1 not tested" in page
     )
@@ -114,7 +114,7 @@ def test_ledger_verdicts_follow_from_intervals_and_round_trip_through_json():
 def test_ledger_rejects_bad_claims():
     from calibcourse.calibration import stats
 
-    led = L.Ledger(chapter=1, glue=False)
+    led = ledgermod.Ledger(chapter=1, glue=False)
     d = stats.Difference(0.0, -1.0, 1.0, 0.95)
     led.claim("x", claim="c", source="s", effect="e", interval=d)
     with pytest.raises(ValueError, match="declared twice"):
@@ -124,11 +124,13 @@ def test_ledger_rejects_bad_claims():
     with pytest.raises(ValueError, match="direction"):
         led.claim("z", claim="c", source="s", effect="e", interval=d, direction="lower")
     with pytest.raises(ValueError, match="chapter must be a chapter's number"):
-        L.Ledger(chapter=0)
-    assert L.Ledger(chapter=7, glue=False).chapter == 7  # the book, not the ledger, knows its chapters
+        ledgermod.Ledger(chapter=0)
+    assert ledgermod.Ledger(chapter=7, glue=False).chapter == 7  # the book, not the ledger, knows its chapters
     with pytest.raises(ValueError, match=r"chapter 7 is not one of the book's chapters \[1, 2\]"):
-        L.check_claims([L.Claim("x", 7, "A", "s", "e", -0.02, -0.03, -0.01, 0.95, 0.0, "below", "held", 10, 1)
-                        .as_dict()], chapters={1, 2})
+        ledgermod.check_claims(
+            [ledgermod.Claim("x", 7, "A", "s", "e", -0.02, -0.03, -0.01, 0.95, 0.0, "below", "held", 10, 1).as_dict()],
+            chapters={1, 2},
+        )
 
 
 def test_post_hoc_table_fits_on_validation_and_scores_on_test():

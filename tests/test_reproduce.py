@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from calibcourse.study import cache as C
+from calibcourse.study import cache as cachemod
 from calibcourse.study import provenance as P
 from calibcourse.tools import reproduce as R
 from calibcourse.study import train as T
@@ -114,7 +114,7 @@ def test_reproduce_retrains_a_profile_and_compares_each_run(tmp_path, monkeypatc
 
     configs = {"t/a": {**TINY, "seed": 0}, "t/b": {**TINY, "seed": 1}, "t/b-again": {**TINY, "seed": 1}}
     monkeypatch.setattr(E, "experiments", lambda profile: configs)
-    committed = C.Cache(tmp_path / "committed")
+    committed = cachemod.Cache(tmp_path / "committed")
     # the committed cache lacks a run: nothing trains, the command says what to do
     committed.store(T.train(configs["t/a"], progress=False))
     with pytest.raises(FileNotFoundError, match=r"no entry for 1 run\(s\) of profile 'ci' \(t/b\)"):
@@ -130,7 +130,7 @@ def test_reproduce_retrains_a_profile_and_compares_each_run(tmp_path, monkeypatc
     assert any("t/a: provenance same; outputs byte-identical" in ln for ln in lines)
     assert any(ln.startswith("  t/b: provenance threads 2->1") for ln in lines)
     assert out["changed"] is None and (tmp_path / "work" / "cache").is_dir()
-    manifest = json.loads((C.Cache(tmp_path / "work" / "cache").path(C.config_key(configs["t/a"]))
+    manifest = json.loads((cachemod.Cache(tmp_path / "work" / "cache").path(cachemod.config_key(configs["t/a"]))
                            / "manifest.json").read_text())
     assert manifest["provenance"]["threads"] == 1
 
@@ -151,7 +151,7 @@ def test_restamp_records_the_current_code_only_when_the_retrained_bits_are_the_s
 
     configs = {"t/a": {**TINY, "seed": 0}}
     monkeypatch.setattr(E, "experiments", lambda profile: configs)
-    committed = C.Cache(tmp_path / "committed")
+    committed = cachemod.Cache(tmp_path / "committed")
     key = committed.store(T.train(configs["t/a"], progress=False)).name
     extra = committed.store(T.train({**TINY, "seed": 5}, progress=False)).name  # of no profile: restamped too
     assert R.restamp("ci", committed_root=committed.root, log=lambda line: None) == 0  # nothing stale

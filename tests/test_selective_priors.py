@@ -118,25 +118,25 @@ def test_priors_bad_input_names_the_problem():
 
 
 # --------------------------------------------------------------------------- chapter 6's deployment loop
-from calibcourse.study import deployment as D  # noqa: E402
+from calibcourse.study import deployment  # noqa: E402
 
 
 def test_ood_metric_is_sklearns_auroc_of_the_confidence():
     rng = np.random.default_rng(3)
     a, b = softmax(rng.normal(size=(200, 4)) * 3, axis=1), softmax(rng.normal(size=(80, 4)), axis=1)
-    p, g = D.with_ood(a, b)
-    assert D.ood_metric(p, g) == pytest.approx(roc_auc_score(g, p.max(1)), abs=1e-12)
+    p, g = deployment.with_ood(a, b)
+    assert deployment.ood_metric(p, g) == pytest.approx(roc_auc_score(g, p.max(1)), abs=1e-12)
 
 
 def test_label_shift_indices_draw_each_class_to_its_prior_without_replacement():
     y = np.repeat(np.arange(4), [50, 60, 70, 80])
     pri = np.array([0.4, 0.3, 0.2, 0.1])
-    idx = D.label_shift_indices(y, pri, 100, seed=1)
+    idx = deployment.label_shift_indices(y, pri, 100, seed=1)
     assert len(set(idx)) == len(idx) == 100
     np.testing.assert_array_equal(np.bincount(y[idx]), [40, 30, 20, 10])
-    assert not np.array_equal(idx, D.label_shift_indices(y, pri, 100, seed=2))
+    assert not np.array_equal(idx, deployment.label_shift_indices(y, pri, 100, seed=2))
     with pytest.raises(ValueError, match="class 0 has 50 rows"):
-        D.label_shift_indices(y, pri, 200)
+        deployment.label_shift_indices(y, pri, 200)
 
 
 def test_recalibration_curve_refits_the_nll_temperature_on_the_drawn_labels():
@@ -147,7 +147,7 @@ def test_recalibration_curve_refits_the_nll_temperature_on_the_drawn_labels():
     rng = np.random.default_rng(4)
     z = rng.normal(size=(400, 5)) * 4
     y = np.array([rng.choice(5, p=row) for row in softmax(z / 2.5, axis=1)])   # the logits are 2.5x too sharp
-    curve, ev = D.recalibration_curve([z], y, sizes=[0, 200], repeats=2, seed=0)
+    curve, ev = deployment.recalibration_curve([z], y, sizes=[0, 200], repeats=2, seed=0)
     pool = np.setdiff1d(np.arange(400), ev)
     nll = lambda t: -np.mean(log_softmax(z[pool] / t, axis=1)[np.arange(len(pool)), y[pool]])  # noqa: E731
     t_ref = minimize_scalar(nll, bounds=(0.05, 50), method="bounded", options={"xatol": 1e-8}).x
@@ -156,7 +156,7 @@ def test_recalibration_curve_refits_the_nll_temperature_on_the_drawn_labels():
     assert len(ev) == 200 and curve.groupby("n")["ECE"].mean()[200] < curve.groupby("n")["ECE"].mean()[0]
     # a draw whose every label is the argmax has no finite temperature: it keeps T = 1, marked
     right = z.argmax(1)
-    curve, _ = D.recalibration_curve([z], right, sizes=[10], repeats=3)
+    curve, _ = deployment.recalibration_curve([z], right, sizes=[10], repeats=3)
     assert curve["T"].tolist() == [1.0] * 3 and not curve["refitted"].any()
     with pytest.raises(ValueError, match="sizes must be integers from 0 to the labelled pool's 200"):
-        D.recalibration_curve([z], y, sizes=[201])
+        deployment.recalibration_curve([z], y, sizes=[201])

@@ -4,7 +4,7 @@ import gzip
 import numpy as np
 import pytest
 
-from calibcourse.study import cache as C
+from calibcourse.study import cache as cachemod
 from calibcourse.study import data as D
 from calibcourse.tools import smoke as S
 from calibcourse.study.experiments import experiments
@@ -42,9 +42,9 @@ def test_full_configs_train_for_one_batch_on_the_small_files(tmp_path, monkeypat
     for var, value in (("CALIBCOURSE_SMOKE", S.SMOKE_CAPS), ("CALIBCOURSE_DATA", str(tmp_path / "data"))):
         monkeypatch.setenv(var, value)
     cfg = experiments("full")[name]
-    cache = C.Cache(tmp_path / "cache")
+    cache = cachemod.Cache(tmp_path / "cache")
     result = cache.get_or_train(cfg, progress=False)
-    assert cache.keys() == [C.config_key(cfg)] and len(result.history) == 1
+    assert cache.keys() == [cachemod.config_key(cfg)] and len(result.history) == 1
     assert result.info["smoke"].startswith("1 epochs of at most 1 batches of at most 16 samples")
     n_test = len(result.labels("test"))
     assert result.logits("test").shape[0] == n_test > 0
