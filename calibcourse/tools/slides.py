@@ -380,8 +380,9 @@ def build_slides(root, profile: str = "default", log=print) -> list[Path]:
         nb = nbformat.read(root / (page.toc_entry + ".ipynb"), as_version=4)
         title = re.search(r"(?m)^# (.+)$", page.source.read_text()).group(1).strip()
         path = out / f"{page.source.stem}.html"
-        path.write_text(deck_html(nb, title, bib=bib))
-        decks.append((title, path, 1 + len(re.findall(r"<section>", path.read_text())) - 1))
+        deck = deck_html(nb, title, bib=bib)
+        path.write_text(deck)
+        decks.append((title, path, deck.count("<section>")))  # the slides after the title
     items = "\n".join(f'<li><a href="{p.name}">{html.escape(t)}</a> ({n} slides)</li>' for t, p, n in decks)
     (out / "index.html").write_text(f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
                                     f"<title>calibcourse: slides</title></head><body><h1>Slides</h1>"

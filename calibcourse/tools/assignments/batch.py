@@ -244,7 +244,8 @@ def grade(lab: str, submissions, out_dir=None, timeout: float = DEFAULT_TIMEOUT,
         write_assignments(adir, [lab], log=log)
     import jupytext
 
-    lab_qs = questions(jupytext.read(sources[lab]))
+    source_nb = jupytext.read(sources[lab])
+    lab_qs = questions(source_nb)
     tests = read_autograder(zip_path, lab_qs)
     handed_out = zip_path.parent / "student" / f"{lab}.ipynb"
     if handed_out.exists():  # the lab's own cells, as handed out: not the student's code
@@ -255,7 +256,7 @@ def grade(lab: str, submissions, out_dir=None, timeout: float = DEFAULT_TIMEOUT,
                           if c.cell_type == "code" and not fns & set(_defined_names(c.source))]
     qs = tests["questions"]
     out_dir = Path(out_dir or ROOT / "_build" / "grades")
-    wqs = written_questions(jupytext.read(sources[lab]))
+    wqs = written_questions(source_nb)
     sheet = out_dir / f"{lab}-written.csv"  # the written answers' marks, filled in by the instructor
     marks = read_marks(sheet, wqs) if sheet.exists() else {}
     fb_dir = out_dir / lab

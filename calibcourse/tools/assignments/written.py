@@ -300,6 +300,10 @@ def write_sheet(path, qs: list[WrittenQuestion], submitted: dict, marks: dict) -
     path = Path(path)
     cols = sheet_columns(qs)
     names = list(dict.fromkeys([*marks, *submitted]))
+    old = {}  # the answers of the files graded before, as the sheet holds them
+    if path.exists():
+        with open(path, newline="") as f:
+            old = {row.get("file"): row for row in csv.DictReader(f)}
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", newline="") as f:
         w = csv.writer(f)
@@ -309,20 +313,10 @@ def write_sheet(path, qs: list[WrittenQuestion], submitted: dict, marks: dict) -
             for q in qs:
                 got = marks.get(name, {}).get(q.name, [None] * len(q.rubric))
                 row += ["" if m is None else f"{m:g}" for m in got]
-                row.append(submitted.get(name, {}).get(q.name, "") if name in submitted
-                           else _old_answer(path, name, q.name))
+                row.append(submitted[name].get(q.name, "") if name in submitted
+                           else old.get(name, {}).get(f"{q.name} answer", ""))
             w.writerow(row)
     os.replace(tmp, path)
-
-
-def _old_answer(path: Path, name: str, question: str) -> str:
-    if not path.exists():
-        return ""
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            if row.get("file") == name:
-                return row.get(f"{question} answer", "")
-    return ""
 
 
 def mark_of(marks: list):
