@@ -45,6 +45,12 @@ def test_pdf_check_finds_every_chapter_and_its_figures(tmp_path):
         contents, (["CHAPTER", "ONE", "1. ALPHA AND OMEGA"], True), (["CHAPTER", "TWO", "2. BETA"], False)])
     with pytest.raises(ValueError, match=r"no figure in chapter '2. Beta' \(pages 3 on\)$"):
         P.check_pdf(bare, titles)
+    # a later page of the book that is no checked chapter (a lab, the ledger) lends it no figure
+    followed = _book(tmp_path / "followed.pdf", [
+        contents, (["CHAPTER", "ONE", "1. ALPHA AND OMEGA"], True), (["CHAPTER", "TWO", "2. BETA"], False),
+        (["CHAPTER", "THREE", "LAB 1: MEASURING"], True)])
+    with pytest.raises(ValueError, match=r"no figure in chapter '2. Beta' \(pages 3 on\)$"):
+        P.check_pdf(followed, titles)
     with pytest.raises(ValueError, match=r"no chapter titled '3. Gamma'"):
         P.check_pdf(good, titles + ["3. Gamma"])
     with pytest.raises(ValueError, match="no such PDF"):

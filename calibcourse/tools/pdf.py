@@ -87,7 +87,7 @@ def check_pdf(pdf, titles) -> dict:
 
     A chapter starts on the page that opens with "CHAPTER", its number in words and its title
     (Jupyter Book's LaTeX class sets each page of the table of contents as a chapter); it ends
-    where the next one starts.
+    where the next chapter of the book starts, one of ``titles`` or not.
 
     Parameters
     ----------
@@ -128,10 +128,11 @@ def check_pdf(pdf, titles) -> dict:
             missing.append(title)
         else:
             starts[title] = found
-    order = sorted(starts.items(), key=lambda kv: kv[1])
+    # a chapter ends where the next chapter of the book starts, a checked one or not (the ledger, a lab)
+    chapter_starts = [i + 1 for i, page in enumerate(body) if page] + [len(pages) + 1]
     report = {}
-    for k, (title, first) in enumerate(order):
-        end = order[k + 1][1] if k + 1 < len(order) else len(pages) + 1
+    for title, first in starts.items():
+        end = min(p for p in chapter_starts if p > first)
         report[title] = (first, sum(first <= p < end for p in image_pages))
     bare = [t for t, (_, n) in report.items() if n == 0]
     problems = ([f"no chapter titled {t!r}" for t in missing]
