@@ -2,16 +2,63 @@
 
 Every public function validates up front and raises a ``ValueError`` that names
 the argument and says what is wrong, in the style of scikit-learn.
+
+Each array is value-checked once (NaN and inf, the range of probabilities, their row sums, the
+labels' range), where the user hands it over. A public function that has checked its arrays calls
+the toolkit's other public functions on them inside :func:`checked`, where their value checks
+are skipped (scikit-learn's ``config_context(assume_finite=True)`` and
+``prefer_skip_nested_validation`` work alike): a report, a bootstrap interval or a calibrator's
+``fit`` then reads the data once to check it, not once per measure, resample or fold. The
+precision of the input (its dtype's epsilon) is read where the data comes in, before any
+conversion, so a bfloat16 tensor's rows get bfloat16's tolerance and its float32 copy is never
+checked again.
 """
 from __future__ import annotations
 
+import contextvars
 import numbers
+from contextlib import contextmanager
 
 import numpy as np
 
 #: Rows of a probability matrix must sum to 1 within this absolute tolerance, or within
-#: ``K * eps`` of the input's dtype where that is larger (:func:`sum_tolerance`).
-SUM_TOL = 1e-4
+#: ``K * eps`` of the input's dtype where that is larger (:func:`sum_tolerance`). The one
+#: tolerance of "these are probabilities": the metrics' checks, the calibrators' and the
+#: report's detection of probabilities all use it (probabilities written to a file with four
+#: decimals sum to 1 within K * 5e-5).
+SUM_TOL = 1e-3
+
+_CHECKED = contextvars.ContextVar("calibcourse_checked", default=False)
+
+
+@contextmanager
+def checked():
+    """Inside, the toolkit's public functions take the arrays they are given as checked.
+
+    Their type and shape checks and conversions still run; the value checks (a pass over the
+    data: NaN and inf, the range of probabilities, row sums, the labels' range) do not. For the
+    toolkit's own public functions, after they have checked their inputs: a caller outside the
+    toolkit gets every check.
+
+    Examples
+    --------
+    >>> from calibcourse.calibration.metrics import ece
+    >>> with checked():
+    ...     assumed_checked()
+    True
+    >>> assumed_checked()
+    False
+    """
+    token = _CHECKED.set(True)
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
+
+
+def assumed_checked() -> bool:
+    """Whether the caller is inside :func:`checked` (the value checks are skipped)."""
+    return _CHECKED.get()
 #: The machine epsilon of the low-precision dtypes that numpy may not know (torch's, ml_dtypes')
 _LOW_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 
@@ -41,7 +88,7 @@ def sum_tolerance(eps: float, n_classes: int) -> float:
     ``max(SUM_TOL, n_classes * eps)``: rounding each of the K probabilities of a row to the
     dtype, and summing them in it, moves the sum by at most about ``K * eps`` (float16:
     ``K * 9.8e-4``, bfloat16: ``K * 7.8e-3``); for float32 and float64 the fixed ``SUM_TOL``
-    applies up to K = 838 and K = 4.5e11.
+    applies up to K = 8,388 and K = 4.5e12.
 
     Parameters
     ----------
@@ -58,7 +105,7 @@ def sum_tolerance(eps: float, n_classes: int) -> float:
     Examples
     --------
     >>> sum_tolerance(np.finfo(np.float64).eps, 10), round(sum_tolerance(np.finfo(np.float16).eps, 10), 5)
-    (0.0001, 0.00977)
+    (0.001, 0.00977)
     """
     return max(SUM_TOL, n_classes * float(eps))
 
@@ -98,15 +145,14 @@ def check_probs(probs, name: str = "probs", allow_1d: bool = True, eps: float | 
     Rows of an (n, K) array must sum to 1 within :func:`sum_tolerance` of the input's dtype
     (float16 and bfloat16 probabilities are accepted; they are computed on as they come, or
     as float32 for bfloat16). ``eps``: the machine epsilon of the dtype the data came in, where
-    ``probs`` is already a converted copy (default: :func:`input_eps` of ``probs``). A float32
-    array whose every value is a bfloat16 number, the copy that :func:`to_numpy` makes of
-    bfloat16 data, gets bfloat16's tolerance without being told: a caller that converted the
-    data (:mod:`calibcourse.calibration.stats`) and a metric that checks its copy again agree.
+    ``probs`` is already a converted copy (default: :func:`input_eps` of ``probs``). Inside
+    :func:`checked` only the type and shape are checked.
     """
     p = probs_array(probs, name, allow_1d)
-    lo, hi = _min_max(p)
-    check_prob_values(p, name, lo, hi, row_sums=_row_sums if p.ndim == 2 else None,
-                      eps=input_eps(probs) if eps is None else eps)
+    if not _CHECKED.get():
+        lo, hi = _min_max(p)
+        check_prob_values(p, name, lo, hi, row_sums=_row_sums if p.ndim == 2 else None,
+                          eps=input_eps(probs) if eps is None else eps)
     return p
 
 
@@ -150,10 +196,8 @@ def check_prob_values(p: np.ndarray, name: str, lo: float, hi: float, row_sums=N
         # the largest |s - 1| from the smallest and the largest sum, in float64: two fast passes
         # (a rounding of s - 1 keeps its order, so the test is the one on every row's |s - 1|)
         worst_dev = max(1.0 - float(sum_range[0]), float(sum_range[1]) - 1.0)
-        held = str(p.dtype)
-        if worst_dev > sum_tolerance(eps, k) and eps < _LOW_EPS["bfloat16"] and _bfloat16_values(p):
-            eps, held = _LOW_EPS["bfloat16"], f"bfloat16 values in {p.dtype}"  # a float32 copy of bfloat16 data
         tol = sum_tolerance(eps, k)
+        held = next((name for name, e in _LOW_EPS.items() if e == eps), str(p.dtype))
         if worst_dev > tol:
             if s is None:
                 s = row_sums(p) if callable(row_sums) else row_sums
@@ -162,16 +206,6 @@ def check_prob_values(p: np.ndarray, name: str, lo: float, hi: float, row_sums=N
             raise ValueError(f"rows of {name} must sum to 1 (tolerance {tol:g} for {held} with "
                              f"{k} classes); row {worst} sums to {s[worst]:.6g}")
 
-
-def _bfloat16_values(p: np.ndarray) -> bool:
-    """Whether ``p`` is float32 and every value a bfloat16 number (its low 16 bits zero).
-
-    That is what :func:`to_numpy` makes of bfloat16 data (numpy has no bfloat16), and what a
-    caller that converted first (:mod:`calibcourse.calibration.stats`, a calibrator) passes on:
-    the values keep the precision they came in, so the row sums get bfloat16's tolerance. A
-    float32 computation's output has such values with probability 2**-16 each.
-    """
-    return p.dtype == np.float32 and not (p.view(np.uint32) & np.uint32(0xFFFF)).any()
 
 
 #: Where the toolkit's numeric passes over numpy arrays run: "numpy" (one thread, the default) or
@@ -250,22 +284,27 @@ def check_labels(labels, n: int, n_classes: int | None, name: str = "labels") ->
     if y.shape[0] != n:
         raise ValueError(f"{name} has {y.shape[0]} entries but the predictions have {n}; "
                          "they must have the same length")
-    if y.dtype.kind == "b":
-        y = y.astype(np.int64)
-    elif y.dtype.kind == "f":
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be integer class indices; got dtype {y.dtype}")
+    if not _CHECKED.get():
+        _label_values(y, n_classes, name)
+    return y.astype(np.int64, copy=False)
+
+
+def _label_values(y: np.ndarray, n_classes: int | None, name: str) -> None:
+    """The value checks of :func:`check_labels`: whole numbers in ``[0, n_classes)``."""
+    if y.dtype.kind == "f":
         check_finite(y, name)
         if not np.all(np.equal(np.mod(y, 1), 0)):
             raise ValueError(f"{name} must be integer class indices; got non-integer values "
                              f"such as {y[np.mod(y, 1) != 0][0]!r}")
-        y = y.astype(np.int64)
-    elif y.dtype.kind not in "iu":
-        raise ValueError(f"{name} must be integer class indices; got dtype {y.dtype}")
-    y = y.astype(np.int64, copy=False)
-    if y.size and y.min() < 0:
-        raise ValueError(f"{name} must be >= 0; got {y.min()}")
-    if n_classes is not None and y.size and y.max() >= n_classes:
-        raise ValueError(f"{name} must be < the number of classes ({n_classes}); got {y.max()}")
-    return y
+    if y.dtype.kind == "b" or not y.size:
+        return
+    lo, hi = y.min(), y.max()
+    if lo < 0:
+        raise ValueError(f"{name} must be >= 0; got {lo:g}")
+    if n_classes is not None and hi >= n_classes:
+        raise ValueError(f"{name} must be < the number of classes ({n_classes}); got {hi:g}")
 
 
 def check_n_bins(n_bins, name: str = "n_bins") -> int:
@@ -305,6 +344,13 @@ def check_logits(logits, name: str = "logits", ndim: int | None = 2,
         raise ValueError(f"{name} must have shape {shape}; got shape {z.shape}")
     if z.shape[0] == 0:
         raise ValueError(f"{name} is empty: at least one sample is needed")
+    if not _CHECKED.get():
+        _logit_values(z, name, reject_probabilities)
+    return z
+
+
+def _logit_values(z: np.ndarray, name: str, reject_probabilities: bool) -> None:
+    """The value checks of :func:`check_logits`: finite, and (``reject_probabilities``) not probabilities."""
     lo, hi = _min_max(z)
     if not (np.isfinite(lo) and np.isfinite(hi)):
         check_finite(z, name)  # names NaN or inf and counts them
@@ -315,7 +361,6 @@ def check_logits(logits, name: str = "logits", ndim: int | None = 2,
         if z.ndim == 2 and np.abs(_row_sums(z) - 1.0).max() <= SUM_TOL:
             raise ValueError(f"{name} look like probabilities, not logits: every row lies in [0, 1] and "
                              "sums to 1; pass the network's logits (or numpy.log of the probabilities)")
-    return z
 
 
 def is_torch(x) -> bool:
@@ -342,12 +387,18 @@ def check_sample_weight(sample_weight, n: int, name: str = "sample_weight"):
     if not np.issubdtype(w.dtype, np.number) or np.issubdtype(w.dtype, np.complexfloating):
         raise ValueError(f"{name} must be real numbers; got dtype {w.dtype}")
     w = w.astype(np.float64)
+    if not _CHECKED.get():
+        _weight_values(w, name)
+    return w
+
+
+def _weight_values(w: np.ndarray, name: str) -> None:
+    """The value checks of :func:`check_sample_weight`: finite, >= 0, a positive sum."""
     if not np.isfinite(w).all() or (w < 0).any():
         bad = w[~np.isfinite(w)][0] if not np.isfinite(w).all() else w.min()
         raise ValueError(f"{name} must be finite and >= 0; its smallest value is {bad:g}")
     if not w.sum() > 0:
         raise ValueError(f"{name} sums to zero (every weight is zero): at least one sample needs a positive weight")
-    return w
 
 
 def encode_labels(labels, n: int, n_classes: int, name: str = "labels"):

@@ -7,8 +7,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from calibcourse.calibration._validation import (check_labels, check_logits, check_sample_weight, encode_labels,
-                                                 is_torch, to_numpy)
+from calibcourse.calibration._validation import (check_labels, check_logits, check_sample_weight, checked,
+                                                 encode_labels, is_torch, to_numpy)
 
 EPS = 1e-12
 #: What the scores given to a binary method or to ``OneVsAll`` are.
@@ -88,7 +88,8 @@ class _Calibrator(BaseEstimator):
         n = s.shape[0]
         codes, classes = encode_labels(labels, n, k)
         w = check_sample_weight(sample_weight, n)
-        self._fit(scores, codes, w)
+        with checked():  # the scores, the labels and the weights are checked: _fit does not check them again
+            self._fit(scores, codes, w)
         self.classes_ = classes
         self.n_features_in_ = 1 if s.ndim == 1 else int(s.shape[1])
         return self

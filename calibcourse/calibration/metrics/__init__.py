@@ -10,7 +10,7 @@ Inputs
 ------
 ``probs``
     Shape ``(n, K)``: a probability vector per sample (rows sum to 1 within
-    ``calibcourse.calibration._validation.SUM_TOL`` = 1e-4), or shape ``(n,)``: the
+    ``calibcourse.calibration._validation.SUM_TOL`` = 1e-3), or shape ``(n,)``: the
     probability of class 1 of a binary problem. Logits go through
     :func:`logits_to_probs` first.
 ``labels``

@@ -8,6 +8,7 @@ import numpy as np
 
 from calibcourse.calibration import binning
 from calibcourse.calibration._validation import (
+    assumed_checked,
     check_choice,
     check_labels,
     check_logits,
@@ -178,6 +179,8 @@ def _checked_top_label(probs):
     caller keeps are allocated at full length (fresh pages cost as much as a pass).
     """
     p = probs_array(probs)
+    if assumed_checked():
+        return (p, *top_label(p))
     if not (p.ndim == 2 and p.shape[1] >= _BLOCKED_FROM_CLASSES and p.flags.c_contiguous):
         p = check_probs(p, eps=input_eps(probs))
         return (p, *top_label(p))

@@ -17,7 +17,7 @@ import numpy as np
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-from calibcourse.calibration._validation import check_labels, check_probs
+from calibcourse.calibration._validation import check_labels, check_probs, checked
 from calibcourse.calibration.report.choice import (KINDS, VIEWS, Choice, as_logits_and_probs, candidate_methods,
                                                    check_folds, choose, cross_fit)
 from calibcourse.calibration.report.page import MAX_BOOT_DRAWS, MAX_FIT_ROWS, MAX_FIT_VALUES, report_html
@@ -83,14 +83,15 @@ def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci:
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
         raise ValueError(f"n_boot must be an integer >= 10; got {n_boot!r}")
     row = {}
-    for key, fn in M.MEASURES.items():
-        params = inspect.signature(fn).parameters
-        kw = {"n_bins": n_bins} if "n_bins" in params else {}
-        if "bandwidth" in params:
-            kw["bandwidth"] = sece_bandwidth
-        if ci and key in M.CALIBRATION_ERRORS:
-            r = stats.interval(fn, p, y, n_boot=n_boot, seed=seed, **kw)
-            row[key], row[key + "_low"], row[key + "_high"] = r.estimate, r.low, r.high
-        else:
-            row[key] = fn(p, y, **kw)
+    with checked():  # each measure on the arrays checked once, above
+        for key, fn in M.MEASURES.items():
+            params = inspect.signature(fn).parameters
+            kw = {"n_bins": n_bins} if "n_bins" in params else {}
+            if "bandwidth" in params:
+                kw["bandwidth"] = sece_bandwidth
+            if ci and key in M.CALIBRATION_ERRORS:
+                r = stats.interval(fn, p, y, n_boot=n_boot, seed=seed, **kw)
+                row[key], row[key + "_low"], row[key + "_high"] = r.estimate, r.low, r.high
+            else:
+                row[key] = fn(p, y, **kw)
     return pd.DataFrame([row], index=pd.Index([name], name="model"))

@@ -8,7 +8,7 @@ import numpy as np
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-from calibcourse.calibration._validation import check_labels, check_probs
+from calibcourse.calibration._validation import check_labels, check_probs, checked
 
 __all__ = ["VIEWS", "KINDS", "as_logits_and_probs", "candidate_methods", "check_folds", "cross_fit", "Choice",
            "choose"]
@@ -56,20 +56,26 @@ def as_logits_and_probs(scores, kind: str = "auto", name: str = "scores", _probs
     """
     from scipy.special import expit
 
-    from calibcourse.calibration._validation import check_choice, check_logits
+    from calibcourse.calibration._validation import (check_choice, check_finite, check_logits, check_prob_values,
+                                                     input_eps, sum_tolerance)
 
     check_choice(kind, KINDS, "kind")
-    s = check_logits(scores, name, ndim=None, keep_float32=True)
+    with checked():  # the type and the shape; the values once, below
+        s = check_logits(scores, name, ndim=None, keep_float32=True)
     if s.ndim not in (1, 2) or (s.ndim == 2 and s.shape[1] < 2):
         raise ValueError(f"{name} must have shape (n, K) with K >= 2, or (n,) for a binary model; "
                          f"got shape {s.shape}")
-    if kind == "auto":
-        in_unit = s.min() >= 0 and s.max() <= 1
-        kind = "probs" if in_unit and (s.ndim == 1 or np.abs(s.sum(1) - 1).max() <= 1e-3) else "logits"
+    lo, hi = s.min(), s.max()
+    sums = None if s.ndim == 1 else s.sum(1, dtype=np.float64)
+    if kind == "auto":  # probabilities by the same test as check_probs: in [0, 1], rows summing to 1
+        tol = sum_tolerance(input_eps(scores), s.shape[1] if s.ndim == 2 else 2)
+        kind = "probs" if lo >= 0 and hi <= 1 and (sums is None or np.abs(sums - 1).max() <= tol) else "logits"
     if kind == "probs":
-        p = check_probs(s, name)
-        p = np.stack([1 - p, p], 1) if p.ndim == 1 else p / p.sum(1, keepdims=True)
+        check_prob_values(s, name, lo, hi, row_sums=sums, eps=input_eps(scores))
+        p = np.stack([1 - s, s], 1) if s.ndim == 1 else s / sums[:, None]
         return M.probs_to_logits(p), p, "probs"
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        check_finite(s, name)
     z = np.stack([np.zeros_like(s), s], 1) if s.ndim == 1 else s
     if not _probs:  # the report: probabilities block by block, never the whole matrix
         return z, None, "logits"
@@ -178,7 +184,11 @@ def check_folds(labels, n_classes: int, folds: int, name: str = "labels", folds_
     ValueError: folds = 3, but class 0 of labels has only 2 samples: every class needs at least one sample per
     fold (lower folds or add samples)
     """
-    y = check_labels(labels, len(labels), n_classes, name)
+    return _fold_counts(check_labels(labels, len(labels), n_classes, name), n_classes, folds, name, folds_name)
+
+
+def _fold_counts(y: np.ndarray, n_classes: int, folds: int, name: str = "labels", folds_name: str = "folds"):
+    """:func:`check_folds` on checked labels ``y``: two classes at least, each with ``folds`` samples."""
     if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
         raise ValueError(f"{folds_name} must be an integer >= 2; got {folds!r}")
     counts = np.bincount(y, minlength=n_classes)
@@ -236,26 +246,39 @@ def cross_fit(logits, probs, labels, methods: dict | None = None, folds: int = 5
     >>> oof["temperature scaling"].shape, M.ece(oof["temperature scaling"], y) < M.ece(p, y)
     ((600, 3), True)
     """
-    from sklearn.base import clone
-    from sklearn.model_selection import StratifiedKFold
-
     k = probs.shape[1]
     y = check_folds(labels, k, folds)
-    methods = candidate_methods(k) if methods is None else methods
+    return _cross_fit(logits, probs, y, methods, folds, skipped, progress)
+
+
+def _cross_fit(logits, probs, y, methods, folds, skipped, progress) -> dict:
+    """:func:`cross_fit` on checked arrays (the calibrators do not check each fold again)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    methods = candidate_methods(probs.shape[1]) if methods is None else methods
     out = {name: np.empty_like(probs, dtype=np.float64) for name in methods}
     failed = {} if skipped is None else skipped
     splits = StratifiedKFold(n_splits=folds).split(np.zeros(len(y)), y)
-    for i, (train, test) in enumerate(_progress(splits, folds, "cross-fitting the calibrators", progress), start=1):
-        for name, (cal, view) in methods.items():
-            if name in failed:
-                continue
-            try:
-                fitted = clone(cal).fit(_view(logits[train], probs[train], view), y[train])
-            except ValueError as exc:  # a map this fold cannot identify: the method is left out, with why
-                failed[name] = f"not fitted on fold {i} of {folds}: {exc}"
-                continue
-            out[name][test] = fitted.predict_proba(_view(logits[test], probs[test], view))
+    with checked():
+        for i, (train, test) in enumerate(_progress(splits, folds, "cross-fitting the calibrators", progress),
+                                          start=1):
+            _fit_fold(logits, probs, y, methods, failed, out, train, test, f"fold {i} of {folds}")
     return {name: q for name, q in out.items() if name not in failed}
+
+
+def _fit_fold(logits, probs, y, methods, failed, out, train, test, fold: str) -> None:
+    """Fit every method not failed yet on ``train``; its probabilities of ``test`` into ``out``."""
+    from sklearn.base import clone
+
+    for name, (cal, view) in methods.items():
+        if name in failed:
+            continue
+        try:
+            fitted = clone(cal).fit(_view(logits[train], probs[train], view), y[train])
+        except ValueError as exc:  # a map this fold cannot identify: the method is left out, with why
+            failed[name] = f"not fitted on {fold}: {exc}"
+            continue
+        out[name][test] = fitted.predict_proba(_view(logits[test], probs[test], view))
 
 
 class Choice(NamedTuple):
@@ -336,7 +359,18 @@ def choose(probs, oof: dict, labels, n_bins: int = 15, n_boot: int = 1000, seed:
     >>> choose(p, cross_fit(z, p, y, folds=3), y, n_boot=100).name
     'uncalibrated'
     """
+    probs = check_probs(probs, "probs", allow_1d=False)
     y = check_labels(labels, probs.shape[0], probs.shape[1])
+    oof = {name: check_probs(q, f"oof[{name!r}]", allow_1d=False) for name, q in oof.items()}
+    for name, q in oof.items():
+        if q.shape != probs.shape:
+            raise ValueError(f"oof[{name!r}] has shape {q.shape} and probs {probs.shape}: the same samples needed")
+    with checked():  # each array checked once, above
+        return _choose(probs, oof, y, n_bins, n_boot, seed)
+
+
+def _choose(probs, oof: dict, y, n_bins: int, n_boot: int, seed: int) -> Choice:
+    """:func:`choose` on checked arrays."""
     kw = {"n_bins": n_bins, "reliability": "positive_class" if probs.shape[1] == 2 else "top_label"}
     candidates = {"uncalibrated": probs, **oof}
     table = []

@@ -8,9 +8,9 @@ import numpy as np
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-from calibcourse.calibration._validation import encode_labels
-from calibcourse.calibration.report.choice import (_prob_blocks, _progress, _softmax_rows, _view, as_logits_and_probs,
-                                                   candidate_methods, check_folds, choose, cross_fit)
+from calibcourse.calibration._validation import checked, encode_labels
+from calibcourse.calibration.report.choice import (_choose, _cross_fit, _fold_counts, _prob_blocks, _progress,
+                                                   _softmax_rows, _view, as_logits_and_probs, candidate_methods)
 from calibcourse.calibration.report.saved import FittedCalibration
 
 __all__ = ["MAX_FIT_VALUES", "MAX_FIT_ROWS", "MAX_BOOT_DRAWS", "report_html"]
@@ -194,10 +194,6 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     >>> html.startswith("<!DOCTYPE html>"), "data:image/png;base64," in html, fitted.name == choice.name
     (True, True, True)
     """
-    import html as H
-
-    from sklearn.base import clone
-
     names = {"scores": "scores", "labels": "labels", "folds": "folds", **(names or {})}
     z, p, kind = as_logits_and_probs(scores, kind, names["scores"], _probs=False)
     n, k = z.shape
@@ -205,7 +201,18 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
         y, classes = encode_labels(labels, n, k, names["labels"])
     except ValueError as e:
         raise ValueError(str(e).replace("the predictions have", f"{names['scores']} has")) from None
-    y = check_folds(y, k, folds, names["labels"], names["folds"])
+    y = _fold_counts(y, k, folds, names["labels"], names["folds"])
+    with checked():  # the scores and the labels are checked: nothing below checks them again
+        return _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress)
+
+
+def _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress):
+    """:func:`report_html` on checked scores (logits ``z``, probabilities ``p`` or None) and labels ``y``."""
+    import html as H
+
+    from sklearn.base import clone
+
+    n, k = z.shape
     reliability = "positive_class" if k == 2 else "top_label"
     methods = candidate_methods(k)
     skipped = {}
@@ -218,10 +225,10 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
         ps = (p if sub is None else p[sub]).astype(np.float64)
     with warnings.catch_warnings(record=True) as caught:  # a calibrator's warnings go on the page
         warnings.simplefilter("always")
-        oof = cross_fit(zs, ps, ys, methods, folds, skipped=skipped, progress=progress)
+        oof = _cross_fit(zs, ps, ys, methods, folds, skipped, progress)
     notes = sorted({str(w.message) for w in caught})
     fit_boot = min(n_boot, max(100, MAX_BOOT_DRAWS // len(ys)))  # the comparisons' bootstraps, bounded
-    choice = choose(ps, oof, ys, n_bins=n_bins, n_boot=fit_boot, seed=seed)
+    choice = _choose(ps, oof, ys, n_bins, fit_boot, seed)
     fitted = FittedCalibration(None, "probs", kind, "uncalibrated")
     if choice.name != "uncalibrated":
         cal, view = methods[choice.name]

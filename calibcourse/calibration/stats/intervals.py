@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibcourse.calibration import metrics as M
+from calibcourse.calibration._validation import check_labels, checked
 from calibcourse.calibration.stats._engine import (Difference, _check_bias_corrected,
                                                     _check_common, _check_metric, _check_pair, _finite, _resampler,
                                                     interval_from_replicates, resample_indices)
@@ -64,8 +65,9 @@ def interval(metric, probs, labels, n_boot: int = 2000, level: float = 0.95, see
     _check_common(n_boot, level, method)
     bias_corrected = _check_bias_corrected(bias_corrected, metric, metric_kwargs)
     p, y = _check_pair(probs, labels)
-    plugin, f = _resampler(metric, p, y, metric_kwargs)
-    reps = [f(i) for i in resample_indices(len(y), n_boot, seed)]
+    with checked():  # the metric on the checked arrays and their resamples
+        plugin, f = _resampler(metric, p, y, metric_kwargs)
+        reps = [f(i) for i in resample_indices(len(y), n_boot, seed)]
     return interval_from_replicates(plugin, reps, level, method, len(y), lower=0.0, bias_corrected=bias_corrected)
 
 
@@ -123,14 +125,15 @@ def paired_difference(metric, probs_a, probs_b, labels, n_boot: int = 2000, leve
     _check_common(n_boot, level, method)
     bias_corrected = _check_bias_corrected(bias_corrected, metric, metric_kwargs, relative)
     pa, y = _check_pair(probs_a, labels, "probs_a")
-    pb, _ = _check_pair(probs_b, labels, "probs_b")
+    pb = _check_probs_of(probs_b, y, "probs_b")
     if pa.shape != pb.shape:
         raise ValueError(f"probs_a and probs_b must have the same shape (the same samples); got "
                          f"{pa.shape} and {pb.shape}")
-    va, fa = _resampler(metric, pa, y, metric_kwargs)
-    vb, fb = _resampler(metric, pb, y, metric_kwargs)
     stat = _relative if relative else np.subtract
-    reps = [stat(fa(i), fb(i)) for i in resample_indices(len(y), n_boot, seed)]
+    with checked():
+        va, fa = _resampler(metric, pa, y, metric_kwargs)
+        vb, fb = _resampler(metric, pb, y, metric_kwargs)
+        reps = [stat(fa(i), fb(i)) for i in resample_indices(len(y), n_boot, seed)]
     return interval_from_replicates(stat(va, vb), reps, level, method, len(y), lower=-1.0 if relative else None,
                    bias_corrected=bias_corrected)
 
@@ -140,14 +143,32 @@ def _relative(a, b):
         return np.float64(a) / np.float64(b) - 1.0
 
 
-def _check_seed_list(probs_list, labels, name):
+def _check_probs_of(probs, y, name):
+    """Probabilities of the samples whose checked labels are ``y``, checked (the labels are not again)."""
+    from calibcourse.calibration._validation import check_probs
+
+    try:
+        p = check_probs(probs)
+        if p.shape[0] != y.shape[0] or (p.ndim == 2 and y.size and y.max() >= p.shape[1]):
+            check_labels(y, p.shape[0], 2 if p.ndim == 1 else p.shape[1])  # its message
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from None
+    return p
+
+
+def _check_seed_list(probs_list, labels, name, y=None):
+    """The checked arrays of ``probs_list`` and the checked labels (``y``, where they are already)."""
     if isinstance(probs_list, np.ndarray) or not hasattr(probs_list, "__len__") or len(probs_list) < 1:
         raise ValueError(f"{name} must be a list with one array of probabilities per seed")
-    out = [_check_pair(p, labels, f"{name}[{s}]")[0] for s, p in enumerate(probs_list)]
+    if y is None:
+        first, y = _check_pair(probs_list[0], labels, f"{name}[0]")
+    else:
+        first = _check_probs_of(probs_list[0], y, f"{name}[0]")
+    out = [first] + [_check_probs_of(p, y, f"{name}[{s}]") for s, p in enumerate(probs_list) if s]
     if len({p.shape for p in out}) > 1:
         raise ValueError(f"every array of {name} must have the same shape (the same test samples); got "
                          f"{sorted({p.shape for p in out})}")
-    return out
+    return out, y
 
 
 def seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: int = 2000, level: float = 0.95,
@@ -199,20 +220,27 @@ def seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: int = 2
     >>> d.n_seeds, stats.verdict(d.low, d.high, direction="above")
     (3, 'held')
     """
-    from scipy.stats import t as student_t
-
     _check_metric(metric)
     _check_common(n_boot, level, "hull")
     correctable = not (relative and probs_b_list is not None) and not (
         metric is M.mce or metric_kwargs.get("norm") == "max")
     bias_corrected = _check_bias_corrected(bias_corrected, metric, metric_kwargs,
                                            relative and probs_b_list is not None)
-    a_list = _check_seed_list(probs_a_list, labels, "probs_a_list")
-    b_list = None if probs_b_list is None else _check_seed_list(probs_b_list, labels, "probs_b_list")
+    a_list, y = _check_seed_list(probs_a_list, labels, "probs_a_list")
+    b_list = None if probs_b_list is None else _check_seed_list(probs_b_list, labels, "probs_b_list", y)[0]
     if b_list is not None and a_list[0].shape != b_list[0].shape:
         raise ValueError(f"probs_a_list and probs_b_list must hold predictions of the same samples; got "
                          f"shapes {a_list[0].shape} and {b_list[0].shape}")
-    y = _check_pair(a_list[0], labels)[1]
+    with checked():
+        return _seeds_difference(metric, a_list, b_list, y, n_boot, level, seed, relative, bias_corrected,
+                                 correctable, metric_kwargs)
+
+
+def _seeds_difference(metric, a_list, b_list, y, n_boot, level, seed, relative, bias_corrected, correctable,
+                      metric_kwargs) -> Difference:
+    """:func:`seeds_difference` on checked arrays."""
+    from scipy.stats import t as student_t
+
     fa = [_resampler(metric, p, y, metric_kwargs) for p in a_list]
     fb = [] if b_list is None else [_resampler(metric, p, y, metric_kwargs) for p in b_list]
     va = np.array([v for v, _ in fa])

@@ -6,9 +6,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from calibcourse.calibration._validation import checked
 from calibcourse.calibration.stats._engine import (Difference, _check_common, _check_metric, _check_pair, _finite,
                                                     _resampler, interval_from_replicates, resample_indices)
-from calibcourse.calibration.stats.intervals import _check_seed_list
+from calibcourse.calibration.stats.intervals import _check_probs_of, _check_seed_list
 
 __all__ = ["PairedSeeds", "paired_seeds_difference", "paired_seeds_contrast", "RivalsDifference", "rivals_difference"]
 
@@ -122,16 +123,17 @@ def paired_seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: 
     """
 
     _check_metric(metric)
-    a_list = _check_seed_list(probs_a_list, labels, "probs_a_list")
-    b_list = _check_seed_list(probs_b_list, labels, "probs_b_list")
+    a_list, y = _check_seed_list(probs_a_list, labels, "probs_a_list")
+    b_list = _check_seed_list(probs_b_list, labels, "probs_b_list", y)[0]
     if len(a_list) != len(b_list):
         raise ValueError(f"probs_a_list and probs_b_list must hold the same seeds (paired); got "
                          f"{len(a_list)} and {len(b_list)} seeds")
     if a_list[0].shape != b_list[0].shape:
         raise ValueError(f"probs_a_list and probs_b_list must hold predictions of the same samples; got "
                          f"shapes {a_list[0].shape} and {b_list[0].shape}")
-    return paired_seeds_contrast(metric, [a_list, b_list], (1.0, -1.0), labels, n_boot=n_boot, level=level,
-                                 seed=seed, **metric_kwargs)
+    with checked():  # checked once, above
+        return paired_seeds_contrast(metric, [a_list, b_list], (1.0, -1.0), y, n_boot=n_boot, level=level,
+                                     seed=seed, **metric_kwargs)
 
 
 def paired_seeds_contrast(metric, probs_lists, weights, labels, n_boot: int = 2000, level: float = 0.95,
@@ -183,9 +185,6 @@ def paired_seeds_contrast(metric, probs_lists, weights, labels, n_boot: int = 20
     >>> bool(d.estimate > 0), d.n_seeds, stats.verdict(d.low, d.high, direction="above")
     (True, 3, 'held')
     """
-    from scipy.stats import norm
-    from scipy.stats import t as student_t
-
     _check_metric(metric)
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not (n_boot == 0 or n_boot >= 10):
         raise ValueError(f"n_boot must be 0 (no test part) or an integer >= 10; got {n_boot!r}")
@@ -195,13 +194,25 @@ def paired_seeds_contrast(metric, probs_lists, weights, labels, n_boot: int = 20
     w = np.asarray(weights, dtype=float)
     if w.shape != (len(probs_lists),) or not np.all(np.isfinite(w)):
         raise ValueError(f"weights must hold one finite number per predictor ({len(probs_lists)}); got {weights!r}")
-    lists = [_check_seed_list(p, labels, f"probs_lists[{j}]") for j, p in enumerate(probs_lists)]
+    if isinstance(probs_lists, np.ndarray) or not hasattr(probs_lists, "__len__") or not len(probs_lists):
+        raise ValueError("probs_lists must be a list with one list of per-seed probabilities per predictor")
+    first, y = _check_seed_list(probs_lists[0], labels, "probs_lists[0]")
+    lists = [first] + [_check_seed_list(p, labels, f"probs_lists[{j}]", y)[0]
+                       for j, p in enumerate(probs_lists) if j]
     if len({len(x) for x in lists}) > 1:
         raise ValueError(f"every predictor must hold the same seeds (paired); got {[len(x) for x in lists]} seeds")
     if len({x[0].shape for x in lists}) > 1:
         raise ValueError(f"every predictor must hold predictions of the same samples; got shapes "
                          f"{[x[0].shape for x in lists]}")
-    y = _check_pair(lists[0][0], labels)[1]
+    with checked():
+        return _contrast(metric, lists, w, y, n_boot, level, seed, metric_kwargs)
+
+
+def _contrast(metric, lists, w, y, n_boot, level, seed, metric_kwargs) -> PairedSeeds:
+    """:func:`paired_seeds_contrast` on checked arrays."""
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
     fs = [[_resampler(metric, p, y, metric_kwargs) for p in x] for x in lists]
     k = len(lists[0])
 
@@ -351,17 +362,25 @@ def rivals_difference(metric, probs_a, rivals: dict, labels, n_boot: int = 2000,
     if not isinstance(rivals, dict) or not rivals:
         raise ValueError(f"rivals must be a non-empty dict {{name: probs}}; got {type(rivals).__name__}")
     pa, y = _check_pair(probs_a, labels, "probs_a")
+    checked_rivals = {}
+    for name, probs in rivals.items():
+        pb = checked_rivals[name] = _check_probs_of(probs, y, f"rivals[{name!r}]")
+        if pb.shape != pa.shape:
+            raise ValueError(f"rivals[{name!r}] must have the shape of probs_a (the same samples); got "
+                             f"{pb.shape} and {pa.shape}")
+    with checked():
+        return _rivals(metric, pa, checked_rivals, y, n_boot, level, seed, metric_kwargs)
+
+
+def _rivals(metric, pa, rivals, y, n_boot, level, seed, metric_kwargs) -> RivalsDifference:
+    """:func:`rivals_difference` on checked arrays."""
     va, fa = _resampler(metric, pa, y, metric_kwargs)
     idx = list(resample_indices(len(y), n_boot, seed))
     reps_a = np.array([fa(i) for i in idx])
     k = len(rivals)
     adjusted_level = 1 - (1 - level) / k
     per_rival, adjusted = {}, {}
-    for name, probs in rivals.items():
-        pb, _ = _check_pair(probs, labels, f"rivals[{name!r}]")
-        if pb.shape != pa.shape:
-            raise ValueError(f"rivals[{name!r}] must have the shape of probs_a (the same samples); got "
-                             f"{pb.shape} and {pa.shape}")
+    for name, pb in rivals.items():
         vb, fb = _resampler(metric, pb, y, metric_kwargs)
         reps = reps_a - np.array([fb(i) for i in idx])
         per_rival[name] = interval_from_replicates(va - vb, reps, level, "hull", len(y))
