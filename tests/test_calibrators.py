@@ -509,7 +509,7 @@ def test_binary_bad_input(cls):
 def test_too_few_samples_for_the_bins():
     with pytest.raises(ValueError, match="too few samples for the bins asked"):
         C.HistogramBinning(n_bins=50).fit(np.linspace(0.1, 0.9, 20), np.arange(20) % 2)
-    with pytest.raises(ValueError, match="n_bins must be >= 1"):
+    with pytest.raises(ValueError, match="n_bins must be an integer >= 1"):
         C.HistogramBinning(n_bins=0).fit(np.linspace(0.1, 0.9, 20), np.arange(20) % 2)
 
 

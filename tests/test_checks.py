@@ -188,7 +188,7 @@ def test_seeds_give_other_inputs_and_right_answers_pass_on_all(capsys):
         assert checks.check_reliability_bins(
             lambda p, y, n: (lambda rb: (rb.accuracy, rb.confidence, rb.count))(M.reliability_bins(p, y, n_bins=n)),
             seed=seed) is True
-    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+    with pytest.raises(ValueError, match="seed must be an integer >= 0"):
         checks.check_ece(good_ece, seed=-1)
 
 

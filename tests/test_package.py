@@ -134,3 +134,24 @@ def test_public_api_has_numpydoc_sections_and_examples(module):
                 missing += [f"{name}.{meth}: {s}" for s in ("Parameters", "Returns") if f"\n{s}\n" not in mdoc]
     assert not missing, f"calibcourse.{module}: missing numpydoc sections: {missing}"
     assert inspect.getdoc(importlib.import_module(f"calibcourse.{module}")), "a module docstring"
+
+
+#: a hand-written integer check: ``isinstance(x, bool) or not isinstance(x, int)`` and its variants
+_HAND_INT = re.compile(r"isinstance\(\w+, (int|numbers\.Integral|\(int, np\.integer\))\)")
+
+
+def test_integer_arguments_have_one_check():
+    """Issue 38: one integer check (``check_int``), not one per module, so that ``np.int64(3)`` is an
+    integer everywhere and ``True`` nowhere."""
+    from calibcourse.calibration._validation import check_int
+
+    assert _HAND_INT.search("if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:")
+    hand = [f"{m}: {line.strip()}" for m in MODULES for line in _path(m).read_text().splitlines()
+            if _HAND_INT.search(line) and not m.endswith("_validation")]
+    assert not hand, "\n".join(hand)
+    import numpy as np
+
+    assert check_int(np.int64(3), "k", low=2) == 3 and check_int(np.uint8(0), "k") == 0
+    for bad in (True, np.bool_(True), 3.0, "3", None, 1):
+        with pytest.raises(ValueError, match=r"^k must be an integer >= 2; got "):
+            check_int(bad, "k", low=2)

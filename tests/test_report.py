@@ -123,7 +123,7 @@ def test_ledger_rejects_bad_claims():
         led.claim("y", claim="c", source="s", effect="e")
     with pytest.raises(ValueError, match="direction"):
         led.claim("z", claim="c", source="s", effect="e", interval=d, direction="lower")
-    with pytest.raises(ValueError, match="chapter must be a chapter's number"):
+    with pytest.raises(ValueError, match="chapter must be an integer >= 1"):
         ledgermod.Ledger(chapter=0)
     assert ledgermod.Ledger(chapter=7, glue=False).chapter == 7  # the book, not the ledger, knows its chapters
     with pytest.raises(ValueError, match=r"chapter 7 is not one of the book's chapters \[1, 2\]"):

@@ -158,5 +158,5 @@ def test_recalibration_curve_refits_the_nll_temperature_on_the_drawn_labels():
     right = z.argmax(1)
     curve, _ = deployment.recalibration_curve([z], right, sizes=[10], repeats=3)
     assert curve["T"].tolist() == [1.0] * 3 and not curve["refitted"].any()
-    with pytest.raises(ValueError, match="sizes must be integers from 0 to the labelled pool's 200"):
+    with pytest.raises(ValueError, match=r"sizes\[0\] \(at most the labelled pool's 200\) must be an integer from 0"):
         deployment.recalibration_curve([z], y, sizes=[201])

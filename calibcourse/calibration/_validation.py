@@ -307,12 +307,56 @@ def _label_values(y: np.ndarray, n_classes: int | None, name: str) -> None:
         raise ValueError(f"{name} must be < the number of classes ({n_classes}); got {hi:g}")
 
 
+def is_int(value, low: int | None = None, high: int | None = None) -> bool:
+    """Whether ``value`` is an integer (``int`` or numpy's, not a bool) within ``[low, high]``
+    (:func:`check_int`'s test, for a list's elements)."""
+    whole = isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+    return whole and (low is None or value >= low) and (high is None or value <= high)
+
+
+def check_int(value, name: str, low: int | None = None, high: int | None = None) -> int:
+    """An integer argument within ``[low, high]``, as ``int``: the one integer check of the package.
+
+    Python's ``int`` and numpy's integers are accepted alike (``np.int64(3)`` is 3), a bool or a
+    float is not (``True`` and ``3.0`` are refused, as scikit-learn's ``Interval(Integral, ...)``
+    refuses them).
+
+    Parameters
+    ----------
+    value : object
+        The argument.
+    name : str
+        Its name in the message.
+    low, high : int, optional
+        The smallest and the largest value allowed.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> check_int(np.int64(3), "folds", low=2)
+    3
+    >>> check_int(3.0, "folds", low=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: folds must be an integer >= 2; got 3.0
+    >>> check_int(7, "chapter", low=1, high=6)
+    Traceback (most recent call last):
+    ...
+    ValueError: chapter must be an integer from 1 to 6; got 7
+    """
+    if is_int(value, low, high):
+        return int(value)
+    bounds = ("" if low is None and high is None else f" >= {low}" if high is None else f" <= {high}"
+              if low is None else f" from {low} to {high}")
+    raise ValueError(f"{name} must be an integer{bounds}; got {value!r}")
+
+
 def check_n_bins(n_bins, name: str = "n_bins") -> int:
-    if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral):
-        raise ValueError(f"{name} must be an integer >= 1; got {n_bins!r}")
-    if n_bins < 1:
-        raise ValueError(f"{name} must be >= 1; got {n_bins}")
-    return int(n_bins)
+    """A number of bins: an integer >= 1 (:func:`check_int`)."""
+    return check_int(n_bins, name, low=1)
 
 
 def check_choice(value, choices, name: str):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcourse.calibration._validation import check_probs, to_numpy
+from calibcourse.calibration._validation import check_int, check_probs, to_numpy
 
 __all__ = ["adjust_priors", "em_priors"]
 
@@ -107,8 +107,7 @@ def em_priors(probs, train_priors, max_iter: int = 1000, tol: float = 1e-8):
     """
     p = _probs(probs)
     pi0 = _priors(train_priors, p.shape[1], "train_priors")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter must be an integer >= 1; got {max_iter!r}")
+    check_int(max_iter, "max_iter", low=1)
     if not (isinstance(tol, (int, float, np.floating)) and tol > 0):
         raise ValueError(f"tol must be a number > 0; got {tol!r}")
     pi = pi0.copy()

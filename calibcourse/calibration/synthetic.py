@@ -7,6 +7,7 @@ while the model reports ``factor * z``, so the best temperature is ``factor``.
 from __future__ import annotations
 
 import numpy as np
+from calibcourse.calibration._validation import check_int
 
 __all__ = ["SyntheticCalibration", "scaled_logits"]
 
@@ -200,10 +201,8 @@ def scaled_logits(n: int, n_classes: int = 10, factor: float = 2.0, spread: floa
     >>> round(TemperatureScaling().fit(z, y).temperature_, 1)
     3.0
     """
-    if not (isinstance(n, (int, np.integer)) and n >= 1):
-        raise ValueError(f"n must be an integer >= 1; got {n!r}")
-    if not (isinstance(n_classes, (int, np.integer)) and n_classes >= 2):
-        raise ValueError(f"n_classes must be an integer >= 2; got {n_classes!r}")
+    check_int(n, "n", low=1)
+    check_int(n_classes, "n_classes", low=2)
     if not (factor > 0 and spread > 0):
         raise ValueError(f"factor and spread must be > 0; got {factor!r}, {spread!r}")
     rng = np.random.default_rng(seed)

@@ -15,6 +15,7 @@ import os
 
 
 from calibcourse.study.steps import LOSSES
+from calibcourse.calibration._validation import check_int, is_int
 
 __all__ = ["DEFAULT_CONFIG", "normalize_config", "load_data_splits", "DATASETS"]
 
@@ -172,8 +173,8 @@ def _check_prediction_keys(cfg: dict) -> None:
         check_shift(cfg["shift"])
     for key, what in (("ensemble", "members"), ("mc_dropout", "forward passes with dropout on")):
         v = cfg.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-            raise ValueError(f"{key} must be an integer >= 1 ({what}); got {v!r}")
+        if v is not None:
+            check_int(v, f"{key} ({what})", low=1)
 
 
 def _check_cross_fit(cfg: dict) -> None:
@@ -186,8 +187,7 @@ def _check_cross_fit(cfg: dict) -> None:
     if not isinstance(cf, dict) or set(cf) != {"folds"}:
         raise ValueError(f'cross_fit must be {{"folds": k}}; got {cf!r}')
     k = cf["folds"]
-    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
-        raise ValueError(f"cross_fit.folds must be an integer >= 2; got {k!r}")
+    check_int(k, "cross_fit.folds", low=2)
     for key in ("keep_best", "meta"):
         if cfg.get(key):
             raise ValueError(f"cross_fit cannot be combined with {key}: the folds replace the validation split")
@@ -202,8 +202,7 @@ def _check_recipe_keys(cfg: dict) -> None:
         if not isinstance(aug, dict) or set(aug) - set(AUGMENT_KEYS):
             raise ValueError(f"augment must be a dict with keys among {sorted(AUGMENT_KEYS)}; got {aug!r}")
         pad = aug.get("crop_padding", 0)
-        if not isinstance(pad, int) or pad < 0:
-            raise ValueError(f"augment.crop_padding must be an integer >= 0; got {pad!r}")
+        check_int(pad, "augment.crop_padding", low=0)
     if "nesterov" in cfg and not isinstance(cfg["nesterov"], bool):
         raise ValueError(f"nesterov must be True or False; got {cfg['nesterov']!r}")
     if "amp" in cfg and cfg["amp"] is not True:
@@ -217,7 +216,7 @@ def _check_recipe_keys(cfg: dict) -> None:
     if ms is not None:
         if cfg["schedule"] != "step":
             raise ValueError(f"milestones need schedule='step'; got schedule={cfg['schedule']!r}")
-        if (not isinstance(ms, list) or not all(isinstance(m, int) and 0 < m < cfg["epochs"] for m in ms)
+        if (not isinstance(ms, list) or not all(is_int(m, 1, cfg["epochs"] - 1) for m in ms)
                 or ms != sorted(set(ms))):
             raise ValueError(f"milestones must be increasing epochs in (0, epochs={cfg['epochs']}); got {ms!r}")
 

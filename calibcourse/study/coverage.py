@@ -22,6 +22,7 @@ import numpy as np
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 from calibcourse.calibration.synthetic import SyntheticCalibration
+from calibcourse.calibration._validation import check_int
 
 __all__ = ["SineMiscalibration", "expected_ece", "coverage_single", "equally_calibrated_pair",
            "false_held_rate", "boot_ece", "PAIR_KINDS", "coverage_paired_seeds"]
@@ -407,8 +408,7 @@ def coverage_paired_seeds(n_seeds: int, n: int, reps: int, shift: float = 0.1, s
     >>> coverage_paired_seeds(3, 500, 10, n_boot=50)
     1.0
     """
-    if isinstance(n_seeds, bool) or not isinstance(n_seeds, (int, np.integer)) or n_seeds < 2:
-        raise ValueError(f"n_seeds must be an integer >= 2; got {n_seeds!r}")
+    check_int(n_seeds, "n_seeds", low=2)
     if not 0 <= shift + 5 * spread <= 0.2 or spread < 0:
         raise ValueError(f"shift + 5 spread must lie in [0, 0.2] and spread >= 0; got shift={shift}, spread={spread}")
     truth = shift ** 2 + spread ** 2

@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from calibcourse.calibration._validation import check_int
 
 __all__ = ["ensemble_predict", "fold_indices", "out_of_fold", "train_cross_fitted"]
 
@@ -66,8 +67,7 @@ def fold_indices(y, folds: int, seed: int) -> list:
     y = np.asarray(y)
     if y.ndim != 1 or len(y) == 0:
         raise ValueError(f"y must be a non-empty 1-D array of labels; got shape {y.shape}")
-    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
-        raise ValueError(f"folds must be an integer >= 2; got {folds!r}")
+    check_int(folds, "folds", low=2)
     smallest = int(np.unique(y, return_counts=True)[1].min())
     if folds > smallest:
         raise ValueError(f"folds must be at most the size of the smallest class ({smallest}); got {folds}")

@@ -12,6 +12,7 @@ import numpy as np
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 from calibcourse.study.tables import fmt_difference
+from calibcourse.calibration._validation import check_int
 
 __all__ = ["CH6_RUN_OF", "CROSSFIT_ARMS", "CROSSFIT_MEASURES", "crossfit_arms", "crossfit_comparison", "fair_footing",
            "label_shift_indices", "ood_metric", "recalibration_curve", "with_ood"]
@@ -116,9 +117,8 @@ def recalibration_curve(logits_list, labels, sizes, repeats: int = 20, seed: int
     y = np.asarray(labels)
     order = np.random.default_rng(seed).permutation(len(y))
     pool, ev = order[: len(y) // 2], np.sort(order[len(y) // 2:])
-    bad = [n for n in sizes if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 0 <= n <= len(pool)]
-    if bad:
-        raise ValueError(f"sizes must be integers from 0 to the labelled pool's {len(pool)}; got {bad}")
+    for j, n in enumerate(sizes):
+        check_int(n, f"sizes[{j}] (at most the labelled pool's {len(pool)})", low=0, high=len(pool))
     rng = np.random.default_rng(seed + 1)
     rows = []
     for i, z in enumerate(logits_list):

@@ -17,6 +17,7 @@ import numpy as np
 
 from calibcourse.calibration import calibrators, metrics
 from calibcourse.calibration.synthetic import SyntheticCalibration
+from calibcourse.calibration._validation import check_int
 
 __all__ = ["ece_bias_table", "digit_predictions", "measures_table", "grid_against_nll", "resplit_table",
            "calibrator_table", "small_set_table", "focal_gradient_table", "loss_comparison", "LAB2_RUN",
@@ -30,8 +31,7 @@ LAB3_RUN = "ch3/nine1d/cnn"
 
 
 def _check_positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    check_int(value, name, low=1)
 
 
 # ============================================================================ Lab 1

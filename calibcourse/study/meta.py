@@ -15,6 +15,7 @@ from torch import nn
 
 from calibcourse.calibration.losses import dece_loss, focal_loss, sece_loss
 from calibcourse.study.lookahead import LOOKAHEAD_PARAMS, LOOKAHEADS, lookahead_outer_loss, lookahead_step
+from calibcourse.calibration._validation import check_int
 
 __all__ = ["GammaNet", "MetaTrainer", "lookahead_outer_loss", "lookahead_step", "permuted_labels", "adam_noise_walk",
            "OUTER_LOSSES",
@@ -345,8 +346,7 @@ class MetaTrainer:
         if control not in CONTROLS:
             raise ValueError(f"meta.control must be one of None, null, permuted, placebo; got {control!r}")
         for key, v in (("horizon", horizon), ("start_epoch", start_epoch)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"meta.{key} must be an integer >= 1; got {v!r}")
+            check_int(v, f"meta.{key}", low=1)
         if horizon > 1 and (lookahead != "sgd" or lookahead_params != "head" or X_train is None):
             raise ValueError("meta.horizon > 1 needs the plain SGD look-ahead of the last layer "
                              "(lookahead='sgd', lookahead_params='head') and the training split")

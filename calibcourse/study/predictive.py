@@ -15,6 +15,7 @@ ask for them; :func:`calibcourse.study.train.train` calls :func:`train_ensemble`
 from __future__ import annotations
 
 import numpy as np
+from calibcourse.calibration._validation import check_int
 
 __all__ = ["log_mean_softmax", "mc_dropout_logits", "member_seed", "member_config", "combine_members",
            "train_ensemble"]
@@ -87,8 +88,7 @@ def mc_dropout_logits(model, X, passes: int, seed: int, batch_size: int = 2048) 
     """
     import torch
 
-    if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
-        raise ValueError(f"passes must be an integer >= 1; got {passes!r}")
+    check_int(passes, "passes", low=1)
     dev = next(model.parameters()).device
     X = X if torch.is_tensor(X) else torch.as_tensor(np.asarray(X), dtype=torch.float32)
     model.eval()
@@ -232,8 +232,7 @@ def train_ensemble(cfg: dict, train_member):
     import pandas as pd
 
     m = cfg.get("ensemble")
-    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-        raise ValueError(f"cfg['ensemble'] must be an integer >= 1; got {m!r}")
+    check_int(m, "cfg['ensemble']", low=1)
     from calibcourse.study.results import RunResult
 
     members = [train_member(member_config(cfg, j)) for j in range(m)]

@@ -38,6 +38,7 @@ import os
 import platform
 from functools import lru_cache
 from pathlib import Path
+from calibcourse.calibration._validation import check_int
 
 __all__ = ["DEFAULT_THREADS", "KEYS", "PINNED_ENV", "PINNED_PROFILES", "resolve_threads", "pinned_environ",
            "numerics", "cpu_kind", "describe", "code_fingerprint", "code_modules", "current", "differences"]
@@ -87,12 +88,11 @@ def resolve_threads(threads=None) -> int:
     >>> resolve_threads(0)
     Traceback (most recent call last):
         ...
-    ValueError: threads must be an integer >= 1 or None; got 0
+    ValueError: threads must be an integer >= 1; got 0
     """
     if threads is None:
         return DEFAULT_THREADS
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be an integer >= 1 or None; got {threads!r}")
+    check_int(threads, "threads", low=1)
     return threads
 
 

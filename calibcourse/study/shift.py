@@ -17,6 +17,7 @@ with the per-channel affine normalization, so this equals normalizing the rotate
 from __future__ import annotations
 
 import numpy as np
+from calibcourse.calibration._validation import check_int, is_int
 
 __all__ = ["OOD_LABEL", "OOD_SPLIT", "SHIFT_KINDS", "check_shift", "ood_images", "rotate_images", "shifted_sets",
            "split_name", "shift_levels"]
@@ -65,14 +66,13 @@ def check_shift(spec) -> dict:
         raise ValueError(f"shift.kind must be one of {', '.join(SHIFT_KINDS)}; got {spec['kind']!r}")
     levels = spec["levels"]
     if (not isinstance(levels, list) or not levels
-            or not all(isinstance(a, int) and not isinstance(a, bool) and 0 < a < 360 for a in levels)
+            or not all(is_int(a, 1, 359) for a in levels)
             or levels != sorted(set(levels))):
         raise ValueError(f"shift.levels must be distinct angles in degrees, each in (0, 360), increasing; "
                          f"got {levels!r}")
     for key in ("n", "ood"):
         n = spec.get(key, 1)
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"shift.{key} must be an integer >= 1; got {n!r}")
+        check_int(n, f"shift.{key}", low=1)
     return spec
 
 
@@ -196,8 +196,7 @@ def ood_images(n: int, shape, mean=0.0, std=1.0, seed: int = OOD_SEED) -> np.nda
     """
     from sklearn.datasets import load_sample_images
 
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be an integer >= 1; got {n!r}")
+    check_int(n, "n", low=1)
     c, h, w = (int(v) for v in shape)
     if c not in (1, 3):
         raise ValueError(f"shape must be (C, H, W) with C 1 or 3; got {tuple(shape)}")

@@ -36,6 +36,7 @@ from pathlib import Path
 from calibcourse.tools._env import environ
 from calibcourse.study.cache import Cache, CacheError, config_key
 from calibcourse.study.provenance import resolve_threads
+from calibcourse.calibration._validation import check_int
 
 __all__ = [
     "TrainJob",
@@ -459,8 +460,7 @@ def train_local(configs: dict, jobs: int, cache: Cache | None = None, checkpoint
     ValueError: jobs must be an integer >= 1; got 0
     """
     submitit = _need_submitit()
-    if not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be an integer >= 1; got {jobs!r}")
+    check_int(jobs, "jobs", low=1)
     cache = cache or Cache()
     todo = list(missing(configs, cache).items())
     threads = resolve_threads(threads)

@@ -9,6 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from calibcourse.calibration._validation import (check_labels, check_logits, check_sample_weight, checked,
                                                  encode_labels, is_torch, to_numpy)
+from calibcourse.calibration._arrays import two_logits
 
 EPS = 1e-12
 #: What the scores given to a binary method or to ``OneVsAll`` are.
@@ -42,11 +43,6 @@ def _fit_arguments(cls: str, X, y, names: dict):
     if X is None or y is None:
         raise TypeError(f"{cls}.fit() needs the scores and the labels: fit(X, y) or fit(scores, labels)")
     return X, y
-
-
-def _two_columns(q: np.ndarray) -> np.ndarray:
-    """``[1 - q, q]`` of P(y = 1) of shape (n,): the (n, 2) output of a binary ``predict_proba``."""
-    return np.stack([1.0 - q, q], axis=1)
 
 
 class _Calibrator(BaseEstimator):
@@ -193,7 +189,7 @@ def _multiclass_data(logits, labels, name="logits"):
     z = check_logits(logits, name, ndim=None, reject_probabilities=True)
     binary = z.ndim == 1
     if binary:
-        z = np.stack([np.zeros_like(z), z], 1)  # sigmoid(z) = softmax([0, z])[1]
+        z = two_logits(z)
     if z.ndim != 2 or z.shape[1] < 2:
         raise ValueError(f"{name} must have shape (n, K) with K >= 2, or (n,) for one sigmoid "
                          f"logit; got shape {to_numpy(logits, name).shape}")

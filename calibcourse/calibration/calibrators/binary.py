@@ -10,7 +10,8 @@ from scipy.special import logit as _logit
 from calibcourse.calibration import binning
 from calibcourse.calibration._validation import (check_choice, check_labels, check_logits, check_n_bins, to_numpy)
 
-from calibcourse.calibration.calibrators._base import EPS, INPUT_TYPES, _Calibrator, _like, _two_columns
+from calibcourse.calibration.calibrators._base import EPS, INPUT_TYPES, _Calibrator, _like
+from calibcourse.calibration._arrays import two_columns
 
 __all__ = ["HistogramBinning", "IsotonicCalibration", "BBQ", "PlattScaling"]
 
@@ -124,7 +125,7 @@ class HistogramBinning(_BinaryCalibrator):
     def predict_proba(self, scores):
         self._check_fitted()
         p = self._check_scores(scores)
-        return _like(_two_columns(self.bin_values_[binning.bin_index(p, self.bin_edges_)]), scores)
+        return _like(two_columns(self.bin_values_[binning.bin_index(p, self.bin_edges_)]), scores)
 
 
 def _pool_adjacent_violators(y: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -192,7 +193,7 @@ class IsotonicCalibration(_BinaryCalibrator):
     def predict_proba(self, scores):
         self._check_fitted()
         p = self._check_scores(scores)
-        return _like(_two_columns(np.interp(p, self.x_thresholds_, self.y_thresholds_)), scores)
+        return _like(two_columns(np.interp(p, self.x_thresholds_, self.y_thresholds_)), scores)
 
 
 class BBQ(_BinaryCalibrator):
@@ -299,7 +300,7 @@ class BBQ(_BinaryCalibrator):
         out = np.zeros_like(p)
         for w, edges, values in zip(self.model_weights_, self.bin_edges_, self.bin_values_):
             out += w * values[binning.bin_index(p, edges)]
-        return _like(_two_columns(out), scores)
+        return _like(two_columns(out), scores)
 
 
 def _fit_logistic_1d(z: np.ndarray, y: np.ndarray, tol: float = 1e-12, max_iter: int = 100, w=None):
@@ -370,4 +371,4 @@ class PlattScaling(_BinaryCalibrator):
     def predict_proba(self, scores):
         self._check_fitted()
         z = self._check_scores(scores, want="logits")
-        return _like(_two_columns(expit(self.a_ * z + self.b_)), scores)
+        return _like(two_columns(expit(self.a_ * z + self.b_)), scores)

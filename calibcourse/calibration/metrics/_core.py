@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calibcourse.calibration import binning
+from calibcourse.calibration._arrays import softmax_rows
 from calibcourse.calibration._validation import (
     assumed_checked,
     check_choice,
@@ -49,6 +50,8 @@ def softmax(logits, axis: int = -1):
     if is_torch(logits):
         return logits.softmax(dim=axis)
     z = check_logits(logits, "logits", ndim=None)
+    if z.ndim == 2 and axis in (-1, 1):
+        return softmax_rows(z)
     z = z - z.max(axis=axis, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=axis, keepdims=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibcourse.calibration import binning
+from calibcourse.calibration._arrays import two_columns
 from calibcourse.calibration._validation import (
     check_choice,
     check_labels,
@@ -199,8 +200,7 @@ def classwise_ece(probs, labels, n_bins: int = 15, strategy: str = "uniform", no
     y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
     if reliability == "positive_class":
         return _binned_error(_positive_class(p).astype(np.float64), y.astype(np.float64), n_bins, strategy, norm)
-    if p.ndim == 1:
-        p = np.stack([1.0 - p, p], axis=1)
+    p = two_columns(p)
     n, k = p.shape
     onehot = np.zeros((n, k))
     onehot[np.arange(n), y] = 1.0

@@ -12,14 +12,14 @@ from calibcourse.calibration._validation import (
     check_sample_weight,
 )
 
-from calibcourse.calibration.metrics._core import (_checked_top_label)
+from calibcourse.calibration._arrays import two_columns
+from calibcourse.calibration.metrics._core import _checked_top_label
 
 __all__ = ["nll", "brier", "brier_decomposition", "accuracy", "error"]
 
 
 def _probs2d(probs):
-    p = check_probs(probs)
-    return np.stack([1.0 - p, p], axis=1) if p.ndim == 1 else p
+    return two_columns(check_probs(probs))
 
 
 def nll(probs, labels, eps: float = 1e-12, sample_weight=None) -> float:

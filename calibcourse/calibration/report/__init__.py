@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import inspect
 
-import numpy as np
-
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-from calibcourse.calibration._validation import check_labels, check_probs, checked
+from calibcourse.calibration._validation import check_int, check_labels, check_probs, checked
 from calibcourse.calibration.report.choice import (KINDS, VIEWS, Choice, as_logits_and_probs, candidate_methods,
                                                    check_folds, choose, cross_fit)
 from calibcourse.calibration.report.page import MAX_BOOT_DRAWS, MAX_FIT_ROWS, MAX_FIT_VALUES, report_html
@@ -61,6 +59,7 @@ def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci:
 
     Examples
     --------
+    >>> import numpy as np
     >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
     >>> calibration_report(probs, np.array([0, 1, 1, 1]), n_bins=5).columns.tolist()[:5]
     ['error', 'nll', 'brier', 'ece', 'mce']
@@ -80,8 +79,7 @@ def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci:
 
     p = check_probs(probs)
     y = check_labels(labels, p.shape[0], 2 if p.ndim == 1 else p.shape[1])
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
-        raise ValueError(f"n_boot must be an integer >= 10; got {n_boot!r}")
+    check_int(n_boot, "n_boot", low=10)
     row = {}
     with checked():  # each measure on the arrays checked once, above
         for key, fn in M.MEASURES.items():

@@ -8,7 +8,8 @@ import numpy as np
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-from calibcourse.calibration._validation import check_labels, check_probs, checked
+from calibcourse.calibration._validation import check_int, check_labels, check_probs, checked
+from calibcourse.calibration._arrays import softmax_rows, two_columns, two_logits
 
 __all__ = ["VIEWS", "KINDS", "as_logits_and_probs", "candidate_methods", "check_folds", "cross_fit", "Choice",
            "choose"]
@@ -72,27 +73,15 @@ def as_logits_and_probs(scores, kind: str = "auto", name: str = "scores", _probs
         kind = "probs" if lo >= 0 and hi <= 1 and (sums is None or np.abs(sums - 1).max() <= tol) else "logits"
     if kind == "probs":
         check_prob_values(s, name, lo, hi, row_sums=sums, eps=input_eps(scores))
-        p = np.stack([1 - s, s], 1) if s.ndim == 1 else s / sums[:, None]
+        p = two_columns(s) if s.ndim == 1 else s / sums[:, None]
         return M.probs_to_logits(p), p, "probs"
     if not (np.isfinite(lo) and np.isfinite(hi)):
         check_finite(s, name)
-    z = np.stack([np.zeros_like(s), s], 1) if s.ndim == 1 else s
+    z = two_logits(s)
     if not _probs:  # the report: probabilities block by block, never the whole matrix
         return z, None, "logits"
-    p = np.stack([1 - expit(s), expit(s)], 1) if s.ndim == 1 else _softmax_rows(z)
+    p = two_columns(expit(s)) if s.ndim == 1 else softmax_rows(z)
     return z, p, "logits"
-
-
-def _softmax_rows(z: np.ndarray) -> np.ndarray:
-    """Softmax of checked logits, in their dtype (float32 stays float32), a block of rows at a time."""
-    out = np.empty_like(z)
-    rows = max(1, 2**20 // (z.shape[1] * z.itemsize))
-    for i in range(0, z.shape[0], rows):
-        blk = out[i: i + rows]
-        np.subtract(z[i: i + rows], z[i: i + rows].max(1, keepdims=True), out=blk)
-        np.exp(blk, out=blk)
-        blk /= blk.sum(1, keepdims=True)
-    return out
 
 
 def _prob_blocks(z, p):
@@ -104,7 +93,7 @@ def _prob_blocks(z, p):
         if p is not None:
             yield i, p[i: i + rows].astype(np.float64)
         else:
-            yield i, _softmax_rows(z[i: i + rows].astype(np.float64))
+            yield i, softmax_rows(z[i: i + rows].astype(np.float64))
 
 
 def _view(logits, probs, view: str):
@@ -189,8 +178,7 @@ def check_folds(labels, n_classes: int, folds: int, name: str = "labels", folds_
 
 def _fold_counts(y: np.ndarray, n_classes: int, folds: int, name: str = "labels", folds_name: str = "folds"):
     """:func:`check_folds` on checked labels ``y``: two classes at least, each with ``folds`` samples."""
-    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
-        raise ValueError(f"{folds_name} must be an integer >= 2; got {folds!r}")
+    check_int(folds, folds_name, low=2)
     counts = np.bincount(y, minlength=n_classes)
     present = np.flatnonzero(counts)
     if present.size < 2:

@@ -9,8 +9,9 @@ import numpy as np
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 from calibcourse.calibration._validation import checked, encode_labels
-from calibcourse.calibration.report.choice import (_choose, _cross_fit, _fold_counts, _prob_blocks, _progress,
-                                                   _softmax_rows, _view, as_logits_and_probs, candidate_methods)
+from calibcourse.calibration._arrays import softmax_rows
+from calibcourse.calibration.report.choice import (_choose, _cross_fit, _fold_counts, _prob_blocks, _progress, _view,
+                                                   as_logits_and_probs, candidate_methods)
 from calibcourse.calibration.report.saved import FittedCalibration
 
 __all__ = ["MAX_FIT_VALUES", "MAX_FIT_ROWS", "MAX_BOOT_DRAWS", "report_html"]
@@ -220,7 +221,7 @@ def _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress
     zs, ys = (z, y) if sub is None else (z[sub], y[sub])
     zs = zs.astype(np.float64)
     if p is None:  # logits given: their probabilities, for the subsample only
-        ps = _softmax_rows(zs)
+        ps = softmax_rows(zs)
     else:
         ps = (p if sub is None else p[sub]).astype(np.float64)
     with warnings.catch_warnings(record=True) as caught:  # a calibrator's warnings go on the page

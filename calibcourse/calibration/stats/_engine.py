@@ -7,7 +7,8 @@ from typing import NamedTuple
 import numpy as np
 
 from calibcourse.calibration import metrics as M
-from calibcourse.calibration._validation import check_labels, check_probs
+from calibcourse.calibration._arrays import two_columns
+from calibcourse.calibration._validation import check_int, check_labels, check_probs
 
 VERDICTS = ("held", "not held", "inconclusive")
 DIRECTIONS = ("below", "above")
@@ -86,8 +87,7 @@ class Difference(NamedTuple):
 
 # --------------------------------------------------------------------------- checks
 def _check_common(n_boot, level, method):
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
-        raise ValueError(f"n_boot must be an integer >= 10; got {n_boot!r}")
+    check_int(n_boot, "n_boot", low=10)
     if not (isinstance(level, (float, int)) and 0 < level < 1):
         raise ValueError(f"level must be in (0, 1); got {level!r}")
     if method not in METHODS:
@@ -156,7 +156,7 @@ def per_sample_terms(metric, p, y, kwargs):
     if metric is M.error and not kwargs:
         return (M.top_label(p)[1] != y).astype(np.float64)
     if metric is M.nll and set(kwargs) <= {"eps"}:
-        p2 = np.stack([1 - p, p], 1) if p.ndim == 1 else p
+        p2 = two_columns(p)
         return -np.log(np.maximum(p2[np.arange(len(y)), y].astype(np.float64), kwargs.get("eps", 1e-12)))
     if metric is M.brier and not kwargs:
         if p.ndim == 1:

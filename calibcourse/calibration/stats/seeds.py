@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from calibcourse.calibration._validation import checked
+from calibcourse.calibration._validation import check_int, checked
 from calibcourse.calibration.stats._engine import (Difference, _check_common, _check_metric, _check_pair, _finite,
                                                     _resampler, interval_from_replicates, resample_indices)
 from calibcourse.calibration.stats.intervals import _check_probs_of, _check_seed_list
@@ -186,7 +186,7 @@ def paired_seeds_contrast(metric, probs_lists, weights, labels, n_boot: int = 20
     (True, 3, 'held')
     """
     _check_metric(metric)
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not (n_boot == 0 or n_boot >= 10):
+    if 0 < check_int(n_boot, "n_boot", low=0) < 10:
         raise ValueError(f"n_boot must be 0 (no test part) or an integer >= 10; got {n_boot!r}")
     _check_common(10, level, "hull")
     if isinstance(probs_lists, np.ndarray) or not hasattr(probs_lists, "__len__") or len(probs_lists) < 1:

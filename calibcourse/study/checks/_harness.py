@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from calibcourse.calibration._validation import check_int
 
 
 
@@ -75,8 +76,7 @@ class _Report:
 
 
 def _start(name: str, fn, verbose: bool, strict: bool, seed) -> _Report:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    check_int(seed, "seed", low=0)
     report = _Report(name, verbose, strict, hidden=seed != 0)
     if not callable(fn):
         report.case("the function to check", False,

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from calibcourse.calibration import stats
 from calibcourse.study.ledger._texts import (CLAIM_KEYS, CLAIMS_GLUE_NAME, UNDERPOWERED_RATIO, _VERDICT_MARK, _signed,
                                             _unit, _what_would_decide, _what_would_decide_paired)
+from calibcourse.calibration._validation import check_int
 
 __all__ = ["Claim", "Ledger"]
 
@@ -173,8 +174,7 @@ class Ledger:
     """
 
     def __init__(self, chapter: int, glue: bool = True):
-        if isinstance(chapter, bool) or not isinstance(chapter, int) or chapter < 1:
-            raise ValueError(f"chapter must be a chapter's number (an integer >= 1); got {chapter!r}")
+        check_int(chapter, "chapter", low=1)
         self.chapter, self.glue, self.claims = chapter, glue, []
 
     def claim(self, id: str, claim: str, source: str, effect: str, interval=None, null: float = 0.0,

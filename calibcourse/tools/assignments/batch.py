@@ -23,6 +23,7 @@ from calibcourse.tools.assignments.code_questions import (ALWAYS_FORBIDDEN, DEFA
                                                           _defined_names, _exercise, lab_sources, questions)
 from calibcourse.tools.assignments.sandbox import OUTPUT_LIMIT, _child_env, _kill_tree, _rmtree, _rss_bytes, _tree
 from calibcourse.tools.assignments.written import mark_of, read_marks, written_questions, answers, write_sheet
+from calibcourse.calibration._validation import check_int
 
 __all__ = ["grade"]
 
@@ -233,8 +234,7 @@ def grade(lab: str, submissions, out_dir=None, timeout: float = DEFAULT_TIMEOUT,
         raise ValueError(f"submissions must be a folder of .ipynb files; {submissions} is not a folder")
     if not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds; got {timeout!r}")
-    if not (isinstance(jobs, int) and jobs >= 1):
-        raise ValueError(f"jobs must be a positive integer; got {jobs!r}")
+    check_int(jobs, "jobs", low=1)
     files = sorted(submissions.glob("*.ipynb"))
     if not files:
         raise ValueError(f"submissions: no .ipynb file in {submissions}")
