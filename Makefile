@@ -38,7 +38,7 @@ venv: $(BOOK_STAMP)
 
 # this machine in one line (CPU, kernel set, torch, threads): CI prints it first, so a red run names its machine
 provenance: $(BOOK_STAMP)
-	@$(PY) -m calibcourse.study.provenance
+	@$(PY) -m calibcourse.study.training.provenance
 
 book: $(BOOK_STAMP)
 	$(PY) -m calibcourse.tools.build --profile $(PROFILE) --edition $(EDITION)

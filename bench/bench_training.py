@@ -15,7 +15,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from calibcourse.study import models as Mo  # noqa: E402
+from calibcourse.study.training import models as Mo  # noqa: E402
 
 CASES = [
     ("LeNet-5, 1x28x28", lambda: Mo.LeNet5(), (1, 28, 28)),

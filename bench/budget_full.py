@@ -35,8 +35,8 @@ def forward_flops(cfg) -> float:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from calibcourse.study.train import make_model
-    from calibcourse.study.config import normalize_config
+    from calibcourse.study.training.train import make_model
+    from calibcourse.study.training.config import normalize_config
 
     c = normalize_config(cfg)
     name = c["data"]["name"]
@@ -44,7 +44,7 @@ def forward_flops(cfg) -> float:
     k = 1 if c["loss"] == "bce" else (2 if c["data"].get("view") else CLASSES[name])
     model = c["model"]
     if model["name"] == "frozen_features":  # the frozen DenseNet-121 forward only, the head is negligible
-        from calibcourse.study.models import densenet121_small
+        from calibcourse.study.training.models import densenet121_small
 
         net, k = densenet121_small(num_classes=2, stem="imagenet"), None
     else:
@@ -60,8 +60,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tflops", type=float, default=5.0, help="assumed sustained TFLOP/s of one GPU")
     ap.add_argument("--meta-factor", type=float, default=5.0, help="cost of a meta-learned step in plain steps")
     args = ap.parse_args(argv)
-    from calibcourse.study.cache import config_key
-    from calibcourse.study.experiments import experiments
+    from calibcourse.study.runs.cache import config_key
+    from calibcourse.study.runs.experiments import experiments
 
     seen, rows = set(), defaultdict(lambda: {"runs": 0, "hours": 0.0})
     cost_of = {}

@@ -177,8 +177,8 @@ def test_assignments_are_written_with_points_stated_and_solutions_only_in_the_so
             names = z.namelist()
             tests = {n: z.read(n).decode() for n in names if n.startswith("tests/")}
             assert (
-                "files/calibcourse/study/checks/__init__.py" in names
-                and "files/calibcourse/study/checks/lab1.py" in names
+                "files/calibcourse/study/course/checks/__init__.py" in names
+                and "files/calibcourse/study/course/checks/lab1.py" in names
                 and "environment.yml" in names
             )
             assert "jupyter-book" not in z.read("environment.yml").decode()
@@ -200,7 +200,7 @@ def test_assignments_are_written_with_points_stated_and_solutions_only_in_the_so
 
 
 def test_forbidden_uses_follows_aliases_and_helpers_but_not_the_labs_own_cells():
-    cells = ["import numpy as np\nfrom calibcourse.calibration import metrics\nfrom calibcourse.study import checks",
+    cells = ["import numpy as np\nfrom calibcourse.calibration import metrics\nfrom calibcourse.study.course import checks",
              "probs = np.ones((3, 2)) / 2",                                   # a name that parameters shadow
              "ok = checks.check_ece(my_ece)",                                 # the lab's own check cell
              "e = metrics.ece",                                               # an alias by assignment
@@ -216,7 +216,7 @@ def test_forbidden_uses_follows_aliases_and_helpers_but_not_the_labs_own_cells()
     assert A.forbidden_uses(cells, "my_l2", ["metrics.ece"]) == ["cell 8 uses calibcourse.calibration.metrics"
                                                                 ".ece"]
     assert A.forbidden_uses(cells, "my_bins", A.ALWAYS_FORBIDDEN) == [
-        "cell 3 uses calibcourse.study.checks.check_ece"]
+        "cell 3 uses calibcourse.study.course.checks.check_ece"]
     assert A.forbidden_uses(cells, "my_bins", A.ALWAYS_FORBIDDEN, given=[cells[2]]) == []
     assert A.forbidden_uses(cells, "nothing_defined", ["metrics"]) == []
 
@@ -313,7 +313,7 @@ def test_grading_survives_what_students_hand_in(built, tmp_path, monkeypatch):
     for row in rows.values():
         assert float(row["total"]) == sum(float(row[q.name]) for q in qs)  # the written answer is not marked yet
         assert float(row["max_total"]) == sum(full) + written_points(lab)
-    # feedback: which check failed and why, in calibcourse.study.checks' words; no hidden seed shown
+    # feedback: which check failed and why, in calibcourse.study.course.checks' words; no hidden seed shown
     fb = (tmp_path / "grades" / lab / "last_raises.txt").read_text()
     assert f"{qs[-1].name}, exercise {len(qs)} (" in fb and f"function {qs[-1].function}: 0 / " in fb
     assert "the function raised ZeroDivisionError: my bug" in fb

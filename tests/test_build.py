@@ -198,7 +198,7 @@ def test_two_editions_build_side_by_side_and_switch_without_executing_again(tmp_
 
 LEDGER_PAGE = ("# Claims\n\n" + code('profile = "default"', ["parameters"]) + code(textwrap.dedent("""\
     from calibcourse.calibration import stats
-    from calibcourse.study.ledger import Ledger
+    from calibcourse.study.analysis.ledger import Ledger
     ledger = Ledger(chapter=2)
     ledger.claim("t-held", claim="lowers", source="guo2017calibration", effect="d",
                  interval=stats.Difference(-0.03, -0.05, -0.01, 0.95, n=1000), direction="below")
@@ -222,7 +222,7 @@ def test_write_ledger_collects_claims_into_json_and_a_page(tmp_path):
     # a verdict that does not follow from its interval stops the build
     import nbformat
 
-    from calibcourse.study.ledger import CLAIMS_GLUE_NAME
+    from calibcourse.study.analysis.ledger import CLAIMS_GLUE_NAME
 
     path = tmp_path / "book" / "generated" / "02_claims.ipynb"
     nb = nbformat.read(path, as_version=4)

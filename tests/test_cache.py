@@ -1,4 +1,4 @@
-"""calibcourse.study.cache: keys, atomic writes, lossless float32 storage, corruption handling, the CLI,
+"""calibcourse.study.runs.cache: keys, atomic writes, lossless float32 storage, corruption handling, the CLI,
 committed entries."""
 
 import json
@@ -9,10 +9,10 @@ import warnings
 import numpy as np
 import pytest
 
-from calibcourse.study import cache as cachemod
-from calibcourse.study import train as T
-from calibcourse.study.config import normalize_config
-from calibcourse.study.experiments import experiments
+from calibcourse.study.runs import cache as cachemod
+from calibcourse.study.training import train as T
+from calibcourse.study.training.config import normalize_config
+from calibcourse.study.runs.experiments import experiments
 
 CFG = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 1, "seed": 0}
 
@@ -36,7 +36,7 @@ def test_key_is_the_sha256_of_the_canonical_config():
 
 
 def test_manifest_records_the_runs_provenance_and_a_code_change_makes_it_stale(tmp_path, result, monkeypatch):
-    from calibcourse.study import provenance as P
+    from calibcourse.study.training import provenance as P
 
     cache = cachemod.Cache(tmp_path)
     path = cache.store(result)
@@ -48,10 +48,13 @@ def test_manifest_records_the_runs_provenance_and_a_code_change_makes_it_stale(t
     assert cache.load(CFG).provenance == prov and cache.stale() == {}
     # another version of the training code: the entry is still found (the key is the config's) but stale
     monkeypatch.setattr(P, "code_fingerprint", lambda entry=P.TRAINING_ENTRY: "0" * 16)
-    monkeypatch.setattr(P, "code_modules", lambda entry=P.TRAINING_ENTRY: {**prov["code_modules"],
-                                                                           "calibcourse.study.meta": "changed"})
+    monkeypatch.setattr(
+        P,
+        "code_modules",
+        lambda entry=P.TRAINING_ENTRY: {**prov["code_modules"], "calibcourse.study.training.meta": "changed"},
+    )
     assert cache.load(CFG) is not None
-    assert cache.stale() == {path.name: "training code changed since it ran (calibcourse.study.meta)"}
+    assert cache.stale() == {path.name: "training code changed since it ran (calibcourse.study.training.meta)"}
 
 
 def test_store_then_load_roundtrip(tmp_path, result):
@@ -195,7 +198,7 @@ def retrained_ci(tmp_path_factory):
     started under the pinned numerics (torch reads them when it is imported): about 1.5 minutes."""
     import os
 
-    from calibcourse.study.provenance import pinned_environ
+    from calibcourse.study.training.provenance import pinned_environ
 
     root = tmp_path_factory.mktemp("ci-retrained")
     env = pinned_environ({**os.environ, "CALIBCOURSE_QUIET": "1"})
@@ -212,12 +215,12 @@ def test_committed_ci_entries_match_a_fresh_training_run(name, retrained_ci):
     What holds by construction on any x86-64 machine: both runs are pinned, finite, of the same
     shapes, on the same labels. Then:
 
-    * on a CPU of the committed entry's kind (:func:`calibcourse.study.provenance.cpu_kind`), with
+    * on a CPU of the committed entry's kind (:func:`calibcourse.study.training.provenance.cpu_kind`), with
       the same torch: the committed bits; if they differ and the training code changed since
       the entry was trained (a stale entry), the change moved the numbers: retrain.
     * on another CPU kind, bits that agree pass; otherwise the entry's own ``stability``, measured
-      when it was trained (:mod:`calibcourse.study.stability`, no list of names) decides: a stable
-      run agrees within calibcourse.study.stability.TOLERANCE (below one unit of the last printed
+      when it was trained (:mod:`calibcourse.study.runs.stability`, no list of names) decides: a stable
+      run agrees within calibcourse.study.runs.stability.TOLERANCE (below one unit of the last printed
       digit), a chaotic one is the same run with other noise, its verdicts checked by
       ``make reproduce``; a warning names what moved.
     """
@@ -281,7 +284,7 @@ def test_every_committed_entry_is_current():
 
 
 def test_a_perturbed_run_is_the_same_run_with_a_last_bit_difference_and_is_never_stored(tmp_path, result):
-    from calibcourse.study.stability import stability
+    from calibcourse.study.runs.stability import stability
 
     perturbed = T.train(CFG, progress=False, perturb_init=True)
     assert perturbed.info["perturbed_init"] and not result.info.get("perturbed_init")
@@ -294,7 +297,7 @@ def test_a_perturbed_run_is_the_same_run_with_a_last_bit_difference_and_is_never
 
 
 def test_every_committed_entry_records_its_provenance():
-    from calibcourse.study import provenance as P
+    from calibcourse.study.training import provenance as P
 
     for key in cachemod.Cache().keys():
         prov = cachemod.Cache().check(key).get("provenance") or {}
@@ -355,14 +358,14 @@ def test_the_training_fingerprint_skips_a_lazy_module_getattr(tmp_path, monkeypa
     modules it imports are not training code (``calibcourse.calibration.load`` -> ``report``)."""
     import ast
 
-    from calibcourse.study import provenance as P
+    from calibcourse.study.training import provenance as P
 
-    src = ("import calibcourse.study.data\n"
+    src = ("import calibcourse.study.training.data\n"
            "def __getattr__(name):\n    from calibcourse.calibration import report\n    return report\n"
            "def f():\n    from calibcourse.calibration import stats\n")
     found = P._imports("calibcourse.study.x", ast.parse(src))
-    assert "calibcourse.study.data" in found and "calibcourse.calibration.stats" in found
+    assert "calibcourse.study.training.data" in found and "calibcourse.calibration.stats" in found
     assert "calibcourse.calibration.report" not in found
     mods = P.code_modules()
     assert "calibcourse.calibration.report" not in mods and "calibcourse.calibration.metrics" not in mods
-    assert "calibcourse.calibration.losses" in mods and "calibcourse.study.provenance" not in mods
+    assert "calibcourse.study.training.losses" in mods and "calibcourse.study.training.provenance" not in mods

@@ -1,4 +1,4 @@
-"""Chapter 5's seed-paired tables (calibcourse.study.tables.diagnosis_table, seed_paired_view)
+"""Chapter 5's seed-paired tables (calibcourse.study.analysis.tables.diagnosis_table, seed_paired_view)
 against independent references: scipy's paired t test, the metrics themselves, hand-counted signs."""
 import numpy as np
 import pandas as pd
@@ -7,8 +7,8 @@ from scipy import stats as sps
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-from calibcourse.study import tables as R
-from calibcourse.study.results import RunResult
+from calibcourse.study.analysis import tables as R
+from calibcourse.study.training.results import RunResult
 
 N = 800
 Y = np.random.default_rng(0).integers(0, 4, N)

@@ -1,4 +1,5 @@
-"""calibcourse.study.checks: right implementations pass, wrong ones fail with a reason, unfilled ones never crash."""
+"""calibcourse.study.course.checks: right implementations pass, wrong ones fail with a reason, unfilled ones
+never crash."""
 import re
 
 import numpy as np
@@ -7,8 +8,8 @@ import torch
 from scipy.optimize import minimize_scalar
 
 from calibcourse.calibration import calibrators as C
-from calibcourse.study import checks
-from calibcourse.calibration import losses as L
+from calibcourse.study.course import checks
+from calibcourse.study.training import losses as L
 from calibcourse.calibration import metrics as M
 
 

@@ -1,4 +1,4 @@
-"""calibcourse.study.coverage's known-truth predictor: its calibration errors against closed forms and
+"""calibcourse.study.analysis.coverage's known-truth predictor: its calibration errors against closed forms and
 scipy quadrature, binning's under-estimate (Kumar et al. 2019), and the finite-sample ECE's
 over-estimate against de Moivre's mean absolute deviation of a binomial."""
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from scipy import integrate, special
 
 from calibcourse.calibration import metrics
-from calibcourse.study.coverage import SineMiscalibration, expected_ece
+from calibcourse.study.analysis.coverage import SineMiscalibration, expected_ece
 
 
 def quad_ce(sm, lo, hi, norm):

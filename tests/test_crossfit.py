@@ -1,4 +1,5 @@
-"""calibcourse.study.crossfit: folds, out-of-fold predictions and the cross-fitted run, against scikit-learn."""
+"""calibcourse.study.training.crossfit: folds, out-of-fold predictions and the cross-fitted run, against
+scikit-learn."""
 import json
 
 import numpy as np
@@ -10,10 +11,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
 from calibcourse.calibration.calibrators import TemperatureScaling
-from calibcourse.study import cache as cachemod
-from calibcourse.study import crossfit as CF
-from calibcourse.study import train as T
-from calibcourse.study.config import normalize_config
+from calibcourse.study.runs import cache as cachemod
+from calibcourse.study.training import crossfit as CF
+from calibcourse.study.training import train as T
+from calibcourse.study.training.config import normalize_config
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +177,7 @@ def test_bad_cross_fit_configs_are_refused(change, match):
 def test_every_profile_but_ci_cross_fits_the_default_profiles_small_pools():
     """Cross-fitting is about scarce labels: the full profile runs the default's pools (the same
     configs, so the same cache entries), and the chapter reads the same names everywhere."""
-    from calibcourse.study.experiments import experiments
+    from calibcourse.study.runs.experiments import experiments
 
     default, full = experiments("default"), experiments("full")
     names = {n for n in default if n.startswith(("ch6/heldout/", "ch6/crossfit/"))}
@@ -184,7 +185,7 @@ def test_every_profile_but_ci_cross_fits_the_default_profiles_small_pools():
     assert all(full[n] == default[n] for n in names)
     assert default["ch6/crossfit/n2500/s0"]["cross_fit"] == {"folds": 5}
     # the networks are chapter 5's reference backbone (a useful error, not an MLP at 60 % error)
-    from calibcourse.study.reference import REF_BACKBONE
+    from calibcourse.study.analysis.reference import REF_BACKBONE
     cfg = default["ch6/heldout/n2500/s0"]
     assert cfg["model"] == REF_BACKBONE["model"] and cfg["optimizer"] == REF_BACKBONE["optimizer"]
 
@@ -196,8 +197,8 @@ def test_crossfit_comparison_pairs_by_size_and_seed_and_matches_a_paired_t_inter
 
     from calibcourse.calibration import metrics as M
     from calibcourse.calibration.synthetic import scaled_logits
-    from calibcourse.study.results import RunResult
-    from calibcourse.study.deployment import CROSSFIT_ARMS, crossfit_comparison
+    from calibcourse.study.training.results import RunResult
+    from calibcourse.study.analysis.deployment import CROSSFIT_ARMS, crossfit_comparison
 
     zt, yt = scaled_logits(800, 4, factor=2.5, seed=100)
     heldout, crossfit, ref = {}, {}, []

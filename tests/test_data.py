@@ -1,4 +1,4 @@
-"""calibcourse.study.data: embedded sets, synthetic truth, full-set loaders on real-format files, views."""
+"""calibcourse.study.training.data: embedded sets, synthetic truth, full-set loaders on real-format files, views."""
 import pickle
 import random
 import struct
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from calibcourse.calibration.synthetic import SyntheticCalibration
-from calibcourse.study import data as D
+from calibcourse.study.training import data as D
 from calibcourse.calibration import metrics as M
 
 

@@ -1,11 +1,12 @@
-"""calibcourse.study.experiments / labels: committed keys, names that hold in every profile, the papers' recipes."""
+"""calibcourse.study.runs.experiments / labels: committed keys, names that hold in every profile, the papers'
+recipes."""
 import pytest
 
-from calibcourse.study import cache as cachemod
-from calibcourse.study import experiments as E
-from calibcourse.study import labels as labelsmod
-from calibcourse.study.config import normalize_config
-from calibcourse.study.steps import make_optimizer
+from calibcourse.study.runs import cache as cachemod
+from calibcourse.study.runs import experiments as E
+from calibcourse.study.runs import labels as labelsmod
+from calibcourse.study.training.config import normalize_config
+from calibcourse.study.training.steps import make_optimizer
 
 
 @pytest.mark.parametrize("profile", ["ci", "default"])

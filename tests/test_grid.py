@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("submitit")
 
-from calibcourse.study import cache as cachemod  # noqa: E402
+from calibcourse.study.runs import cache as cachemod  # noqa: E402
 from calibcourse.tools import cli, grid  # noqa: E402
-from calibcourse.study import train as T  # noqa: E402
+from calibcourse.study.training import train as T  # noqa: E402
 
 TINY = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 2, "seed": 0}
 
@@ -45,7 +45,7 @@ def test_status_says_missing_done_running_and_failed(tmp_path):
 def test_status_names_entries_that_older_training_code_produced(tmp_path, monkeypatch):
     import io
 
-    from calibcourse.study import provenance as P
+    from calibcourse.study.training import provenance as P
 
     cache = cachemod.Cache(tmp_path)
     configs = _configs(2)
@@ -55,17 +55,17 @@ def test_status_names_entries_that_older_training_code_produced(tmp_path, monkey
     mods = dict(P.code_modules())
     monkeypatch.setattr(P, "code_fingerprint", lambda entry=P.TRAINING_ENTRY: "f" * 16)
     monkeypatch.setattr(
-        P, "code_modules", lambda entry=P.TRAINING_ENTRY: {**mods, "calibcourse.calibration.losses": "new"}
+        P, "code_modules", lambda entry=P.TRAINING_ENTRY: {**mods, "calibcourse.study.training.losses": "new"}
     )
     rows = grid.status(configs, cache)
     assert (
         rows[0]["state"] == "done"
-        and rows[0]["stale"] == "training code changed since it ran (calibcourse.calibration.losses)"
+        and rows[0]["stale"] == "training code changed since it ran (calibcourse.study.training.losses)"
     )
     out = io.StringIO()
     assert grid.print_status(rows, out) == 1  # one run not done
     text = out.getvalue()
-    assert "STALE: training code changed since it ran (calibcourse.calibration.losses)" in text
+    assert "STALE: training code changed since it ran (calibcourse.study.training.losses)" in text
     assert (
         text.splitlines()[-1]
         == "1 done, 0 running, 0 failed, 1 missing (1 stale: retrain them to bring their provenance up to date)"
@@ -118,7 +118,7 @@ def test_cli_status_prints_each_run_and_exits_1_until_all_are_done(tmp_path, cap
 
 # ------------------------------------------------------------------ inputs
 def test_a_missing_data_set_or_weights_file_stops_train_naming_the_file(tmp_path, monkeypatch, capsys):
-    from calibcourse.study.experiments import experiments
+    from calibcourse.study.runs.experiments import experiments
 
     monkeypatch.setenv("CALIBCOURSE_DATA", str(tmp_path / "nodata"))
     full = experiments("full")

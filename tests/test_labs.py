@@ -84,7 +84,7 @@ def test_lab2_closing_question_is_answered_in_the_instructor_edition_only():
 import re
 import shutil
 
-from calibcourse.study import schedule
+from calibcourse.study.course import schedule
 from calibcourse.tools import assignments
 from calibcourse.tools.assignments import code_questions
 
@@ -105,7 +105,7 @@ def test_every_lab_has_four_graded_parts_hidden_tests_and_rubrics(lab):
     assert len(code) >= 4, [q.function for q in code]
     assert all(q.hidden > 0 for q in code), "every code part has hidden tests"
     for q in code:  # each hidden test is a real check of the checks module, with another seed
-        assert hasattr(__import__("calibcourse.study.checks", fromlist=["x"]), q.check), q.check
+        assert hasattr(__import__("calibcourse.study.course.checks", fromlist=["x"]), q.check), q.check
     written = 0
     for i, cell in enumerate(nb.cells):
         prompt = WRITTEN.search(cell.source) if cell.cell_type == "markdown" else None
@@ -175,7 +175,7 @@ def test_every_name_a_visible_cell_reads_comes_from_a_visible_cell(lab):
 
 
 def test_checks_expose_no_reference_implementation():
-    from calibcourse.study import checks
+    from calibcourse.study.course import checks
 
     assert all(name == "CheckFailure" or name.startswith("check_") for name in checks.__all__)
     assert not [name for name in dir(checks) if name.startswith("reference")]
@@ -192,7 +192,7 @@ def test_titles_banners_and_schedule_page_come_from_one_table():
                      if ln.startswith("# "))
         assert first == f"# {int(week.chapter[:2])}. {week.chapter_title}", first
     assert (ROOT / schedule.PAGE).read_text() == schedule.schedule_page(), \
-        "book/schedule.md is stale: python -m calibcourse.study.schedule"
+        "book/schedule.md is stale: python -m calibcourse.study.course.schedule"
     toc = (ROOT / "_toc.yml").read_text()
     assert "file: book/schedule" in toc and "file: book/setup" in toc
 

@@ -1,4 +1,4 @@
-"""calibcourse.study.ledger: what the ledger says about a claim follows from its interval."""
+"""calibcourse.study.analysis.ledger: what the ledger says about a claim follows from its interval."""
 import re
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from scipy import stats as sps
 
 from calibcourse.calibration import stats
-from calibcourse.study import ledger as ledgermod
+from calibcourse.study.analysis import ledger as ledgermod
 
 
 def _paired(est, v_test, v_seed, n_seeds=5, n=5000, level=0.95, n_positive=3):

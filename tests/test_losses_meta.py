@@ -1,4 +1,4 @@
-"""calibcourse.calibration.losses and calibcourse.study.meta: closed forms, finite-difference gradients,
+"""calibcourse.study.training.losses and calibcourse.study.training.meta: closed forms, finite-difference gradients,
 the bilevel step."""
 
 import numpy as np
@@ -6,10 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from calibcourse.calibration import losses as L
+from calibcourse.study.training import losses as L
 from calibcourse.calibration import metrics as M
-from calibcourse.study.meta import GammaNet, MetaTrainer, adam_noise_walk, lookahead_outer_loss, lookahead_step
-from calibcourse.study.models import MLP
+from calibcourse.study.training.meta import GammaNet, MetaTrainer, adam_noise_walk, lookahead_outer_loss, lookahead_step
+from calibcourse.study.training.models import MLP
 
 
 def data(n=64, k=5, seed=0, dtype=torch.float64):
@@ -183,7 +183,7 @@ def test_meta_trainer_step_updates_both_networks():
 
 
 def test_meta_run_through_train_logs_gammas():
-    from calibcourse.study.train import train
+    from calibcourse.study.training.train import train
 
     cfg = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 2,
            "loss": "focal", "meta": {"outer": "sece", "meta_lr": 1e-3, "val_batch": 64}}
@@ -356,7 +356,7 @@ def test_null_control_never_moves_the_gamma_net_but_trains_the_backbone():
 
 
 def test_permuted_control_uses_the_seeds_permutation_of_the_meta_validation_labels():
-    from calibcourse.study.meta import permuted_labels
+    from calibcourse.study.training.meta import permuted_labels
 
     for seed in (0, 7):
         X, y, model, trainer = _trainer_setup(seed=seed, control="permuted", meta_val=0.5)
@@ -423,7 +423,7 @@ def test_bad_diagnosis_options_are_refused_by_name(option, value):
 def test_options_off_by_default_train_bit_for_bit_as_before():
     """Explicit defaults and their absence give the same bits (the committed ci entry is checked by
     tests/test_cache.py, which retrains every ci run, chapter 5's included)."""
-    from calibcourse.study.train import train
+    from calibcourse.study.training.train import train
 
     base = {"data": {"name": "mnist1d", "mnist1d_train": 600, "mnist1d_test": 200},
             "model": {"name": "cnn1d", "channels": 8}, "loss": "focal", "epochs": 1, "batch_size": 128,

@@ -1,9 +1,9 @@
-"""calibcourse.study.models: shapes, features, capacity knobs, local-only weights."""
+"""calibcourse.study.training.models: shapes, features, capacity knobs, local-only weights."""
 import pytest
 import torch
 from torch import nn
 
-from calibcourse.study import models as Mo
+from calibcourse.study.training import models as Mo
 
 
 @pytest.mark.parametrize("model,x,feat", [
@@ -64,8 +64,8 @@ def test_frozen_head_on_local_pretrained_densenet(tmp_path, monkeypatch):
     """The full profile's frozen-feature run uses ImageNet DenseNet-121 weights when they are on disk."""
     from torchvision.models import densenet121
 
-    from calibcourse.study import experiments
-    from calibcourse.study.config import normalize_config
+    from calibcourse.study.runs import experiments
+    from calibcourse.study.training.config import normalize_config
 
     weights = tmp_path / "densenet121.pth"
     torch.manual_seed(0)
@@ -74,8 +74,8 @@ def test_frozen_head_on_local_pretrained_densenet(tmp_path, monkeypatch):
     assert isinstance(net.net.features.conv0, nn.Conv2d) and net.net.features.conv0.kernel_size == (7, 7)
     assert net.eval()(torch.zeros(2, 3, 32, 32)).shape == (2, 2)
     # the config names torchvision's file, not where it lies: its key is the same on every machine
-    from calibcourse.study.cache import config_key
-    from calibcourse.study.train import make_model
+    from calibcourse.study.runs.cache import config_key
+    from calibcourse.study.training.train import make_model
 
     cfg = experiments.experiments("full")["ch3/frozen_head"]
     spec = cfg["model"]["backbone"]

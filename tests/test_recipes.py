@@ -1,12 +1,13 @@
-"""calibcourse.study.train: augmentation on the device, mixed precision, optional keys, checkpoints, smoke caps."""
+"""calibcourse.study.training.train: augmentation on the device, mixed precision, optional keys, checkpoints,
+smoke caps."""
 import numpy as np
 import pytest
 import torch
 
-from calibcourse.study import cache as cachemod
-from calibcourse.study import train as T
-from calibcourse.study.config import normalize_config, smoke_caps
-from calibcourse.study.steps import PlainStep, augment_batch, make_optimizer
+from calibcourse.study.runs import cache as cachemod
+from calibcourse.study.training import train as T
+from calibcourse.study.training.config import normalize_config, smoke_caps
+from calibcourse.study.training.steps import PlainStep, augment_batch, make_optimizer
 
 IMG = {"data": {"name": "digits"}, "model": {"name": "cifar_resnet", "depth": 8, "width": 0.5}, "epochs": 4,
        "seed": 0, "optimizer": "sgd", "lr": 0.05, "schedule": "step", "milestones": [2, 3],
@@ -147,7 +148,7 @@ def test_missing_weights_file_is_named_with_where_to_get_it(tmp_path, monkeypatc
 def test_torchvision_densenet_files_load_with_their_old_key_names(tmp_path):
     from torchvision.models import densenet121
 
-    from calibcourse.study.models import densenet121_small
+    from calibcourse.study.training.models import densenet121_small
 
     torch.manual_seed(0)
     state = densenet121(weights=None).state_dict()

@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from calibcourse.calibration import metrics as M
-from calibcourse.study import reference as R
-from calibcourse.study.ledger import Ledger, check_claims
-from calibcourse.study.meta import GammaNet, MetaTrainer, lookahead_outer_loss
-from calibcourse.study.models import MLP
-from calibcourse.study.steps import PlainStep, LOSSES
+from calibcourse.study.analysis import reference as R
+from calibcourse.study.analysis.ledger import Ledger, check_claims
+from calibcourse.study.training.meta import GammaNet, MetaTrainer, lookahead_outer_loss
+from calibcourse.study.training.models import MLP
+from calibcourse.study.training.steps import PlainStep, LOSSES
 
 
 def _data(n=96, d=5, k=3, seed=0):
@@ -98,7 +98,7 @@ def test_a_longer_look_ahead_is_the_one_step_one_unrolled():
     net = GammaNet(in_features=8, heads=2)
     two = lookahead_outer_loss(model, net, X[:16], y[:16], X[64:], y[64:], inner_lr=0.3, params="head",
                                outer=torch.nn.functional.cross_entropy, more=[(X[16:32], y[16:32])])
-    from calibcourse.calibration.losses import focal_loss
+    from calibcourse.study.training.losses import focal_loss
 
     w, b = model.head.weight, model.head.bias
     for xb, yb in ((X[:16], y[:16]), (X[16:32], y[16:32])):
@@ -164,8 +164,8 @@ def test_learns_restates_a_claim_without_credit():
 # --------------------------------------------------------------------------- on the committed cache
 @pytest.fixture(scope="module")
 def committed():
-    from calibcourse.study.experiments import experiments
-    from calibcourse.study.cache import Cache
+    from calibcourse.study.runs.experiments import experiments
+    from calibcourse.study.runs.cache import Cache
 
     cache = Cache()
     runs = {n: c for n, c in experiments("default").items() if n.startswith(("ch5/reference/", "ch5/diagnosis/"))}
@@ -226,7 +226,7 @@ def test_chapter_5s_lecture_is_one_week_of_reading():
     words = prose_words(root / "notebooks" / "05_meta_regularization.md")
     assert 3000 < words <= MAX_LECTURE_WORDS, words
     # the diagnosis is a page of its own, read the same week (the schedule's second page)
-    from calibcourse.study.schedule import WEEKS
+    from calibcourse.study.course.schedule import WEEKS
 
     assert [name for w in WEEKS for name, _, _ in w.also] == ["05b_diagnosis", "06b_deployment"]
 

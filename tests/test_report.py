@@ -1,13 +1,14 @@
-"""calibcourse.study.tables and calibcourse.study.ledger: what the chapters print is what the metrics compute."""
+"""calibcourse.study.analysis.tables and calibcourse.study.analysis.ledger: what the chapters print is what the
+metrics compute."""
 import numpy as np
 import pandas as pd
 import pytest
 
 from calibcourse.calibration import metrics as M
-from calibcourse.study import ledger as ledgermod
-from calibcourse.study import tables as R
+from calibcourse.study.analysis import ledger as ledgermod
+from calibcourse.study.analysis import tables as R
 from calibcourse.calibration.calibrators import TemperatureScaling
-from calibcourse.study.results import RunResult
+from calibcourse.study.training.results import RunResult
 
 
 def fake_run(seed, factor, shared_test=False):

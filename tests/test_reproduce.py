@@ -1,4 +1,4 @@
-"""calibcourse.study.provenance and calibcourse.tools.reproduce: the fingerprint of the training code, the
+"""calibcourse.study.training.provenance and calibcourse.tools.reproduce: the fingerprint of the training code, the
 provenance of a run, and `make reproduce` on a small profile."""
 import ast
 import hashlib
@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from calibcourse.study import cache as cachemod
-from calibcourse.study import provenance as P
+from calibcourse.study.runs import cache as cachemod
+from calibcourse.study.training import provenance as P
 from calibcourse.tools import reproduce as R
-from calibcourse.study import train as T
-from calibcourse.study.results import RunResult
+from calibcourse.study.training import train as T
+from calibcourse.study.training.results import RunResult
 
 TINY = {"data": {"name": "digits", "n_train": 300}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 2}
 
@@ -20,30 +20,34 @@ def test_code_modules_follow_the_imports_of_a_run_and_ignore_docstrings(tmp_path
     mods = P.code_modules()
     # what decides a run's weights: the loop, the models, the losses, the meta-learner, the data
     for m in (
-        "calibcourse.study.train",
-        "calibcourse.study.models",
-        "calibcourse.calibration.losses",
-        "calibcourse.study.meta",
-        "calibcourse.study.data",
-        "calibcourse.study.steps",
-        "calibcourse.study.config",
+        "calibcourse.study.training.train",
+        "calibcourse.study.training.models",
+        "calibcourse.study.training.losses",
+        "calibcourse.study.training.meta",
+        "calibcourse.study.training.data",
+        "calibcourse.study.training.steps",
+        "calibcourse.study.training.config",
     ):
         assert m in mods, m
     for m in (
         "calibcourse.tools.build",
-        "calibcourse.study.ledger",
+        "calibcourse.study.analysis.ledger",
         "calibcourse.tools.grid",
         "calibcourse.tools.reproduce",
     ):
         assert m not in mods, f"{m} is not executed by a run"
     # executed, but not training code: the record of the run, the toolkit's numpy code and its validation
-    for m in ("calibcourse.study.provenance", "calibcourse.calibration.metrics", "calibcourse.calibration._validation",
-              "calibcourse.calibration.binning"):
+    for m in (
+        "calibcourse.study.training.provenance",
+        "calibcourse.calibration.metrics",
+        "calibcourse.calibration._validation",
+        "calibcourse.calibration.binning",
+    ):
         assert m not in mods, f"{m} decides no trained weight"
     # an independent recomputation of one module's fingerprint
-    src = (P._package_dir() / "study" / "models.py").read_text()
+    src = (P._package_dir() / "study" / "training" / "models.py").read_text()
     tree = P._strip_docstrings(ast.parse(src))
-    assert mods["calibcourse.study.models"] == hashlib.sha256(ast.unparse(tree).encode()).hexdigest()[:12]
+    assert mods["calibcourse.study.training.models"] == hashlib.sha256(ast.unparse(tree).encode()).hexdigest()[:12]
     # a docstring or a comment changes nothing; code does
     a = "def f(x):\n    'doc'\n    return x + 1  # one\n"
     b = "def f(x):\n    '''other doc'''\n    # a comment\n    return x + 1\n"
@@ -53,10 +57,11 @@ def test_code_modules_follow_the_imports_of_a_run_and_ignore_docstrings(tmp_path
 
 
 def test_a_package_module_named_by_from_import_is_followed():
-    tree = ast.parse("from . import meta\nfrom ..calibration.losses import focal_loss\nfrom .nothing import x\n"
-                     "import calibcourse.study.data\nimport os\n")
-    assert P._imports("calibcourse.study.train", tree) == {"calibcourse.study", "calibcourse.study.meta",
-                                                          "calibcourse.calibration.losses", "calibcourse.study.data"}
+    tree = ast.parse("from . import meta\nfrom .losses import focal_loss\nfrom .nothing import x\n"
+                     "import calibcourse.study.training.data\nimport os\n")
+    assert P._imports("calibcourse.study.training.train", tree) == {
+        "calibcourse.study.training", "calibcourse.study.training.meta", "calibcourse.study.training.losses",
+        "calibcourse.study.training.data"}
     with pytest.raises(ValueError, match="entry must name a module"):
         P.code_modules("calibcourse.nothing_here")
 
@@ -110,7 +115,7 @@ def test_changed_verdicts_lists_changes_and_claims_in_one_ledger_only():
 
 
 def test_reproduce_retrains_a_profile_and_compares_each_run(tmp_path, monkeypatch):
-    import calibcourse.study.experiments as E
+    import calibcourse.study.runs.experiments as E
 
     configs = {"t/a": {**TINY, "seed": 0}, "t/b": {**TINY, "seed": 1}, "t/b-again": {**TINY, "seed": 1}}
     monkeypatch.setattr(E, "experiments", lambda profile: configs)
@@ -146,8 +151,8 @@ def test_the_command_line_says_what_is_missing(tmp_path, monkeypatch, capfd):
 
 
 def test_restamp_records_the_current_code_only_when_the_retrained_bits_are_the_same(tmp_path, monkeypatch):
-    import calibcourse.study.experiments as E
-    from calibcourse.study import provenance as P
+    import calibcourse.study.runs.experiments as E
+    from calibcourse.study.training import provenance as P
 
     configs = {"t/a": {**TINY, "seed": 0}}
     monkeypatch.setattr(E, "experiments", lambda profile: configs)

@@ -118,7 +118,7 @@ def test_priors_bad_input_names_the_problem():
 
 
 # --------------------------------------------------------------------------- chapter 6's deployment loop
-from calibcourse.study import deployment  # noqa: E402
+from calibcourse.study.analysis import deployment  # noqa: E402
 
 
 def test_ood_metric_is_sklearns_auroc_of_the_confidence():

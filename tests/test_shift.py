@@ -7,14 +7,14 @@ from scipy import stats as sps
 from scipy.special import softmax
 
 from calibcourse.calibration import metrics, stats
-from calibcourse.study.cache import config_key
-from calibcourse.study.config import normalize_config
-from calibcourse.study.experiments import experiments, run
-from calibcourse.study.models import LeNet5
-from calibcourse.study.predictive import log_mean_softmax, mc_dropout_logits, member_config
-from calibcourse.study.results import predict_logits
-from calibcourse.study.shift import check_shift, rotate_images, shifted_sets
-from calibcourse.study.train import train
+from calibcourse.study.runs.cache import config_key
+from calibcourse.study.training.config import normalize_config
+from calibcourse.study.runs.experiments import experiments, run
+from calibcourse.study.training.models import LeNet5
+from calibcourse.study.training.predictive import log_mean_softmax, mc_dropout_logits, member_config
+from calibcourse.study.training.results import predict_logits
+from calibcourse.study.training.shift import check_shift, rotate_images, shifted_sets
+from calibcourse.study.training.train import train
 
 SHIFT = {"kind": "rotate", "levels": [30, 90], "n": 50}
 TINY = {"data": {"name": "digits", "n_train": 200}, "model": {"name": "mlp", "depth": 1, "width": 16},
@@ -78,7 +78,7 @@ def test_the_optional_keys_change_no_existing_cache_key():
     cfg = experiments("default")["ch2/model/small"]
     assert config_key(cfg) == config_key({**cfg, "shift": None, "ensemble": None, "mc_dropout": None})
     assert normalize_config({**cfg, "shift": {}}) == normalize_config(cfg)
-    from calibcourse.study.cache import REPOSITORY_CACHE
+    from calibcourse.study.runs.cache import REPOSITORY_CACHE
 
     assert (REPOSITORY_CACHE / config_key(cfg)).is_dir()
 
@@ -158,7 +158,7 @@ def test_shifted_splits_are_read_from_a_cached_entry():
 
 
 def test_the_out_of_distribution_images_are_stored_beside_the_shifted_digits():
-    from calibcourse.study.shift import OOD_LABEL, OOD_SPLIT, ood_images
+    from calibcourse.study.training.shift import OOD_LABEL, OOD_SPLIT, ood_images
 
     cfg = experiments("ci")["ch6/CE/s0"]
     r = run("ch6/CE/s0", "ci")
@@ -182,7 +182,7 @@ def test_the_ensemble_of_seed_k_contains_the_ce_network_of_seed_k():
 
 
 def test_shift_in_a_run_scores_the_network_on_its_rotated_test_images():
-    from calibcourse.study.config import load_data_splits
+    from calibcourse.study.training.config import load_data_splits
 
     cfg = {**TINY, "data": {"name": "mnist5k", "n_train": 100}, "model": {"name": "lenet5"}, "epochs": 1,
            "shift": SHIFT}

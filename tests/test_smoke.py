@@ -4,10 +4,10 @@ import gzip
 import numpy as np
 import pytest
 
-from calibcourse.study import cache as cachemod
-from calibcourse.study import data as D
+from calibcourse.study.runs import cache as cachemod
+from calibcourse.study.training import data as D
 from calibcourse.tools import smoke as S
-from calibcourse.study.experiments import experiments
+from calibcourse.study.runs.experiments import experiments
 
 
 def test_fake_data_are_read_by_the_real_loaders(tmp_path):

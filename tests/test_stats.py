@@ -218,7 +218,7 @@ def test_bad_input_names_the_argument(call, match):
 
 
 # --------------------------------------------------------------------------- coverage, measured
-from calibcourse.study.coverage import coverage_single, false_held_rate  # noqa: E402
+from calibcourse.study.analysis.coverage import coverage_single, false_held_rate  # noqa: E402
 
 
 def test_coverage_of_the_single_ece_interval():
@@ -297,7 +297,7 @@ def test_paired_seeds_rejects_unpaired_input():
 
 
 def test_the_ledger_says_more_seeds_not_more_data_when_the_seed_spread_dominates():
-    from calibcourse.study.ledger import Ledger
+    from calibcourse.study.analysis.ledger import Ledger
 
     rng = np.random.default_rng(5)
     n = 20000

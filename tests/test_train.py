@@ -1,12 +1,12 @@
-"""calibcourse.study.train: one config -> a reproducible run with its history and outputs."""
+"""calibcourse.study.training.train: one config -> a reproducible run with its history and outputs."""
 import numpy as np
 import torch
 import pytest
 
-from calibcourse.study import train as T
-from calibcourse.study.config import load_data_splits, normalize_config
-from calibcourse.study.results import RunResult, predict_logits
-from calibcourse.study.steps import MetaStep, MixupStep, PlainStep, make_step, register_loss
+from calibcourse.study.training import train as T
+from calibcourse.study.training.config import load_data_splits, normalize_config
+from calibcourse.study.training.results import RunResult, predict_logits
+from calibcourse.study.training.steps import MetaStep, MixupStep, PlainStep, make_step, register_loss
 
 SMALL = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 32}, "epochs": 3, "seed": 0}
 
@@ -175,7 +175,7 @@ def test_a_run_uses_the_threads_it_is_given_not_the_callers_and_records_them():
     # logits, so a run uses the threads it is given (default 1), whatever the caller set, records
     # them in its provenance, and the caller's setting comes back
     # (a 1-D CNN: its convolutions are split over threads)
-    from calibcourse.study import provenance as P
+    from calibcourse.study.training import provenance as P
 
     cfg = {"data": {"name": "mnist1d", "mnist1d_train": 600, "mnist1d_test": 200},
            "model": {"name": "cnn1d", "channels": 32}, "epochs": 2}

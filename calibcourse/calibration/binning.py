@@ -3,7 +3,7 @@
 Every binned quantity of the package is computed here: the binned calibration
 errors and reliability bins of :mod:`calibcourse.calibration.metrics` (and so the
 reliability diagrams of :mod:`calibcourse.calibration.plots` and the graders of
-:mod:`calibcourse.study.checks`, which compare with them), and the bins that
+:mod:`calibcourse.study.course.checks`, which compare with them), and the bins that
 :class:`~calibcourse.calibration.calibrators.HistogramBinning` and
 :class:`~calibcourse.calibration.calibrators.BBQ` fit.
 

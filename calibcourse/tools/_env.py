@@ -33,7 +33,7 @@ def environ(**values):
 
 def in_pinned_process(module: str, argv: list, profile: str):
     """Run ``python -m module argv`` again in a process with the pinned numerics environment
-    (:data:`calibcourse.study.provenance.PINNED_ENV`) when ``profile`` trains pinned and this
+    (:data:`calibcourse.study.training.provenance.PINNED_ENV`) when ``profile`` trains pinned and this
     process was not started so; return its exit status, or None when this process may go on.
 
     torch reads its kernel set, MKL and oneDNN their code paths, when torch is first imported,
@@ -47,7 +47,7 @@ def in_pinned_process(module: str, argv: list, profile: str):
     import subprocess
     import sys
 
-    from calibcourse.study.provenance import PINNED_ENV, PINNED_PROFILES, pinned_environ
+    from calibcourse.study.training.provenance import PINNED_ENV, PINNED_PROFILES, pinned_environ
 
     if profile not in PINNED_PROFILES or all(os.environ.get(k) == v for k, v in PINNED_ENV.items()):
         return None

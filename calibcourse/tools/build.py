@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
-from calibcourse.study.profiles import PROFILES
+from calibcourse.study.runs.profiles import PROFILES
 from calibcourse.tools._layout import CLAIMS_JSON, GENERATED, LEDGER_PAGE, BuildError  # noqa: F401 (build.X)
 from calibcourse.tools.whatheld import _bib_titles, collect_claims, write_ledger  # noqa: F401 (build.x)
 
@@ -338,7 +338,7 @@ def execute_book(root: Path, profile: str = "default", edition: str = "instructo
     root : pathlib.Path
         The book's root (holds ``_config.yml``, ``_toc.yml``, ``notebooks/``).
     profile : str
-        One of :data:`calibcourse.study.profiles.PROFILES`.
+        One of :data:`calibcourse.study.runs.profiles.PROFILES`.
     edition : {"instructor", "student"}, default="instructor"
         The edition.
     force : bool, default=False
@@ -477,7 +477,7 @@ def build_html(root: Path, edition: str = "student", log=print) -> Path:
 
 
 def write_schedule(root: Path) -> None:
-    """Rewrite ``book/schedule.md`` from :mod:`calibcourse.study.schedule` where ``_toc.yml`` lists it
+    """Rewrite ``book/schedule.md`` from :mod:`calibcourse.study.course.schedule` where ``_toc.yml`` lists it
     (and where it changed): the first step of every build of the book, the HTML, the PDF and the slides.
 
     Parameters
@@ -496,7 +496,7 @@ def write_schedule(root: Path) -> None:
     """
     import yaml
 
-    from calibcourse.study import schedule
+    from calibcourse.study.course import schedule
 
     toc = root / "_toc.yml"
     if toc.exists() and schedule.PAGE.with_suffix("").as_posix() in toc_entries(yaml.safe_load(toc.read_text())):

@@ -9,14 +9,14 @@
 ``list`` prints every entry of the cache with the experiment names it serves
 (``profile:name``) and its wall time; ``verify`` exits non-zero naming each bad
 entry; ``clear`` removes the cache; ``compact`` stores every entry's lossless float32 arrays as float32
-(:meth:`calibcourse.study.cache.Cache.compact`); ``train`` trains every run of a profile that has
-no entry (:func:`calibcourse.study.experiments.experiments`): one after another in this process
+(:meth:`calibcourse.study.runs.cache.Cache.compact`); ``train`` trains every run of a profile that has
+no entry (:func:`calibcourse.study.runs.experiments.experiments`): one after another in this process
 (``serial``, the default), ``--jobs`` at a time on this machine (``local``) or one SLURM
 job per run (``slurm``), through submitit (:mod:`calibcourse.tools.grid`); ``status`` says
 which runs are done, running, failed or missing (exit status 1 unless all are done) and which
 done entries are stale (another version of the training code produced them:
-:meth:`calibcourse.study.cache.Cache.stale`). The ``ci`` profile trains under the pinned
-numerics (:data:`calibcourse.study.provenance.PINNED_ENV`): ``train ci`` runs itself again in a
+:meth:`calibcourse.study.runs.cache.Cache.stale`). The ``ci`` profile trains under the pinned
+numerics (:data:`calibcourse.study.training.provenance.PINNED_ENV`): ``train ci`` runs itself again in a
 process started with that environment.
 ``calibcourse list|verify|clear|compact|train|status ...`` (:mod:`calibcourse.__main__`) is the same command.
 """
@@ -25,10 +25,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from calibcourse.study.cache import Cache, CacheError, config_key
-from calibcourse.study.experiments import experiments
-from calibcourse.study.profiles import PROFILES
-from calibcourse.study.provenance import PINNED_PROFILES
+from calibcourse.study.runs.cache import Cache, CacheError, config_key
+from calibcourse.study.runs.experiments import experiments
+from calibcourse.study.runs.profiles import PROFILES
+from calibcourse.study.training.provenance import PINNED_PROFILES
 from calibcourse.tools._env import in_pinned_process
 
 __all__ = ["main", "EXECUTORS"]
@@ -97,10 +97,11 @@ def _train(cache: Cache, args) -> int:
 
 
 def _record_stability(cache: Cache, configs: dict, args, log) -> None:
-    """The pinned profiles' entries learn whether their training is chaotic (:mod:`calibcourse.study.stability`)."""
+    """The pinned profiles' entries learn whether their training is chaotic
+    (:mod:`calibcourse.study.runs.stability`)."""
     if args.profile not in PINNED_PROFILES or args.no_stability:
         return
-    from calibcourse.study.stability import stability
+    from calibcourse.study.runs.stability import stability
     from calibcourse.tools.grid import unique_runs
 
     todo = [(name, cfg) for name, cfg in unique_runs(configs).values()

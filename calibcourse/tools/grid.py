@@ -4,10 +4,10 @@
     make train PROFILE=full EXECUTOR=slurm PARTITION=gpu GPUS=1 TIME=600 ACCOUNT=myproj
     make status PROFILE=full                            # done / running / failed / missing per run
 
-Each run of the profile that has no valid entry in the cache (:mod:`calibcourse.study.cache`) and
+Each run of the profile that has no valid entry in the cache (:mod:`calibcourse.study.runs.cache`) and
 is not running already becomes one submitit job (`submitit <https://github.com/facebookincubator/submitit>`_,
 pinned in ``requirements-train.txt``). A job trains its config with checkpoints every
-``checkpoint_every`` epochs (:meth:`calibcourse.study.cache.Cache.get_or_train`) and writes the
+``checkpoint_every`` epochs (:meth:`calibcourse.study.runs.cache.Cache.get_or_train`) and writes the
 entry atomically; a job that dies leaves no entry, its checkpoint stays, and the next
 ``make train`` submits the run again, which resumes from that checkpoint. On SLURM a
 preempted or timed-out job is requeued by submitit (the job is a
@@ -34,8 +34,8 @@ import traceback
 from pathlib import Path
 
 from calibcourse.tools._env import environ
-from calibcourse.study.cache import Cache, CacheError, config_key
-from calibcourse.study.provenance import resolve_threads
+from calibcourse.study.runs.cache import Cache, CacheError, config_key
+from calibcourse.study.training.provenance import resolve_threads
 from calibcourse.calibration._validation import check_int
 
 __all__ = [
@@ -116,7 +116,7 @@ class TrainJob(_Checkpointable):
     """One run as a submitit job: ``TrainJob()(config, cache_root, threads, checkpoint_every)``.
 
     Has the run train with ``threads`` torch threads (None: 1, the policy of
-    :mod:`calibcourse.study.provenance`; OpenMP waits passively), marks it as
+    :mod:`calibcourse.study.training.provenance`; OpenMP waits passively), marks it as
     running, trains it through the cache with checkpoints, and marks it failed (with the
     error) if it raises. A ``submitit.helpers.Checkpointable``: SLURM requeues it after a preemption or
     a time-out, and the requeued job resumes from the run's checkpoint. It is meant to run
@@ -220,13 +220,13 @@ def status(configs: dict, cache: Cache | None = None) -> list[dict]:
     """Which runs are done (a valid entry), running, failed (the job raised or died) or missing.
 
     A done run whose entry another version of the training code produced has its reason in
-    ``stale`` (:meth:`calibcourse.study.cache.Cache.stale`; empty otherwise).
+    ``stale`` (:meth:`calibcourse.study.runs.cache.Cache.stale`; empty otherwise).
 
     Parameters
     ----------
     configs : dict
-        ``{name: config}``, e.g. :func:`calibcourse.study.experiments.experiments` of a profile.
-    cache : calibcourse.study.cache.Cache, optional
+        ``{name: config}``, e.g. :func:`calibcourse.study.runs.experiments.experiments` of a profile.
+    cache : calibcourse.study.runs.cache.Cache, optional
         The cache (default: :class:`Cache()`).
 
     Returns
@@ -259,7 +259,7 @@ def missing(configs: dict, cache: Cache | None = None) -> dict:
     ----------
     configs : dict
         ``{name: config}``.
-    cache : calibcourse.study.cache.Cache, optional
+    cache : calibcourse.study.runs.cache.Cache, optional
         The cache (default: :class:`Cache()`).
 
     Returns
@@ -282,7 +282,7 @@ def missing(configs: dict, cache: Cache | None = None) -> dict:
 # --------------------------------------------------------------------------- inputs
 def _inputs(config: dict):
     """``(data set names, weights file names)`` a config reads from disk (its backbone's included)."""
-    from calibcourse.study.config import DATASETS
+    from calibcourse.study.training.config import DATASETS
 
     sets, weights = [], []
     name = config.get("data", {}).get("name")
@@ -303,8 +303,8 @@ def check_inputs(configs: dict) -> None:
     """Stop before training when a data set or a weights file that a run reads is not on disk.
 
     Data sets are looked for under ``data.root``, else ``$CALIBCOURSE_DATA``, else ``~/data``
-    (:func:`calibcourse.study.data.data_root`, :func:`calibcourse.study.data.check_available`);
-    weights in that folder's ``weights/`` (:func:`calibcourse.study.train.weights_file`).
+    (:func:`calibcourse.study.training.data.data_root`, :func:`calibcourse.study.training.data.check_available`);
+    weights in that folder's ``weights/`` (:func:`calibcourse.study.training.train.weights_file`).
 
     Parameters
     ----------
@@ -320,8 +320,8 @@ def check_inputs(configs: dict) -> None:
     --------
     >>> check_inputs({"a": {"data": {"name": "mnist1d"}, "model": {"name": "mlp"}}})  # generated: nothing to read
     """
-    from calibcourse.study.data import DatasetNotFoundError, check_available, data_root
-    from calibcourse.study.train import weights_file
+    from calibcourse.study.training.data import DatasetNotFoundError, check_available, data_root
+    from calibcourse.study.training.train import weights_file
 
     problems, seen = [], set()
     for name, cfg in configs.items():
@@ -362,14 +362,15 @@ def train_serial(configs: dict, cache: Cache | None = None, checkpoint_every: in
     ----------
     configs : dict
         ``{name: config}``.
-    cache : calibcourse.study.cache.Cache, optional
+    cache : calibcourse.study.runs.cache.Cache, optional
         The cache (default: :class:`Cache()`).
     checkpoint_every : int, default=5
         Epochs between checkpoints.
     log : callable, default=print
         Where the progress lines go.
     threads : int or None, default=None
-        Torch's threads of each run that trains (:func:`calibcourse.study.provenance.resolve_threads`: None is 1).
+        Torch's threads of each run that trains (None is 1:
+        :func:`calibcourse.study.training.provenance.resolve_threads`).
 
     Returns
     -------
@@ -427,14 +428,15 @@ def train_local(configs: dict, jobs: int, cache: Cache | None = None, checkpoint
         ``{name: config}``.
     jobs : int
         How many runs train at once.
-    cache : calibcourse.study.cache.Cache, optional
+    cache : calibcourse.study.runs.cache.Cache, optional
         The cache (default: :class:`Cache()`).
     checkpoint_every : int, default=5
         Epochs between checkpoints.
     log : callable, default=print
         Where the progress lines go.
     threads : int or None, default=None
-        Torch's threads of each run that trains (:func:`calibcourse.study.provenance.resolve_threads`: None is 1).
+        Torch's threads of each run that trains (None is 1:
+        :func:`calibcourse.study.training.provenance.resolve_threads`).
 
     Returns
     -------
@@ -516,7 +518,7 @@ def submit_slurm(configs: dict, cache: Cache | None = None, slurm: dict | None =
     ----------
     configs : dict
         ``{name: config}``.
-    cache : calibcourse.study.cache.Cache, optional
+    cache : calibcourse.study.runs.cache.Cache, optional
         The cache: a folder every node of the cluster sees.
     slurm : dict, optional
         ``partition``, ``gpus`` (per job), ``time`` (minutes), ``account``, ``cpus``, ``mem``; missing keys
@@ -526,7 +528,8 @@ def submit_slurm(configs: dict, cache: Cache | None = None, slurm: dict | None =
     log : callable, default=print
         Where the lines go.
     threads : int or None, default=None
-        Torch's threads of each run that trains (:func:`calibcourse.study.provenance.resolve_threads`: None is 1).
+        Torch's threads of each run that trains (None is 1:
+        :func:`calibcourse.study.training.provenance.resolve_threads`).
 
     Returns
     -------

@@ -6,7 +6,7 @@
 
 1. Every run of the profile is retrained into a temporary cache on this machine
    (:func:`calibcourse.tools.grid.train_serial`, or ``--jobs`` at a time with
-   :func:`calibcourse.tools.grid.train_local`), with the thread policy of :mod:`calibcourse.study.provenance`.
+   :func:`calibcourse.tools.grid.train_local`), with the thread policy of :mod:`calibcourse.study.training.provenance`.
 2. Each retrained run is compared with its committed entry (:func:`compare_runs`): the
    provenance fields that differ (torch, threads, CPU capability, device, training code), the
    largest absolute difference of its outputs, and the differences of the test error, ECE and
@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from calibcourse.tools._env import environ, in_pinned_process
-from calibcourse.study.profiles import PROFILES
-from calibcourse.study.provenance import PINNED_PROFILES
-from calibcourse.study.stability import TOLERANCE, run_metrics
+from calibcourse.study.runs.profiles import PROFILES
+from calibcourse.study.training.provenance import PINNED_PROFILES
+from calibcourse.study.runs.stability import TOLERANCE, run_metrics
 
 __all__ = ["TOLERANCE", "run_metrics", "compare_runs", "within_tolerance", "changed_verdicts", "reproduce", "restamp",
            "main"]
@@ -44,13 +44,13 @@ def compare_runs(committed, fresh) -> dict:
 
     Parameters
     ----------
-    committed, fresh : calibcourse.study.results.RunResult
+    committed, fresh : calibcourse.study.training.results.RunResult
         The committed entry and the same config retrained.
 
     Returns
     -------
     dict
-        ``provenance``: :func:`calibcourse.study.provenance.differences` (``{field: (committed, fresh)}``);
+        ``provenance``: :func:`calibcourse.study.training.provenance.differences` (``{field: (committed, fresh)}``);
         ``identical``: every output array byte-identical; ``max_abs``: the largest absolute
         difference over the outputs (0.0 when identical); ``metrics``: ``{name: (committed, fresh)}``
         of :func:`run_metrics` on the test split.
@@ -58,7 +58,7 @@ def compare_runs(committed, fresh) -> dict:
     Examples
     --------
     >>> from calibcourse.calibration.synthetic import scaled_logits
-    >>> from calibcourse.study.results import RunResult
+    >>> from calibcourse.study.training.results import RunResult
     >>> z, y = scaled_logits(500, 3, factor=2.0, seed=0)
     >>> a = RunResult({}, None, {"test_logits": z, "test_labels": y}, provenance={"threads": 1})
     >>> b = RunResult({}, None, {"test_logits": z + 1e-4, "test_labels": y}, provenance={"threads": 2})
@@ -66,7 +66,7 @@ def compare_runs(committed, fresh) -> dict:
     >>> d["identical"], round(d["max_abs"], 6), d["provenance"]["threads"], within_tolerance(d)
     (False, 0.0001, (1, 2), True)
     """
-    from calibcourse.study.provenance import differences
+    from calibcourse.study.training.provenance import differences
 
     names = sorted(set(committed.outputs) | set(fresh.outputs))
     missing = [n for n in names if n not in committed.outputs or n not in fresh.outputs]
@@ -131,7 +131,7 @@ def changed_verdicts(before: list, after: list) -> list:
     Parameters
     ----------
     before, after : list of dict
-        Claims with ``chapter``, ``id`` and ``verdict`` (:class:`calibcourse.study.ledger.Claim`).
+        Claims with ``chapter``, ``id`` and ``verdict`` (:class:`calibcourse.study.analysis.ledger.Claim`).
 
     Returns
     -------
@@ -178,14 +178,14 @@ def reproduce(profile: str = "ci", jobs: int = 1, threads: int | None = None, wo
     jobs : int, default=1
         Runs trained at once (1: this process; more: submitit's local executor).
     threads : int or None, default=None
-        Torch's threads of each run (:func:`calibcourse.study.provenance.resolve_threads`: None is 1).
+        Torch's threads of each run (:func:`calibcourse.study.training.provenance.resolve_threads`: None is 1).
     workdir : str or path-like, optional
         Where the retrained cache and the executed chapters go (kept); default a temporary
         folder, removed at the end.
     ledger : bool, default=True
         Execute the chapters against both caches and compare the verdicts.
     committed_root : str or path-like, optional
-        The cache to compare with (default :class:`calibcourse.study.cache.Cache`'s).
+        The cache to compare with (default :class:`calibcourse.study.runs.cache.Cache`'s).
     log : callable, default=print
         Where the report's lines go.
 
@@ -201,10 +201,10 @@ def reproduce(profile: str = "ci", jobs: int = 1, threads: int | None = None, wo
 
     >>> reproduce("ci")  # doctest: +SKIP
     """
-    from calibcourse.study.cache import Cache
-    from calibcourse.study.experiments import experiments
+    from calibcourse.study.runs.cache import Cache
+    from calibcourse.study.runs.experiments import experiments
     from calibcourse.tools.grid import train_local, train_serial, unique_runs
-    from calibcourse.study.provenance import current
+    from calibcourse.study.training.provenance import current
 
     committed = Cache(committed_root)
     runs = unique_runs(experiments(profile))
@@ -270,7 +270,7 @@ def restamp(profile: str = "ci", committed_root=None, workdir=None, log=print) -
     This retrains ``profile``'s runs here with one thread; if every run whose recorded
     provenance equals this machine's in everything but the code comes out byte-identical (and
     at least one does), every entry of the committed cache, of every profile, gets the current
-    code (:meth:`calibcourse.study.cache.Cache.restamp`, which keeps the old fingerprint and this
+    code (:meth:`calibcourse.study.runs.cache.Cache.restamp`, which keeps the old fingerprint and this
     evidence in the manifest). Otherwise nothing is written and the runs that moved are named.
 
     Parameters
@@ -278,7 +278,7 @@ def restamp(profile: str = "ci", committed_root=None, workdir=None, log=print) -
     profile : str, default="ci"
         The profile retrained as evidence (the ``ci`` profile runs every kind of training step).
     committed_root : str or path-like, optional
-        The committed cache (default :class:`calibcourse.study.cache.Cache`'s).
+        The committed cache (default :class:`calibcourse.study.runs.cache.Cache`'s).
     workdir : str or path-like, optional
         Where the retrained cache goes (kept); default a temporary folder, removed.
     log : callable, default=print
@@ -300,9 +300,9 @@ def restamp(profile: str = "ci", committed_root=None, workdir=None, log=print) -
 
     >>> restamp("ci")  # doctest: +SKIP
     """
-    from calibcourse.study.cache import Cache
-    from calibcourse.study.experiments import experiments
-    from calibcourse.study.provenance import KEYS, current, differences
+    from calibcourse.study.runs.cache import Cache
+    from calibcourse.study.runs.experiments import experiments
+    from calibcourse.study.training.provenance import KEYS, current, differences
     from calibcourse.tools.grid import train_serial, unique_runs
 
     committed = Cache(committed_root)

@@ -11,15 +11,15 @@ hundred GPU-hours) is not on a CI machine, so the smoke run checks everything el
    (random weights) under the name of torchvision's ImageNet file;
 2. every config of the profile is trained into a temporary cache with
    ``CALIBCOURSE_SMOKE="1:1:16"`` (one epoch of one batch of at most 16 samples,
-   :func:`calibcourse.study.config.smoke_caps`; the configs, and so their cache keys, are the real
+   :func:`calibcourse.study.training.config.smoke_caps`; the configs, and so their cache keys, are the real
    ones, so the pages find them);
 3. every chapter and lab is executed with ``profile = "full"`` against that cache
    (:mod:`calibcourse.tools.build`, on a copy of the book's sources in the temporary folder; the
-   pages' bootstrap and simulation sizes are the ``ci`` profile's, :func:`calibcourse.study.notebook.budget`),
+   pages' bootstrap and simulation sizes are the ``ci`` profile's, :func:`calibcourse.study.course.notebook.budget`),
    and the book is rendered there.
 
 Nothing is written to ``data/cache`` (a smoke result is refused there,
-:meth:`calibcourse.study.cache.Cache.store`) or to the repository's ``_build``. Its numbers mean nothing.
+:meth:`calibcourse.study.runs.cache.Cache.store`) or to the repository's ``_build``. Its numbers mean nothing.
 """
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def write_fake_data(root, seed: int = 0, sizes: dict | None = None) -> Path:
     ----------
     root : path-like
         The folder (created if needed): ``MNIST/raw/*.gz``, ``cifar-10-batches-py/``,
-        ``cifar-100-python/`` land in it, where :func:`calibcourse.study.data.load_full` looks.
+        ``cifar-100-python/`` land in it, where :func:`calibcourse.study.training.data.load_full` looks.
     seed : int, default=0
         Seed of the images and labels.
     sizes : dict, optional
@@ -100,7 +100,7 @@ def write_fake_data(root, seed: int = 0, sizes: dict | None = None) -> Path:
     Examples
     --------
     >>> import tempfile
-    >>> from calibcourse.study.data import load_full
+    >>> from calibcourse.study.training.data import load_full
     >>> root = write_fake_data(tempfile.mkdtemp())
     >>> [a.shape for a in load_full("cifar100", root, verify=False)]
     [(500, 3, 32, 32), (500,), (500, 3, 32, 32), (500,)]
@@ -153,7 +153,7 @@ def _write_fake_weights(folder: Path) -> None:
     import torch
     from torchvision.models import densenet121
 
-    from calibcourse.study.experiments import DENSENET_WEIGHTS
+    from calibcourse.study.runs.experiments import DENSENET_WEIGHTS
 
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
@@ -172,7 +172,7 @@ def _copy_book(dest: Path) -> Path:
 
 
 def _train_part(configs: dict, root: str, threads: int) -> int:
-    from calibcourse.study.cache import Cache
+    from calibcourse.study.runs.cache import Cache
     from calibcourse.tools.grid import train_serial
 
     return train_serial(configs, Cache(root), checkpoint_every=1, log=lambda line: None, threads=threads)
@@ -209,7 +209,7 @@ def smoke(profile: str = "full", workdir=None, html: bool = True, processes: int
     Parameters
     ----------
     profile : str, default="full"
-        One of :data:`calibcourse.study.profiles.PROFILES`.
+        One of :data:`calibcourse.study.runs.profiles.PROFILES`.
     workdir : path-like, optional
         Where everything goes (default: a new temporary folder).
     html : bool, default=True
@@ -239,8 +239,8 @@ def smoke(profile: str = "full", workdir=None, html: bool = True, processes: int
     ValueError: ...
     """
     from calibcourse.tools import build
-    from calibcourse.study.experiments import experiments
-    from calibcourse.study.profiles import check_profile
+    from calibcourse.study.runs.experiments import experiments
+    from calibcourse.study.runs.profiles import check_profile
 
     check_profile(profile)
     processes = processes or min(2, os.cpu_count() or 1)
@@ -274,7 +274,7 @@ def smoke(profile: str = "full", workdir=None, html: bool = True, processes: int
 
 def main(argv=None) -> int:
     from calibcourse.tools.build import BuildError
-    from calibcourse.study.profiles import PROFILES
+    from calibcourse.study.runs.profiles import PROFILES
 
     ap = argparse.ArgumentParser(prog="python -m calibcourse.tools.smoke", description=__doc__.split("\n")[0])
     ap.add_argument("--profile", default="full", choices=PROFILES)

@@ -12,7 +12,7 @@ __all__ = ["collect_claims", "write_ledger"]
 
 
 def collect_claims(pages: list) -> list:
-    """The claims every executed chapter published (:meth:`calibcourse.study.ledger.Ledger.publish`).
+    """The claims every executed chapter published (:meth:`calibcourse.study.analysis.ledger.Ledger.publish`).
 
     Parameters
     ----------
@@ -33,7 +33,7 @@ def collect_claims(pages: list) -> list:
 
     import nbformat
 
-    from calibcourse.study.ledger import CLAIMS_GLUE_NAME
+    from calibcourse.study.analysis.ledger import CLAIMS_GLUE_NAME
 
     claims = []
     for page in pages:
@@ -61,7 +61,7 @@ def write_ledger(root: Path, pages: list, log=print) -> list:
     """Write ``_build/claims.json`` and the "What held" page from the executed chapters.
 
     The claims are those the chapters published with
-    :meth:`calibcourse.study.ledger.Ledger.publish`; pages not executed yet are left out.
+    :meth:`calibcourse.study.analysis.ledger.Ledger.publish`; pages not executed yet are left out.
 
     Parameters
     ----------
@@ -87,7 +87,7 @@ def write_ledger(root: Path, pages: list, log=print) -> list:
     >>> sorted(p.relative_to(root).as_posix() for p in root.rglob("*.*"))
     ['_build/claims.json', 'book/generated/what_held.md']
     """
-    from calibcourse.study.ledger import check_claims, ledger_page
+    from calibcourse.study.analysis.ledger import check_claims, ledger_page
 
     root = Path(root).resolve()
     claims = sorted(collect_claims(pages), key=lambda c: (c["chapter"], c["id"]))

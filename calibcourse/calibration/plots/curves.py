@@ -131,7 +131,7 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
     Parameters
     ----------
     table : pandas.DataFrame
-        The output of :func:`calibcourse.study.tables.sweep_table`: index = swept value, columns ``m`` and
+        The output of :func:`calibcourse.study.analysis.tables.sweep_table`: index = swept value, columns ``m`` and
         (optionally) ``m_std`` per measure ``m``.
     xlabel : str
         Label of the swept value.

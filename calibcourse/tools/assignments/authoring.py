@@ -36,7 +36,7 @@ def _test_cell(q: Question, points: float, hidden: bool, seed: int):
     return nbformat.v4.new_code_cell(
         f'""" # BEGIN TEST CONFIG\npoints: {_fmt(points)}\nhidden: {str(hidden).lower()}\n""" # END TEST CONFIG\n'
         f"def test_{'hidden' if hidden else 'public'}({q.function}):\n"
-        f"    from calibcourse.study import checks\n"
+        f"    from calibcourse.study.course import checks\n"
         f"    checks.{q.check}({args})")
 
 
@@ -67,7 +67,7 @@ def master_notebook(src, secret: str = DEFAULT_SECRET):
     hidden: true
     """ # END TEST CONFIG
     def test_hidden(bin_stats):
-        from calibcourse.study import checks
+        from calibcourse.study.course import checks
         checks.check_reliability_bins(bin_stats, seed=1285810705, strict=True)
     '''
     import jupytext
@@ -145,14 +145,14 @@ def _solution_source(code: str) -> str:
 
 def _cache_entries(source_text: str) -> list[Path]:
     """The result-cache entries of the runs a lab loads (experiment names quoted in its source, or
-    named by a ``labs.LAB..._RUN`` constant of :mod:`calibcourse.study.labs`)."""
-    from calibcourse.study.cache import Cache, config_key
-    from calibcourse.study.experiments import experiments
+    named by a ``labs.LAB..._RUN`` constant of :mod:`calibcourse.study.course.labs`)."""
+    from calibcourse.study.runs.cache import Cache, config_key
+    from calibcourse.study.runs.experiments import experiments
 
-    from calibcourse.study import labs
+    from calibcourse.study.course import labs
 
     quoted = set(re.findall(r'"(ch\d[^"]*)"', source_text))
-    for name in re.findall(r"labs\.(LAB\w+)", source_text):  # a lab's runs named in calibcourse.study.labs
+    for name in re.findall(r"labs\.(LAB\w+)", source_text):  # a lab's runs named in calibcourse.study.course.labs
         value = getattr(labs, name, "")
         quoted.update(value.values() if isinstance(value, dict) else [value])
     cache, found = Cache(), []

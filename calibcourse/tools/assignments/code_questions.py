@@ -23,9 +23,9 @@ _CHECK_CALL = re.compile(r"checks\.(check_\w+)\(\s*(\w+)\s*[,)]")
 #: ``forbid`` entry may name them short, ``metrics.ece`` for ``calibcourse.calibration.metrics.ece``
 SHORT_MODULES = {name: f"calibcourse.calibration.{name}" for name in
                  ("metrics", "calibrators", "losses", "plots", "binning", "stats", "synthetic")}
-SHORT_MODULES.update({name: f"calibcourse.study.{name}" for name in ("checks", "labs")})
+SHORT_MODULES.update({name: f"calibcourse.study.course.{name}" for name in ("checks", "labs")})
 #: what no exercise may use: the checks (their reference implementations) and the labs' helpers
-ALWAYS_FORBIDDEN = ("calibcourse.study.checks", "calibcourse.study.labs")
+ALWAYS_FORBIDDEN = ("calibcourse.study.course.checks", "calibcourse.study.course.labs")
 
 
 @dataclass
@@ -39,7 +39,7 @@ class Question:
     function : str
         The function the student writes.
     check : str
-        The :mod:`calibcourse.study.checks` function that tests it.
+        The :mod:`calibcourse.study.course.checks` function that tests it.
     public : float
         Points of the public test (the lab's check, seed 0).
     hidden : float
@@ -61,7 +61,7 @@ class Question:
 
     name: str       # q1, q2, ... in the order of the lab
     function: str   # the function the student writes
-    check: str      # the calibcourse.study.checks function that tests it
+    check: str      # the calibcourse.study.course.checks function that tests it
     public: float   # points of the public test (the lab's check, seed 0)
     hidden: float   # points of the hidden test (the same check, another seed)
     title: str      # the bold title of the prompt, for the feedback
@@ -297,7 +297,7 @@ def questions(nb) -> list[Question]:
     >>> q.name, q.function, q.check, q.points, q.title
     ('q1', 'double', 'check_double', 3.0, '1. Double')
     >>> q.forbid
-    ('calibcourse.study.checks', 'calibcourse.study.labs')
+    ('calibcourse.study.course.checks', 'calibcourse.study.course.labs')
     """
     out = []
     for i, cell in enumerate(nb.cells):

@@ -1,0 +1,481 @@
+"""Chapter 5's reference recipe: the gamma-Net trained the way the code it builds on trains its meta-learner.
+
+Wang and Golebiowski (2023) extend meta-calibration (Bohdal et al. 2021). That code
+(``train_utils.py``, ``train.py`` of ``ondrejbohdal/meta-calibration``) makes one meta step per
+training batch:
+
+- the look-ahead is a plain SGD step of the **last layer only**, at the backbone's current learning
+  rate, on the loss **summed** over the batch (``weight.fast = weight - current_LR * grad``);
+- the meta-loss is ``CE + 0.5 * DECE`` on a batch of a meta-validation split of its own;
+- the meta-learner's optimizer is Adam at its default rate (1e-3);
+- the backbone takes the real step on the summed loss, its gradient norm clipped at 2, by SGD
+  (momentum 0.9, weight decay 5e-4, the rate divided by 10 at two milestones), with a
+  train/validation/meta split of 8:1:1.
+
+This module registers that recipe, fixed before its runs, for the gamma-Net (:data:`REF_META`): its
+runs (:func:`reference_runs`, ``ch5/reference/...``), the rule that chooses the meta learning rate
+on a selection split the gamma-Net never sees (:func:`ref_choice`), and the test of whether the
+gamma-Net learns at all, against its frozen control (:func:`learns`). :data:`REF_DEPARTURES` lists
+every departure from the reference code that this scale forces.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "REF_SIZE_MEASURED",
+    "REF_BACKBONE",
+    "REF_META",
+    "REF_META_LRS",
+    "REF_GRID_SEEDS",
+    "REF_N_SEEDS",
+    "REF_FOCAL_GAMMAS",
+    "REF_ARMS",
+    "REF_ARM_LR",
+    "REF_PREDICTIONS",
+    "REF_CHOSEN",
+    "REF_DEPARTURES",
+    "REF_PARTS",
+    "REF_MAX_ERROR_GAP",
+    "reference_runs",
+    "ref_part",
+    "ref_choice",
+    "learns",
+    "learns_runs",
+    "ref_name",
+    "seed_t_interval",
+]
+
+#: the backbone: a 1-D CNN on MNIST-1D, 2,750 generated training sequences cut 8:1:1:1 into training
+#: (2,000), validation (250: temperature scaling), meta-validation (250: the gamma-Net's) and
+#: selection (250: the choice of the meta learning rate and of focal loss's gamma); 5,000 test
+#: sequences. Measured before the runs (CE, seed 0): at 8,000 training sequences this recipe
+#: ends calibrated (2.0 % error, 1.4 % ECE), at 3,000 too (3.9 %, 2.6 %); at 2,000 it ends
+#: overconfident (8.0 % error, 5.7 % ECE), the regime the method is for. 60 epochs, the rate
+#: divided by 10 after epochs 30 and 45: the training loss reaches 0 by epoch 35
+#: the measurement that chose the training-set size, before any gamma-Net ran (CE, the reference recipe,
+#: seed 0, 60 epochs): training sequences -> (test error %, test ECE %)
+REF_SIZE_MEASURED = {8000: (2.0, 1.4), 3000: (3.9, 2.6), 2000: (8.0, 5.7)}
+REF_BACKBONE = {"data": {"name": "mnist1d", "mnist1d_train": 2750, "mnist1d_test": 5000, "val_fraction": 3 / 11},
+                "model": {"name": "cnn1d", "channels": 32}, "optimizer": "sgd", "lr": 0.1, "momentum": 0.9,
+                "nesterov": False, "weight_decay": 5e-4, "schedule": "step", "batch_size": 128, "epochs": 60,
+                "reduction": "sum", "clip_grad_norm": 2.0}
+#: the three parts of the validation split, in order (a third each): the gamma-Net's meta split,
+#: temperature scaling's, and the selection split that chooses the grids' values
+REF_PARTS = ("meta", "posthoc", "selection")
+
+#: the gamma-Net (the paper's: 8 attention heads, gamma = |x~W| / tau, mean gamma 1 at the start) with
+#: meta-calibration's loop. ``gamma_limit``: a bound by projection that cannot saturate
+#: (:class:`calibcourse.study.training.meta.GammaNet`'s ``limit``: the output stays linear in its weights, so
+#: the gradient has the same size at every gamma, unlike a sigmoid's, which vanishes at both ends);
+#: 10 is twice the largest gamma of FLSD-53's schedule. ``log_hypergradient``: the diagnosis's
+#: per-epoch sign and signal-to-noise ratio of the outer gradient; ``snapshots``: per-epoch summaries of
+#: gamma only, no per-sample snapshots (the cache's budget)
+REF_META = {"outer": "sece", "heads": 8, "tau": 1.0, "init_gamma": 1.0, "meta_lr": 1e-3, "val_batch": 128,
+            "bandwidth": 0.05, "lookahead": "sgd", "lookahead_params": "head", "meta_loss": "ce+cal",
+            "cal_weight": 0.5, "meta_val": 1 / 3, "gamma_limit": 10.0, "log_hypergradient": True, "snapshots": False}
+#: the tuning grid of the meta learning rate: 0 is the frozen control (Adam at rate 0 never moves the
+#: gamma-Net's parameters; its gammas still follow the backbone's features, and the projection of
+#: ``gamma_limit`` may shrink them at the first step); 1e-3 is the reference code's own
+REF_META_LRS = (0.0, 1e-4, 1e-3, 1e-2)
+#: seeds of every grid value (the grids of the gamma-Nets and of focal loss); seeds of the reported methods
+REF_GRID_SEEDS = (0, 1, 2)
+REF_N_SEEDS = 10
+#: focal loss's grid (Mukhoti et al.'s fixed gammas)
+REF_FOCAL_GAMMAS = (1.0, 2.0, 3.0)
+#: the choice rule, fixed before the runs: for each value, the mean over the grid seeds of the
+#: selection split's error and ECE (15 bins); among the values whose mean error is within this of the
+#: reference's (the frozen control for a gamma-Net, CE for focal loss), the lowest mean ECE; ties go to
+#: the first value
+REF_MAX_ERROR_GAP = 0.01
+#: the values the rule chose on the default profile's grid runs (:func:`ref_choice` recomputes them;
+#: tests/test_reference.py checks them on the committed cache)
+REF_CHOSEN = {"FLgamma-SECE": 1e-4, "FLgamma-DECE": 1e-3, "Focal": 3.0}
+
+#: the diagnosis's arms, on the reference FLgamma-SECE at the reference code's meta rate 1e-3 (3 seeds):
+#: a 5-step look-ahead (the last layer stepped on 4 further training batches: short-horizon bias,
+#: Wu et al. 2018), an outer loop that starts after CE's validation-NLL minimum (epoch 31 of the
+#: measured CE run, the epoch after the first decay), and a placebo whose outer gradient is a random
+#: direction of the same norm (the backbone's accuracy stays what it is)
+REF_ARM_LR = 1e-3
+#: the predictions, written down before the arms' runs (each arm against the reference FLgamma-SECE at
+#: :data:`REF_ARM_LR`, paired over the grid's seeds; "final gamma": the mean gamma on the test split at the end)
+REF_PREDICTIONS = {
+    "horizon 5": "if a one-step look-ahead biases the gamma-Net towards faster fitting (short-horizon bias), "
+                 "then with 5 steps the final gamma is higher and the share of outer steps that push gamma "
+                 "down is lower than with 1 step",
+    "delayed": "if the outer loop's early epochs, while the error still falls, set where gamma ends, then "
+               "starting it after CE's validation-NLL minimum ends at another final gamma, at an ECE no worse",
+    "placebo": "if the outer gradient's direction is what calibrates, a random direction of the same norm "
+               "ends at a higher test ECE than the outer gradient",
+}
+REF_ARMS = {"horizon 5": {"horizon": 5}, "delayed": {"start_epoch": 32}, "placebo": {"control": "placebo"}}
+
+#: every departure from the reference code (Bohdal et al.'s ``train.py`` / ``train_utils.py``) and
+#: from the paper, with the reason: (what the reference does, what this study does, why)
+REF_DEPARTURES = (
+    (
+        "ResNet-18 / WideResNet on CIFAR-10/100 (50,000 images)",
+        "a 1-D CNN (49k weights) on 2,000 MNIST-1D sequences",
+        "two CPU cores: a run must take seconds; 2,000 sequences make CE overconfident (measured)",
+    ),
+    (
+        "350 epochs, the rate divided by 10 at 150 and 250",
+        "60 epochs, divided by 10 at 30 and 45",
+        "the training loss reaches 0 by epoch 35 at this size; longer adds nothing but time",
+    ),
+    (
+        "meta-learner: learnable label smoothing or L2 (meta-calibration)",
+        "the paper's gamma-Net (8 heads, |x~W|/tau), with a projection bound at gamma 10",
+        "the method under test; the bound keeps an unbounded output from drifting without saturating",
+    ),
+    (
+        "meta-loss CE + 0.5 DECE",
+        "CE + 0.5 SECE (FLgamma-SECE); CE + 0.5 DECE (FLgamma-DECE)",
+        "the paper's outer calibration loss in meta-calibration's meta-loss",
+    ),
+    (
+        "meta batch = training batch (128), cycling the meta split",
+        "128 samples drawn with replacement from the meta split",
+        "the same size; draws instead of a cycle",
+    ),
+    (
+        "one seed per configuration, meta rate Adam's default 1e-3",
+        "meta rate grid {0, 1e-4, 1e-3, 1e-2} x 3 seeds, chosen on a selection split",
+        "a learned component gets credit only against its frozen control (rate 0)",
+    ),
+    (
+        "test split of 10,000 images",
+        "5,000 generated test sequences",
+        "the seeds, not the test set, limit the comparisons",
+    ),
+    (
+        "train/validation/meta split 8:1:1",
+        "8:1:1 plus a selection split of the validation's size",
+        "the tuned values are chosen on data that neither the gamma-Net nor temperature scaling sees",
+    ),
+    (
+        "the meta-loss's gradient also reaches the backbone (no zero_grad between the meta-loss's "
+        "backward and the real step's)",
+        "the meta-loss updates the gamma-Net only",
+        "the paper's bilevel objective trains the gamma-Net; the leak would also train the backbone on the "
+        "meta split, data the methods without a meta-learner never see",
+    ),
+    (
+        "the checkpoint with the best validation accuracy is evaluated",
+        "the last epoch",
+        "one fixed budget for every method; early stopping would be one more tuned choice",
+    ),
+    (
+        "random crops and horizontal flips",
+        "no augmentation",
+        "image augmentations; MNIST-1D's generator already shifts, scales and adds noise",
+    ),
+    (
+        "DECE with a ranking-based soft accuracy (t_a = 100)",
+        "DECE with a tempered-softmax soft accuracy",
+        "the toolkit's differentiable ECE (chapter 5's lab); same soft bins",
+    ),
+)
+
+
+def ref_name(method: str, meta_lr: float | None = None, seed: int = 0) -> str:
+    """The run name of a reference run: ``ch5/reference/<method>[ (meta lr <x>)]/s<seed>``.
+
+    Parameters
+    ----------
+    method : str
+        ``"CE"``, ``"Focal (gamma 3)"``, ``"FLgamma-SECE"``, ...
+    meta_lr : float, optional
+        A gamma-Net's meta learning rate (None: a method without one).
+    seed : int, default=0
+        The seed.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> ref_name("FLgamma-SECE", 0.0, 3), ref_name("FLgamma-DECE", 1e-4, 0), ref_name("CE", seed=1)
+    ('ch5/reference/FLgamma-SECE (meta lr 0)/s3', 'ch5/reference/FLgamma-DECE (meta lr 0.0001)/s0',
+    'ch5/reference/CE/s1')
+    """
+    label = method if meta_lr is None else f"{method} (meta lr {meta_lr:g})"
+    return f"ch5/reference/{label}/s{seed}"
+
+
+def _gamma_net(outer: str, meta_lr: float, **change) -> dict:
+    return {"loss": "focal", "meta": {**REF_META, "outer": outer, "meta_lr": meta_lr, **change}}
+
+
+def reference_runs(ci: bool = False, chosen: dict | None = None, **base_changes) -> dict:
+    """The reference recipe's runs, by name.
+
+    - ``FLgamma-SECE`` and ``FLgamma-DECE`` at every meta rate of :data:`REF_META_LRS` (seeds
+      :data:`REF_GRID_SEEDS`), the chosen rate and the frozen control on :data:`REF_N_SEEDS` seeds;
+    - ``CE`` and ``CE-DECE (weight 0.5)`` (:data:`REF_N_SEEDS` seeds) and ``Focal (gamma g)`` (the grid's
+      seeds; the chosen gamma on :data:`REF_N_SEEDS`);
+    - the diagnosis's arms ``ch5/diagnosis/<arm>/s<seed>`` (:data:`REF_ARMS`, the grid's seeds).
+
+    Parameters
+    ----------
+    ci : bool, default=False
+        Seed 0 of everything.
+    chosen : dict, optional
+        The chosen values (default :data:`REF_CHOSEN`).
+    **base_changes
+        Changes of the backbone (a smaller profile's data or epochs).
+
+    Returns
+    -------
+    dict
+        ``{name: config}``.
+
+    Examples
+    --------
+    >>> runs = reference_runs()
+    >>> runs[ref_name("FLgamma-SECE", 0.0, 9)]["meta"]["meta_lr"], len([n for n in runs if "meta lr 0.01)" in n])
+    (0.0, 6)
+    """
+    chosen = {**REF_CHOSEN, **(chosen or {})}
+    base = {**REF_BACKBONE, **base_changes}
+    grid_seeds = (0,) if ci else REF_GRID_SEEDS
+    all_seeds = (0,) if ci else tuple(range(REF_N_SEEDS))
+    runs = {}
+    for s in all_seeds:
+        runs[ref_name("CE", seed=s)] = {**base, "seed": s}
+    for s in all_seeds:  # the MCE claim's baseline: CE + 0.5 DECE (meta-calibration's weight, the Adam grid's choice)
+        runs[ref_name("CE-DECE (weight 0.5)", seed=s)] = {**base, "loss": "ce_dece", "loss_kwargs": {"weight": 0.5},
+                                                          "seed": s}
+    for g in REF_FOCAL_GAMMAS:
+        for s in all_seeds if g == chosen["Focal"] else grid_seeds:
+            runs[ref_name(f"Focal (gamma {g:g})", seed=s)] = {**base, "loss": "focal", "loss_kwargs": {"gamma": g},
+                                                             "seed": s}
+    for method, outer in (("FLgamma-SECE", "sece"), ("FLgamma-DECE", "dece")):
+        for lr in REF_META_LRS:
+            # the chosen rate and the frozen control of the SECE gamma-Net on every seed; FLgamma-DECE's
+            # frozen control is the same network (at rate 0 the outer loss never acts: a test checks the bits)
+            wide = lr == chosen[method] or (lr == 0 and method == "FLgamma-SECE")
+            for s in all_seeds if wide else grid_seeds:
+                runs[ref_name(method, lr, s)] = {**base, **_gamma_net(outer, lr), "seed": s}
+    for arm, change in REF_ARMS.items():
+        for s in grid_seeds:
+            runs[f"ch5/diagnosis/{arm}/s{s}"] = {**base, **_gamma_net("sece", REF_ARM_LR, **change), "seed": s}
+    return runs
+
+
+def ref_part(result, part: str, kind: str = "probs"):
+    """One third of a reference run's validation split (:data:`REF_PARTS`): ``"meta"``, ``"posthoc"``
+    or ``"selection"``.
+
+    Parameters
+    ----------
+    result : calibcourse.study.training.train.RunResult
+        A reference run.
+    part : {"meta", "posthoc", "selection"}
+        Which third.
+    kind : {"probs", "logits"}, default="probs"
+        What to return beside the labels.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(probs or logits, labels)``.
+
+    Examples
+    --------
+    >>> from calibcourse.study.runs.experiments import run
+    >>> r = run(ref_name("CE"), "ci")
+    >>> [len(ref_part(r, part)[1]) for part in REF_PARTS], len(r.labels("val"))
+    ([100, 100, 100], 300)
+    """
+    if part not in REF_PARTS:
+        raise ValueError(f"part must be one of {', '.join(REF_PARTS)}; got {part!r}")
+    if kind not in ("probs", "logits"):
+        raise ValueError(f"kind must be 'probs' or 'logits'; got {kind!r}")
+    y = result.labels("val")
+    # the meta-learner's part is the first round(n / 3), as MetaTrainer cuts it; the rest in two halves
+    k = int(round(REF_META["meta_val"] * len(y)))
+    m = k + (len(y) - k) // 2
+    cut = {"meta": slice(None, k), "posthoc": slice(k, m), "selection": slice(m, None)}[part]
+    values = result.probs("val") if kind == "probs" else result.logits("val")
+    return values[cut], y[cut]
+
+
+def _family_values(family: str):
+    if family == "Focal":
+        return REF_FOCAL_GAMMAS, lambda v: ref_name(f"Focal (gamma {v:g})")[:-3], ref_name("CE")[:-3]
+    return REF_META_LRS, lambda v: ref_name(family, v)[:-3], ref_name(family, 0.0)[:-3]
+
+
+def ref_choice(results: dict, family: str, seeds=REF_GRID_SEEDS) -> dict:
+    """The value of ``family``'s grid chosen on the selection split, by the rule fixed before the runs
+    (:data:`REF_MAX_ERROR_GAP`).
+
+    Parameters
+    ----------
+    results : dict
+        ``{run name: RunResult}`` holding the grid's runs (and CE's, for ``"Focal"``).
+    family : {"FLgamma-SECE", "FLgamma-DECE", "Focal"}
+        The grid: the gamma-Net's meta learning rate, or focal loss's gamma.
+    seeds : sequence of int
+        The grid's seeds.
+
+    Returns
+    -------
+    dict
+        ``{"chosen": value, "table": DataFrame, "reference_error": float}``: per value, the mean
+        selection error and ECE over the seeds and whether the value is eligible; the reference's
+        mean selection error.
+
+    Examples
+    --------
+    >>> from calibcourse.study.runs.experiments import runs
+    >>> grid = ref_choice(runs("ch5/reference/", "ci"), "FLgamma-SECE", seeds=(0,))
+    >>> list(grid["table"]["value"]), grid["chosen"] in REF_META_LRS
+    ([0.0, 0.0001, 0.001, 0.01], True)
+    """
+    import pandas as pd
+
+    from calibcourse.calibration import metrics as M
+
+    values, prefix, reference = _family_values(family)
+
+    def measures(pre):
+        rows = [ref_part(results[f"{pre}/s{s}"], "selection") for s in seeds]
+        return float(np.mean([M.error(p, y) for p, y in rows])), float(np.mean([M.ece(p, y) for p, y in rows]))
+
+    ref_error = measures(reference)[0]
+    table = pd.DataFrame([(v, *measures(prefix(v))) for v in values], columns=["value", "error", "ECE"])
+    table["eligible"] = table["error"] <= ref_error + REF_MAX_ERROR_GAP + 1e-12
+    pool = table[table["eligible"]] if table["eligible"].any() else table
+    return {"chosen": float(pool.loc[pool["ECE"].idxmin(), "value"]), "table": table, "reference_error": ref_error}
+
+
+def learns(results: dict, family: str, meta_lr: float, seeds, frozen_family: str = "FLgamma-SECE",
+           n_boot: int = 1000) -> dict:
+    """Whether the gamma-Net of ``family`` at ``meta_lr`` beats its frozen control (meta lr 0, same seeds):
+    :func:`learns_runs` on the reference runs ``ref_name(family, meta_lr, s)`` against
+    ``ref_name(frozen_family, 0, s)``.
+
+    Parameters
+    ----------
+    results : dict
+        ``{run name: RunResult}`` with the runs of both.
+    family : {"FLgamma-SECE", "FLgamma-DECE"}
+        The gamma-Net.
+    meta_lr : float
+        The reported configuration's rate.
+    seeds : sequence of int
+        The seeds both share.
+    frozen_family : str, default="FLgamma-SECE"
+        Whose rate-0 runs are the control (the same network for both families).
+    n_boot : int, default=1000
+        Bootstrap resamples of the test set for the ECE interval.
+
+    Returns
+    -------
+    dict
+        As :func:`learns_runs`.
+
+    Examples
+    --------
+    >>> from calibcourse.study.runs.experiments import runs
+    >>> out = learns(runs("ch5/reference/", "default"), "FLgamma-SECE", REF_CHOSEN["FLgamma-SECE"],
+    ...              range(REF_N_SEEDS), n_boot=100)
+    >>> sorted(out), out["n_seeds"]
+    (['ece', 'gamma', 'gamma0', 'meta_lr', 'n_seeds', 'verdict'], 10)
+    """
+    seeds = list(seeds)
+    return learns_runs([results[ref_name(family, meta_lr, s)] for s in seeds],
+                       [results[ref_name(frozen_family, 0.0, s)] for s in seeds], meta_lr, n_boot=n_boot)
+
+
+def seed_t_interval(differences, level: float = 0.95) -> tuple:
+    """The mean of per-seed differences with its paired t interval: ``(estimate, low, high)``.
+
+    For a quantity measured once per run (a final mean gamma, a share of steps), paired by seed;
+    it is the interval of ``scipy.stats.ttest_1samp`` on the differences.
+
+    Parameters
+    ----------
+    differences : array-like of shape (S,)
+        One difference per seed, S >= 2.
+    level : float, default=0.95
+        The interval's coverage.
+
+    Returns
+    -------
+    tuple of float
+
+    Examples
+    --------
+    >>> [round(v, 3) for v in seed_t_interval([1.0, 2.0, 3.0])]
+    [2.0, -0.484, 4.484]
+    >>> seed_t_interval([1.0])
+    Traceback (most recent call last):
+        ...
+    ValueError: differences must hold at least 2 seeds; got 1
+    """
+    from scipy.stats import t as student_t
+
+    d = np.asarray(differences, dtype=float).ravel()
+    if d.size < 2:
+        raise ValueError(f"differences must hold at least 2 seeds; got {d.size}")
+    half = float(student_t.ppf(0.5 + level / 2, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size))
+    return (float(d.mean()), float(d.mean()) - half, float(d.mean()) + half)
+
+
+def learns_runs(runs, frozen_runs, meta_lr: float, n_boot: int = 1000) -> dict:
+    """Whether meta-learned runs beat their frozen controls (meta lr 0), paired by seed.
+
+    Two paired intervals over the seeds: the test ECE of the runs minus their controls'
+    (:func:`calibcourse.calibration.stats.paired_seeds_difference`, test samples and seeds), and the final
+    mean gamma on the test split minus the control's (a paired t interval over the seeds). The verdict
+    is the ECE interval's against 0 ("held": lower), and "not held" whenever the meta rate is 0 (the
+    configuration is its own control).
+
+    Parameters
+    ----------
+    runs, frozen_runs : sequence of RunResult
+        Seed ``s`` of the meta-learned configuration and of its frozen control, in the same order, on
+        the same test samples.
+    meta_lr : float
+        The meta-learned configuration's rate.
+    n_boot : int, default=1000
+        Bootstrap resamples of the test set for the ECE interval.
+
+    Returns
+    -------
+    dict
+        ``{"verdict", "ece", "gamma", "gamma0", "meta_lr", "n_seeds"}``: the verdict, both intervals as
+        text, the control's mean final gamma, the rate and the number of seeds.
+
+    Examples
+    --------
+    A configuration at rate 0 is its own control, whatever its numbers:
+
+    >>> from calibcourse.study.runs.experiments import runs
+    >>> rs = runs("ch5/reference/FLgamma-SECE (meta lr 0)/", "default")
+    >>> a = [rs[ref_name("FLgamma-SECE", 0.0, s)] for s in range(3)]
+    >>> learns_runs(a, a, meta_lr=0.0, n_boot=100)["verdict"]
+    'not held'
+    """
+    from calibcourse.calibration import metrics as M
+    from calibcourse.calibration import stats
+    from calibcourse.study.analysis.tables import fmt_difference
+
+    a, b = list(runs), list(frozen_runs)
+    if len(a) != len(b) or len(a) < 1:
+        raise ValueError(f"runs and frozen_runs must pair at least 1 seed; got {len(a)} and {len(b)}")
+    y = a[0].labels("test")
+    ece = stats.paired_seeds_difference(M.ece, [r.probs("test") for r in a], [r.probs("test") for r in b], y,
+                                        n_boot=n_boot)
+    final = lambda rs: np.array([float(r.history["gamma_mean"].iloc[-1]) for r in rs])  # noqa: E731
+    d = final(a) - final(b)
+    verdict = "not held" if meta_lr == 0 else stats.verdict(ece.low, ece.high, null=0.0, direction="below")
+    gamma = (fmt_difference(seed_t_interval(d), scale=1, unit="", digits=2) if len(d) > 1
+             else f"{d[0]:+.2f} (one seed, no interval)")
+    return {"verdict": verdict, "ece": fmt_difference(ece), "gamma": gamma,
+            "gamma0": float(final(b).mean()), "meta_lr": float(meta_lr), "n_seeds": len(a)}

@@ -1,0 +1,365 @@
+"""The course's schedule: one table of weeks, chapters, labs, times and due work.
+
+The schedule page of the book (``book/schedule.md``, written by :func:`write_page`), the
+banner at the top of every lab (:func:`lab_banner`) and the lab sentence of every chapter's
+opening box (:func:`chapter_lab_sentence`, pasted verbatim; a test compares) are made from
+:data:`WEEKS` and :data:`LAB_TABLE`; nothing else states a lab's number, the chapter it
+follows, its time or when it is due.
+
+    python -m calibcourse.study.course.schedule      # rewrite book/schedule.md
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+__all__ = ["Week", "Lab", "WEEKS", "LAB_TABLE", "LABS", "lab_week", "lab_number", "lab_title", "lab_banner",
+           "chapter_lab_sentence", "schedule_page", "write_page", "PAGE"]
+
+#: the schedule page, relative to the repository root
+PAGE = Path("book") / "schedule.md"
+
+
+@dataclass(frozen=True)
+class Week:
+    """One week of the course: the chapter read that week.
+
+    Attributes
+    ----------
+    number : int
+        The week, from 1.
+    chapter : str
+        The chapter read this week (its page name, e.g. ``"01_theory"``).
+    chapter_title : str
+        Its title.
+    reading_minutes : int
+        The time to read it and do its exercises and quiz.
+    needs : str
+        What a student needs to know before the week.
+    also : tuple of (str, str, int)
+        Further pages read the same week, after the chapter: ``(page name, title, minutes)``.
+
+    Examples
+    --------
+    >>> WEEKS[0].number, WEEKS[0].chapter
+    (1, '01_theory')
+    """
+
+    number: int
+    chapter: str
+    chapter_title: str
+    reading_minutes: int
+    needs: str = ""
+    also: tuple = ()
+
+
+@dataclass(frozen=True)
+class Lab:
+    """One lab: the chapter whose material it practises, when it is handed out and due, its time.
+
+    Attributes
+    ----------
+    name : str
+        Its page name, e.g. ``"lab1_ece"``.
+    title : str
+        Its title (without "Lab n: ").
+    topics : str
+        What it implements, in a few words (the chapters' lab sentence quotes it).
+    chapter : int
+        The chapter it follows: the one that teaches what it practises.
+    out : int
+        The week it is handed out (the week of that chapter or a later one).
+    due : int
+        The week at whose end it is due (after ``out``).
+    minutes : tuple of int
+        Its time, ``(least, most)`` minutes.
+
+    Examples
+    --------
+    >>> LAB_TABLE[1].name, LAB_TABLE[1].chapter, LAB_TABLE[1].out, LAB_TABLE[1].due
+    ('lab2_temperature', 3, 3, 4)
+    """
+
+    name: str
+    title: str
+    topics: str
+    chapter: int
+    out: int
+    due: int
+    minutes: tuple
+
+
+#: the course, one chapter a week
+WEEKS = (
+    Week(1, "01_theory", "What calibration is, and how we measure it", 120,
+         "probability (conditional expectation, binomial), softmax and cross-entropy, numpy"),
+    Week(2, "02_causes", "What makes networks miscalibrated", 120,
+         "chapter 1; training a network (Adam or SGD, weight decay, batch normalization)"),
+    Week(3, "03_binary", "Calibrating a binary classifier", 120,
+         "chapters 1 and 2; logistic regression, maximum likelihood"),
+    Week(4, "04_multiclass", "Calibrating a multiclass network", 110,
+         "chapter 3; fitting parameters by minimizing the NLL; PyTorch autograd"),
+    Week(5, "05_meta_regularization", "Calibration at training time: meta-regularization", 120,
+         "chapters 1 to 4; PyTorch autograd (the chapter introduces the bilevel optimization it uses)",
+         also=(("05b_diagnosis", "Diagnosing a bilevel method", 60),)),
+    Week(6, "06_practice", "Calibration in practice: distribution shift", 110,
+         "chapters 1, 4 and 5 (ECE, NLL, Brier score; temperature scaling; comparisons paired by seed)",
+         also=(("06b_deployment", "Deploying a calibrated model", 60),)),
+)
+
+#: the labs, in the order they are handed out; each comes no earlier than the chapter that teaches it
+#: (chapter 3 teaches fitting a temperature by NLL against an ECE grid search, and the binary
+#: calibrators; chapter 5 the SECE and the focal losses) and is due at the end of the next week
+LAB_TABLE = (
+    Lab("lab1_ece", "measuring calibration", r"per-bin statistics, ECE, MCE and the $\ell_2$ calibration error",
+        1, 1, 2, (75, 90)),
+    Lab("lab2_temperature", "temperature scaling against a hand search",
+        "softmax with a temperature, temperature scaling by NLL, the ECE grid search", 3, 3, 4, (60, 80)),
+    Lab("lab3_binning", "binary calibrators, compared with intervals",
+        "histogram binning, isotonic regression, Platt scaling, a paired bootstrap", 3, 4, 5, (75, 90)),
+    Lab("lab4_sece_focal", "multiclass measures and calibrating losses",
+        "SECE, class-wise ECE, focal loss, FLSD-53", 5, 5, 6, (75, 90)),
+)
+
+#: the labs in order
+LABS = tuple(lab.name for lab in LAB_TABLE)
+
+
+def _check_lab(lab: str) -> Lab:
+    for entry in LAB_TABLE:
+        if entry.name == lab:
+            return entry
+    raise ValueError(f"lab must be one of {', '.join(LABS)}; got {lab!r}")
+
+
+def lab_week(lab: str) -> Week:
+    """The week a lab is handed out.
+
+    Parameters
+    ----------
+    lab : str
+        The lab's page name, e.g. ``"lab1_ece"``.
+
+    Returns
+    -------
+    Week
+        The week it is handed out; an unknown lab raises ``ValueError``.
+
+    Examples
+    --------
+    >>> lab_week("lab3_binning").number
+    4
+    >>> lab_week("lab9")
+    Traceback (most recent call last):
+        ...
+    ValueError: lab must be one of lab1_ece, lab2_temperature, lab3_binning, lab4_sece_focal; got 'lab9'
+    """
+    return WEEKS[_check_lab(lab).out - 1]
+
+
+def lab_number(lab: str) -> int:
+    """The lab's number.
+
+    Parameters
+    ----------
+    lab : str
+        The lab's page name.
+
+    Returns
+    -------
+    int
+        Its number, from 1.
+
+    Examples
+    --------
+    >>> lab_number("lab2_temperature")
+    2
+    """
+    _check_lab(lab)
+    return LABS.index(lab) + 1
+
+
+def lab_title(lab: str) -> str:
+    """The lab's title, as its page and the schedule write it.
+
+    Parameters
+    ----------
+    lab : str
+        The lab's page name.
+
+    Returns
+    -------
+    str
+        ``"Lab n: title"``.
+
+    Examples
+    --------
+    >>> lab_title("lab1_ece")
+    'Lab 1: measuring calibration'
+    """
+    return f"Lab {lab_number(lab)}: {_check_lab(lab).title}"
+
+
+def lab_banner(lab: str) -> str:
+    """The line at the top of a lab: the chapter it follows, its week, its time and when it is due.
+
+    Parameters
+    ----------
+    lab : str
+        The lab's page name.
+
+    Returns
+    -------
+    str
+        One line of Markdown.
+
+    Examples
+    --------
+    >>> print(lab_banner("lab3_binning"))
+    Week 4 of the {doc}`schedule </book/schedule>`; it practises chapter 3. About 75 to 90 minutes of work.
+    Due at the end of week 5.
+    """
+    entry = _check_lab(lab)
+    lo, hi = entry.minutes
+    return (f"Week {entry.out} of the {{doc}}`schedule </book/schedule>`; it practises chapter {entry.chapter}. "
+            f"About {lo} to {hi} minutes of work. Due at the end of week {entry.due}.")
+
+
+def chapter_lab_sentence(chapter: int) -> str:
+    r"""The sentence a chapter's opening box says about its lab, from :data:`LAB_TABLE`.
+
+    Parameters
+    ----------
+    chapter : int
+        The chapter, from 1.
+
+    Returns
+    -------
+    str
+        One or two sentences of MyST Markdown (numbers marked ``{fixed}``, lab links relative to
+        a chapter's page); the chapters paste it verbatim and a test checks that they do.
+
+    Examples
+    --------
+    >>> print(chapter_lab_sentence(1))
+    **Lab.** {doc}`Lab 1 <labs/lab1_ece>` (per-bin statistics, ECE, MCE and the $\ell_2$ calibration error)
+    follows this chapter: handed out in week {fixed}`1`, about {fixed}`75` to {fixed}`90` minutes, due at the
+    end of week {fixed}`2`.
+    >>> print(chapter_lab_sentence(2))
+    **Lab.** No lab follows this chapter.
+    >>> chapter_lab_sentence(7)
+    Traceback (most recent call last):
+        ...
+    ValueError: chapter must be one of 1 to 6; got 7
+    """
+    if isinstance(chapter, bool) or chapter not in range(1, len(WEEKS) + 1):
+        raise ValueError(f"chapter must be one of 1 to {len(WEEKS)}; got {chapter!r}")
+    def link(e):
+        return f"{{doc}}`Lab {lab_number(e.name)} <labs/{e.name}>`"
+
+    def when(e):
+        return (f"handed out in week {{fixed}}`{e.out}`, about {{fixed}}`{e.minutes[0]}` to "
+                f"{{fixed}}`{e.minutes[1]}` minutes, due at the end of week {{fixed}}`{e.due}`")
+
+    mine = [e for e in LAB_TABLE if e.chapter == chapter]
+    week = WEEKS[chapter - 1].number
+    earlier = [e for e in LAB_TABLE if e.out == week and e.chapter != chapter]
+    if not mine:
+        text = "**Lab.** No lab follows this chapter."
+    elif len(mine) == 1:
+        text = f"**Lab.** {link(mine[0])} ({mine[0].topics}) follows this chapter: {when(mine[0])}."
+    else:
+        text = ("**Labs.** Two labs follow this chapter: "
+                + "; ".join(f"{link(e)} ({e.topics}), {when(e)}" for e in mine) + ".")
+    if len(mine) > 2:
+        raise AssertionError("LAB_TABLE: at most two labs follow a chapter")
+    for e in earlier:
+        text += (f" {link(e)}, handed out this week, practises "
+                 f"chapter {{fixed}}`{e.chapter}`.")
+    return text
+
+
+def _hours(minutes: int) -> str:
+    h, m = divmod(minutes, 60)
+    return f"{h} h {m:02d}" if m else f"{h} h"
+
+
+def schedule_page() -> str:
+    """The schedule page: one row a week, with its chapter, lab, times and due work.
+
+    Returns
+    -------
+    str
+        The Markdown of ``book/schedule.md``.
+
+    Examples
+    --------
+    >>> print(schedule_page().splitlines()[0])
+    # Schedule
+    """
+    rows = ["| Week | Read | Lab handed out (the chapter it follows) | Time | Due at the end of the week | Needs |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    for w in WEEKS:
+        chapter = f"{{doc}}`Chapter {int(w.chapter[:2])}: {w.chapter_title} </book/generated/{w.chapter}>`"
+        chapter += "".join(f", then {{doc}}`{title} </book/generated/{name}>`" for name, title, _ in w.also)
+        out = [e for e in LAB_TABLE if e.out == w.number]
+        due = [e for e in LAB_TABLE if e.due == w.number]
+        lab = "; ".join(f"{{doc}}`{lab_title(e.name)} </book/generated/labs/{e.name}>` (chapter {e.chapter})"
+                        for e in out) or "none"
+        time = f"reading {_hours(w.reading_minutes)}" + "".join(f" + {_hours(m)}" for _, _, m in w.also)
+        time += "".join(f"; lab {e.minutes[0]} to {e.minutes[1]} min" for e in out)
+        due_text = ", ".join(f"Lab {lab_number(e.name)}" for e in due) or "nothing"
+        rows.append(f"| {w.number} | {chapter} | {lab} | {time} | {due_text} | {w.needs} |")
+    total = (sum(w.reading_minutes + sum(m for _, _, m in w.also) for w in WEEKS)
+             + sum(sum(e.minutes) / 2 for e in LAB_TABLE))
+    return "\n".join(
+        [
+            "# Schedule",
+            "",
+            f"The course takes {len(WEEKS)} weeks, one chapter a week, and {len(LABS)} labs. A lab is handed "
+            "out in the week of the chapter that teaches what it practises, or later, and is due at the end "
+            "of the next week; the last week has no new lab and collects the last one. "
+            "The times are estimates for a student who "
+            "has read the chapter: the reading includes the chapter's exercises and its self-check quiz. "
+            "In a semester, a week is two 90-minute slots, a lecture on the chapter and a lab session; "
+            "the rest is the student's own work.",
+            "",
+            *rows,
+            "",
+            f"In all, about {round(total / 60)} hours of work.",
+            "",
+            "How to get the labs, run them on your machine and hand them in: {doc}`setup </book/setup>`.",
+            "",
+        ]
+    )
+
+
+def write_page(root=".") -> Path:
+    """Write :func:`schedule_page` to ``root/book/schedule.md``.
+
+    Parameters
+    ----------
+    root : str or path, default='.'
+        The repository root.
+
+    Returns
+    -------
+    pathlib.Path
+        The page written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> write_page(tempfile.mkdtemp()).name
+    'schedule.md'
+    """
+    path = Path(root) / PAGE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(schedule_page())
+    return path
+
+
+if __name__ == "__main__":
+    print(write_page(sys.argv[1] if len(sys.argv) > 1 else "."))
