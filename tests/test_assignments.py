@@ -200,7 +200,8 @@ def test_assignments_are_written_with_points_stated_and_solutions_only_in_the_so
 
 
 def test_forbidden_uses_follows_aliases_and_helpers_but_not_the_labs_own_cells():
-    cells = ["import numpy as np\nfrom calibcourse.calibration import metrics\nfrom calibcourse.study.course import checks",
+    cells = ["import numpy as np\nfrom calibcourse.calibration import metrics\n"
+             "from calibcourse.study.course import checks",
              "probs = np.ones((3, 2)) / 2",                                   # a name that parameters shadow
              "ok = checks.check_ece(my_ece)",                                 # the lab's own check cell
              "e = metrics.ece",                                               # an alias by assignment
