@@ -8,6 +8,7 @@ import pytest
 
 from calibcourse.calibration.synthetic import SyntheticCalibration
 from calibcourse.study.training import data as D
+from calibcourse.study.training import downloads as DL
 from calibcourse.calibration import metrics as M
 
 
@@ -123,7 +124,7 @@ def test_mnist_loader_reads_idx_files(tmp_path):
     for split in ("train", "t10k"):
         write_idx(raw / f"{split}-images-idx3-ubyte", imgs[split])
         write_idx(raw / f"{split}-labels-idx1-ubyte", labels[split])
-    X, y, Xt, yt = D.load_mnist(tmp_path)
+    X, y, Xt, yt = DL.load_mnist(tmp_path)
     assert X.shape == (12, 1, 28, 28) and Xt.shape == (5, 1, 28, 28)
     np.testing.assert_allclose(X[:, 0] * 255, imgs["train"], atol=1e-4)
     np.testing.assert_array_equal(y, labels["train"])
@@ -144,7 +145,7 @@ def write_cifar(root, hundred=False):
             pickle.dump({"data": data, key: labels}, f)
         written[name] = (data, labels)
     meta = {"fine_label_names": [f"c{i}" for i in range(100)]} if hundred else {
-        "label_names": list(D.CIFAR10_CLASSES)}
+        "label_names": list(DL.CIFAR10_CLASSES)}
     with open(folder / ("meta" if hundred else "batches.meta"), "wb") as f:
         pickle.dump(meta, f)
     return written
@@ -152,7 +153,7 @@ def write_cifar(root, hundred=False):
 
 def test_cifar10_loader_reads_pickle_batches(tmp_path):
     written = write_cifar(tmp_path)
-    X, y, Xt, yt = D.load_cifar10(tmp_path, verify=False)
+    X, y, Xt, yt = DL.load_cifar10(tmp_path, verify=False)
     assert X.shape == (20, 3, 32, 32) and Xt.shape == (4, 3, 32, 32)
     data, labels = written["data_batch_1"]
     np.testing.assert_allclose(X[0] * 255, data[0].reshape(3, 32, 32), atol=1e-4)
@@ -165,29 +166,29 @@ def test_cifar10_loader_reads_pickle_batches(tmp_path):
 
 def test_cifar100_loader_reads_pickles(tmp_path):
     written = write_cifar(tmp_path, hundred=True)
-    X, y, Xt, yt = D.load_cifar100(tmp_path, verify=False)
+    X, y, Xt, yt = DL.load_cifar100(tmp_path, verify=False)
     assert X.shape == (4, 3, 32, 32) and y.tolist() == written["train"][1]
 
 
 def test_cifar_with_checksums_rejects_files_that_are_not_the_real_ones(tmp_path):
     write_cifar(tmp_path)
-    with pytest.raises(D.DatasetNotFoundError):
-        D.load_cifar10(tmp_path)  # md5 verification on by default
+    with pytest.raises(DL.DatasetNotFoundError):
+        DL.load_cifar10(tmp_path)  # md5 verification on by default
 
 
 @pytest.mark.parametrize("name,expect", [("mnist", "train-images-idx3-ubyte"),
                                          ("cifar10", "cifar-10-batches-py"),
                                          ("cifar100", "cifar-100-python")])
 def test_missing_full_dataset_says_where_and_how(tmp_path, name, expect):
-    with pytest.raises(D.DatasetNotFoundError) as info:
-        D.load_full(name, tmp_path)
+    with pytest.raises(DL.DatasetNotFoundError) as info:
+        DL.load_full(name, tmp_path)
     msg = str(info.value)
     assert str(tmp_path) in msg and expect in msg and "download=True" in msg
 
 
 def test_load_full_rejects_unknown_name():
     with pytest.raises(ValueError, match="name must be one of"):
-        D.load_full("imagenet")
+        DL.load_full("imagenet")
 
 
 def test_generated_mnist1d_is_kept_on_disk_for_other_processes(tmp_path, monkeypatch):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from calibcourse.study.runs import cache as cachemod
-from calibcourse.study.training import data as D
+from calibcourse.study.training import downloads as DL
 from calibcourse.tools import smoke as S
 from calibcourse.study.runs.experiments import experiments
 
@@ -13,14 +13,14 @@ from calibcourse.study.runs.experiments import experiments
 def test_fake_data_are_read_by_the_real_loaders(tmp_path):
     root = S.write_fake_data(tmp_path, sizes={"mnist": (30, 20)})
     raw = tmp_path / "MNIST" / "raw"
-    assert sorted(p.name for p in raw.iterdir()) == sorted(f"{f}.gz" for f in D._MNIST_FILES)
+    assert sorted(p.name for p in raw.iterdir()) == sorted(f"{f}.gz" for f in DL._MNIST_FILES)
     header = gzip.decompress((raw / "train-images-idx3-ubyte.gz").read_bytes())[:16]
     assert header == bytes.fromhex("00000803") + (30).to_bytes(4, "big") + (28).to_bytes(4, "big") * 2
-    X, y, Xt, yt = D.load_full("mnist", root)  # the gzipped files, as MNIST is distributed
+    X, y, Xt, yt = DL.load_full("mnist", root)  # the gzipped files, as MNIST is distributed
     assert X.shape == (30, 1, 28, 28) and Xt.shape == (20, 1, 28, 28) and np.bincount(y).tolist() == [3] * 10
     for name, (n_train, n_test) in (("cifar10", S.SIZES["cifar10"]), ("cifar100", S.SIZES["cifar100"])):
-        D.check_available(name, root)
-        X, y, Xt, yt = D.load_full(name, root, verify=False)
+        DL.check_available(name, root)
+        X, y, Xt, yt = DL.load_full(name, root, verify=False)
         k = 10 if name == "cifar10" else 100
         assert X.shape == (n_train, 3, 32, 32) and len(yt) == n_test
         counts = np.bincount(y, minlength=k)

@@ -303,7 +303,7 @@ def check_inputs(configs: dict) -> None:
     """Stop before training when a data set or a weights file that a run reads is not on disk.
 
     Data sets are looked for under ``data.root``, else ``$CALIBCOURSE_DATA``, else ``~/data``
-    (:func:`calibcourse.study.training.data.data_root`, :func:`calibcourse.study.training.data.check_available`);
+    (:func:`calibcourse.study.training.data.data_root`, :func:`calibcourse.study.training.downloads.check_available`);
     weights in that folder's ``weights/`` (:func:`calibcourse.study.training.train.weights_file`).
 
     Parameters
@@ -320,7 +320,8 @@ def check_inputs(configs: dict) -> None:
     --------
     >>> check_inputs({"a": {"data": {"name": "mnist1d"}, "model": {"name": "mlp"}}})  # generated: nothing to read
     """
-    from calibcourse.study.training.data import DatasetNotFoundError, check_available, data_root
+    from calibcourse.study.training.data import data_root
+    from calibcourse.study.training.downloads import DatasetNotFoundError, check_available
     from calibcourse.study.training.train import weights_file
 
     problems, seen = [], set()

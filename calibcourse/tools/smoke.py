@@ -86,7 +86,7 @@ def write_fake_data(root, seed: int = 0, sizes: dict | None = None) -> Path:
     ----------
     root : path-like
         The folder (created if needed): ``MNIST/raw/*.gz``, ``cifar-10-batches-py/``,
-        ``cifar-100-python/`` land in it, where :func:`calibcourse.study.training.data.load_full` looks.
+        ``cifar-100-python/`` land in it, where :func:`calibcourse.study.training.downloads.load_full` looks.
     seed : int, default=0
         Seed of the images and labels.
     sizes : dict, optional
@@ -100,7 +100,7 @@ def write_fake_data(root, seed: int = 0, sizes: dict | None = None) -> Path:
     Examples
     --------
     >>> import tempfile
-    >>> from calibcourse.study.training.data import load_full
+    >>> from calibcourse.study.training.downloads import load_full
     >>> root = write_fake_data(tempfile.mkdtemp())
     >>> [a.shape for a in load_full("cifar100", root, verify=False)]
     [(500, 3, 32, 32), (500,), (500, 3, 32, 32), (500,)]

@@ -280,7 +280,8 @@ def _load_mnist1d(d):
 
 def _load_full(name):
     def load(d):
-        from calibcourse.study.training.data import data_root, load_full
+        from calibcourse.study.training.data import data_root
+        from calibcourse.study.training.downloads import load_full
 
         root = data_root(d.get("root"))
         # a smoke run reads small files in the real format: torchvision's md5 check would reject them
