@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calibcourse.calibration import binning
+from calibcourse.calibration._arrays import ece_from_sums as _ece_from_sums
 from calibcourse.calibration._arrays import softmax_rows
 from calibcourse.calibration._validation import (
     assumed_checked,
@@ -366,19 +367,6 @@ def reliability_bins(probs, labels, n_bins: int = 15, strategy: str = "uniform",
     count, (sc, so), edges = binning.bin_sums(conf, conf, outcome, n_bins=n_bins, strategy=strategy)
     with np.errstate(invalid="ignore", divide="ignore"):
         return ReliabilityBins(accuracy=so / count, confidence=sc / count, count=count, edges=edges)
-
-
-def _ece_from_sums(count, sum_conf, sum_out, norm: str) -> float:
-    """The binned calibration error in ``norm`` from the per-bin count and sums of confidence and outcome."""
-    n = count.sum()
-    absgap_mass = np.abs(sum_out - sum_conf)  # |B_m| * |acc - conf|
-    if norm == "l1":
-        return float(absgap_mass.sum() / n)
-    nonempty = count > 0
-    gap = absgap_mass[nonempty] / count[nonempty]
-    if norm == "l2":
-        return float(np.sqrt(np.sum(count[nonempty] * gap**2) / n))
-    return float(gap.max())
 
 
 def _binned_error(conf, outcome, n_bins, strategy, norm) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibcourse.calibration import binning
+from calibcourse.calibration._arrays import ece_from_sums as _ece_from_sums
 from calibcourse.calibration._arrays import two_columns
 from calibcourse.calibration._validation import (
     check_choice,
@@ -13,7 +14,7 @@ from calibcourse.calibration._validation import (
     check_sample_weight,
 )
 
-from calibcourse.calibration.metrics._core import (NORMS, _binned_error, _ece_from_sums, _positive_class, _prepare,
+from calibcourse.calibration.metrics._core import (NORMS, _binned_error, _positive_class, _prepare,
                                                    _resolve_reliability)
 
 __all__ = ["ece", "mce", "ace", "classwise_ece", "debiased_ece"]

@@ -59,7 +59,8 @@ replaces.
 """
 from __future__ import annotations
 
-from calibcourse.calibration.stats._engine import DIRECTIONS, METHODS, VERDICTS, Difference, per_sample_terms, verdict
+from calibcourse.calibration.stats._engine import (DIRECTIONS, METHODS, VERDICTS, Difference, ece_replicates,
+                                                    per_sample_terms, verdict)
 from calibcourse.calibration.stats._engine import interval_from_replicates, resample_indices  # noqa: F401 (stats.x)
 from calibcourse.calibration.stats.intervals import (bootstrap_statistic, interval, paired_difference,
                                                      seeds_difference, seeds_interval)
@@ -67,6 +68,6 @@ from calibcourse.calibration.stats.seeds import (PairedSeeds, RivalsDifference, 
                                                  paired_seeds_difference, rivals_difference)
 
 __all__ = ["Difference", "interval", "paired_difference", "seeds_difference", "seeds_interval",
-           "bootstrap_statistic", "verdict", "per_sample_terms", "VERDICTS", "DIRECTIONS", "METHODS",
+           "bootstrap_statistic", "verdict", "per_sample_terms", "ece_replicates", "VERDICTS", "DIRECTIONS", "METHODS",
            "PairedSeeds", "paired_seeds_difference",
            "paired_seeds_contrast", "RivalsDifference", "rivals_difference"]

@@ -194,6 +194,63 @@ def resample_indices(n: int, n_boot: int, seed: int):
         yield rng.integers(0, n, n)
 
 
+def ece_replicates(conf, outcome, n_boot: int, seed: int, n_bins: int = 15):
+    """The equal-width binned ECE (L1) of ``(conf, outcome)`` and of its bootstrap resamples, all at once.
+
+    The resamples are :func:`resample_indices`' (those of :func:`interval` with the same
+    ``seed``); every sample keeps its bin in every resample, so a resample's per-bin sums are
+    a weighted count, and the errors come from the toolkit's one ECE sum. A simulation that
+    needs thousands of intervals (the intervals' coverage study) runs in seconds.
+
+    Parameters
+    ----------
+    conf, outcome : numpy.ndarray of shape (n,)
+        Confidences in [0, 1] and outcomes 0/1 (:func:`calibcourse.calibration.metrics.confidence_outcome`),
+        checked.
+    n_boot : int
+        Number of resamples.
+    seed : int
+        Seed of the resampling.
+    n_bins : int, default=15
+        Equal-width bins.
+
+    Returns
+    -------
+    plugin : float
+        ``metrics.ece`` of the data.
+    reps : numpy.ndarray of shape (n_boot,)
+        ``metrics.ece`` of each resample.
+
+    Examples
+    --------
+    >>> from calibcourse.calibration import metrics, stats
+    >>> rng = np.random.default_rng(0)
+    >>> c = rng.uniform(0.5, 1, 300); o = (rng.random(300) < c).astype(float)
+    >>> plugin, reps = stats.ece_replicates(c, o, n_boot=20, seed=3)
+    >>> idx = list(stats.resample_indices(300, 20, 3))
+    >>> loop = [metrics.ece(c[i], o[i].astype(int), reliability="positive_class") for i in idx]
+    >>> bool(np.allclose(reps, loop, rtol=0, atol=1e-12)), plugin == metrics.ece(c, o.astype(int))
+    (True, True)
+    """
+    from calibcourse.calibration import binning
+    from calibcourse.calibration._arrays import ece_from_sums
+
+    conf = np.asarray(conf, dtype=np.float64)
+    outcome = np.asarray(outcome, dtype=np.float64)
+    n = len(conf)
+    b, _ = binning.assign_bins(conf, n_bins=n_bins)
+    idx = np.stack(list(resample_indices(n, n_boot, seed)))  # (n_boot, n)
+    flat = (np.arange(n_boot)[:, None] * n_bins + b[idx]).ravel()
+    size = n_boot * n_bins
+
+    def sums(weights):
+        return np.bincount(flat, weights=weights, minlength=size).reshape(n_boot, n_bins)
+
+    reps = ece_from_sums(sums(None), sums(conf[idx].ravel()), sums(outcome[idx].ravel()), "l1")
+    full = [np.bincount(b, weights=w, minlength=n_bins) for w in (None, conf, outcome)]
+    return ece_from_sums(*full, "l1"), reps
+
+
 def _finite(reps) -> np.ndarray:
     """The finite bootstrap replicates; an error if fewer than 10 are."""
     reps = np.asarray(reps, dtype=float)

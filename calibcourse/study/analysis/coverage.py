@@ -10,8 +10,8 @@ Synthetic predictions with a known population calibration error
 replicated a few hundred times: how often does an interval of :mod:`calibcourse.calibration.stats` cover
 the truth, and how often does :func:`calibcourse.calibration.stats.verdict` say "held" when two predictors
 are equally calibrated? ``tests/test_stats.py`` asserts these rates; the appendix on the
-intervals' coverage plots them. The bootstrap of an equal-width binned ECE is vectorized here
-(:func:`boot_ece`: the same resamples, the same replicates as
+intervals' coverage plots them. The bootstrap of an equal-width binned ECE is vectorized
+(:func:`calibcourse.calibration.stats.ece_replicates`: the same resamples, the same replicates as
 :func:`calibcourse.calibration.stats.interval`, computed all at once), so that the study runs in
 seconds.
 """
@@ -25,64 +25,10 @@ from calibcourse.calibration.synthetic import SyntheticCalibration
 from calibcourse.calibration._validation import check_int
 
 __all__ = ["SineMiscalibration", "expected_ece", "coverage_single", "equally_calibrated_pair",
-           "false_held_rate", "boot_ece", "PAIR_KINDS", "coverage_paired_seeds"]
+           "false_held_rate", "PAIR_KINDS", "coverage_paired_seeds"]
 
 PAIR_KINDS = ("shifted", "calibrated")
 
-
-
-def boot_ece(conf, outcome, n_boot: int, seed: int, n_bins: int = 15):
-    """The equal-width binned ECE (L1) of ``(conf, outcome)`` and of each of its bootstrap resamples.
-
-    The resamples are those of :func:`calibcourse.calibration.stats.interval` with the same
-    ``seed`` (so the replicates are the same numbers up to rounding), computed at once: every
-    sample keeps its bin in every resample, so a resample's per-bin sums are a weighted
-    count.
-
-    Parameters
-    ----------
-    conf, outcome : numpy.ndarray of shape (n,)
-        Confidences in [0, 1] and outcomes 0/1 (:func:`calibcourse.calibration.metrics.confidence_outcome`).
-    n_boot : int
-        Number of resamples.
-    seed : int
-        Seed of the resampling.
-    n_bins : int, default=15
-        Equal-width bins.
-
-    Returns
-    -------
-    plugin : float
-        ``metrics.ece`` of the data.
-    reps : numpy.ndarray of shape (n_boot,)
-        ``metrics.ece`` of each resample.
-
-    Examples
-    --------
-    >>> from calibcourse.calibration import metrics, stats
-    >>> rng = np.random.default_rng(0)
-    >>> c = rng.uniform(0.5, 1, 300); o = (rng.random(300) < c).astype(float)
-    >>> plugin, reps = boot_ece(c, o, n_boot=20, seed=3)
-    >>> idx = list(stats.resample_indices(300, 20, 3))
-    >>> loop = [metrics.ece(c[i], o[i].astype(int), reliability="positive_class") for i in idx]
-    >>> bool(np.allclose(reps, loop, rtol=0, atol=1e-12))
-    True
-    """
-    from calibcourse.calibration import binning
-
-    conf = np.asarray(conf, dtype=np.float64)
-    outcome = np.asarray(outcome, dtype=np.float64)
-    n = len(conf)
-    b, _ = binning.assign_bins(conf, n_bins=n_bins)
-    idx = np.stack(list(stats.resample_indices(n, n_boot, seed)))              # (n_boot, n)
-    flat = (np.arange(n_boot)[:, None] * n_bins + b[idx]).ravel()
-    size = n_boot * n_bins
-    s_conf = np.bincount(flat, weights=conf[idx].ravel(), minlength=size).reshape(n_boot, n_bins)
-    s_out = np.bincount(flat, weights=outcome[idx].ravel(), minlength=size).reshape(n_boot, n_bins)
-    reps = np.abs(s_out - s_conf).sum(axis=1) / n
-    plugin = float(np.abs(np.bincount(b, weights=outcome, minlength=n_bins)
-                          - np.bincount(b, weights=conf, minlength=n_bins)).sum() / n)
-    return plugin, reps
 
 
 def _int_abs_sin(x: float) -> float:
@@ -264,7 +210,7 @@ def coverage_single(power: float, n: int, reps: int, method: str = "hull", n_boo
     hits = dict.fromkeys(methods, 0)
     for r in range(reps):
         p, y = sc.sample(n, seed=10_000 + r)
-        plugin, reps_ = boot_ece(*M.confidence_outcome(p, y), n_boot=n_boot, seed=r, n_bins=n_bins)
+        plugin, reps_ = stats.ece_replicates(*M.confidence_outcome(p, y), n_boot=n_boot, seed=r, n_bins=n_bins)
         for m in methods:
             d = stats.interval_from_replicates(plugin, reps_, 0.95, m, n, lower=0.0)  # as stats.interval
             hits[m] += d.low <= truth <= d.high
@@ -360,8 +306,8 @@ def false_held_rate(kind: str, n: int, reps: int, method: str = "hull", n_boot: 
     for r in range(reps):
         a, b, y = equally_calibrated_pair(kind, n, r)
         yf = y.astype(np.float64)
-        va, ra = boot_ece(a, yf, n_boot=n_boot, seed=r)
-        vb, rb = boot_ece(b, yf, n_boot=n_boot, seed=r)
+        va, ra = stats.ece_replicates(a, yf, n_boot=n_boot, seed=r)
+        vb, rb = stats.ece_replicates(b, yf, n_boot=n_boot, seed=r)
         for m in methods:
             d = stats.interval_from_replicates(va - vb, ra - rb, 0.95, m, n)   # as stats.paired_difference
             held[m] += stats.verdict(d.low, d.high, direction="below") == "held"
