@@ -39,6 +39,7 @@ from calibcourse.study.runs.stability import TOLERANCE, run_metrics
 __all__ = ["TOLERANCE", "run_metrics", "compare_runs", "within_tolerance", "changed_verdicts", "reproduce", "restamp",
            "main"]
 
+
 def compare_runs(committed, fresh) -> dict:
     """How a retrained run differs from its committed entry.
 

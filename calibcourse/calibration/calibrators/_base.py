@@ -2,7 +2,6 @@
 and torch out."""
 from __future__ import annotations
 
-
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted

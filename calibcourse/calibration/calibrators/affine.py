@@ -1,7 +1,6 @@
 """Vector and matrix scaling (chapter 4): an affine map of the logits fitted by NLL."""
 from __future__ import annotations
 
-
 import numpy as np
 
 from calibcourse.calibration import metrics as M

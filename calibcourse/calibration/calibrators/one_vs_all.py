@@ -1,7 +1,6 @@
 """Guo et al.'s one-vs-all extension of a binary calibrator to K classes."""
 from __future__ import annotations
 
-
 import numpy as np
 
 from calibcourse.calibration import metrics as M

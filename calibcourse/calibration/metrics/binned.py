@@ -1,7 +1,6 @@
 """The binned calibration errors: ECE, MCE, ACE, the class-wise ECE and the debiased ECE."""
 from __future__ import annotations
 
-
 import numpy as np
 
 from calibcourse.calibration import binning

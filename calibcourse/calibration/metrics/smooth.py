@@ -2,7 +2,6 @@
 Nakkiran's smoothed, debiased estimate)."""
 from __future__ import annotations
 
-
 import numpy as np
 
 from calibcourse.calibration import kernels

@@ -2,8 +2,6 @@
 checked inputs."""
 from __future__ import annotations
 
-
-
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration._validation import check_labels, check_probs
 

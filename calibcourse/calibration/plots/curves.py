@@ -2,7 +2,6 @@
 the bilevel loop's diagram."""
 from __future__ import annotations
 
-
 import numpy as np
 
 from calibcourse.calibration import metrics as M

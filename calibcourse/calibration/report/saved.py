@@ -1,14 +1,13 @@
 """The recommended calibrator kept in a JSON file: :func:`save` and :func:`load`."""
 from __future__ import annotations
 
-
 import numpy as np
-
 
 from calibcourse.calibration.report.choice import VIEWS, _view, as_logits_and_probs
 
 
 __all__ = ["FittedCalibration", "FORMAT", "save", "load"]
+
 
 class FittedCalibration:
     """A calibrator fitted by ``calibcourse report --save``, with the conversion of the scores it was fitted on.

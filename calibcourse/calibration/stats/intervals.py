@@ -1,7 +1,6 @@
 """Intervals of one predictor, of two on the same test samples, and over seeds."""
 from __future__ import annotations
 
-
 import numpy as np
 
 from calibcourse.calibration import metrics as M

@@ -163,6 +163,7 @@ def expected_ece(sample, n: int, n_bins: int = 15, reps: int = 200, seed: int = 
     return float(np.mean([M.ece(*sample(n, rng), n_bins=n_bins, norm=norm, reliability="positive_class")
                           for _ in range(reps)]))
 
+
 def coverage_single(power: float, n: int, reps: int, method: str = "hull", n_boot: int = 200,
                     n_bins: int = 15) -> float:
     """Fraction of ``reps`` replications whose ECE interval covers the population binned ECE.

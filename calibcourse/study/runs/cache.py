@@ -87,6 +87,8 @@ def default_root() -> Path:
         return REPOSITORY_CACHE
     raise CacheError("no result cache: set the environment variable CALIBCOURSE_CACHE to a folder (this copy "
                      f"of calibcourse is not in a checkout of the repository, so it has no {REPOSITORY_CACHE})")
+
+
 class Cache:
     """The result cache: one verified entry per run config under ``root``.
 

@@ -5,7 +5,6 @@ These take a run config (see :func:`calibcourse.study.training.config.normalize_
 """
 from __future__ import annotations
 
-
 __all__ = ["model_label", "data_label", "data_description", "sweep_value", "sweep_axis", "SWEEPS"]
 
 #: short names of the data sets, for tables

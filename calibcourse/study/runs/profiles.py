@@ -5,7 +5,6 @@ the notebook banner, the command line) reads the names from :data:`PROFILES`.
 """
 from __future__ import annotations
 
-
 __all__ = ["PROFILES", "DESCRIPTIONS", "check_profile"]
 
 #: What each profile is, as the banner at the top of every page says it.

@@ -13,7 +13,6 @@ import copy
 import json
 import os
 
-
 from calibcourse.study.training.steps import LOSSES
 from calibcourse.calibration._validation import check_int, is_int
 

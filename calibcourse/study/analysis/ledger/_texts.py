@@ -2,8 +2,6 @@
 the null, and what would decide it (more test samples, more seeds)."""
 from __future__ import annotations
 
-
-
 #: the keys of every claim in ``_build/claims.json``, in order (extra keys follow them)
 CLAIM_KEYS = ("id", "chapter", "claim", "source", "effect", "estimate", "low", "high", "level", "null",
               "direction", "verdict", "n_test", "n_seeds")

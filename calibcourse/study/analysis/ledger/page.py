@@ -1,7 +1,6 @@
 """The claims of every chapter checked, and the book's "What held" page written from them."""
 from __future__ import annotations
 
-
 from calibcourse.calibration import stats
 
 from calibcourse.study.analysis.ledger._texts import (

@@ -1,7 +1,6 @@
 """The post-hoc tables (chapters 3 and 4): every calibrator on every network, with intervals."""
 from __future__ import annotations
 
-
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 

@@ -2,7 +2,6 @@
 the cases of inputs they share with Lab 4's class-wise ECE."""
 from __future__ import annotations
 
-
 import numpy as np
 
 from calibcourse.calibration import metrics as M

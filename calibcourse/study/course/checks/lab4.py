@@ -1,7 +1,6 @@
 """The checks of Lab 4: SECE, the focal loss, FLSD-53, the class-wise ECE."""
 from __future__ import annotations
 
-
 import numpy as np
 
 from calibcourse.calibration import metrics as M
