@@ -12,6 +12,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
 from calibcourse.calibration.calibrators import TemperatureScaling
 from calibcourse.study.runs import cache as cachemod
+from calibcourse.calibration.folds import fold_indices
 from calibcourse.study.training import crossfit as CF
 from calibcourse.study.training import train as T
 from calibcourse.study.training.config import normalize_config
@@ -29,16 +30,16 @@ def _lr():
 
 def test_folds_hold_out_every_sample_once_are_disjoint_stratified_and_deterministic():
     y = np.random.default_rng(1).integers(0, 4, 203)
-    folds = CF.fold_indices(y, 5, seed=7)
+    folds = fold_indices(y, 5, seed=7)
     held = np.concatenate([h for _, h in folds])
     assert sorted(held.tolist()) == list(range(len(y)))  # each sample held out exactly once
     for train, h in folds:
         assert np.intersect1d(train, h).size == 0 and len(train) + len(h) == len(y)
         # stratified: every class within one sample of its share of the fold
         assert np.all(np.abs(np.bincount(y[h], minlength=4) - np.bincount(y, minlength=4) / 5) < 1)
-    again = CF.fold_indices(y, 5, seed=7)
+    again = fold_indices(y, 5, seed=7)
     assert all(np.array_equal(a, b) for f, g in zip(folds, again) for a, b in zip(f, g))
-    other = CF.fold_indices(y, 5, seed=8)
+    other = fold_indices(y, 5, seed=8)
     assert not all(np.array_equal(f[1], g[1]) for f, g in zip(folds, other))
     ref = StratifiedKFold(5, shuffle=True, random_state=7).split(np.zeros(len(y)), y)
     assert all(np.array_equal(h, np.sort(rh)) for (_, h), (_, rh) in zip(folds, ref))
@@ -48,7 +49,7 @@ def test_folds_hold_out_every_sample_once_are_disjoint_stratified_and_determinis
                                         (60, "smallest class")])
 def test_fold_indices_refuses_bad_folds(bad, match):
     with pytest.raises(ValueError, match=match):
-        CF.fold_indices(np.arange(100) % 2, bad, seed=0)
+        fold_indices(np.arange(100) % 2, bad, seed=0)
 
 
 def test_out_of_fold_equals_sklearns_cross_val_predict(toy):
@@ -78,7 +79,7 @@ def test_the_fold_ensemble_equals_sklearns_calibrated_classifier_cv_with_ensembl
     X, y, Xt, _ = toy
     cv = StratifiedKFold(5, shuffle=True, random_state=3)
     zs, ts = [], []
-    for tr, held in CF.fold_indices(y, 5, seed=3):
+    for tr, held in fold_indices(y, 5, seed=3):
         m = _lr().fit(X[tr], y[tr])
         ts.append(TemperatureScaling().fit(m.decision_function(X[held]), y[held]).temperature_)
         zs.append(m.decision_function(Xt))

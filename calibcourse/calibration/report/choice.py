@@ -10,6 +10,7 @@ from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 from calibcourse.calibration._validation import check_int, check_labels, check_probs, checked
 from calibcourse.calibration._arrays import softmax_rows, two_columns, two_logits
+from calibcourse.calibration.folds import fold_indices
 
 __all__ = ["VIEWS", "KINDS", "as_logits_and_probs", "candidate_methods", "check_folds", "cross_fit", "Choice",
            "choose"]
@@ -199,7 +200,8 @@ def cross_fit(logits, probs, labels, methods: dict | None = None, folds: int = 5
               progress: bool = False) -> dict:
     """Out-of-fold calibrated probabilities of every method: each sample calibrated by a map fitted without it.
 
-    The folds are scikit-learn's ``StratifiedKFold(folds)`` (no shuffling), the ones
+    The folds are scikit-learn's ``StratifiedKFold(folds)`` (no shuffling,
+    :func:`calibcourse.calibration.folds.fold_indices`), the ones
     ``CalibratedClassifierCV(cv=folds, ensemble=False)`` gets its out-of-fold predictions
     from; a method is cloned and fitted on the other ``folds - 1`` folds, then predicts its fold.
 
@@ -241,13 +243,11 @@ def cross_fit(logits, probs, labels, methods: dict | None = None, folds: int = 5
 
 def _cross_fit(logits, probs, y, methods, folds, skipped, progress) -> dict:
     """:func:`cross_fit` on checked arrays (the calibrators do not check each fold again)."""
-    from sklearn.model_selection import StratifiedKFold
-
     methods = candidate_methods(probs.shape[1]) if methods is None else methods
     out = {name: np.empty_like(probs, dtype=np.float64) for name in methods}
     failed = {} if skipped is None else skipped
-    splits = StratifiedKFold(n_splits=folds).split(np.zeros(len(y)), y)
-    with checked():
+    with checked():  # the labels are checked, every class holds at least `folds` samples
+        splits = fold_indices(y, folds)
         for i, (train, test) in enumerate(_progress(splits, folds, "cross-fitting the calibrators", progress),
                                           start=1):
             _fit_fold(logits, probs, y, methods, failed, out, train, test, f"fold {i} of {folds}")

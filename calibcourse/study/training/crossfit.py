@@ -2,7 +2,8 @@
 
 A held-out split spends data twice over: the network never trains on it, and only it is left
 to fit the calibrator. Cross-fitting uses every sample for both. The pool (a run's training
-and validation splits together) is cut into ``k`` stratified folds (:func:`fold_indices`);
+and validation splits together) is cut into ``k`` stratified folds
+(:func:`calibcourse.calibration.folds.fold_indices`, shuffled by the run's seed);
 ``k`` networks each train on ``k - 1`` folds and predict the fold they did not see, which
 gives an out-of-fold logit for every sample of the pool (:func:`out_of_fold`). One temperature
 is fitted on the out-of-fold logits and applied to a final network trained on the whole pool:
@@ -23,56 +24,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from calibcourse.calibration._validation import check_int
+from calibcourse.calibration.folds import fold_indices
 
-__all__ = ["ensemble_predict", "fold_indices", "out_of_fold", "train_cross_fitted"]
-
-
-def fold_indices(y, folds: int, seed: int) -> list:
-    """The stratified folds of a pool of labels ``y``: ``[(train, held), ...]``, one pair per fold.
-
-    scikit-learn's ``StratifiedKFold(folds, shuffle=True, random_state=seed)``: every sample is
-    held out by exactly one fold, each fold keeps the class proportions, and the same ``y``,
-    ``folds`` and ``seed`` give the same folds. (``CalibratedClassifierCV(cv=k)`` uses the same
-    splitter without the shuffle, which makes the folds depend on the order of the pool.)
-
-    Parameters
-    ----------
-    y : array_like of shape (n,)
-        Integer labels of the pool.
-    folds : int
-        Number of folds, at least 2 and at most the size of the smallest class.
-    seed : int
-        Seed of the shuffle.
-
-    Returns
-    -------
-    list of (numpy.ndarray, numpy.ndarray)
-        For each fold, the sorted indices it trains on and the sorted indices it holds out.
-
-    Examples
-    --------
-    >>> y = np.array([0, 0, 0, 0, 1, 1, 1, 1])
-    >>> for train, held in fold_indices(y, 2, seed=0):
-    ...     print(train, held)
-    [0 1 5 7] [2 3 4 6]
-    [2 3 4 6] [0 1 5 7]
-    >>> fold_indices(y, 5, seed=0)
-    Traceback (most recent call last):
-        ...
-    ValueError: folds must be at most the size of the smallest class (4); got 5
-    """
-    from sklearn.model_selection import StratifiedKFold
-
-    y = np.asarray(y)
-    if y.ndim != 1 or len(y) == 0:
-        raise ValueError(f"y must be a non-empty 1-D array of labels; got shape {y.shape}")
-    check_int(folds, "folds", low=2)
-    smallest = int(np.unique(y, return_counts=True)[1].min())
-    if folds > smallest:
-        raise ValueError(f"folds must be at most the size of the smallest class ({smallest}); got {folds}")
-    splitter = StratifiedKFold(n_splits=int(folds), shuffle=True, random_state=int(seed))
-    return [(np.sort(tr), np.sort(held)) for tr, held in splitter.split(np.zeros(len(y)), y)]
+__all__ = ["ensemble_predict", "out_of_fold", "train_cross_fitted"]
 
 
 def out_of_fold(fit_predict, y, folds: int, seed: int) -> np.ndarray:
@@ -87,7 +41,7 @@ def out_of_fold(fit_predict, y, folds: int, seed: int) -> np.ndarray:
     fit_predict : callable
         ``fit_predict(train_indices, held_indices) -> array`` whose first axis has ``len(held_indices)`` rows.
     y : array_like of shape (n,)
-        Labels of the pool (the folds are stratified by them: :func:`fold_indices`).
+        Labels of the pool (the folds are stratified by them: :func:`calibcourse.calibration.folds.fold_indices`).
     folds : int
         Number of folds.
     seed : int
@@ -162,7 +116,7 @@ def train_cross_fitted(config: dict, train_network):
 
     The pool is the run's training and validation splits together (the data a held-out run of the
     same ``data`` section splits in two). Each fold network trains on ``k - 1`` folds of it
-    (:func:`fold_indices`, seeded by the run's seed) with the run's recipe and seed, as
+    (:func:`calibcourse.calibration.folds.fold_indices`, seeded by the run's seed) with the run's recipe and seed, as
     scikit-learn clones one estimator per fold; the fold it holds out is its validation split, so
     its validation logits are the out-of-fold logits of that fold. The temperature is fitted on
     all the out-of-fold logits (:class:`calibcourse.calibration.calibrators.TemperatureScaling`,

@@ -40,8 +40,9 @@ from functools import lru_cache
 from pathlib import Path
 from calibcourse.calibration._validation import check_int
 
-__all__ = ["DEFAULT_THREADS", "KEYS", "PINNED_ENV", "PINNED_PROFILES", "resolve_threads", "pinned_environ",
-           "numerics", "cpu_kind", "describe", "code_fingerprint", "code_modules", "current", "differences"]
+__all__ = ["DEFAULT_THREADS", "KEYS", "TOOLKIT_TRAINING_CODE", "PINNED_ENV", "PINNED_PROFILES", "resolve_threads",
+           "pinned_environ", "numerics", "cpu_kind", "describe", "code_fingerprint", "code_modules", "current",
+           "differences"]
 
 #: torch's intra-op threads of a run unless the caller says otherwise
 DEFAULT_THREADS = 1
@@ -207,13 +208,14 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
 def code_modules(entry: str = TRAINING_ENTRY) -> dict:
     """The fingerprint of the training code a run executes, by module name.
 
-    The modules are ``entry`` and the modules of the study layer it imports, transitively
-    (imports inside functions included), with the toolkit's torch losses
-    (``calibcourse.study.training.losses``): the code that decides a run's weights and outputs.
-    Left out are this module (it records the run, it does not train it) and the toolkit's
-    numpy code that a run calls (softmax, the temperature fit of cross-fitting, the ECE of the
-    history): a change there, a validation refactor say, moves no trained weight, the toolkit's
-    tests compare its numbers with scikit-learn's and torchmetrics', and a change that did move
+    The modules are ``entry`` and the modules of ``calibcourse.study.training`` it imports,
+    transitively (imports inside functions included), with the toolkit's folds
+    (:data:`TOOLKIT_TRAINING_CODE`: which samples each cross-fitted network trains on): the code
+    that decides a run's weights and outputs. Left out are this module (it records the run, it
+    does not train it) and the rest of the toolkit's numpy code that a run calls (softmax, the
+    temperature fit of cross-fitting, the ECE of the history): a change there, a validation
+    refactor say, moves no trained weight, the toolkit's tests compare its numbers with
+    scikit-learn's and torchmetrics', and a change that did move
     an output would fail the bit-for-bit test of the pinned ``ci`` entries
     (``tests/test_cache.py``). A module's fingerprint is the sha256 of its code with docstrings
     and comments removed (``ast.unparse``), so a reworded docstring does not make a cache entry
@@ -252,8 +254,13 @@ def code_modules(entry: str = TRAINING_ENTRY) -> dict:
             for name in sorted(trees) if _is_training_code(name)}
 
 
+#: the toolkit's modules that decide a run's weights: the folds a cross-fitted run's networks train on
+TOOLKIT_TRAINING_CODE = ("calibcourse.calibration.folds",)
+
+
 def _is_training_code(name: str) -> bool:
-    return name.startswith("calibcourse.study.training.") and name != "calibcourse.study.training.provenance"
+    return name in TOOLKIT_TRAINING_CODE or (name.startswith("calibcourse.study.training.")
+                                             and name != "calibcourse.study.training.provenance")
 
 
 def code_fingerprint(entry: str = TRAINING_ENTRY) -> str:
