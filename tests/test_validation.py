@@ -113,6 +113,8 @@ def test_bad_input_is_still_refused_where_it_comes_in():
         (lambda: stats.seeds_difference(M.ece, [p, nan], [p, p], y, n_boot=20), r"probs_a_list\[1\]: probs contains"),
         (lambda: calibration_report(nan, y), "contains NaN"),
         (lambda: choose(p, {"TS": nan}, y, n_boot=20), "contains NaN"),
+        (lambda: cross_fit(np.log(p), nan, y, folds=3), "probs contains NaN"),
+        (lambda: cross_fit(np.log(nan), p, y, folds=3), "logits contains NaN"),
         (lambda: C.TemperatureScaling().fit(z, high), "< the number of classes"),
         (lambda: C.PlattScaling().fit(nan[:, 1], y % 2), "contains NaN"),
     ]:

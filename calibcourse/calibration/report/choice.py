@@ -236,9 +236,14 @@ def cross_fit(logits, probs, labels, methods: dict | None = None, folds: int = 5
     >>> oof["temperature scaling"].shape, M.ece(oof["temperature scaling"], y) < M.ece(p, y)
     ((600, 3), True)
     """
-    k = probs.shape[1]
-    y = check_folds(labels, k, folds)
-    return _cross_fit(logits, probs, y, methods, folds, skipped, progress)
+    from calibcourse.calibration._validation import check_logits
+
+    z = check_logits(logits, "logits", keep_float32=True)
+    p = check_probs(probs, "probs", allow_1d=False)
+    if z.shape != p.shape:
+        raise ValueError(f"logits and probs must be of the same samples and classes; got {z.shape} and {p.shape}")
+    y = check_folds(labels, p.shape[1], folds)
+    return _cross_fit(z, p, y, methods, folds, skipped, progress)
 
 
 def _cross_fit(logits, probs, y, methods, folds, skipped, progress) -> dict:
