@@ -42,7 +42,6 @@ def checked():
 
     Examples
     --------
-    >>> from calibcourse.calibration.metrics import ece
     >>> with checked():
     ...     assumed_checked()
     True
@@ -59,6 +58,8 @@ def checked():
 def assumed_checked() -> bool:
     """Whether the caller is inside :func:`checked` (the value checks are skipped)."""
     return _CHECKED.get()
+
+
 #: The machine epsilon of the low-precision dtypes that numpy may not know (torch's, ml_dtypes')
 _LOW_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 

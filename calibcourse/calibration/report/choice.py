@@ -68,10 +68,12 @@ def as_logits_and_probs(scores, kind: str = "auto", name: str = "scores", _probs
         raise ValueError(f"{name} must have shape (n, K) with K >= 2, or (n,) for a binary model; "
                          f"got shape {s.shape}")
     lo, hi = s.min(), s.max()
-    sums = None if s.ndim == 1 else s.sum(1, dtype=np.float64)
+    in_unit = lo >= 0 and hi <= 1
+    # the row sums, only where they decide or are checked (not a pass over logits given as logits)
+    sums = s.sum(1, dtype=np.float64) if s.ndim == 2 and (kind == "probs" or (kind == "auto" and in_unit)) else None
     if kind == "auto":  # probabilities by the same test as check_probs: in [0, 1], rows summing to 1
         tol = sum_tolerance(input_eps(scores), s.shape[1] if s.ndim == 2 else 2)
-        kind = "probs" if lo >= 0 and hi <= 1 and (sums is None or np.abs(sums - 1).max() <= tol) else "logits"
+        kind = "probs" if in_unit and (sums is None or np.abs(sums - 1).max() <= tol) else "logits"
     if kind == "probs":
         check_prob_values(s, name, lo, hi, row_sums=sums, eps=input_eps(scores))
         p = two_columns(s) if s.ndim == 1 else s / sums[:, None]

@@ -6,8 +6,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from calibcourse.calibration import binning
 from calibcourse.calibration import metrics as M
-from calibcourse.calibration._arrays import two_columns
+from calibcourse.calibration._arrays import ece_from_sums, two_columns
 from calibcourse.calibration._validation import check_int, check_labels, check_probs
 
 VERDICTS = ("held", "not held", "inconclusive")
@@ -123,6 +124,17 @@ def _check_pair(probs, labels, name="probs"):
     return p, y
 
 
+def _check_probs_of(probs, y, name):
+    """Probabilities of the samples whose checked labels are ``y``, checked (the labels are not again)."""
+    try:
+        p = check_probs(probs)
+        if p.shape[0] != y.shape[0] or (p.ndim == 2 and y.size and y.max() >= p.shape[1]):
+            check_labels(y, p.shape[0], 2 if p.ndim == 1 else p.shape[1])  # its message
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from None
+    return p
+
+
 # --------------------------------------------------------------------------- fast resampling
 def per_sample_terms(metric, p, y, kwargs):
     """Per-sample terms whose mean is ``metric(p, y, **kwargs)`` (error, NLL, Brier), else None.
@@ -232,9 +244,6 @@ def ece_replicates(conf, outcome, n_boot: int, seed: int, n_bins: int = 15):
     >>> bool(np.allclose(reps, loop, rtol=0, atol=1e-12)), plugin == metrics.ece(c, o.astype(int))
     (True, True)
     """
-    from calibcourse.calibration import binning
-    from calibcourse.calibration._arrays import ece_from_sums
-
     conf = np.asarray(conf, dtype=np.float64)
     outcome = np.asarray(outcome, dtype=np.float64)
     n = len(conf)

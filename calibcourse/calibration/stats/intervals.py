@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from calibcourse.calibration import metrics as M
-from calibcourse.calibration._validation import check_labels, checked
-from calibcourse.calibration.stats._engine import (Difference, _check_bias_corrected,
-                                                    _check_common, _check_metric, _check_pair, _finite, _resampler,
+from calibcourse.calibration._validation import checked
+from calibcourse.calibration.stats._engine import (Difference, _check_bias_corrected, _check_common, _check_metric,
+                                                    _check_pair, _check_probs_of, _finite, _resampler,
                                                     interval_from_replicates, resample_indices)
 
 __all__ = ["interval", "paired_difference", "seeds_difference", "seeds_interval", "bootstrap_statistic"]
@@ -140,19 +140,6 @@ def paired_difference(metric, probs_a, probs_b, labels, n_boot: int = 2000, leve
 def _relative(a, b):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.float64(a) / np.float64(b) - 1.0
-
-
-def _check_probs_of(probs, y, name):
-    """Probabilities of the samples whose checked labels are ``y``, checked (the labels are not again)."""
-    from calibcourse.calibration._validation import check_probs
-
-    try:
-        p = check_probs(probs)
-        if p.shape[0] != y.shape[0] or (p.ndim == 2 and y.size and y.max() >= p.shape[1]):
-            check_labels(y, p.shape[0], 2 if p.ndim == 1 else p.shape[1])  # its message
-    except ValueError as e:
-        raise ValueError(f"{name}: {e}") from None
-    return p
 
 
 def _check_seed_list(probs_list, labels, name, y=None):

@@ -6,10 +6,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from calibcourse.calibration._validation import check_int, checked
-from calibcourse.calibration.stats._engine import (Difference, _check_common, _check_metric, _check_pair, _finite,
-                                                    _resampler, interval_from_replicates, resample_indices)
-from calibcourse.calibration.stats.intervals import _check_probs_of, _check_seed_list
+from calibcourse.calibration._validation import checked, is_int
+from calibcourse.calibration.stats._engine import (Difference, _check_common, _check_metric, _check_pair,
+                                                    _check_probs_of, _finite, _resampler, interval_from_replicates,
+                                                    resample_indices)
+from calibcourse.calibration.stats.intervals import _check_seed_list
 
 __all__ = ["PairedSeeds", "paired_seeds_difference", "paired_seeds_contrast", "RivalsDifference", "rivals_difference"]
 
@@ -186,7 +187,7 @@ def paired_seeds_contrast(metric, probs_lists, weights, labels, n_boot: int = 20
     (True, 3, 'held')
     """
     _check_metric(metric)
-    if 0 < check_int(n_boot, "n_boot", low=0) < 10:
+    if not (is_int(n_boot) and (n_boot == 0 or n_boot >= 10)):
         raise ValueError(f"n_boot must be 0 (no test part) or an integer >= 10; got {n_boot!r}")
     _check_common(10, level, "hull")
     if isinstance(probs_lists, np.ndarray) or not hasattr(probs_lists, "__len__") or len(probs_lists) < 1:
@@ -194,8 +195,6 @@ def paired_seeds_contrast(metric, probs_lists, weights, labels, n_boot: int = 20
     w = np.asarray(weights, dtype=float)
     if w.shape != (len(probs_lists),) or not np.all(np.isfinite(w)):
         raise ValueError(f"weights must hold one finite number per predictor ({len(probs_lists)}); got {weights!r}")
-    if isinstance(probs_lists, np.ndarray) or not hasattr(probs_lists, "__len__") or not len(probs_lists):
-        raise ValueError("probs_lists must be a list with one list of per-seed probabilities per predictor")
     first, y = _check_seed_list(probs_lists[0], labels, "probs_lists[0]")
     lists = [first] + [_check_seed_list(p, labels, f"probs_lists[{j}]", y)[0]
                        for j, p in enumerate(probs_lists) if j]
