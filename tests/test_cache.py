@@ -95,6 +95,28 @@ def test_narrow_outputs_keeps_what_float32_cannot_hold():
     assert back.tobytes() == exact.tobytes() and np.signbit(back[1])
 
 
+def test_compact_drops_the_outputs_training_no_longer_writes(tmp_path, result):
+    cache = cachemod.Cache(tmp_path)
+    path = cache.store(result)
+    # an entry as chapter 5's gamma-Nets were stored before their per-sample snapshots were retired
+    with np.load(path / "outputs.npz") as z:
+        stored = {k: z[k] for k in z.files}
+    snapshot = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (path / "outputs.npz").write_bytes(cachemod._npz_bytes({**stored, "snapshot_test_gammas": snapshot}))
+    m = json.loads((path / "manifest.json").read_text())
+    m["files"]["outputs.npz"] = cachemod._sha256(path / "outputs.npz")
+    (path / "manifest.json").write_text(json.dumps(m))
+    assert "snapshot_test_gammas" in cache.load(CFG).outputs
+    before = (path / "outputs.npz").stat().st_size
+    assert cache.compact() == before - (path / "outputs.npz").stat().st_size > 0
+    assert cache.verify() == [] and cache.compact() == 0
+    assert json.loads((path / "manifest.json").read_text())["dropped"] == ["snapshot_test_gammas"]
+    loaded = cache.load(CFG)
+    assert "snapshot_test_gammas" not in loaded.outputs
+    for name, value in result.outputs.items():  # every other array bit for bit
+        assert np.asarray(value).tobytes() == loaded.outputs[name].tobytes(), name
+
+
 def test_compact_rewrites_an_older_entry_losslessly(tmp_path, result):
     import io
 

@@ -193,11 +193,14 @@ def test_meta_run_through_train_logs_gammas():
     assert r.outputs["gamma_hist"].shape == (2, 40) and r.outputs["test_gammas"].shape == (r.info["n_test"],)
     g = r.outputs["test_gammas"]
     assert r.history["gamma_median"].iloc[-1] == pytest.approx(np.median(g), rel=1e-6)
-    # snapshots of gamma and the true-class probability at epochs 1 and 2
-    assert r.outputs["snapshot_epochs"].tolist() == [1, 2]
-    np.testing.assert_allclose(r.outputs["snapshot_test_gammas"][-1], g, rtol=1e-6)
-    np.testing.assert_allclose(r.outputs["snapshot_test_p_true"][-1],
-                               r.probs()[np.arange(r.info["n_test"]), r.labels()], rtol=1e-5)
+    assert not any(k.startswith("snapshot_") for k in r.outputs)  # per-epoch summaries only, by default
+    # asked for: snapshots of gamma and the true-class probability at epochs 1 and 2, the same run otherwise
+    s = train({**cfg, "meta": {**cfg["meta"], "snapshots": True}}, progress=False)
+    assert s.outputs["snapshot_epochs"].tolist() == [1, 2]
+    np.testing.assert_array_equal(s.outputs["test_logits"], r.outputs["test_logits"])
+    np.testing.assert_allclose(s.outputs["snapshot_test_gammas"][-1], g, rtol=1e-6)
+    np.testing.assert_allclose(s.outputs["snapshot_test_p_true"][-1],
+                               s.probs()[np.arange(s.info["n_test"]), s.labels()], rtol=1e-5)
     capped = train({**cfg, "epochs": 1, "meta": {**cfg["meta"], "gamma_max": 1e-3}}, progress=False)
     assert capped.history["gamma_capped"].iloc[-1] == pytest.approx(1.0)
 

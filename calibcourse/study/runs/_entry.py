@@ -11,10 +11,15 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["FORMAT", "FILES", "CacheError", "config_key", "narrow_outputs"]
+__all__ = ["FORMAT", "FILES", "RETIRED_OUTPUTS", "CacheError", "config_key", "narrow_outputs", "retired_outputs"]
 
 FORMAT = 1
 FILES = ("outputs.npz", "history.csv")
+#: outputs that training once wrote for every run of their kind and now writes only where the config
+#: asks, by the config's path to the switch that asks (a true value): chapter 5's per-sample gamma
+#: snapshots (8 MiB of the committed cache, read by no page)
+RETIRED_OUTPUTS = {name: ("meta", "snapshots")
+                   for name in ("snapshot_epochs", "snapshot_test_gammas", "snapshot_test_p_true")}
 
 
 class CacheError(RuntimeError):
@@ -68,6 +73,41 @@ def narrow_outputs(outputs: dict) -> tuple[dict, list[str]]:
                 widened.append(name)
         arrays[name] = a
     return arrays, sorted(widened)
+
+
+def retired_outputs(config: dict, names) -> list[str]:
+    """The outputs among ``names`` that a run of ``config`` no longer writes (:data:`RETIRED_OUTPUTS`).
+
+    Parameters
+    ----------
+    config : dict
+        The entry's config.
+    names : iterable of str
+        The outputs the entry stores.
+
+    Returns
+    -------
+    list of str
+        Sorted; empty where the config asks for them.
+
+    Examples
+    --------
+    >>> stored = ["test_logits", "snapshot_test_gammas"]
+    >>> retired_outputs({"meta": {"outer": "sece"}}, stored)
+    ['snapshot_test_gammas']
+    >>> retired_outputs({"meta": {"outer": "sece", "snapshots": True}}, stored)
+    []
+    """
+    retired = []
+    for name in names:
+        if name not in RETIRED_OUTPUTS:
+            continue
+        switch = config
+        for part in RETIRED_OUTPUTS[name]:
+            switch = switch.get(part, {}) if isinstance(switch, dict) else {}
+        if switch is not True:
+            retired.append(name)
+    return sorted(retired)
 
 
 def _sha256(path: Path) -> str:

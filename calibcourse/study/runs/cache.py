@@ -10,7 +10,9 @@ of its canonical config (:func:`calibcourse.study.training.config.normalize_conf
 * ``outputs.npz``: logits and labels (loaded with ``allow_pickle=False``). A float64 array whose
   every value is a float32 number (a float32 network's logits) is stored as float32 and listed in
   the manifest's ``widened``; loading widens it back, so what is read is bit for bit what was
-  stored (:func:`narrow_outputs`), at about 15 % less room;
+  stored (:func:`narrow_outputs`), at about 15 % less room. An output that training no longer
+  writes for the entry's config (:data:`~calibcourse.study.runs._entry.RETIRED_OUTPUTS`) is removed
+  by :meth:`Cache.compact` and listed in the manifest's ``dropped``;
 * ``history.csv``: the per-epoch history.
 
 Writes are atomic (a temporary folder, then a rename), so an interrupted run
@@ -43,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from calibcourse.study.runs._entry import (FILES, FORMAT, CacheError, _manifest_text, _npz_bytes, _package_versions,
-                                           _sha256, config_key, narrow_outputs)
+                                           _sha256, config_key, narrow_outputs, retired_outputs)
 
 
 __all__ = ["Cache", "CacheError", "config_key", "get_or_train", "REPOSITORY_CACHE", "default_root",
@@ -362,11 +364,13 @@ class Cache:
         self._rewrite_manifest(key, manifest)
 
     def compact(self) -> int:
-        """Store every entry's lossless float32 arrays as float32 (:func:`narrow_outputs`).
+        """Store every entry's lossless float32 arrays as float32 (:func:`narrow_outputs`), and drop
+        the outputs its config no longer writes (:func:`retired_outputs`).
 
-        For entries written before the cache narrowed what it stores: ``outputs.npz`` is
-        rewritten and the manifest's checksum and ``widened`` updated; nothing else changes,
-        and every entry loads bit for bit as before. An entry that is already compact is left
+        For entries written before the cache narrowed what it stores, or before training stopped
+        writing an output by default: ``outputs.npz`` is rewritten and the manifest's checksum,
+        ``widened`` and ``dropped`` (the outputs removed) updated; nothing else changes, and every
+        array an entry keeps loads bit for bit as before. An entry that is already compact is left
         as it is, and so is a bad one (:meth:`verify` names it).
 
         Returns
@@ -397,11 +401,14 @@ class Cache:
             d = self.path(key)
             with np.load(d / "outputs.npz", allow_pickle=False) as z:
                 outputs = {k: z[k] for k in z.files}
-            arrays, widened = narrow_outputs(outputs)
-            if not widened:
+            dropped = retired_outputs(manifest["config"], outputs)
+            arrays, widened = narrow_outputs({k: v for k, v in outputs.items() if k not in dropped})
+            if not widened and not dropped:
                 continue
             before = (d / "outputs.npz").stat().st_size
-            manifest["widened"] = sorted(set(manifest.get("widened", [])) | set(widened))
+            manifest["widened"] = sorted((set(manifest.get("widened", [])) - set(dropped)) | set(widened))
+            if dropped:
+                manifest["dropped"] = sorted(set(manifest.get("dropped", [])) | set(dropped))
             tag = uuid.uuid4().hex[:8]
             tmp_out, tmp_man = d / f".outputs-{tag}.npz", d / f".manifest-{tag}.json"
             tmp_out.write_bytes(_npz_bytes(arrays))

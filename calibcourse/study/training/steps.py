@@ -290,9 +290,9 @@ class MetaStep(Step):
     Its history columns: ``gamma_mean``, ``gamma_std``, ``gamma_q10``, ``gamma_median``,
     ``gamma_q90`` (and ``gamma_capped`` with a cap; with ``log_hypergradient`` the diagnosis's
     ``hg_push_mean``, ``hg_push_snr``, ``hg_down_share``, ``step_dgamma`` and ``meta_overconfidence``);
-    its outputs: ``gamma_hist`` (a histogram per epoch over :attr:`GAMMA_BINS`), ``test_gammas``, and
-    the gammas and true-class probabilities of every test sample at four epochs (``snapshot_*``;
-    none when the meta section says ``"snapshots": False``).
+    its outputs: ``gamma_hist`` (a histogram per epoch over :attr:`GAMMA_BINS`), ``test_gammas``, and,
+    when the meta section says ``"snapshots": True``, the gammas and true-class probabilities of every
+    test sample at four epochs (``snapshot_*``: no page reads them, and they would fill the cache).
 
     Parameters
     ----------
@@ -331,9 +331,9 @@ class MetaStep(Step):
         super().__init__(model, optimizer)
         from calibcourse.study.training.meta import MetaTrainer
 
-        #: the config's ``snapshots`` (default True): keep every test sample's gamma at four epochs; False keeps
-        #: the per-epoch summaries only (the reference runs: the cache's budget)
-        self.keep_snapshots = meta.pop("snapshots", True)
+        #: the config's ``snapshots`` (default False: the per-epoch summaries only, the cache's budget); True
+        #: also keeps every test sample's gamma and true-class probability at four epochs
+        self.keep_snapshots = meta.pop("snapshots", False)
         self.trainer = MetaTrainer(model, X_val, y_val, seed=seed, **meta)
         self.trainer.epoch = 1
         self.hist = []
