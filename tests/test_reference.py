@@ -139,6 +139,16 @@ def test_registry_names_and_seeds():
             assert all(R.ref_name(method, lr, s) in runs for s in R.REF_GRID_SEEDS)
         assert all(R.ref_name(method, R.REF_CHOSEN[method], s) in runs for s in range(R.REF_N_SEEDS))
     assert all(R.ref_name("FLgamma-SECE", 0.0, s) in runs for s in range(R.REF_N_SEEDS))
+    # the claims' extra seeds: the chosen FLgamma-SECE, CE and CE-DECE, and nothing else beyond REF_N_SEEDS
+    n = R.REF_CLAIM_SEEDS
+    assert n["FLgamma-SECE"] > R.REF_N_SEEDS and min(n.values()) > R.REF_N_SEEDS
+    assert R.ref_name("FLgamma-SECE", R.REF_CHOSEN["FLgamma-SECE"], n["FLgamma-SECE"] - 1) in runs
+    assert R.ref_name("FLgamma-SECE", R.REF_CHOSEN["FLgamma-SECE"], n["FLgamma-SECE"]) not in runs
+    for label in ("CE", "CE-DECE (weight 0.5)"):
+        assert {s for s in range(100) if R.ref_name(label, seed=s) in runs} == set(range(n[label]))
+    beyond = {name.rsplit("/", 1)[0] for name in runs if int(name.rsplit("/s", 1)[1]) >= R.REF_N_SEEDS}
+    assert beyond == {R.ref_name(label, seed=0).rsplit("/", 1)[0] for label in ("CE", "CE-DECE (weight 0.5)")} | {
+        R.ref_name("FLgamma-SECE", R.REF_CHOSEN["FLgamma-SECE"], 0).rsplit("/", 1)[0]}
     assert all(f"ch5/diagnosis/{arm}/s{s}" in runs for arm in ("horizon 5", "delayed", "placebo")
                for s in R.REF_GRID_SEEDS)
     cfg = runs[R.ref_name("FLgamma-SECE", 1e-3, 0)]

@@ -29,6 +29,7 @@ __all__ = [
     "REF_META_LRS",
     "REF_GRID_SEEDS",
     "REF_N_SEEDS",
+    "REF_CLAIM_SEEDS",
     "REF_FOCAL_GAMMAS",
     "REF_ARMS",
     "REF_ARM_LR",
@@ -81,6 +82,12 @@ REF_META_LRS = (0.0, 1e-4, 1e-3, 1e-2)
 #: seeds of every grid value (the grids of the gamma-Nets and of focal loss); seeds of the reported methods
 REF_GRID_SEEDS = (0, 1, 2)
 REF_N_SEEDS = 10
+#: more seeds for the methods whose claims the seed spread left undecided at REF_N_SEEDS seeds, as
+#: the ledger's variance split put it before these runs: FLgamma-SECE against CE + TS about 13 seeds,
+#: its MCE against CE-DECE about 18, its error cost against CE about 30 for an interval narrower than
+#: a point (the test set's share of the variance stays). The cache's budget allows these, not the 34
+#: seeds FLgamma-SECE against FLgamma-DECE would take.
+REF_CLAIM_SEEDS = {"CE": 30, "FLgamma-SECE": 30, "CE-DECE (weight 0.5)": 18}
 #: focal loss's grid (Mukhoti et al.'s fixed gammas)
 REF_FOCAL_GAMMAS = (1.0, 2.0, 3.0)
 #: the choice rule, fixed before the runs: for each value, the mean over the grid seeds of the
@@ -213,9 +220,10 @@ def reference_runs(ci: bool = False, chosen: dict | None = None, **base_changes)
     """The reference recipe's runs, by name.
 
     - ``FLgamma-SECE`` and ``FLgamma-DECE`` at every meta rate of :data:`REF_META_LRS` (seeds
-      :data:`REF_GRID_SEEDS`), the chosen rate and the frozen control on :data:`REF_N_SEEDS` seeds;
-    - ``CE`` and ``CE-DECE (weight 0.5)`` (:data:`REF_N_SEEDS` seeds) and ``Focal (gamma g)`` (the grid's
-      seeds; the chosen gamma on :data:`REF_N_SEEDS`);
+      :data:`REF_GRID_SEEDS`), the chosen rate and the frozen control on :data:`REF_N_SEEDS` seeds
+      (the chosen rate on :data:`REF_CLAIM_SEEDS`'s where it names the method);
+    - ``CE`` and ``CE-DECE (weight 0.5)`` (:data:`REF_CLAIM_SEEDS`'s seeds) and ``Focal (gamma g)`` (the
+      grid's seeds; the chosen gamma on :data:`REF_N_SEEDS`);
     - the diagnosis's arms ``ch5/diagnosis/<arm>/s<seed>`` (:data:`REF_ARMS`, the grid's seeds).
 
     Parameters
@@ -242,10 +250,14 @@ def reference_runs(ci: bool = False, chosen: dict | None = None, **base_changes)
     base = {**REF_BACKBONE, **base_changes}
     grid_seeds = (0,) if ci else REF_GRID_SEEDS
     all_seeds = (0,) if ci else tuple(range(REF_N_SEEDS))
+
+    def seeds(method):
+        return (0,) if ci else tuple(range(REF_CLAIM_SEEDS.get(method, REF_N_SEEDS)))
+
     runs = {}
-    for s in all_seeds:
+    for s in seeds("CE"):
         runs[ref_name("CE", seed=s)] = {**base, "seed": s}
-    for s in all_seeds:  # the MCE claim's baseline: CE + 0.5 DECE (meta-calibration's weight, the Adam grid's choice)
+    for s in seeds("CE-DECE (weight 0.5)"):  # the MCE claim's baseline: CE + 0.5 DECE (the Adam grid's choice)
         runs[ref_name("CE-DECE (weight 0.5)", seed=s)] = {**base, "loss": "ce_dece", "loss_kwargs": {"weight": 0.5},
                                                           "seed": s}
     for g in REF_FOCAL_GAMMAS:
@@ -257,7 +269,7 @@ def reference_runs(ci: bool = False, chosen: dict | None = None, **base_changes)
             # the chosen rate and the frozen control of the SECE gamma-Net on every seed; FLgamma-DECE's
             # frozen control is the same network (at rate 0 the outer loss never acts: a test checks the bits)
             wide = lr == chosen[method] or (lr == 0 and method == "FLgamma-SECE")
-            for s in all_seeds if wide else grid_seeds:
+            for s in (seeds(method) if lr == chosen[method] else all_seeds) if wide else grid_seeds:
                 runs[ref_name(method, lr, s)] = {**base, **_gamma_net(outer, lr), "seed": s}
     for arm, change in REF_ARMS.items():
         for s in grid_seeds:
