@@ -302,17 +302,13 @@ def ref_part(result, part: str, kind: str = "probs"):
     >>> [len(ref_part(r, part)[1]) for part in REF_PARTS], len(r.labels("val"))
     ([100, 100, 100], 300)
     """
-    if part not in REF_PARTS:
-        raise ValueError(f"part must be one of {', '.join(REF_PARTS)}; got {part!r}")
-    if kind not in ("probs", "logits"):
-        raise ValueError(f"kind must be 'probs' or 'logits'; got {kind!r}")
-    y = result.labels("val")
-    # the meta-learner's part is the first round(n / 3), as MetaTrainer cuts it; the rest in two halves
-    k = int(round(REF_META["meta_val"] * len(y)))
-    m = k + (len(y) - k) // 2
-    cut = {"meta": slice(None, k), "posthoc": slice(k, m), "selection": slice(m, None)}[part]
-    values = result.probs("val") if kind == "probs" else result.logits("val")
-    return values[cut], y[cut]
+    from calibcourse.study.training.results import meta_count, val_part
+
+    # the meta-learner's part, as MetaTrainer cuts it; the rest in two halves
+    n = len(result.labels("val"))
+    k = meta_count(n, REF_META["meta_val"])
+    m = k + (n - k) // 2
+    return val_part(result, part, dict(zip(REF_PARTS, (slice(None, k), slice(k, m), slice(m, None)))), kind)
 
 
 def _family_values(family: str):

@@ -16,6 +16,7 @@ from torch import nn
 from calibcourse.study.training.losses import dece_loss, focal_loss, sece_loss
 from calibcourse.study.training.lookahead import LOOKAHEAD_PARAMS, LOOKAHEADS, lookahead_outer_loss, lookahead_step
 from calibcourse.calibration._validation import check_int
+from calibcourse.study.training.results import meta_count
 
 __all__ = ["GammaNet", "MetaTrainer", "lookahead_outer_loss", "lookahead_step", "permuted_labels", "adam_noise_walk",
            "OUTER_LOSSES",
@@ -235,6 +236,7 @@ def adam_noise_walk(start, steps: int, reps: int, lr: float = 1e-3, betas=(0.9, 
     return out
 
 
+
 class MetaTrainer:
     """One bilevel step per training batch; used by :func:`calibcourse.study.training.train.train` when a
     run config has a ``meta`` section::
@@ -375,7 +377,7 @@ class MetaTrainer:
                                   bound=gamma_bound, limit=gamma_limit).to(first.device, first.dtype)
         self.opt = torch.optim.Adam(self.gamma_net.parameters(), lr=meta_lr)
         if meta_val is not None:  # the first part of the validation split; the rest is post-hoc calibration's
-            n_meta = int(round(meta_val * len(y_val)))
+            n_meta = meta_count(len(y_val), meta_val)
             if not 0 < n_meta < len(y_val):
                 raise ValueError(f"meta.meta_val={meta_val} leaves no sample on one side of {len(y_val)}")
             X_val, y_val = X_val[:n_meta], y_val[:n_meta]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["RunResult", "predict_logits"]
+__all__ = ["RunResult", "predict_logits", "meta_count", "val_part"]
 
 
 # --------------------------------------------------------------------------- results
@@ -80,6 +80,56 @@ class RunResult:
             stored = sorted(k[: -len(kind) - 1] for k in self.outputs if k.endswith(f"_{kind}"))
             raise KeyError(f"split {split!r} has no {kind} in this run; stored: {', '.join(stored)}")
         return self.outputs[key]
+
+
+# --------------------------------------------------------------------------- parts of the validation split
+def meta_count(n_val: int, meta_val: float) -> int:
+    """How many of ``n_val`` validation samples the meta-learner takes with ``meta.meta_val``: the first
+    ``round(meta_val * n_val)`` (the rest is post-hoc calibration's and the grids').
+
+    Examples
+    --------
+    >>> meta_count(750, 1 / 3), meta_count(1500, 0.5)
+    (250, 750)
+    """
+    return int(round(meta_val * n_val))
+
+
+def val_part(result: RunResult, part: str, cuts: dict, kind: str = "probs"):
+    """One named part of a run's validation split.
+
+    Parameters
+    ----------
+    result : RunResult
+        The run.
+    part : str
+        A name of ``cuts``.
+    cuts : dict of str to slice
+        The parts, by name, as slices of the validation split.
+    kind : {"probs", "logits"}, default="probs"
+        What to return beside the labels.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(probs or logits, labels)`` of that part.
+
+    Examples
+    --------
+    >>> r = RunResult({}, None, {"val_logits": np.zeros((4, 3)), "val_labels": np.array([0, 1, 2, 0])})
+    >>> val_part(r, "b", {"a": slice(None, 1), "b": slice(1, None)})[1]
+    array([1, 2, 0])
+    >>> val_part(r, "c", {"a": slice(None, 1), "b": slice(1, None)})
+    Traceback (most recent call last):
+        ...
+    ValueError: part must be one of a, b; got 'c'
+    """
+    if part not in cuts:
+        raise ValueError(f"part must be one of {', '.join(cuts)}; got {part!r}")
+    if kind not in ("probs", "logits"):
+        raise ValueError(f"kind must be 'probs' or 'logits'; got {kind!r}")
+    values = result.probs("val") if kind == "probs" else result.logits("val")
+    return values[cuts[part]], result.labels("val")[cuts[part]]
 
 
 def predict_logits(model, X, batch_size: int = 2048) -> np.ndarray:

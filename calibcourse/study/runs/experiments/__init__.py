@@ -59,15 +59,10 @@ def ch5_val_part(result, part: str, kind: str = "probs"):
     >>> len(ch5_val_part(r, "meta")[1]) + len(ch5_val_part(r, "posthoc")[1]) == n
     True
     """
-    if part not in ("meta", "posthoc"):
-        raise ValueError(f"part must be 'meta' or 'posthoc'; got {part!r}")
-    if kind not in ("probs", "logits"):
-        raise ValueError(f"kind must be 'probs' or 'logits'; got {kind!r}")
-    y = result.labels("val")
-    k = int(round(CH5_META_VAL * len(y)))
-    values = result.probs("val") if kind == "probs" else result.logits("val")
-    cut = slice(None, k) if part == "meta" else slice(k, None)
-    return values[cut], y[cut]
+    from calibcourse.study.training.results import meta_count, val_part
+
+    k = meta_count(len(result.labels("val")), CH5_META_VAL)
+    return val_part(result, part, {"meta": slice(None, k), "posthoc": slice(k, None)}, kind)
 
 
 def _val_measures(result, part: str) -> dict:
