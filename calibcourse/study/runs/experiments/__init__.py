@@ -45,12 +45,7 @@ def ch5_val_part(result, part: str, kind: str = "probs"):
     part : {"meta", "posthoc"}
         Which part.
     kind : {"probs", "logits"}, default="probs"
-        What to return beside the labels.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(probs or logits, labels)`` of that part.
+        As for :func:`calibcourse.study.training.results.val_part`, which returns the part.
 
     Examples
     --------
