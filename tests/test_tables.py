@@ -219,9 +219,12 @@ def test_seed_table_measures_every_seed_and_fits_post_hoc_rows_on_validation():
     assert row["Classwise ECE (%)"] == pytest.approx(100 * M.classwise_ece(ts1, y))
     assert np.isnan(row["train s/epoch"]) and (per_seed.loc[per_seed["method"] == "soft", "train s/epoch"] == 2.0).all()
     view = R.seeds_view(per_seed)
+    assert view["seeds"].tolist() == [3, 3, 3]
     ece_ce = per_seed.loc[per_seed["method"] == "CE", "ECE (%)"]
     assert view.loc["CE", "ECE (%)"] == f"{ece_ce.mean():.2f} ± {ece_ce.std(ddof=1):.2f}"
     assert view.loc["CE + TS", "train s/epoch"] == "" and view.loc["soft", "train s/epoch"] == "2.00"
+    renamed = per_seed.replace({"method": {"soft": "FLgamma-SECE"}})
+    assert R.seeds_view(renamed).index.tolist() == ["CE", "CE + TS", "FLγ-SECE"]  # a page's names, not the registry's
     one = R.seeds_view(per_seed[per_seed["seed"] == 0])  # one seed: no spread to show
     assert one.loc["CE", "ECE (%)"] == f"{ece_ce.iloc[0]:.2f}"
     with pytest.raises(ValueError, match="not one of methods"):

@@ -138,7 +138,7 @@ REF_DEPARTURES = (
     ),
     (
         "meta-loss CE + 0.5 DECE",
-        "CE + 0.5 SECE (FLgamma-SECE); CE + 0.5 DECE (FLgamma-DECE)",
+        "CE + 0.5 SECE (FLγ-SECE); CE + 0.5 DECE (FLγ-DECE)",
         "the paper's outer calibration loss in meta-calibration's meta-loss",
     ),
     (

@@ -27,6 +27,7 @@ from calibcourse.study.analysis.tables.seeds import (
 from calibcourse.study.analysis.tables.summaries import (
     fmt_ci,
     fmt_difference,
+    method_label,
     run_summary,
     seed_predictions,
     sweep_table,
@@ -38,6 +39,7 @@ __all__ = [
     "seed_predictions",
     "fmt_ci",
     "fmt_difference",
+    "method_label",
     "post_hoc_table",
     "post_hoc_binary",
     "binary_scores",

@@ -6,7 +6,7 @@ import numpy as np
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 
-from calibcourse.study.analysis.tables.summaries import fmt_difference
+from calibcourse.study.analysis.tables.summaries import fmt_difference, method_label
 
 __all__ = ["diagnosis_table", "seed_paired_view"]
 
@@ -125,9 +125,9 @@ def seed_paired_view(tests: dict, units: dict | None = None, nulls: dict | None 
     Returns
     -------
     pandas.DataFrame
-        Indexed by (measure, A, B): ``A - B [95 % interval]``, ``A above B in`` (``"worse in k
-        of n seeds"``: the seeds where A's measure is higher), ``claim: A - B below`` (the bound,
-        in the row's unit) and ``verdict``.
+        Indexed by (measure, A, B), the methods as :func:`method_label` writes them:
+        ``A - B [95 % interval]``, ``A above B in`` (``"worse in k of n seeds"``: the seeds where A's
+        measure is higher), ``claim: A - B below`` (the bound, in the row's unit) and ``verdict``.
 
     Examples
     --------
@@ -160,8 +160,8 @@ def seed_paired_view(tests: dict, units: dict | None = None, nulls: dict | None 
         rows.append(
             {
                 "measure": measure,
-                "A": a,
-                "B": b,
+                "A": method_label(a),
+                "B": method_label(b),
                 "A - B [95 % interval]": fmt_difference(d, scale=scale, unit=unit, digits=digits),
                 "A above B in": d.sign_text,
                 "claim: A - B below": "" if null is None else ("0" if null == 0 else f"{scale * null:+.{digits}f}"),

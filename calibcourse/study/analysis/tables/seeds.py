@@ -7,7 +7,7 @@ import numpy as np
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 
-from calibcourse.study.analysis.tables.summaries import fmt_difference
+from calibcourse.study.analysis.tables.summaries import fmt_difference, method_label
 
 __all__ = ["SEED_MEASURES", "seed_table", "seeds_view", "grid_choice_view", "paired_table", "comparisons_view"]
 
@@ -87,8 +87,9 @@ def seed_table(methods: dict, post_hoc: dict | None = None, split: str = "test")
 
 
 def seeds_view(per_seed, digits: int = 2):
-    """:func:`seed_table` as a page shows it: a row per method, each measure as "mean ± std" over seeds
-    (the mean alone for a single seed), the training time per epoch as a mean (blank for a post-hoc row).
+    """:func:`seed_table` as a page shows it: a row per method (its name as :func:`method_label` writes it),
+    its number of seeds, each measure as "mean ± std" over seeds (the mean alone for a single seed), the
+    training time per epoch as a mean (blank for a post-hoc row).
 
     Parameters
     ----------
@@ -100,15 +101,16 @@ def seeds_view(per_seed, digits: int = 2):
     Returns
     -------
     pandas.DataFrame
-        Indexed by method, in the order of ``per_seed``; strings.
+        Indexed by method, in the order of ``per_seed``: ``seeds`` (a count), then strings.
 
     Examples
     --------
     >>> import pandas as pd
     >>> per_seed = pd.DataFrame({"method": ["CE", "CE"], "seed": [0, 1], "ECE (%)": [4.0, 6.0],
     ...                          "train s/epoch": [0.5, 0.7]})
-    >>> seeds_view(per_seed).loc["CE"].tolist()
-    ['5.00 ± 1.41', '0.60']
+    >>> view = seeds_view(per_seed)
+    >>> int(view.loc["CE", "seeds"]), view.loc["CE"].tolist()[1:]
+    (2, ['5.00 ± 1.41', '0.60'])
     """
     import pandas as pd
 
@@ -116,9 +118,10 @@ def seeds_view(per_seed, digits: int = 2):
     cols = [c for c in per_seed.columns if c not in ("method", "seed", "train s/epoch")]
     g = per_seed.groupby("method", sort=False)
     mean, std = g[cols].mean().loc[order], g[cols].std(ddof=1).loc[order]  # NaN for a single seed
-    shown = pd.DataFrame({c: [f"{m:.{digits}f}" + ("" if np.isnan(s) else f" ± {s:.{digits}f}")
-                              for m, s in zip(mean[c], std[c])] for c in cols},
-                         index=pd.Index(order, name="method"))
+    shown = pd.DataFrame({"seeds": g.size().loc[order].to_numpy(),
+                          **{c: [f"{m:.{digits}f}" + ("" if np.isnan(s) else f" ± {s:.{digits}f}")
+                                 for m, s in zip(mean[c], std[c])] for c in cols}},
+                         index=pd.Index([method_label(m) for m in order], name="method"))
     if "train s/epoch" in per_seed:
         t = g["train s/epoch"].mean().loc[order]
         shown["train s/epoch"] = t.map(lambda v: "" if np.isnan(v) else f"{v:.2f}").to_numpy()
@@ -150,7 +153,7 @@ def grid_choice_view(choice: dict, params: dict):
     ...                   "eligible": [True, True]})
     >>> v = grid_choice_view({"Focal": {"chosen": 3.0, "table": t}}, {"Focal": "gamma"})
     >>> v[["val ECE (%)", "chosen"]].reset_index().values.tolist()
-    [['Focal', 'gamma 1', 3.0, ''], ['Focal', 'gamma 3', 1.0, '<-']]
+    [['Focal', 'γ 1', 3.0, ''], ['Focal', 'γ 3', 1.0, '<-']]
     """
     import pandas as pd
 
@@ -160,8 +163,8 @@ def grid_choice_view(choice: dict, params: dict):
         parts.append(
             pd.DataFrame(
                 {
-                    "baseline": family,
-                    "value": [f"{param} {v:g}" for v in t[param]],
+                    "baseline": method_label(family),
+                    "value": [method_label(f"{param} {v:g}") for v in t[param]],
                     "val error (%)": (100 * t["val error"]).round(2).to_numpy(),
                     "val ECE (%)": (100 * t["val ECE"]).round(2).to_numpy(),
                     "eligible": t["eligible"].to_numpy(),

@@ -6,7 +6,7 @@ import numpy as np
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 
-__all__ = ["run_summary", "seed_predictions", "sweep_table", "fmt_difference", "fmt_ci"]
+__all__ = ["run_summary", "seed_predictions", "sweep_table", "fmt_difference", "fmt_ci", "method_label"]
 
 
 def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> dict:
@@ -217,3 +217,29 @@ def fmt_ci(value: float, low: float, high: float, scale: float = 100.0, digits: 
     '0.313 [0.300, 0.330]'
     """
     return f"{scale * value:.{digits}f} [{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
+
+
+#: the Greek letters that runs' labels spell out (a label is a name in the cache's registry, in ASCII)
+_GREEK = {"gamma": "γ", "epsilon": "ε", "alpha": "α"}
+
+
+def method_label(name: str) -> str:
+    """A method's name as a page shows it: a run label's spelled-out Greek letters as letters.
+
+    Parameters
+    ----------
+    name : str
+        A method's label in the run registry, e.g. ``"FLgamma-SECE"``.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> method_label("FLgamma-SECE"), method_label("Focal (gamma 3)"), method_label("CE + TS")
+    ('FLγ-SECE', 'Focal (γ 3)', 'CE + TS')
+    """
+    for word, letter in _GREEK.items():
+        name = name.replace(word, letter)
+    return name
