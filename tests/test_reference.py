@@ -167,6 +167,10 @@ def test_learns_restates_a_claim_without_credit():
     bad = {**c.as_dict(), "claim": "FLγ-SECE has a lower ECE than CE"}
     with pytest.raises(ValueError, match="γ-Net inactive"):
         check_claims([bad])
+    named = ledger.claim("z", "FLγ-SECE has a lower ECE than FLγ-DECE", "wang2023metareg", "d", interval,
+                         learns={**frozen, "net": "FLγ-DECE"})
+    assert named.claim.startswith("γ-Net inactive (FLγ-DECE's: focal loss at γ ≈ 1): FLγ-SECE") and not named.credited
+    check_claims([named.as_dict()])
     ok = ledger.claim("y", "A", "wang2023metareg", "d", interval, learns={**frozen, "verdict": "held"})
     assert ok.credited and ok.claim == "A"
 

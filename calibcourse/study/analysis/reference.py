@@ -385,19 +385,20 @@ def learns(results: dict, family: str, meta_lr: float, seeds, frozen_family: str
     Returns
     -------
     dict
-        As :func:`learns_runs`.
+        As :func:`learns_runs`, and ``net``: the gamma-Net's name as a page writes it.
 
     Examples
     --------
     >>> from calibcourse.study.runs.experiments import runs
     >>> out = learns(runs("ch5/reference/", "default"), "FLgamma-SECE", REF_CHOSEN["FLgamma-SECE"],
     ...              range(REF_N_SEEDS), n_boot=100)
-    >>> sorted(out), out["n_seeds"]
-    (['ece', 'gamma', 'gamma0', 'meta_lr', 'n_seeds', 'verdict'], 10)
+    >>> sorted(out), out["n_seeds"], out["net"]
+    (['ece', 'gamma', 'gamma0', 'meta_lr', 'n_seeds', 'net', 'verdict'], 10, 'FLγ-SECE')
     """
     seeds = list(seeds)
-    return learns_runs([results[ref_name(family, meta_lr, s)] for s in seeds],
-                       [results[ref_name(frozen_family, 0.0, s)] for s in seeds], meta_lr, n_boot=n_boot)
+    out = learns_runs([results[ref_name(family, meta_lr, s)] for s in seeds],
+                      [results[ref_name(frozen_family, 0.0, s)] for s in seeds], meta_lr, n_boot=n_boot)
+    return {**out, "net": family.replace("gamma", "γ")}
 
 
 def seed_t_interval(differences, level: float = 0.95) -> tuple:

@@ -87,6 +87,17 @@ def meta_count(n_val: int, meta_val: float) -> int:
     """How many of ``n_val`` validation samples the meta-learner takes with ``meta.meta_val``: the first
     ``round(meta_val * n_val)`` (the rest is post-hoc calibration's and the grids').
 
+    Parameters
+    ----------
+    n_val : int
+        The validation split's size.
+    meta_val : float
+        The config's ``meta.meta_val``, a fraction.
+
+    Returns
+    -------
+    int
+
     Examples
     --------
     >>> meta_count(750, 1 / 3), meta_count(1500, 0.5)

@@ -218,7 +218,8 @@ class Ledger:
         learns : dict, optional
             For a claim about a meta-learned component, its test against the frozen control
             (:func:`calibcourse.study.analysis.reference.learns`). Where that is not "held", the claim is
-            restated as ``"γ-Net inactive (focal loss at γ ≈ γ0): ..."`` and credits no method.
+            restated as ``"γ-Net inactive (focal loss at γ ≈ γ0): ..."`` (``"γ-Net inactive (FLγ-DECE's:
+            focal loss ..."`` where the test names its ``net``) and credits no method.
         """
 
         if any(c.id == id for c in self.claims):
@@ -254,7 +255,8 @@ class Ledger:
                 raise ValueError(f"claim {id!r}: learns must carry a verdict; got {learns!r}")
             c.learns = dict(learns)
             if not c.credited:
-                c.claim = f"γ-Net inactive (focal loss at γ ≈ {learns['gamma0']:.2g}): {claim}"
+                whose = f"{learns['net']}'s: " if learns.get("net") else ""
+                c.claim = f"γ-Net inactive ({whose}focal loss at γ ≈ {learns['gamma0']:.2g}): {claim}"
         self.claims.append(c)
         if self.glue:
             from calibcourse.study.analysis.glue import glue_value

@@ -45,7 +45,12 @@ def ch5_val_part(result, part: str, kind: str = "probs"):
     part : {"meta", "posthoc"}
         Which part.
     kind : {"probs", "logits"}, default="probs"
-        As for :func:`calibcourse.study.training.results.val_part`, which returns the part.
+        What to return beside the labels.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        :func:`calibcourse.study.training.results.val_part` of the cut.
 
     Examples
     --------
