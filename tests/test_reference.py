@@ -171,8 +171,12 @@ def test_learns_restates_a_claim_without_credit():
                          learns={**frozen, "net": "FLγ-DECE"})
     assert named.claim.startswith("γ-Net inactive (FLγ-DECE's: focal loss at γ ≈ 1): FLγ-SECE") and not named.credited
     check_claims([named.as_dict()])
+    assert "**not credited to the paper**: FLγ-DECE's γ-Net is not shown to beat its frozen control" in \
+        named.verdict_text()
+    assert "the γ-Net is not shown to beat" in c.verdict_text()
     ok = ledger.claim("y", "A", "wang2023metareg", "d", interval, learns={**frozen, "verdict": "held"})
     assert ok.credited and ok.claim == "A"
+    assert "; the γ-Net learns (against its frozen control: ECE +0.1 [-0.2, +0.4] points" in ok.verdict_text()
 
 
 # --------------------------------------------------------------------------- on the committed cache

@@ -92,6 +92,20 @@ class Claim:
         meta-learned component that does not beat its frozen control (``learns`` not held)."""
         return self.learns is None or self.learns.get("verdict") == "held"
 
+    def verdict_text(self) -> str:
+        """The verdict as the ledger's tables print it: the verdict, why where undecided, and for a
+        meta-learned component the test against its frozen control (and, where it fails, that the claim
+        is not credited)."""
+        text = _VERDICT_MARK[self.verdict] + (f" ({self.why})" if self.why else "")
+        if self.learns is None:
+            return text
+        ece, gamma = self.learns["ece"], self.learns["gamma"]
+        if self.credited:
+            return text + f"; the γ-Net learns (against its frozen control: ECE {ece}, final γ {gamma})"
+        net = f"{self.learns['net']}'s γ-Net" if self.learns.get("net") else "the γ-Net"
+        return (text + f"; **not credited to the paper**: {net} is not shown to beat its frozen control "
+                f"(learns {self.learns['verdict']}: ECE {ece}, final γ {gamma})")
+
     def as_dict(self) -> dict:
         """The claim as ``_build/claims.json`` stores it: :data:`CLAIM_KEYS` first, then the rest."""
         d = asdict(self)
@@ -278,12 +292,7 @@ class Ledger:
                  "|---|---|---|---|---|"]
         for c in self.claims:
             effect = c.effect + (f"; {c.cost}" if c.cost else "")
-            verdict = _VERDICT_MARK[c.verdict] + (f" ({c.why})" if c.why else "")
-            if c.learns is not None:
-                verdict += (f"; the γ-Net learns (against its frozen control: ECE {c.learns['ece']}, final γ "
-                            f"{c.learns['gamma']})" if c.credited else
-                            f"; **not credited to the paper**: the γ-Net does not beat its frozen control "
-                            f"(learns {c.learns['verdict']}: ECE {c.learns['ece']}, final γ {c.learns['gamma']})")
+            verdict = c.verdict_text()
             side = f" ({c.null_text})" if c.null is not None else ""
             lines.append(f"| {c.claim} | {{cite}}`{c.source}` | {effect} | {c.interval_text} | {verdict}{side} |")
         return "\n".join(lines)

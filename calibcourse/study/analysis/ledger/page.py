@@ -154,12 +154,7 @@ def ledger_page(claims: list, titles: dict | None = None) -> str:
         for d in sorted(group, key=lambda d: d["chapter"]):
             c = Claim(**{k: d.get(k) for k in Claim.__dataclass_fields__ if k in d})
             where = f"{{ref}}`{c.chapter} <{c.section}>`" if c.section else str(c.chapter)
-            verdict = _VERDICT_MARK[c.verdict] + (f" ({c.why})" if c.why else "")
-            if c.learns is not None:
-                verdict += (f"; the γ-Net learns (against its frozen control: ECE {c.learns['ece']}, final γ "
-                            f"{c.learns['gamma']})" if c.credited else
-                            f"; **not credited to the paper**: the γ-Net does not beat its frozen control "
-                            f"(learns {c.learns['verdict']}: ECE {c.learns['ece']}, final γ {c.learns['gamma']})")
+            verdict = c.verdict_text()
             detects = "-" if c.detectable is None else f"{c.scale * c.detectable:.{c.digits}f} {c.unit}".strip()
             detects += " (*underpowered*)" if c.underpowered else ""
             side = f" ({c.null_text})" if c.null is not None else ""
