@@ -266,10 +266,16 @@ def reference_runs(ci: bool = False, chosen: dict | None = None, **base_changes)
                                                              "seed": s}
     for method, outer in (("FLgamma-SECE", "sece"), ("FLgamma-DECE", "dece")):
         for lr in REF_META_LRS:
-            # the chosen rate and the frozen control of the SECE gamma-Net on every seed; FLgamma-DECE's
-            # frozen control is the same network (at rate 0 the outer loss never acts: a test checks the bits)
-            wide = lr == chosen[method] or (lr == 0 and method == "FLgamma-SECE")
-            for s in (seeds(method) if lr == chosen[method] else all_seeds) if wide else grid_seeds:
+            # the chosen rate on its method's seeds and the frozen control of the SECE gamma-Net on every seed;
+            # FLgamma-DECE's frozen control is the same network (at rate 0 the outer loss never acts: a test
+            # checks the bits)
+            if lr == chosen[method]:
+                lr_seeds = seeds(method)
+            elif lr == 0 and method == "FLgamma-SECE":
+                lr_seeds = all_seeds
+            else:
+                lr_seeds = grid_seeds
+            for s in lr_seeds:
                 runs[ref_name(method, lr, s)] = {**base, **_gamma_net(outer, lr), "seed": s}
     for arm, change in REF_ARMS.items():
         for s in grid_seeds:
@@ -395,10 +401,12 @@ def learns(results: dict, family: str, meta_lr: float, seeds, frozen_family: str
     >>> sorted(out), out["n_seeds"], out["net"]
     (['ece', 'gamma', 'gamma0', 'meta_lr', 'n_seeds', 'net', 'verdict'], 10, 'FLγ-SECE')
     """
+    from calibcourse.study.analysis.tables import method_label
+
     seeds = list(seeds)
     out = learns_runs([results[ref_name(family, meta_lr, s)] for s in seeds],
                       [results[ref_name(frozen_family, 0.0, s)] for s in seeds], meta_lr, n_boot=n_boot)
-    return {**out, "net": family.replace("gamma", "γ")}
+    return {**out, "net": method_label(family)}
 
 
 def seed_t_interval(differences, level: float = 0.95) -> tuple:

@@ -236,7 +236,6 @@ def adam_noise_walk(start, steps: int, reps: int, lr: float = 1e-3, betas=(0.9, 
     return out
 
 
-
 class MetaTrainer:
     """One bilevel step per training batch; used by :func:`calibcourse.study.training.train.train` when a
     run config has a ``meta`` section::
