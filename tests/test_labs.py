@@ -274,8 +274,8 @@ def test_every_chapter_ends_with_a_quiz_of_five_explained_questions(chapter):
     """At least five questions, each naming the learning goal it checks ("**Question 3** (goal: ...).")
     and offering at least four explained options, exactly one of them right."""
     quiz = quiz_section(chapter)
-    heads = re.findall(r"\*\*Question (\d+)\*\* \(goal: [^)]+\)\.", quiz)
-    questions = re.split(r"\*\*Question \d+\*\* \(goal: [^)]+\)\.", quiz)[1:]
+    heads = re.findall(r"\*\*Question (\d+)\*\* \((?:to compute; )?goal: [^)]+\)\.", quiz)
+    questions = re.split(r"\*\*Question \d+\*\* \((?:to compute; )?goal: [^)]+\)\.", quiz)[1:]
     assert len(questions) >= 5 and heads == [str(i) for i in range(1, len(heads) + 1)], heads
     assert quiz.count("**Question") == len(questions), "a question without its goal"
     for q in questions:
