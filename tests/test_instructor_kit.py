@@ -123,6 +123,7 @@ def test_a_deck_holds_the_marked_cells_only_with_their_figures_and_glued_values(
         "assets/reveal.js/dist/theme/white.css",
         "assets/katex/dist/katex.min.css",
         "assets/reveal.js/dist/reveal.js",
+        "assets/reveal.js/plugin/notes/notes.js",
         "assets/katex/dist/katex.min.js",
         "assets/katex/dist/contrib/auto-render.min.js",
     }

@@ -1,13 +1,22 @@
-"""One reveal.js slide deck per chapter, from the chapter's marked cells (``make slides``).
+"""One reveal.js slide deck per chapter, a lecture's worth (``make slides``).
 
     python -m calibcourse.tools.slides [--profile default]
 
-A cell of a chapter's source tagged ``slide`` is on its deck: a markdown cell as its text (the
-chapter's goals, its takeaways), a code cell as its outputs (a figure with its caption). The
-decks are built from the executed student edition (the cells run as ``make book`` runs them,
-skipped where unchanged), so a figure on a slide is the figure of the book. Each deck is one
-HTML file, its figures inside it; reveal.js and KaTeX (the math) come from the npm registry,
-pinned (:data:`PACKAGES`), and are copied beside the decks, so the decks work offline.
+A chapter's deck is written from its slide source, ``notebooks/slides/<chapter>.md``
+(:data:`SOURCES`; the format is :func:`parse_slides`'s): slides of text, math and tables with
+the speaker's notes, and the chapter's figures pulled in by their names (``![alt](figure:fig-ch1-bias)``
+is the figure that the chapter's code cell names ``fig-ch1-bias``, its caption in the notes). A
+chapter without a slide source gets a deck of its cells tagged ``slide``: a markdown cell as its
+text, a code cell as its figure with the caption. The decks are built from the executed student
+edition (the cells run as ``make book`` runs them, skipped where unchanged), so a figure on a slide
+is the figure of the book. Each deck is one HTML file, its figures inside it; reveal.js (with its
+speaker-notes plugin) and KaTeX (the math) come from the npm registry, pinned (:data:`PACKAGES`),
+and are copied beside the decks, so the decks work offline.
+
+The only coupling between a slide source and its chapter is the figures' names (and any glued
+value a source uses): a name the executed chapter lacks stops the build with one line that names
+the slide source and the figure, and ``tests/test_lecture_decks.py`` checks every name against the
+chapter's source.
 
 Output: ``_build/slides/<chapter>.html`` and ``_build/slides/index.html``.
 """
@@ -23,13 +32,17 @@ import sys
 import tarfile
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PACKAGES", "SLIDES", "slide_cells", "render_markdown", "deck_html", "fetch_assets", "build_slides", "main"]
+__all__ = ["PACKAGES", "SLIDES", "SOURCES", "Slide", "parse_slides", "slide_cells", "render_markdown", "deck_html",
+           "fetch_assets", "build_slides", "main"]
 
 SLIDES = Path("_build") / "slides"
-#: the npm packages the decks load, pinned, and the files of each that are copied beside the decks
-PACKAGES = {"reveal.js": ("5.2.1", ("dist",)), "katex": ("0.16.22", ("dist",))}
+#: the decks' sources: ``<chapter>.md`` for the chapter ``notebooks/<chapter>.md``
+SOURCES = Path("notebooks") / "slides"
+#: the npm packages the decks load, pinned, and the folders of each that are copied beside the decks
+PACKAGES = {"reveal.js": ("5.2.1", ("dist", "plugin/notes")), "katex": ("0.16.22", ("dist",))}
 _CHAPTER = re.compile(r"^\d\d[a-z]?_")
 _ROLE = re.compile(r"\{([a-z]+(?::[a-z]+)?)\}`([^`]*)`")
 _MAX_CHARS = 900  # of markdown on one slide; a longer cell is split between its list items or paragraphs
@@ -189,6 +202,151 @@ def slide_cells(nb) -> list:
     return out
 
 
+@dataclass(frozen=True)
+class Slide:
+    r"""A slide of a slide source: its title, its body and the speaker's notes (markdown, MyST roles
+    and math allowed).
+
+    Attributes
+    ----------
+    title : str
+        The ``## `` heading.
+    body : str
+        What the slide shows.
+    notes : str
+        What the speaker says (reveal.js's notes: ``s`` opens the speaker view).
+
+    Examples
+    --------
+    >>> Slide("ECE", "$\\mathrm{ECE}$", "Weigh each gap.").notes
+    'Weigh each gap.'
+    """
+
+    title: str
+    body: str
+    notes: str
+
+
+def parse_slides(text: str, name: str = "slide source") -> list[Slide]:
+    r"""The slides of a slide source (``notebooks/slides/<chapter>.md``).
+
+    Slides are separated by a line ``---``; each starts with a ``## `` title; a line ``Note:``
+    starts the speaker's notes, which run to the end of the slide. HTML comments are left out (a
+    source opens with one that says what the deck is for). ``![alt](figure:NAME)`` on a line of
+    its own is the chapter's figure named ``NAME``.
+
+    Parameters
+    ----------
+    text : str
+        The source.
+    name : str, default="slide source"
+        Its name, for the error message.
+
+    Returns
+    -------
+    list of Slide
+
+    Examples
+    --------
+    >>> src = "<!-- a deck -->\n## ECE\n\n$$\\mathrm{ECE} = \\sum_m w_m g_m$$\n\nNote:\nWeigh the gaps.\n---\n## Bias\n"
+    >>> [(s.title, s.notes) for s in parse_slides(src)]
+    [('ECE', 'Weigh the gaps.'), ('Bias', '')]
+    >>> parse_slides("A line without a title")
+    Traceback (most recent call last):
+    ...
+    ValueError: slide source, slide 1: starts with 'A line without a title', not with a '## ' title
+    """
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    out = []
+    for part in re.split(r"(?m)^---[ \t]*$", text):
+        part = part.strip()
+        if not part:
+            continue
+        head = re.match(r"## (.+)(?:\n|\Z)", part)
+        if head is None:
+            raise ValueError(f"{name}, slide {len(out) + 1}: starts with {part.splitlines()[0][:60]!r}, "
+                             f"not with a '## ' title")
+        body, _, notes = _split_notes(part[head.end():])
+        out.append(Slide(head.group(1).strip(), body.strip(), notes.strip()))
+    return out
+
+
+def _split_notes(text: str) -> tuple[str, str, str]:
+    m = re.search(r"(?m)^Note:[ \t]*", text)
+    return (text, "", "") if m is None else (text[:m.start()], "Note:", text[m.end():])
+
+
+_FIGURE = re.compile(r"(?m)^!\[([^\]]*)\]\(figure:([\w.-]+)\)[ \t]*$")
+_GLUE = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)")
+
+
+def figure_names(text: str) -> list[str]:
+    r"""The names of the chapter's figures that a slide source pulls in, in order.
+
+    Parameters
+    ----------
+    text : str
+        A slide source.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> figure_names("## A\n\n![diagrams](figure:fig-ch1-capacity)\n")
+    ['fig-ch1-capacity']
+    """
+    return [m.group(2) for m in _FIGURE.finditer(text)]
+
+
+def _figure_cells(nb) -> dict:
+    """``{name: cell}``: the executed chapter's code cells whose figure has a MyST name."""
+    out = {}
+    for cell in nb.cells:
+        name = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name")
+        if cell.cell_type == "code" and name:
+            out[name] = cell
+    return out
+
+
+def _png(cell) -> str:
+    return next((o["data"]["image/png"].strip() for o in cell.get("outputs", []) if "image/png" in o.get("data", {})),
+                "")
+
+
+def _source_sections(source: str, nb, glued: dict, bib: dict, name: str) -> list[str]:
+    """The ``<section>`` of each slide of a slide source; a figure or glued value the executed
+    chapter lacks is a ``ValueError`` that names it."""
+    figures = _figure_cells(nb)
+    missing = [f for f in figure_names(source) if f not in figures or not _png(figures[f])]
+    if missing:
+        raise ValueError(f"{name} asks for the figure {missing[0]!r}, which the executed chapter does not have "
+                         f"(its figures: {', '.join(sorted(figures)) or 'none'})")
+    unglued = [k for k in _GLUE.findall(source) if k not in glued]
+    if unglued:
+        raise ValueError(f"{name} uses the glued value {unglued[0]!r}, which the executed chapter does not glue")
+    sections = []
+    for slide in parse_slides(source, name):
+        shown, captions = [], []
+
+        def keep(m):
+            cell = figures[m.group(2)]
+            shown.append(f'<img alt="{html.escape(m.group(1) or "figure")}" src="data:image/png;base64,{_png(cell)}">')
+            caption = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption", "")
+            if caption:
+                captions.append(caption)
+            return f"\n\nFIGURE{len(shown) - 1}FIGURE\n\n"
+        body = _FIGURE.sub(keep, slide.body)
+        body = _to_html(_to_markdown(body, glued, bib))
+        body = re.sub(r"<p>FIGURE(\d+)FIGURE</p>", lambda m: shown[int(m.group(1))], body)
+        notes = slide.notes + "".join(f"\n\n*The book's caption:* {c}" for c in captions)
+        aside = f'<aside class="notes">{_to_html(_to_markdown(notes, glued, bib))}</aside>' if notes.strip() else ""
+        kind = "figure" if shown else "text"
+        sections.append(f'<section class="{kind}"><h2>{_inline(slide.title)}</h2>{body}{aside}</section>')
+    return sections
+
+
 def _figure(cell, glued, bib) -> str:
     parts = []
     for o in cell.get("outputs", []):
@@ -201,8 +359,10 @@ def _figure(cell, glued, bib) -> str:
     return "\n".join(parts)
 
 
-def deck_html(nb, title: str, glued=None, bib=None, assets: str = "assets") -> str:
-    r"""The reveal.js deck of an executed chapter: a title slide, then a slide per marked cell.
+def deck_html(nb, title: str, glued=None, bib=None, assets: str = "assets", source=None,
+              name: str = "slide source") -> str:
+    r"""The reveal.js deck of an executed chapter: a title slide, then the slides of its slide source
+    (:func:`parse_slides`), or, without one, a slide per marked cell.
 
     Parameters
     ----------
@@ -216,6 +376,11 @@ def deck_html(nb, title: str, glued=None, bib=None, assets: str = "assets") -> s
         ``{key: "Guo et al. 2017"}``, for the citations.
     assets : str, default="assets"
         Where reveal.js and KaTeX are, relative to the deck (:func:`fetch_assets`).
+    source : str, optional
+        The chapter's slide source; its figures are the executed chapter's (a ``ValueError`` names
+        one that it lacks).
+    name : str, default="slide source"
+        The source's name, for that error.
 
     Returns
     -------
@@ -230,11 +395,16 @@ def deck_html(nb, title: str, glued=None, bib=None, assets: str = "assets") -> s
     >>> deck = deck_html(nb, "9. A chapter")
     >>> deck.count("<section"), "<li>Bins hide gaps.</li>" in deck
     (2, True)
+    >>> deck = deck_html(nb, "9. A chapter", source="## The ECE\n\n$$\\sum_m$$\n\nNote:\nWeigh the gaps.")
+    >>> deck.count("<section"), '<aside class="notes"><p>Weigh the gaps.</p></aside>' in deck
+    (2, True)
     """
     glued, bib = glued if glued is not None else _glued(nb), bib or {}
     sections = [f'<section class="title"><h1>{_inline(title)}</h1>'
                 f"<p>calibcourse: calibration of neural networks</p></section>"]
-    for heading, cell in slide_cells(nb):
+    if source is not None:
+        sections += _source_sections(source, nb, glued, bib, name)
+    for heading, cell in slide_cells(nb) if source is None else []:
         if cell.cell_type == "markdown":
             source = cell.source.strip()
             own = re.match(r"#{1,3} (.+)|```\{admonition\}\s*(.+)", source)
@@ -265,21 +435,28 @@ def deck_html(nb, title: str, glued=None, bib=None, assets: str = "assets") -> s
 .reveal section {{ text-align: left; }}
 .reveal section.title {{ padding-top: 220px; }}
 .reveal section img {{ display: block; margin: 0 auto; max-height: 540px; max-width: 100%; }}
+.reveal section.figure img {{ max-height: 450px; }}
+.reveal section.figure h2 + img {{ max-height: 610px; }}
 .reveal .caption {{ font-size: 0.55em; line-height: 1.3; }}
 .reveal ul, .reveal ol {{ display: block; }}
 .reveal li, .reveal p {{ font-size: 0.8em; line-height: 1.35; }}
 .reveal table {{ font-size: 0.5em; }}
+.reveal section.text li, .reveal section.text p {{ font-size: 0.95em; }}
+.reveal section.text table {{ font-size: 0.8em; }}
+.reveal .katex-display {{ margin: 0.5em 0; }}
 </style></head>
 <body><div class="reveal"><div class="slides">
 {body}
 </div></div>
 <script src="{assets}/reveal.js/dist/reveal.js"></script>
+<script src="{assets}/reveal.js/plugin/notes/notes.js"></script>
 <script src="{assets}/katex/dist/katex.min.js"></script>
 <script src="{assets}/katex/dist/contrib/auto-render.min.js"></script>
 <script>
 renderMathInElement(document.body, {{delimiters: [{{left: "\\\\[", right: "\\\\]", display: true}},
                                               {{left: "\\\\(", right: "\\\\)", display: false}}]}});
-Reveal.initialize({{hash: true, slideNumber: true, center: false, width: 1280, height: 800, margin: 0.06}});
+Reveal.initialize({{hash: true, slideNumber: true, center: false, width: 1280, height: 800, margin: 0.06,
+                   plugins: [RevealNotes]}});
 </script>
 </body></html>
 """
@@ -292,8 +469,8 @@ def fetch_assets(dest: Path, log=print) -> Path:
     Parameters
     ----------
     dest : path
-        The folder (``_build/slides/assets``); it holds ``reveal.js/dist``, ``katex/dist`` and a
-        ``VERSIONS`` file.
+        The folder (``_build/slides/assets``); it holds ``reveal.js/dist``, ``reveal.js/plugin/notes``,
+        ``katex/dist`` and a ``VERSIONS`` file (the packages, their versions and the folders copied).
     log : callable, default=print
         Called with a line when the packages were fetched.
 
@@ -312,7 +489,7 @@ def fetch_assets(dest: Path, log=print) -> Path:
     """
     dest = Path(dest)
     marker = dest / "VERSIONS"
-    wanted = "".join(f"{name}@{version}\n" for name, (version, _) in PACKAGES.items())
+    wanted = "".join(f"{name}@{version} {' '.join(keep)}\n" for name, (version, keep) in PACKAGES.items())
     if marker.exists() and marker.read_text() == wanted:
         return dest
     npm = shutil.which("npm")
@@ -340,7 +517,8 @@ def fetch_assets(dest: Path, log=print) -> Path:
 
 
 def build_slides(root, profile: str = "default", log=print) -> list[Path]:
-    """Execute the student edition where needed, then write a deck per chapter and an index.
+    """Execute the student edition where needed, then write a deck per chapter and an index: from the
+    chapter's slide source (:data:`SOURCES`) where it has one, else from its cells tagged ``slide``.
 
     Parameters
     ----------
@@ -354,14 +532,15 @@ def build_slides(root, profile: str = "default", log=print) -> list[Path]:
     Returns
     -------
     list of pathlib.Path
-        The decks, ``root/_build/slides/<chapter>.html``.
+        The decks, ``root/_build/slides/<chapter>.html``. A slide source that names no chapter of
+        the table of contents, or that cannot be parsed, is a ``ValueError`` before anything runs.
 
     Examples
     --------
     Skipped in the doctests: it executes the book (seconds after ``make book``).
 
     >>> build_slides(".")  # doctest: +SKIP
-    slides: 8 decks (60 slides) in 2.3 s -> .../_build/slides/index.html
+    slides: 8 decks (140 slides) in 2.3 s -> .../_build/slides/index.html
     """
     import nbformat
 
@@ -369,20 +548,27 @@ def build_slides(root, profile: str = "default", log=print) -> list[Path]:
 
     root = Path(root).resolve()
     start = time.perf_counter()
+    chapters = [page for page in build.notebook_pages(root) if _CHAPTER.match(page.source.name)]
+    sources = {path.stem: path for path in sorted((root / SOURCES).glob("*.md"))}
+    for stem, path in sources.items():
+        if stem not in {page.source.stem for page in chapters}:
+            raise ValueError(f"{SOURCES / path.name} is the slide source of no chapter (no notebooks/{stem}.md "
+                             f"in _toc.yml)")
+        parse_slides(path.read_text(), str(SOURCES / path.name))
     build.prepare_pages(root, profile, "student")
     out = root / SLIDES
     fetch_assets(out / "assets", log)
     bib = _bib(root)
     decks = []
-    for page in build.notebook_pages(root):
-        if not _CHAPTER.match(page.source.name):
-            continue
+    for page in chapters:
         nb = nbformat.read(root / (page.toc_entry + ".ipynb"), as_version=4)
         title = re.search(r"(?m)^# (.+)$", page.source.read_text()).group(1).strip()
         path = out / f"{page.source.stem}.html"
-        deck = deck_html(nb, title, bib=bib)
+        src = sources.get(page.source.stem)
+        deck = deck_html(nb, title, bib=bib, source=src.read_text() if src else None,
+                         name=str(SOURCES / src.name) if src else "")
         path.write_text(deck)
-        decks.append((title, path, deck.count("<section>")))  # the slides after the title
+        decks.append((title, path, deck.count("<section") - 1))  # the slides after the title
     items = "\n".join(f'<li><a href="{p.name}">{html.escape(t)}</a> ({n} slides)</li>' for t, p, n in decks)
     (out / "index.html").write_text(f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
                                     f"<title>calibcourse: slides</title></head><body><h1>Slides</h1>"
@@ -421,7 +607,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         build_slides(Path(args.root), args.profile)
-    except (BuildError, RuntimeError) as exc:
+    except (BuildError, RuntimeError, ValueError) as exc:
         print(f"slides: {exc}", file=sys.stderr)
         return 1
     return 0
