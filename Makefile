@@ -122,7 +122,8 @@ tex:
 pdf: $(BOOK_STAMP) tex
 	$(PY) -m calibcourse.tools.pdf --profile $(PROFILE)
 
-# one reveal.js deck per chapter from its cells tagged `slide`: _build/slides/<chapter>.html and index.html;
+# one reveal.js deck per chapter from notebooks/slides/<chapter>.md (else its cells tagged `slide`):
+# _build/slides/<chapter>.html and index.html;
 # reveal.js and KaTeX from the npm registry (pinned in calibcourse/tools/slides.py), copied beside the decks
 slides: $(BOOK_STAMP)
 	@command -v npm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; }
