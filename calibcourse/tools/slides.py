@@ -120,8 +120,8 @@ def _to_html(text: str) -> str:
 
 
 def _inline(text: str) -> str:
-    """A heading's text as inline HTML (its math for KaTeX)."""
-    return re.sub(r"\A<p>(.*)</p>\Z", r"\1", _to_html(text), flags=re.S)
+    """A heading's text as inline HTML (its math for KaTeX); a leading "1." is the chapter's number, not a list."""
+    return re.sub(r"\A<p>(.*)</p>\Z", r"\1", _to_html(re.sub(r"\A(\d+)\. ", r"\1\\. ", text)), flags=re.S)
 
 
 def render_markdown(text: str, glued=None, bib=None) -> str:
@@ -435,8 +435,8 @@ def deck_html(nb, title: str, glued=None, bib=None, assets: str = "assets", sour
 .reveal section {{ text-align: left; }}
 .reveal section.title {{ padding-top: 220px; }}
 .reveal section img {{ display: block; margin: 0 auto; max-height: 540px; max-width: 100%; }}
-.reveal section.figure img {{ max-height: 450px; }}
-.reveal section.figure h2 + img {{ max-height: 610px; }}
+.reveal section.figure img {{ width: 100%; height: 430px; max-height: none; object-fit: contain; }}
+.reveal section.figure h2 + img {{ height: 610px; }}
 .reveal .caption {{ font-size: 0.55em; line-height: 1.3; }}
 .reveal ul, .reveal ol {{ display: block; }}
 .reveal li, .reveal p {{ font-size: 0.8em; line-height: 1.35; }}
