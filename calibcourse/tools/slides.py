@@ -540,7 +540,7 @@ def build_slides(root, profile: str = "default", log=print) -> list[Path]:
     Skipped in the doctests: it executes the book (seconds after ``make book``).
 
     >>> build_slides(".")  # doctest: +SKIP
-    slides: 8 decks (140 slides) in 2.3 s -> .../_build/slides/index.html
+    slides: 8 decks (130 slides) in 2.3 s -> .../_build/slides/index.html
     """
     import nbformat
 
