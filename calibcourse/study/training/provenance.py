@@ -40,9 +40,9 @@ from functools import lru_cache
 from pathlib import Path
 from calibcourse.calibration._validation import check_int
 
-__all__ = ["DEFAULT_THREADS", "KEYS", "TOOLKIT_TRAINING_CODE", "PINNED_ENV", "PINNED_PROFILES", "resolve_threads",
-           "pinned_environ", "numerics", "cpu_kind", "describe", "code_fingerprint", "code_modules", "current",
-           "differences"]
+__all__ = ["DEFAULT_THREADS", "KEYS", "TOOLKIT_TRAINING_CODE", "PINNED_ENV", "PINNED_PROFILES", "CPU_KIND_ENV",
+           "resolve_threads", "pinned_environ", "numerics", "cpu_kind", "describe", "code_fingerprint", "code_modules",
+           "current", "differences"]
 
 #: torch's intra-op threads of a run unless the caller says otherwise
 DEFAULT_THREADS = 1
@@ -66,8 +66,10 @@ TRAINING_ENTRY = "calibcourse.study.training.train"
 PINNED_ENV = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41",
               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
 #: the profiles whose runs train under the pinned numerics (their entries are what the tests
-#: retrain and compare bit for bit on any machine)
+#: retrain and compare: bit for bit on a CPU of the entry's kind, without a numeric verdict elsewhere)
 PINNED_PROFILES = ("ci",)
+#: the environment variable that, set, replaces the CPU kind this machine reports (:func:`cpu_kind`)
+CPU_KIND_ENV = "CALIBCOURSE_CPU_KIND"
 
 
 def resolve_threads(threads=None) -> int:
@@ -155,22 +157,24 @@ def _package_dir() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
-def _module_file(name: str) -> Path | None:
-    """The source file of package module ``name`` (``calibcourse.x`` or ``calibcourse.x.y``), or None."""
+def _module_file(name: str, root: Path | None = None) -> Path | None:
+    """The source file of package module ``name`` (``calibcourse.x`` or ``calibcourse.x.y``), or None;
+    ``root``: another copy of the package's folder (default this one's)."""
     parts = name.split(".")[1:]
-    base = _package_dir().joinpath(*parts)
+    base = (root or _package_dir()).joinpath(*parts)
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
             return candidate
     return None
 
 
-def _imports(name: str, tree: ast.AST) -> set[str]:
+def _imports(name: str, tree: ast.AST, root: Path | None = None) -> set[str]:
     """The package modules that module ``name`` imports anywhere in its source, except inside a
     module-level ``__getattr__`` (PEP 562: it runs only when a caller asks for that attribute, as
     ``calibcourse.calibration.load`` does; a training run never does)."""
     found = set()
-    package = name if _module_file(name) and _module_file(name).name == "__init__.py" else name.rsplit(".", 1)[0]
+    own = _module_file(name, root)
+    package = name if own and own.name == "__init__.py" else name.rsplit(".", 1)[0]
     lazy = {id(n) for top in getattr(tree, "body", []) if isinstance(top, ast.FunctionDef) and top.name == "__getattr__"
             for n in ast.walk(top)}
     for node in ast.walk(tree):
@@ -189,9 +193,9 @@ def _imports(name: str, tree: ast.AST) -> set[str]:
                 continue
             found.add(mod)
             for alias in node.names:  # `from . import meta` imports a module
-                if _module_file(f"{mod}.{alias.name}"):
+                if _module_file(f"{mod}.{alias.name}", root):
                     found.add(f"{mod}.{alias.name}")
-    return {m for m in found if _module_file(m)}
+    return {m for m in found if _module_file(m, root)}
 
 
 def _strip_docstrings(tree: ast.AST) -> ast.AST:
@@ -204,8 +208,7 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
-@lru_cache(maxsize=None)
-def code_modules(entry: str = TRAINING_ENTRY) -> dict:
+def code_modules(entry: str = TRAINING_ENTRY, root=None) -> dict:
     """The fingerprint of the training code a run executes, by module name.
 
     The modules are ``entry`` and the modules of ``calibcourse.study.training`` it imports,
@@ -225,6 +228,9 @@ def code_modules(entry: str = TRAINING_ENTRY) -> dict:
     ----------
     entry : str, default="calibcourse.study.training.train"
         The module where a run starts.
+    root : str or path-like, optional
+        Another copy of the package's folder, e.g. an older commit's ``calibcourse/`` (default:
+        this one's); ``make restamp`` reads the history with it.
 
     Returns
     -------
@@ -240,7 +246,13 @@ def code_modules(entry: str = TRAINING_ENTRY) -> dict:
     >>> "calibcourse.study.training.losses" in mods, "calibcourse.calibration.metrics" in mods
     (True, False)
     """
-    if _module_file(entry) is None:
+    return _code_modules(entry) if root is None else _code_modules.__wrapped__(entry, Path(root))
+
+
+@lru_cache(maxsize=None)
+def _code_modules(entry: str, root: Path | None = None) -> dict:
+    """:func:`code_modules`; this checkout's once per process (another folder's is read each time)."""
+    if _module_file(entry, root) is None:
         raise ValueError(f"entry must name a module of the package; got {entry!r}")
     seen, todo, trees = set(), [entry], {}
     while todo:
@@ -248,8 +260,8 @@ def code_modules(entry: str = TRAINING_ENTRY) -> dict:
         if name in seen:
             continue
         seen.add(name)
-        trees[name] = ast.parse(_module_file(name).read_text())
-        todo.extend(_imports(name, trees[name]) - seen)
+        trees[name] = ast.parse(_module_file(name, root).read_text())
+        todo.extend(_imports(name, trees[name], root) - seen)
     return {name: hashlib.sha256(ast.unparse(_strip_docstrings(trees[name])).encode()).hexdigest()[:12]
             for name in sorted(trees) if _is_training_code(name)}
 
@@ -263,13 +275,15 @@ def _is_training_code(name: str) -> bool:
                                              and name != "calibcourse.study.training.provenance")
 
 
-def code_fingerprint(entry: str = TRAINING_ENTRY) -> str:
+def code_fingerprint(entry: str = TRAINING_ENTRY, root=None) -> str:
     """One fingerprint of the training code: the sha256 of :func:`code_modules`, 16 hex digits.
 
     Parameters
     ----------
     entry : str, default="calibcourse.study.training.train"
         The module where a run starts.
+    root : str or path-like, optional
+        Another copy of the package's folder (default: this one's).
 
     Returns
     -------
@@ -280,7 +294,7 @@ def code_fingerprint(entry: str = TRAINING_ENTRY) -> str:
     >>> len(code_fingerprint()), code_fingerprint() == code_fingerprint()
     (16, True)
     """
-    mods = code_modules(entry)
+    mods = code_modules(entry) if root is None else code_modules(entry, root)
     return hashlib.sha256("\n".join(f"{k} {v}" for k, v in mods.items()).encode()).hexdigest()[:16]
 
 
@@ -306,18 +320,31 @@ def cpu_kind() -> str:
 
     Virtual machines often show one model name for several generations ("AMD EPYC" for a Zen 3
     with AVX2 and a Zen 5 with AVX-512), so the name alone cannot say that two machines round
-    alike.
+    alike. Every comparison of CPU kinds (a run's provenance, the test of the pinned ``ci``
+    entries, ``make restamp``) reads it here, so the environment variable
+    :data:`CPU_KIND_ENV` (``CALIBCOURSE_CPU_KIND``), when set and not empty, replaces what the
+    processor says: ``CALIBCOURSE_CPU_KIND=other make test`` takes the path of a machine of
+    another kind on the machine that trained the entries.
 
     Returns
     -------
     str
-        e.g. ``"AuthenticAMD family 26 model 2 (avx512)"``.
+        e.g. ``"AuthenticAMD family 26 model 2 (avx512)"``, or ``$CALIBCOURSE_CPU_KIND``.
 
     Examples
     --------
     >>> cpu_kind() == cpu_kind() and len(cpu_kind()) > 0
     True
+    >>> saved = os.environ.get(CPU_KIND_ENV)
+    >>> os.environ[CPU_KIND_ENV] = "a kind no entry has"
+    >>> cpu_kind()
+    'a kind no entry has'
+    >>> if saved is None: del os.environ[CPU_KIND_ENV]
+    ... else: os.environ[CPU_KIND_ENV] = saved
     """
+    override = os.environ.get(CPU_KIND_ENV, "").strip()
+    if override:
+        return override
     fields = _cpuinfo()
     if not fields:  # pragma: no cover (not Linux)
         return platform.processor() or platform.machine()
