@@ -88,10 +88,12 @@ REPRODUCE_PROFILE = $(if $(filter command line,$(origin PROFILE)),$(PROFILE),ci)
 reproduce: $(TRAIN_STAMP)
 	$(PY) -m calibcourse.tools.reproduce --profile $(REPRODUCE_PROFILE) --jobs $(JOBS) $(if $(THREADS),--threads $(THREADS))
 
-# after a change of the training code that should move no number: retrain the ci profile and, only if
-# every run on this machine's provenance is byte-identical, record the current code in every entry
+# after a change of the training code that should move no number: prove it on this machine, then record the
+# current code in the stale entries. On the entries' CPU kind the ci runs must come back byte-identical to
+# them; on another kind the ci runs are trained with the entries' code (REF=<commit>, else the newest commit
+# with their fingerprint) and with the working tree, and must agree bit for bit (JOBS=2: both at once)
 restamp: $(TRAIN_STAMP)
-	$(PY) -m calibcourse.tools.reproduce --restamp
+	$(PY) -m calibcourse.tools.reproduce --restamp --jobs $(JOBS) $(if $(REF),--reference $(REF))
 
 # every config of a profile trained for one batch on small files in the real formats, every page
 # executed against them and the book rendered, all in a temporary folder (PROFILE=full in .ci/run)

@@ -104,6 +104,49 @@ def test_compare_runs_measures_what_the_book_prints():
         R.compare_runs(a, RunResult({}, None, {"test_logits": z, "test_labels": y, "val_logits": z}))
 
 
+def test_a_run_moved_beyond_the_tolerance_fails_on_the_entrys_cpu_kind_and_is_reported_on_another(monkeypatch):
+    """The test of the committed ci entries (tests/test_cache.py) on synthetic runs: a retrained run
+    that moved beyond the tolerance fails on the CPU kind that trained its entry, and on another
+    kind (CALIBCOURSE_CPU_KIND) is counted in the summary line instead; what holds on any machine
+    fails on any machine."""
+    from calibcourse.calibration.synthetic import scaled_logits
+    from calibcourse.tools.retrained import NotReproduced, check_pinned_entry, summarize
+
+    monkeypatch.delenv("CALIBCOURSE_CPU_KIND", raising=False)
+    z, y = scaled_logits(2000, 4, factor=2.0, seed=1)
+    far = z.copy()
+    far[:200, 0] += 5.0  # two hundred samples lean towards class 0: error and ECE move by points
+
+    def run(logits, **prov):  # a pinned run as this machine records it now
+        return RunResult({}, None, {"test_logits": logits, "test_labels": y},
+                         provenance={**P.current(), "numerics": "pinned", "cpu_capability": "DEFAULT", **prov})
+
+    entry = run(z)
+    assert not R.within_tolerance(R.compare_runs(entry, run(far)))
+    with pytest.raises(NotReproduced, match="t/far: retrained on a CPU of its entry's kind"):
+        check_pinned_entry("t/far", entry, run(far))
+    assert check_pinned_entry("t/same", entry, run(z))["status"] == "identical"
+    home = P.cpu_kind()
+    monkeypatch.setenv("CALIBCOURSE_CPU_KIND", "a kind no entry has")
+    assert P.cpu_kind() == "a kind no entry has" and P.current()["cpu_kind"] == "a kind no entry has"
+    out = [check_pinned_entry("t/far", entry, run(far)), check_pinned_entry("t/same", entry, run(z)),
+           check_pinned_entry("t/near", entry, run(z + 1e-5))]
+    assert [o["status"] for o in out] == ["beyond", "identical", "within"]
+    assert out[0]["foreign"] == f"cpu_kind: {home} committed, a kind no entry has here"
+    line = summarize(out)
+    assert line.startswith("3 pinned ci runs retrained on another CPU kind "
+                           f"(a kind no entry has here; {home} committed): 1 bit for bit, 1 moved within the "
+                           "tolerance, 1 beyond (largest: ")
+    assert "t/far)" in line and "`make reproduce` recomputes the verdicts" in line
+    # what holds on any machine still fails on another kind
+    bad_labels = run(z)
+    bad_labels.outputs["test_labels"] = (y + 1) % 4
+    for fresh, match in ((run(z, numerics="native"), "not pinned"), (run(np.where(z > 3, np.nan, z)), "non-finite"),
+                         (bad_labels, "test_labels differ"), (run(z, code="older"), "make restamp")):
+        with pytest.raises(NotReproduced, match=match):
+            check_pinned_entry("t/x", entry, fresh)
+
+
 def test_changed_verdicts_lists_changes_and_claims_in_one_ledger_only():
     before = [{"chapter": 1, "id": "a", "verdict": "held"}, {"chapter": 2, "id": "b", "verdict": "not held"}]
     after = [{"chapter": 1, "id": "a", "verdict": "held"}, {"chapter": 2, "id": "b", "verdict": "inconclusive"},
@@ -166,7 +209,8 @@ def test_restamp_records_the_current_code_only_when_the_retrained_bits_are_the_s
     assert R.restamp("ci", committed_root=committed.root, log=lambda line: None) == 2
     m = committed.check(key)
     assert m["provenance"]["code"] == "after-the-move" and committed.stale() == {} and committed.verify() == []
-    assert m["restamped"][-1]["because"] == "1 ci runs retrained byte-identical under code after-the-move"
+    assert m["restamped"][-1]["because"] == (f"1 ci runs retrained byte-identical to their entries on {P.cpu_kind()} "
+                                             "under code after-the-move")
     # an entry whose bits the current code does not reproduce: nothing is written, the run is named
     monkeypatch.setattr(P, "code_fingerprint", lambda entry=P.TRAINING_ENTRY: "a-change-that-moves-bits")
     z = committed.load(configs["t/a"])
@@ -175,3 +219,115 @@ def test_restamp_records_the_current_code_only_when_the_retrained_bits_are_the_s
     with pytest.raises(RuntimeError, match=r"1 of 1 ci runs changed their bits .*\(t/a\)"):
         R.restamp("ci", committed_root=committed.root, log=lambda line: None)
     assert committed.check(extra)["provenance"]["code"] == "after-the-move"
+
+
+def _stored_copy(run, cache, **provenance):
+    """``run`` stored in ``cache`` as if trained elsewhere: the same outputs and config, another provenance."""
+    return cache.store(RunResult(run.config, run.history, dict(run.outputs), dict(run.info),
+                                 provenance={**run.provenance, **provenance}))
+
+
+def test_restamp_on_another_cpu_kind_compares_the_entries_code_with_the_current_code_here(tmp_path, monkeypatch):
+    """The entries were trained on a CPU of another kind (CALIBCOURSE_CPU_KIND), so their bits prove
+    nothing here: the two trainings of this machine, the entries' code and the current one, decide."""
+    import calibcourse.study.runs.experiments as E
+    from calibcourse.study.training import provenance as P
+
+    configs = {"t/a": {**TINY, "seed": 0}, "t/b": {**TINY, "seed": 1}}
+    monkeypatch.setattr(E, "experiments", lambda profile: configs)
+    committed = cachemod.Cache(tmp_path / "committed")
+    runs = {name: T.train(cfg, progress=False) for name, cfg in configs.items()}
+    old, home = P.code_fingerprint(), P.cpu_kind()
+    keys = [committed.store(r).name for r in runs.values()]
+    monkeypatch.setenv("CALIBCOURSE_CPU_KIND", "a kind no entry has")
+    monkeypatch.setattr(P, "code_fingerprint", lambda entry=P.TRAINING_ENTRY, root=None: "after-the-move")
+    assert set(committed.stale()) == set(keys)
+    calls = []
+
+    def trainer(moved=(), code=old, noise=1e-3):
+        """Both trainings of this machine: the entries' outputs moved by ``noise`` (this CPU's own bits),
+        the current code's moved again for the runs in ``moved``."""
+        def train(trees, cfgs, workdir):
+            calls.append(sorted(cfgs))
+            assert (trees["entries"] / "calibcourse" / "study" / "training" / "train.py").is_file()
+            caches = {}
+            for label in trees:
+                caches[label] = cachemod.Cache(workdir / label)
+                for name, cfg in cfgs.items():
+                    r = runs[name]
+                    z = r.outputs["test_logits"] + noise + (1e-6 if label == "current" and name in moved else 0.0)
+                    prov = {**r.provenance, "cpu_kind": "a kind no entry has",
+                            "code": code if label == "entries" else "after-the-move"}
+                    caches[label].store(RunResult(r.config, r.history, {**r.outputs, "test_logits": z}, dict(r.info),
+                                                  provenance=prov))
+            return caches
+        return train
+
+    # the current code moves one run's bits on this machine: nothing is written, the run is named
+    with pytest.raises(RuntimeError, match=r"1 of 2 ci runs changed their bits .*\(t/b\)"):
+        R.restamp("ci", committed_root=committed.root, reference="HEAD", trainer=trainer(moved=("t/b",)),
+                  log=lambda line: None)
+    assert set(committed.stale()) == set(keys) and calls == [["t/a", "t/b"]]
+    # the commit named does not train with the entries' code: refused
+    with pytest.raises(RuntimeError, match="trains with code elsewhere, not the entries'"):
+        R.restamp("ci", committed_root=committed.root, reference="HEAD", trainer=trainer(code="elsewhere"),
+                  log=lambda line: None)
+    # both codes give the same bits here (neither the entries' bits): every stale entry is restamped
+    lines = []
+    assert R.restamp("ci", committed_root=committed.root, reference="HEAD", trainer=trainer(), log=lines.append) == 2
+    assert committed.stale() == {} and committed.verify() == []
+    because = committed.check(keys[0])["restamped"][-1]["because"]
+    assert because.startswith(f"2 ci runs trained byte-identical on a kind no entry has under the entries' code {old}")
+    assert because.endswith(f"(entries trained on {home})")
+    assert any("compared bit for bit" in ln for ln in lines) and any("restamped 2 entries" in ln for ln in lines)
+    # the outputs are the entries' own, untouched
+    np.testing.assert_array_equal(committed.load(configs["t/a"]).logits("test"), runs["t/a"].logits("test"))
+
+
+def test_restamp_finds_the_commit_of_the_entries_code_and_trains_both_codes_for_real(tmp_path, monkeypatch):
+    """A git checkout with two commits; entries stamped at the first; the second changes the training
+    code without moving a number. On another CPU kind, restamp finds the first commit by its
+    fingerprint, trains both codes in child processes and restamps."""
+    import shutil
+    import subprocess
+
+    import calibcourse.study.runs.experiments as E
+    from calibcourse.study.training import provenance as P
+    from calibcourse.tools import restamp as RS
+
+    repo = tmp_path / "repo"
+    shutil.copytree(P._package_dir(), repo / "calibcourse", ignore=shutil.ignore_patterns("__pycache__"))
+    git = lambda *a: subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *a],  # noqa: E731
+                                    check=True, capture_output=True, text=True).stdout
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "entries")
+    first = git("rev-parse", "HEAD").strip()
+    stamped = P.code_fingerprint(root=repo / "calibcourse")
+    assert stamped == P.code_fingerprint()  # the same files
+    losses = repo / "calibcourse" / "study" / "training" / "losses.py"
+    losses.write_text(losses.read_text() + "\n\ndef _a_helper_no_run_calls():\n    return None\n")
+    git("commit", "-qam", "a change that moves no number")
+    moved_on = P.code_fingerprint(root=repo / "calibcourse")
+    assert moved_on != stamped
+    assert RS.reference_commit(stamped, repo=repo) == first
+    assert RS.reference_commit(moved_on, repo=repo) == git("rev-parse", "HEAD").strip()
+    with pytest.raises(LookupError, match="none of the last 200 commits before HEAD has training code 0123"):
+        RS.reference_commit("0123", repo=repo)
+
+    configs = {"t/a": {**TINY, "seed": 0}}
+    monkeypatch.setattr(E, "experiments", lambda profile: configs)
+    monkeypatch.setattr(RS, "_repository", lambda: repo)
+    committed = cachemod.Cache(tmp_path / "committed")
+    key = committed.store(T.train(configs["t/a"], progress=False)).name  # under the stamped code
+    real = P.code_fingerprint  # this process's own code "moves on"; the commits' are read from git
+    monkeypatch.setattr(P, "code_fingerprint",
+                        lambda entry=P.TRAINING_ENTRY, root=None: moved_on if root is None else real(entry, root))
+    monkeypatch.setenv("CALIBCOURSE_CPU_KIND", "a kind no entry has")
+    lines = []
+    assert R.restamp("ci", committed_root=committed.root, workdir=tmp_path / "work", log=lines.append, jobs=2) == 1
+    assert f"commit {first[:12]}" in " ".join(lines)
+    assert committed.check(key)["provenance"]["code"] == moved_on and committed.stale() == {}
+    trained = {label: cachemod.Cache(tmp_path / "work" / f"cache-{label}").load(configs["t/a"])
+               for label in ("entries", "current")}
+    assert trained["entries"].provenance["code"] == stamped and trained["current"].provenance["code"] == moved_on

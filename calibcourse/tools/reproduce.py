@@ -29,89 +29,16 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 from calibcourse.tools._env import environ, in_pinned_process
 from calibcourse.study.runs.profiles import PROFILES
 from calibcourse.study.training.provenance import PINNED_PROFILES
 from calibcourse.study.runs.stability import TOLERANCE, run_metrics
+from calibcourse.tools.retrained import compare_runs, within_tolerance
+from calibcourse.tools.restamp import restamp
 
 __all__ = ["TOLERANCE", "run_metrics", "compare_runs", "within_tolerance", "changed_verdicts", "reproduce", "restamp",
            "main"]
-
-
-def compare_runs(committed, fresh) -> dict:
-    """How a retrained run differs from its committed entry.
-
-    Parameters
-    ----------
-    committed, fresh : calibcourse.study.training.results.RunResult
-        The committed entry and the same config retrained.
-
-    Returns
-    -------
-    dict
-        ``provenance``: :func:`calibcourse.study.training.provenance.differences` (``{field: (committed, fresh)}``);
-        ``identical``: every output array byte-identical; ``max_abs``: the largest absolute
-        difference over the outputs (0.0 when identical); ``metrics``: ``{name: (committed, fresh)}``
-        of :func:`run_metrics` on the test split.
-
-    Examples
-    --------
-    >>> from calibcourse.calibration.synthetic import scaled_logits
-    >>> from calibcourse.study.training.results import RunResult
-    >>> z, y = scaled_logits(500, 3, factor=2.0, seed=0)
-    >>> a = RunResult({}, None, {"test_logits": z, "test_labels": y}, provenance={"threads": 1})
-    >>> b = RunResult({}, None, {"test_logits": z + 1e-4, "test_labels": y}, provenance={"threads": 2})
-    >>> d = compare_runs(a, b)
-    >>> d["identical"], round(d["max_abs"], 6), d["provenance"]["threads"], within_tolerance(d)
-    (False, 0.0001, (1, 2), True)
-    """
-    from calibcourse.study.training.provenance import differences
-
-    names = sorted(set(committed.outputs) | set(fresh.outputs))
-    missing = [n for n in names if n not in committed.outputs or n not in fresh.outputs]
-    if missing:
-        raise ValueError(f"the two runs store different outputs: {', '.join(missing)}")
-    identical, max_abs = True, 0.0
-    for n in names:
-        a, b = np.asarray(committed.outputs[n]), np.asarray(fresh.outputs[n])
-        if a.shape != b.shape:
-            raise ValueError(f"output {n!r} has shape {a.shape} committed and {b.shape} retrained")
-        if a.dtype == b.dtype and a.tobytes() == b.tobytes():
-            continue
-        identical = False
-        if np.issubdtype(a.dtype, np.number):
-            max_abs = max(max_abs, float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))))
-        else:  # pragma: no cover - no output is non-numeric
-            max_abs = float("inf")
-    mc, mf = run_metrics(committed), run_metrics(fresh)
-    return {"provenance": differences(committed.provenance, fresh.provenance), "identical": identical,
-            "max_abs": max_abs, "metrics": {k: (mc[k], mf[k]) for k in mc}}
-
-
-def within_tolerance(comparison: dict, tolerance: dict | None = None) -> bool:
-    """Whether every printed measure of :func:`compare_runs` moved less than :data:`TOLERANCE`.
-
-    Parameters
-    ----------
-    comparison : dict
-        A result of :func:`compare_runs`.
-    tolerance : dict, optional
-        ``{measure: largest allowed absolute difference}`` (default :data:`TOLERANCE`).
-
-    Returns
-    -------
-    bool
-
-    Examples
-    --------
-    >>> c = {"metrics": {"error": (8.70, 8.72), "ece": (4.40, 4.43), "nll": (0.300, 0.3004)}}
-    >>> within_tolerance(c), within_tolerance(c, {"error": 0.01, "ece": 0.05, "nll": 0.001})
-    (True, False)
-    """
-    tolerance = tolerance or TOLERANCE
-    return all(abs(a - b) <= tolerance[k] for k, (a, b) in comparison["metrics"].items())
 
 
 def _describe(name: str, c: dict) -> str:
@@ -263,83 +190,6 @@ def reproduce(profile: str = "ci", jobs: int = 1, threads: int | None = None, wo
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def restamp(profile: str = "ci", committed_root=None, workdir=None, log=print) -> int:
-    """Record the current training code in every committed entry, after proving no bit moved.
-
-    A change to the training code that moves no number (modules moved between the package's
-    layers, a function split) still changes its fingerprint, so every entry turns *stale*.
-    This retrains ``profile``'s runs here with one thread; if every run whose recorded
-    provenance equals this machine's in everything but the code comes out byte-identical (and
-    at least one does), every entry of the committed cache, of every profile, gets the current
-    code (:meth:`calibcourse.study.runs.cache.Cache.restamp`, which keeps the old fingerprint and this
-    evidence in the manifest). Otherwise nothing is written and the runs that moved are named.
-
-    Parameters
-    ----------
-    profile : str, default="ci"
-        The profile retrained as evidence (the ``ci`` profile runs every kind of training step).
-    committed_root : str or path-like, optional
-        The committed cache (default :class:`calibcourse.study.runs.cache.Cache`'s).
-    workdir : str or path-like, optional
-        Where the retrained cache goes (kept); default a temporary folder, removed.
-    log : callable, default=print
-        Where the report's lines go.
-
-    Returns
-    -------
-    int
-        The number of entries restamped (0 when every entry already had the current code).
-
-    Raises
-    ------
-    RuntimeError
-        A run on this machine's provenance did not reproduce its bits, or none could be compared.
-
-    Examples
-    --------
-    Retraining a profile takes minutes (``tests/test_reproduce.py`` runs a small one):
-
-    >>> restamp("ci")  # doctest: +SKIP
-    """
-    from calibcourse.study.runs.cache import Cache
-    from calibcourse.study.runs.experiments import experiments
-    from calibcourse.study.training.provenance import KEYS, current, differences
-    from calibcourse.tools.grid import train_serial, unique_runs
-
-    committed = Cache(committed_root)
-    here = current()
-    stale = committed.stale()
-    if not stale:
-        log("every entry records the current training code: nothing to restamp")
-        return 0
-    runs = {name: cfg for name, cfg in unique_runs(experiments(profile)).values()}
-    same = {name: cfg for name, cfg in runs.items() if (e := committed.load(cfg)) is not None
-            and set(differences(e.provenance, here)) <= {"code"}}
-    if not same:
-        raise RuntimeError(f"no committed {profile} run was trained on this machine's provenance "
-                           f"({', '.join(f'{k}={here[k]}' for k in KEYS if k != 'code')}): nothing proves the "
-                           "bits unchanged here; retrain the entries instead (remove them, then make train)")
-    tmp = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="calibcourse-restamp-"))
-    try:
-        fresh = Cache(tmp / "cache")
-        train_serial(same, fresh, log=lambda line: None)
-        moved = [
-            name for name, cfg in same.items() if not compare_runs(committed.load(cfg), fresh.load(cfg))["identical"]
-        ]
-    finally:
-        if not workdir:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if moved:
-        raise RuntimeError(f"{len(moved)} of {len(same)} {profile} runs changed their bits under the current code "
-                           f"({', '.join(moved[:5])}{', ...' if len(moved) > 5 else ''}): the change moves numbers; "
-                           "retrain the stale entries instead of restamping them")
-    because = f"{len(same)} {profile} runs retrained byte-identical under code {here['code']}"
-    for key in stale:
-        committed.restamp(key, here, because)
-    log(f"restamped {len(stale)} entries: {because}")
-    return len(stale)
-
-
 def main(argv=None) -> int:
     """Run the command line (``make reproduce``); see the module's docstring for the exit status.
 
@@ -368,10 +218,16 @@ def main(argv=None) -> int:
                     help="keep the retrained cache and the executed chapters in DIR")
     ap.add_argument("--no-ledger", action="store_true", help="compare the runs only")
     ap.add_argument("--restamp", action="store_true",
-                    help="instead: retrain the profile and, if every run on this machine's provenance is "
-                         "byte-identical, record the current training code in every committed entry")
+                    help="instead: prove on this machine that the change of the training code moved no bit of "
+                         "the profile's runs (calibcourse.tools.restamp), then record the current code in the stale "
+                         "entries")
+    ap.add_argument("--reference", metavar="COMMIT", default=None,
+                    help="with --restamp on a CPU of another kind than the entries': the commit whose training code "
+                         "trained them (default: the newest commit with their fingerprint)")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = ap.parse_args(argv)
+    if args.reference and not args.restamp:
+        ap.error("--reference goes with --restamp")
     if args.jobs < 1:
         ap.error(f"--jobs must be >= 1; got {args.jobs}")
     if args.threads is not None and args.threads < 1:
@@ -388,12 +244,15 @@ def main(argv=None) -> int:
         return rc
     start = time.perf_counter()
     if args.restamp:
+        from calibcourse.study.runs.cache import Cache
+
         try:
-            restamp(args.profile, workdir=args.keep, log=lambda line: print(line, flush=True))
-        except RuntimeError as exc:
+            restamp(args.profile, workdir=args.keep, log=lambda line: print(line, flush=True),
+                    reference=args.reference, jobs=args.jobs)
+        except (RuntimeError, LookupError) as exc:
             print(f"restamp: {exc}", file=sys.stderr)
             return 1
-        return 0
+        return 1 if Cache().stale() else 0
     try:
         out = reproduce(args.profile, jobs=args.jobs, threads=args.threads, workdir=args.keep,
                         ledger=not args.no_ledger, log=lambda line: print(line, flush=True))
