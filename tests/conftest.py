@@ -44,3 +44,25 @@ def _startup_threads() -> int:
     import os
 
     return int(os.environ.get("OMP_NUM_THREADS") or len(os.sched_getaffinity(0)))
+
+
+# ------------------------------------------------------- lines a user must see, after the test summary
+_NOTES = pytest.StashKey[list]()
+
+
+def pytest_configure(config):
+    config.stash[_NOTES] = []
+
+
+@pytest.fixture(scope="session")
+def terminal_note(request):
+    """``terminal_note(line)``: print ``line`` in the terminal summary of this session (`make test`'s output)."""
+    return request.config.stash[_NOTES].append
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    notes = config.stash.get(_NOTES, [])
+    if notes:
+        terminalreporter.section("calibcourse", sep="=")
+        for line in notes:
+            terminalreporter.write_line(line)

@@ -230,71 +230,36 @@ def retrained_ci(tmp_path_factory):
     return cachemod.Cache(root)
 
 
+@pytest.fixture(scope="module")
+def retrained_outcomes(terminal_note):
+    """What each retrained ci run did against its entry; one line of it in the terminal summary."""
+    from calibcourse.tools.retrained import summarize
+
+    outcomes = []
+    yield outcomes
+    if outcomes:
+        terminal_note(summarize(outcomes))
+
+
 @pytest.mark.parametrize("name", _ci_runs())
-def test_committed_ci_entries_match_a_fresh_training_run(name, retrained_ci):
-    """Every ci run, retrained here under the pinned numerics, against its committed entry.
+def test_committed_ci_entries_match_a_fresh_training_run(name, retrained_ci, retrained_outcomes):
+    """Every ci run, retrained here under the pinned numerics, against its committed entry
+    (:func:`calibcourse.tools.retrained.check_pinned_entry`).
 
-    What holds by construction on any x86-64 machine: both runs are pinned, finite, of the same
-    shapes, on the same labels. Then:
-
-    * on a CPU of the committed entry's kind (:func:`calibcourse.study.training.provenance.cpu_kind`), with
-      the same torch: the committed bits; if they differ and the training code changed since
-      the entry was trained (a stale entry), the change moved the numbers: retrain.
-    * on another CPU kind, bits that agree pass; otherwise the entry's own ``stability``, measured
-      when it was trained (:mod:`calibcourse.study.runs.stability`, no list of names) decides: a stable
-      run agrees within calibcourse.study.runs.stability.TOLERANCE (below one unit of the last printed
-      digit), a chaotic one is the same run with other noise, its verdicts checked by
-      ``make reproduce``; a warning names what moved.
+    On any machine: both runs pinned, of the same outputs, shapes and labels, finite, and the
+    entry's training code the current one. On a CPU of the entry's kind
+    (:func:`calibcourse.study.training.provenance.cpu_kind`, which ``CALIBCOURSE_CPU_KIND``
+    overrides) and torch: the committed bits. On another kind no number decides: the terminal
+    summary says in one line how many runs came back bit for bit, within the tolerance and
+    beyond, and ``make reproduce`` recomputes the verdicts.
     """
-    from calibcourse.tools.reproduce import TOLERANCE, compare_runs, within_tolerance
+    from calibcourse.tools.retrained import check_pinned_entry
 
     cfg = experiments("ci")[name]
     committed = cachemod.Cache().load(cfg)
     assert committed is not None, (f"no committed cache entry for ci run {name!r} (key {cachemod.config_key(cfg)}): "
                                    "run `make train PROFILE=ci` and commit data/cache")
-    fresh = retrained_ci.load(cfg)
-    assert committed.provenance.get("numerics") == "pinned", \
-        f"{name}: the committed ci entry was not trained under the pinned numerics: retrain it (make train PROFILE=ci)"
-    assert fresh.provenance["numerics"] == "pinned" and fresh.provenance["cpu_capability"] == "DEFAULT"
-    assert set(committed.outputs) == set(fresh.outputs)
-    for key, a in committed.outputs.items():
-        b = fresh.outputs[key]
-        assert a.shape == b.shape and a.dtype == b.dtype, f"{name}: {key} {a.shape} {a.dtype} -> {b.shape} {b.dtype}"
-        if key.endswith("labels"):
-            np.testing.assert_array_equal(a, b, err_msg=f"{name}: {key}")
-        elif np.issubdtype(b.dtype, np.floating):
-            assert np.isfinite(b).all(), f"{name}: {key} has non-finite values"
-    c = compare_runs(committed, fresh)
-    machine = {k: v for k, v in c["provenance"].items() if k != "code"}
-    kinds = committed.provenance.get("cpu_kind"), fresh.provenance.get("cpu_kind")
-    if not machine and kinds[0] == kinds[1]:
-        assert c["identical"], (
-            f"{name}: trained on a CPU of this kind under the pinned numerics, yet the outputs "
-            f"differ by up to {c['max_abs']:.2e}"
-            + (
-                ": the training code changed its numbers since "
-                "the entry was trained; retrain it (make train "
-                "PROFILE=ci)"
-                if "code" in c["provenance"]
-                else ""
-            )
-        )
-        return
-    if c["identical"]:
-        return  # the pinned numerics gave the same bits on another CPU
-    differs = ", ".join(f"{k}: {a} committed, {b} here" for k, (a, b) in {**machine, "cpu_kind": kinds}.items())
-    moved = ", ".join(f"{k} {b - a:+.3f}" for k, (a, b) in c["metrics"].items())
-    stability = cachemod.Cache().check(cachemod.config_key(cfg)).get("stability")
-    assert stability is not None, f"{name}: the committed entry records no stability: make train PROFILE=ci"
-    if stability["chaotic"]:
-        warnings.warn(f"{name}: {differs}; a chaotic run (perturbed initial weights moved it by "
-                      f"{stability['moves']}), its printed measures moved by {moved} (its verdicts: make reproduce)",
-                      UserWarning, stacklevel=1)
-        return
-    assert within_tolerance(c), (f"{name}: {differs}; a stable run, yet a printed measure moved beyond "
-                                 f"{TOLERANCE}: {moved}")
-    warnings.warn(f"{name}: {differs}; outputs differ by up to {c['max_abs']:.1e}, printed measures by {moved}: "
-                  f"within {TOLERANCE}", UserWarning, stacklevel=1)
+    retrained_outcomes.append(check_pinned_entry(name, committed, retrained_ci.load(cfg)))
 
 
 def test_every_committed_entry_is_current():

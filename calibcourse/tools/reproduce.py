@@ -15,9 +15,11 @@
    one, and every claim of the ledger whose verdict changed is listed (:func:`changed_verdicts`).
 
 The exit status is 0 when every verdict is the same, 1 when one changed, 2 when the committed
-cache lacks a run of the profile. Where the provenance is the same, the outputs must be
-byte-identical; elsewhere the study's claim is that the verdicts reproduce even where the bits
-do not (README, "Reproducibility").
+cache lacks a run of the profile. Where the provenance and the CPU kind are the entry's, the
+outputs must be byte-identical; elsewhere the study's claim is that the verdicts reproduce even
+where the bits do not (the contributors' guide, "Reproducibility").
+
+``make restamp`` (``--restamp``) is :func:`calibcourse.tools.restamp.restamp`.
 """
 from __future__ import annotations
 

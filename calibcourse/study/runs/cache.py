@@ -29,8 +29,9 @@ The key does not depend on the code: a change to the training code makes an entr
 *stale* (its recorded code fingerprint differs from :func:`calibcourse.study.training.provenance.code_fingerprint`;
 :meth:`Cache.stale` lists them, and so does ``make status``), and ``make train`` leaves it as it
 is until it is removed or retrained. ``tests/test_cache.py`` retrains ``ci`` runs and compares
-them with their committed entries: bit for bit where the provenance is this machine's, at the
-precision the book prints elsewhere.
+them with their committed entries: bit for bit where the provenance and the CPU kind are this
+machine's; elsewhere it reports how far they moved and decides nothing on it
+(:mod:`calibcourse.tools.retrained`).
 """
 from __future__ import annotations
 

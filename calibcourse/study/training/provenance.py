@@ -9,15 +9,18 @@ torch does not promise bit-identical results across CPUs, and training for tens 
 chaotic: which runs a last-bit difference turns into a visible one depends on the CPU. So the
 study promises two things:
 
-* **the bits**, where a run's provenance is the machine's: the same config, code, torch,
-  thread count, CPU capability, numerics mode and device give byte-identical outputs. Under
-  the *pinned* numerics mode (:data:`PINNED_ENV`, :func:`pinned_environ`) the CPU capability is
-  torch's portable ``DEFAULT`` on every x86-64 CPU, MKL runs its conditional-numerical-
-  reproducibility code path, oneDNN is off and one thread does every sum, so the CPU's choices
-  leave the arithmetic and a pinned run's bits are the same on every x86-64 machine with the
-  pinned torch (checked on two CPU kinds: the contributors' guide records the hashes). The
-  ``ci`` profile's committed entries are pinned, and ``tests/test_cache.py`` demands their bits;
-* **the verdicts**, everywhere else: ``make reproduce`` recomputes the claims ledger from runs
+* **the bits**, where a run's provenance is the machine's and the CPU is of the kind that
+  trained it (:func:`cpu_kind`): the same config, code, torch, thread count, CPU capability,
+  numerics mode and device give byte-identical outputs. The *pinned* numerics mode
+  (:data:`PINNED_ENV`, :func:`pinned_environ`: torch's portable ``DEFAULT`` kernels, MKL's
+  conditional-numerical-reproducibility code path, oneDNN off, one thread) removes most of the
+  CPU's choices, but not all: MKL's vector math (the square root of every Adam step) still
+  follows the processor, so a pinned run's bits are **not** the same across CPU kinds. Of the
+  77 pinned ``ci`` runs trained on an AMD family 26 model 2, 15 came back bit for bit on an
+  Intel family 6 model 207 (the contributors' guide records every CPU kind measured). The
+  ``ci`` profile's committed entries are pinned, and ``tests/test_cache.py`` demands their
+  bits on a CPU of their kind only (:mod:`calibcourse.tools.retrained`);
+* **the verdicts**, everywhere: ``make reproduce`` recomputes the claims ledger from runs
   retrained on the reader's machine and lists every verdict that changed
   (:mod:`calibcourse.tools.reproduce`).
 
@@ -56,10 +59,12 @@ TRAINING_ENTRY = "calibcourse.study.training.train"
 #: process started with it (:func:`pinned_environ`); :func:`calibcourse.study.training.train.train` also
 #: turns oneDNN off for the run (its kernels choose their blocking by the CPU's cache sizes).
 #:
-#: * ``ATEN_CPU_CAPABILITY=default``: torch's portable kernels, the same instructions on every
-#:   x86-64 CPU (no AVX2 or AVX-512 lanes that split a sum differently);
-#: * ``MKL_CBWR=COMPATIBLE``: MKL's conditional numerical reproducibility, one code path on
-#:   Intel and AMD processors alike (matrix products, the convolutions' GEMMs);
+#: * ``ATEN_CPU_CAPABILITY=default``: torch's portable kernels, no AVX2 or AVX-512 lanes that
+#:   split a sum differently (the libraries torch calls still look at the CPU: the bits of a
+#:   pinned run are its CPU kind's, :func:`cpu_kind`);
+#: * ``MKL_CBWR=COMPATIBLE``: MKL's conditional numerical reproducibility, which asks for one
+#:   code path on Intel and AMD processors (matrix products, the convolutions' GEMMs; its
+#:   vector math, torch's ``sqrt``, still rounds by the CPU);
 #: * ``ONEDNN_MAX_CPU_ISA=SSE41``: oneDNN held to a baseline instruction set, should any kernel
 #:   reach it;
 #: * one OpenMP and MKL thread, and no GPU.
@@ -219,8 +224,8 @@ def code_modules(entry: str = TRAINING_ENTRY, root=None) -> dict:
     temperature fit of cross-fitting, the ECE of the history): a change there, a validation
     refactor say, moves no trained weight, the toolkit's tests compare its numbers with
     scikit-learn's and torchmetrics', and a change that did move
-    an output would fail the bit-for-bit test of the pinned ``ci`` entries
-    (``tests/test_cache.py``). A module's fingerprint is the sha256 of its code with docstrings
+    an output would fail the bit-for-bit test of the pinned ``ci`` entries on a CPU of their
+    kind (``tests/test_cache.py``). A module's fingerprint is the sha256 of its code with docstrings
     and comments removed (``ast.unparse``), so a reworded docstring does not make a cache entry
     stale; 12 hex digits.
 
