@@ -2,7 +2,7 @@
 #   make book   builds the student edition (the public book) into _build/html;
 #               make book EDITION=instructor the instructor edition into _build/instructor/html
 #               (PROFILE=ci|default|full)
-#   make test   runs every test
+#   make test   runs every test (make test-fast: the toolkit's, in under 2 minutes)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -18,7 +18,7 @@ export MPLBACKEND ?= Agg
 BOOK_STAMP := $(VENV)/.book-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: provenance book test bench clean venv train status reproduce restamp smoke labs lab execute assignments grade check-pages chromium pdf tex slides
+.PHONY: provenance book test test-fast bench clean venv train status reproduce restamp smoke labs lab execute assignments grade check-pages chromium pdf tex slides
 
 # TORCH=cpu: PyTorch's CPU-only build from PyTorch's own index first (about 200 MB, where the package index's
 # Linux build brings 3 GB of NVIDIA libraries); the pins accept it (book/setup.md)
@@ -105,6 +105,14 @@ test: $(TEST_STAMP) chromium
 	$(VENV)/bin/ruff check calibcourse tests bench
 	$(PY) -m calibcourse.tools.audit
 	$(PY) -m pytest
+
+# the fast tier, for a change of the toolkit or a page: lint, the number audit, the toolkit's tests and
+# doctests; no training, no notebook, no browser (tests/conftest.py marks every other test slow)
+test-fast: $(TEST_STAMP)
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check calibcourse tests bench
+	$(PY) -m calibcourse.tools.audit
+	$(PY) -m pytest -m "not slow"
 
 # Debian's chromium and its matching driver, for the rendered-page check, and poppler's PDF tools for the
 # PDF's check (apt, where missing)

@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -44,6 +45,38 @@ def _startup_threads() -> int:
     import os
 
     return int(os.environ.get("OMP_NUM_THREADS") or len(os.sched_getaffinity(0)))
+
+
+# ---------------------------------------------------------------------------------------------- test tiers
+#: The fast tier (`make test-fast`): the toolkit's test modules, with the doctests of
+#: calibcourse/calibration: no training, no notebook, no browser, no committed cache. Every other
+#: test, a new module's included, is marked `slow` on collection (`make test` runs both tiers); a
+#: new toolkit module joins the fast tier by being listed here.
+FAST_TEST_MODULES = frozenset({
+    "test_binning_kernels", "test_brier_decomposition", "test_calibrators", "test_coverage", "test_metrics",
+    "test_plots", "test_report_cli", "test_selective_priors", "test_sklearn_peer_tests", "test_stats",
+    "test_validation", "test_audit", "test_package", "test_tiers",
+})
+#: the package folders whose doctests are fast (the toolkit's)
+FAST_DOCTESTS = ("calibcourse/calibration/",)
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def is_fast(path) -> bool:
+    """Whether the tests of the file ``path`` belong to the fast tier (a test module, or a module's doctests)."""
+    try:
+        rel = Path(path).resolve().relative_to(_ROOT).as_posix()
+    except ValueError:  # a file outside the repository
+        return False
+    if rel.startswith("tests/"):
+        return rel[len("tests/"):].removesuffix(".py") in FAST_TEST_MODULES
+    return rel.startswith(FAST_DOCTESTS)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if not is_fast(item.path):
+            item.add_marker(pytest.mark.slow)
 
 
 # ------------------------------------------------------- lines a user must see, after the test summary

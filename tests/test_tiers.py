@@ -1,0 +1,55 @@
+"""The test tiers (`make test-fast`, the `slow` marker) and the terminal summary's notes."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FAST_DOCTESTS, FAST_TEST_MODULES, is_fast
+
+ROOT = Path(__file__).resolve().parent.parent
+MAKE = shutil.which("make")
+
+
+def test_the_fast_tier_is_the_toolkits_and_every_other_module_is_slow():
+    for name in FAST_TEST_MODULES:
+        assert (ROOT / "tests" / f"{name}.py").is_file(), f"tests/conftest.py lists {name}, which is not a test module"
+    assert is_fast(ROOT / "tests" / "test_metrics.py") and is_fast(ROOT / "tests" / "test_calibrators.py")
+    # what trains, executes notebooks, drives a browser or reads the committed cache is slow
+    for name in ("test_cache", "test_train", "test_build", "test_labs", "test_pagecheck", "test_reproduce"):
+        assert not is_fast(ROOT / "tests" / f"{name}.py"), name
+    assert not is_fast(ROOT / "tests" / "test_a_module_added_tomorrow.py")  # slow until listed
+    # doctests: the toolkit's are fast, the study's and the tools' slow
+    assert FAST_DOCTESTS == ("calibcourse/calibration/",)
+    assert is_fast(ROOT / "calibcourse" / "calibration" / "metrics" / "binned.py")
+    assert not is_fast(ROOT / "calibcourse" / "study" / "runs" / "cache.py")
+    assert not is_fast(ROOT / "calibcourse" / "tools" / "build.py")
+    assert not is_fast(Path("/elsewhere/test_x.py"))
+
+
+def test_the_slow_marker_is_registered_and_set_on_collection(request, pytestconfig):
+    assert any(line.startswith("slow:") for line in pytestconfig.getini("markers"))
+    assert request.node.get_closest_marker("slow") is None  # this module is fast
+
+
+@pytest.mark.skipif(MAKE is None, reason="make not found")
+def test_make_test_fast_deselects_the_slow_tier_and_needs_no_browser():
+    out = subprocess.run([MAKE, "-n", "test-fast"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert '-m pytest -m "not slow"' in out.stdout and "apt-get" not in out.stdout and "chromium" not in out.stdout
+    full = subprocess.run([MAKE, "-n", "test"], cwd=ROOT, capture_output=True, text=True).stdout
+    assert full.rstrip().endswith("-m pytest")  # make test runs every tier
+
+
+def test_a_terminal_note_is_printed_after_the_test_summary(tmp_path):
+    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_note.py").write_text("def test_note(terminal_note):\n"
+                                           "    terminal_note('a line the user must see')\n")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                          "-c", os.devnull, str(tmp_path / "test_note.py")],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-2000:]
+    lines = out.stdout.splitlines()
+    assert "a line the user must see" in lines and " calibcourse " in lines[lines.index("a line the user must see") - 1]
