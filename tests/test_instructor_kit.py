@@ -15,7 +15,8 @@ from calibcourse.tools import pdf as P  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_poppler = pytest.mark.skipif(shutil.which("pdftotext") is None or shutil.which("pdfimages") is None,
-                                   reason="poppler-utils (make test installs it)")
+                                   reason="pdftotext or pdfimages not found: the PDF checks need poppler-utils "
+                                          "(make test installs it with apt-get when run as root)")
 
 
 def _book(path, pages):
@@ -139,7 +140,8 @@ def test_glued_numbers_and_citations_render_as_the_book_renders_them():
 
 
 @pytest.mark.skipif(shutil.which("npm") is None or shutil.which("chromium") is None,
-                    reason="npm and chromium (make slides and make test install them)")
+                    reason="npm or chromium not found: the slide check needs both (make slides and make test "
+                           "install them with apt-get when run as root)")
 def test_a_deck_runs_offline_in_headless_chromium(tmp_path):
     """reveal.js and KaTeX fetched from the npm registry into the deck's folder: the deck loads nothing else,
     reveal.js lays out its slides and KaTeX typesets the math."""

@@ -289,7 +289,8 @@ def test_every_chapter_ends_with_a_quiz_of_five_explained_questions(chapter):
 HAVE_BROWSER = bool(shutil.which("chromium") and shutil.which("chromedriver"))
 
 
-@pytest.mark.skipif(not HAVE_BROWSER, reason="needs chromium and chromium-driver (make chromium)")
+@pytest.mark.skipif(not HAVE_BROWSER, reason="chromium or chromedriver not found: the browser checks need them "
+                    "(make test installs them with apt-get when run as root)")
 def test_a_quiz_answers_in_headless_chromium_without_a_network(tmp_path):
     from calibcourse.tools import pagecheck
 

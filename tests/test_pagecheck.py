@@ -19,7 +19,8 @@ except ImportError:  # pragma: no cover
 
 if not HAVE_BROWSER and os.environ.get("CI"):  # CI installs them (make test / make check-pages)
     pytest.fail("CI needs chromium, chromium-driver and selenium for the page check", pytrace=False)
-browser = pytest.mark.skipif(not HAVE_BROWSER, reason="needs chromium, chromium-driver and selenium")
+browser = pytest.mark.skipif(not HAVE_BROWSER, reason="chromium, chromedriver or selenium not found: the browser "
+                             "checks need them (make test installs them with apt-get when run as root)")
 
 MATHJAX = Path(sysconfig.get_paths()["purelib"]) / "sphinx-mathjax-offline" / "static" / "mathjax"
 

@@ -1,4 +1,5 @@
-"""The test tiers (`make test-fast`, the `slow` marker) and the terminal summary's notes."""
+"""The test tiers (`make test-fast`, the `slow` marker), the terminal summary's notes, and `make test` on a
+machine that cannot install the browser."""
 import os
 import shutil
 import subprocess
@@ -53,3 +54,28 @@ def test_a_terminal_note_is_printed_after_the_test_summary(tmp_path):
     assert out.returncode == 0, out.stdout[-2000:]
     lines = out.stdout.splitlines()
     assert "a line the user must see" in lines and " calibcourse " in lines[lines.index("a line the user must see") - 1]
+
+
+def _bin(tmp_path, **scripts) -> Path:
+    """A PATH folder holding only ``id`` and the given executables (name -> shell script body)."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    if "id" not in scripts:
+        os.symlink(shutil.which("id"), folder / "id")
+    for name, body in scripts.items():
+        (folder / name).write_text(f"#!/bin/sh\n{body}\n")
+        (folder / name).chmod(0o755)
+    return folder
+
+
+@pytest.mark.skipif(MAKE is None, reason="make not found")
+@pytest.mark.parametrize("case", ["no apt-get", "not root"])
+def test_make_chromium_without_apt_get_as_root_says_so_in_one_line_and_goes_on(tmp_path, case):
+    called = tmp_path / "apt-get-called"
+    scripts = {} if case == "no apt-get" else {"apt-get": f"touch {called}", "id": "echo 1000"}
+    out = subprocess.run([MAKE, "-s", "chromium"], cwd=ROOT, capture_output=True, text=True,
+                         env={"PATH": str(_bin(tmp_path, **scripts)), "HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["make: chromium, chromedriver or pdftotext missing and no apt-get as root to "
+                                       "install them: the browser and PDF checks will skip"]
+    assert not called.exists()
