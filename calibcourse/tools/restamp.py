@@ -254,7 +254,10 @@ def restamp(profile: str = "ci", committed_root=None, workdir=None, log=print, r
                 f"entries' code (commit {commit[:12]}) and with the working tree's (training code {here['code']}), "
                 f"then compared bit for bit")
             trees = {"entries": _extract(repo, commit, tmp / "reference"), "current": repo}
-            caches = (trainer or (lambda t, c, w: _train_trees(t, c, w, jobs=jobs, log=log)))(trees, runs, tmp)
+            # each run as its entry records its config: the entries' code wrote it, and the current one
+            # reads it (a new option absent from it takes its default)
+            stored = {n: entries[n].config for n in runs}
+            caches = (trainer or (lambda t, c, w: _train_trees(t, c, w, jobs=jobs, log=log)))(trees, stored, tmp)
             moved = []
             for n, cfg in runs.items():
                 old, new = caches["entries"].load(cfg), caches["current"].load(cfg)
