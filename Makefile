@@ -107,12 +107,13 @@ test: $(TEST_STAMP) chromium
 	$(PY) -m pytest
 
 # the fast tier, for a change of the toolkit or a page: lint, the number audit, the toolkit's tests and
-# doctests; no training, no notebook, no browser (tests/conftest.py marks every other test slow)
+# doctests; no training, no notebook, no browser (tests/conftest.py marks every other test slow, and
+# FAST_DOCTESTS names the one package folder whose doctests are fast)
 test-fast: $(TEST_STAMP)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check calibcourse tests bench
 	$(PY) -m calibcourse.tools.audit
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow" tests calibcourse/calibration
 
 # Debian's chromium and its matching driver, for the rendered-page check, and poppler's PDF tools for the
 # PDF's check (apt, where missing); without apt-get or root, one line says so and their tests skip

@@ -79,6 +79,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+def pytest_ignore_collect(collection_path, config):
+    """Under ``-m "not slow"`` (make test-fast), a file whose tests would all be marked slow is not even
+    imported (the training modules import torch)."""
+    if config.getoption("markexpr", "") == "not slow" and collection_path.suffix == ".py":
+        return True if not is_fast(collection_path) else None
+    return None
+
+
 # ------------------------------------------------------- lines a user must see, after the test summary
 _NOTES = pytest.StashKey[list]()
 

@@ -274,6 +274,7 @@ def test_vector_and_matrix_scaling_reduce_calibration_nll_in_nested_order():
     assert nll0 > ts >= vs - 1e-9 >= ms - 2e-9
 
 
+@pytest.mark.slow  # about 10 s on an idle machine: make test, not make test-fast
 def test_matrix_scaling_overfits_small_calibration_set_with_many_classes():
     z, y = overconfident(6000, 100, 2.0, seed=10)
     zc, yc, zt, yt = z[:500], y[:500], z[500:], y[500:]

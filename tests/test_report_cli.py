@@ -214,7 +214,7 @@ def test_one_error_in_600_gets_a_page_not_an_abort():
     assert html.startswith("<!DOCTYPE html>") and choice.table[0]["method"] == "uncalibrated"
 
 
-@pytest.mark.parametrize("loader", ["breast_cancer", "wine", "digits"])
+@pytest.mark.parametrize("loader", ["breast_cancer", "wine", pytest.param("digits", marks=pytest.mark.slow)])
 def test_the_recommendation_is_never_worse_than_none_on_all_three_measures(loader):
     import sklearn.datasets as D
     from sklearn.naive_bayes import GaussianNB
@@ -271,6 +271,7 @@ def test_the_page_s_measures_are_the_toolkit_s_on_every_sample(monkeypatch):
     assert sum(r["method"] == "uncalibrated" for r in choice.table) == 1
 
 
+@pytest.mark.slow  # about 10 s on an idle machine: make test, not make test-fast
 def test_a_subsample_recommends_what_all_samples_do(monkeypatch):
     for factor, k in ((2.5, 10), (1.0, 10), (0.6, 10)):
         z, y = scaled_logits(8000, k, factor=factor, seed=5)

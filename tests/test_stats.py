@@ -221,6 +221,7 @@ def test_bad_input_names_the_argument(call, match):
 from calibcourse.study.analysis.coverage import coverage_single, false_held_rate  # noqa: E402
 
 
+@pytest.mark.slow  # a coverage simulation: make test, not make test-fast
 def test_coverage_of_the_single_ece_interval():
     # clearly overconfident (true ECE 11 %) and mildly so (2.5 %): nominal coverage
     assert coverage_single(2.0, 1000, 150, "hull") >= 0.90
@@ -230,6 +231,7 @@ def test_coverage_of_the_single_ece_interval():
     assert coverage_single(1.0, 1000, 100, "hull") >= 0.5
 
 
+@pytest.mark.slow  # a coverage simulation: make test, not make test-fast
 def test_false_held_rate_of_paired_verdicts():
     """Two-sided rate of 'held' for equally calibrated predictors (nominal 5 % at level 0.95).
 
