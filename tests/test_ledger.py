@@ -103,13 +103,54 @@ def test_a_claim_whose_test_detects_far_more_than_its_margin_is_flagged_underpow
 
 def test_no_minus_zero_and_one_more_decimal_next_to_the_null():
     c = _claim(stats.Difference(0.0048, -0.0001, 0.0097, 0.95, n=5000), null=0.01)
-    assert c.verdict == "held" and c.interval_text == "+0.5 [0.0, +0.97] points"
+    assert c.verdict == "held" and c.interval_text == "+0.48 [-0.01, +0.97] points"
     c = _claim(stats.Difference(-0.0004, -0.0004, 0.0003, 0.95, n=5000))
-    assert c.interval_text == "0.0 [-0.04, +0.03] points" and "-0.0 " not in c.interval_text
+    assert c.interval_text == "-0.04 [-0.04, +0.03] points" and "-0.0 " not in c.interval_text
     # ends far from the null keep one decimal
     assert _claim(stats.Difference(-0.03, -0.04, -0.02, 0.95)).interval_text == "-3.0 [-4.0, -2.0] points"
     page = ledgermod.ledger_page([c.as_dict()])
     assert "-0.0 " not in page and "-0.0]" not in page and "-0.0," not in page
+
+
+def test_one_interval_reads_the_same_in_the_ledger_and_on_the_page():
+    """The ledger printed +0.5 [0.0, +0.93] for chapter 5's error cost where the chapter's table printed
+    +0.47 [+0.01, +0.93]: the ledger gave the end next to the margin a second decimal and the rest one
+    (and dropped the sign of 0.01 rounded to 0.0). Both now print through tables.fmt_difference."""
+    from calibcourse.study.analysis.tables import fmt_difference
+
+    d = stats.Difference(0.004693, 0.000131, 0.009255, 0.95, n=5000)
+    c = _claim(d, null=0.01)
+    assert c.interval_text == fmt_difference(d, digits=2) == "+0.47 [+0.01, +0.93] points"
+    assert c.interval_text == fmt_difference(d, null=0.01)
+    # every number of an interval has the same decimals, whatever the boundary
+    for null in (0.0, 0.01, -0.02, 0.0093):
+        text = _claim(d, null=null).interval_text
+        decimals = {len(x.split(".")[1]) for x in re.findall(r"[+-]?\d+\.\d+", text)}
+        assert len(decimals) == 1, text
+
+
+def test_the_interval_of_seeds_added_after_a_verdict_is_that_of_those_seeds_alone():
+    from calibcourse.calibration import metrics
+
+    rng = np.random.default_rng(3)
+    n, k = 2000, 12
+    y = rng.integers(0, 3, n)
+    a = [rng.dirichlet(np.ones(3) * 2, n) for _ in range(k)]
+    b = [rng.dirichlet(np.ones(3) * 2, n) for _ in range(k)]
+    d = stats.paired_seeds_difference(metrics.error, a, b, y, n_boot=200)
+    c = ledgermod.Ledger(5, glue=False).claim("x", "lowers", "src", "d", d)
+    tails = {t[0]: t[1:] for t in c.seed_tails}
+    assert sorted(tails) == list(range(1, k - 1))
+    # the same test run on the added seeds' predictions alone
+    alone = stats.paired_seeds_difference(metrics.error, a[4:], b[4:], y, n_boot=200)
+    assert np.allclose(tails[4], alone[:3], rtol=1e-12, atol=1e-15)
+    # without a test part it is the paired t interval of scipy on those seeds
+    d0 = stats.paired_seeds_difference(metrics.error, a, b, y, n_boot=0)
+    diffs = np.array([metrics.error(p, y) - metrics.error(q, y) for p, q in zip(a[4:], b[4:])])
+    ci = sps.ttest_rel(diffs, np.zeros_like(diffs)).confidence_interval()
+    assert np.allclose(d0.subset(range(4, k))[1:3], (ci.low, ci.high), rtol=1e-10)
+    with pytest.raises(ValueError, match="at least two distinct positions"):
+        d.subset([3])
 
 
 def test_the_page_states_multiplicity_and_no_test_set_rule_for_seeds():

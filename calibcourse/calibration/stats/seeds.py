@@ -34,6 +34,10 @@ class PairedSeeds(NamedTuple):
         (the per-seed differences' variance over ``n_seeds``).
     df : float
         The t quantile's degrees of freedom (inf where only the test part is left).
+    replicates : numpy.ndarray of shape (n_boot, n_seeds) or None
+        Each seed's contrast on each bootstrap resample of the test rows (the same resamples for
+        every seed), from which :meth:`subset` rebuilds the interval of any subset of the seeds;
+        None where there is no test part (``n_boot=0``) or the result was built by hand.
 
     Examples
     --------
@@ -56,6 +60,46 @@ class PairedSeeds(NamedTuple):
     v_test: float
     v_seed: float
     df: float
+    replicates: np.ndarray | None = None
+
+    def __repr__(self) -> str:  # the replicates are thousands of numbers: not printed
+        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._fields if k != "replicates")
+        return f"PairedSeeds({fields})"
+
+    def subset(self, seeds) -> "PairedSeeds":
+        """The same test on some of the seeds only: what :func:`paired_seeds_contrast` gives on
+        those seeds' predictions, with the same bootstrap resamples.
+
+        Parameters
+        ----------
+        seeds : sequence of int
+            Positions in :attr:`per_seed` (the order the predictions were given in), at least two.
+
+        Returns
+        -------
+        PairedSeeds
+            The estimate, interval and variance parts of the subset.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from calibcourse.calibration import metrics, stats
+        >>> rng = np.random.default_rng(0)
+        >>> q = rng.uniform(0.5, 1, 1000); y = (rng.random(1000) < q).astype(int)
+        >>> a = [np.clip(q + 0.05 + s, 0, 1) for s in (0.0, 0.01, -0.01, 0.02)]
+        >>> b = [np.clip(q + s, 0, 1) for s in (0.0, 0.01, -0.01, 0.02)]
+        >>> d = stats.paired_seeds_difference(metrics.brier, a, b, y, n_boot=100)
+        >>> late = stats.paired_seeds_difference(metrics.brier, a[2:], b[2:], y, n_boot=100)
+        >>> bool(np.allclose(d.subset([2, 3])[:3], late[:3], rtol=1e-12, atol=0)), d.subset([2, 3]).n_seeds
+        (True, 2)
+        """
+        idx = [int(i) for i in seeds]
+        if len(idx) < 2 or len(set(idx)) != len(idx) or not all(0 <= i < self.n_seeds for i in idx):
+            raise ValueError(f"seeds must be at least two distinct positions in 0..{self.n_seeds - 1}; got {seeds!r}")
+        if self.replicates is None and self.v_test > 0:
+            raise ValueError("this result keeps no bootstrap replicates, so its test part cannot be split by seed")
+        reps = None if self.replicates is None else self.replicates[:, idx]
+        return _interval(self.per_seed[idx], reps, self.level, self.n)
 
     def detectable(self, power: float = 0.8) -> float:
         """As :meth:`Difference.detectable`."""
@@ -209,9 +253,6 @@ def paired_seeds_contrast(metric, probs_lists, weights, labels, n_boot: int = 20
 
 def _contrast(metric, lists, w, y, n_boot, level, seed, metric_kwargs) -> PairedSeeds:
     """:func:`paired_seeds_contrast` on checked arrays."""
-    from scipy.stats import norm
-    from scipy.stats import t as student_t
-
     fs = [[_resampler(metric, p, y, metric_kwargs) for p in x] for x in lists]
     k = len(lists[0])
 
@@ -222,13 +263,22 @@ def _contrast(metric, lists, w, y, n_boot, level, seed, metric_kwargs) -> Paired
         return out
 
     per_seed = np.array([contrast([fs[j][s][0] for j in range(len(fs))]) for s in range(k)], dtype=float)
+    reps = None
+    if n_boot:  # the same resamples for every seed of every predictor: row i, column s
+        reps = np.array([[contrast([fs[j][s][1](i) for j in range(len(fs))]) for s in range(k)]
+                         for i in resample_indices(len(y), n_boot, seed)], dtype=float)
+    return _interval(per_seed, reps, level, len(y))
+
+
+def _interval(per_seed, reps, level, n) -> PairedSeeds:
+    """The interval of :func:`paired_seeds_contrast` from the per-seed contrasts and their bootstrap
+    replicates (``(n_boot, k)``, or None for no test part)."""
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    k = len(per_seed)
     plugin = float(per_seed.mean())
-    if n_boot:
-        reps = _finite([np.mean([contrast([fs[j][s][1](i) for j in range(len(fs))]) for s in range(k)])
-                        for i in resample_indices(len(y), n_boot, seed)])
-        v_test = float(reps.var(ddof=1))  # the same resamples for every seed of every predictor
-    else:
-        v_test = 0.0
+    v_test = float(_finite(reps.mean(axis=1)).var(ddof=1)) if reps is not None else 0.0
     est = plugin
     v_seed = float(per_seed.var(ddof=1) / k) if k > 1 else 0.0
     total = v_test + v_seed
@@ -238,8 +288,8 @@ def _contrast(metric, lists, w, y, n_boot, level, seed, metric_kwargs) -> Paired
     else:
         df, q = float("inf"), norm.ppf(0.5 + level / 2)
     half = q * np.sqrt(total)
-    return PairedSeeds(float(est), float(est - half), float(est + half), float(level), plugin, int(len(y)), k,
-                       "paired seeds", per_seed, int(np.sum(per_seed > 0)), v_test, v_seed, float(df))
+    return PairedSeeds(float(est), float(est - half), float(est + half), float(level), plugin, int(n), k,
+                       "paired seeds", per_seed, int(np.sum(per_seed > 0)), v_test, v_seed, float(df), reps)
 
 
 

@@ -27,16 +27,6 @@ def _unit(c) -> str:
     return f" {c.unit}" if c.unit else ""
 
 
-def _signed(value: float, digits: int) -> str:
-    """``value`` with its sign and ``digits`` decimals; one that rounds to zero has no sign (never ``-0.0``).
-
-    >>> _signed(1.25, 1), _signed(-0.04, 1), _signed(-0.04, 2), _signed(0.0, 1)
-    ('+1.2', '0.0', '-0.04', '0.0')
-    """
-    text = f"{value:+.{digits}f}"
-    return text[1:] if float(text) == 0 else text
-
-
 def _side(est: float, null: float, direction: str) -> str:
     """The verdict more data would likely give if the estimate stayed where it is: ``"held"`` when it
     lies on the claimed side of ``null``, else ``"not held"``."""

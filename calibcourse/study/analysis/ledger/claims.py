@@ -9,12 +9,12 @@ from calibcourse.study.analysis.ledger._texts import (
     CLAIMS_GLUE_NAME,
     UNDERPOWERED_RATIO,
     _VERDICT_MARK,
-    _signed,
     _unit,
     _what_would_decide,
     _what_would_decide_paired,
 )
 from calibcourse.calibration._validation import check_int
+from calibcourse.study.analysis.tables.summaries import _signed, fmt_difference
 
 __all__ = ["Claim", "Ledger"]
 
@@ -53,6 +53,11 @@ class Claim:
         (:func:`calibcourse.study.analysis.reference.learns`: ``verdict``, ``ece``, ``gamma``, ``gamma0``). Where its
         verdict is not "held", the claim is about the frozen component and credits no one's method
         (:attr:`credited`).
+    seed_tails : list or None
+        For an interval over seeds paired by seed (:class:`calibcourse.calibration.stats.PairedSeeds`):
+        ``[k, estimate, low, high]`` of the same test on the seeds after the first ``k`` only, for every
+        ``k`` that leaves two (seeds added after a verdict are reported on their own from it; the history
+        says which ``k`` was planned, :mod:`calibcourse.tools.registration`).
 
     Examples
     --------
@@ -85,6 +90,7 @@ class Claim:
     method: str | None = None
     signed: bool = True
     learns: dict | None = None
+    seed_tails: list | None = None
 
     @property
     def credited(self) -> bool:
@@ -123,28 +129,20 @@ class Claim:
             return "-"
         return _signed(self.scale * value, self.digits) if self.signed else f"{self.scale * value:.{self.digits}f}"
 
-    def _end(self, value) -> str:
-        """An interval end, with one more decimal where it lies within one display unit of ``null``
-        (so that the reader sees on which side of it the end lies)."""
-        near = self.null is not None and abs(self.scale * (value - self.null)) < 10 ** -self.digits
-        digits = self.digits + near
-        return _signed(self.scale * value, digits) if self.signed else f"{self.scale * value:.{digits}f}"
-
     @property
     def interval_text(self) -> str:
-        """``"-1.2 [-1.9, -0.5] points"`` (or ``"not tested"``).
-
-        As :func:`calibcourse.study.analysis.tables.fmt_difference`, but no number prints as ``-0.0``, and
-        an interval end within one display unit of the claim's ``null`` gets one more decimal:
+        """``"-1.2 [-1.9, -0.5] points"`` (or ``"not tested"``), by
+        :func:`calibcourse.study.analysis.tables.fmt_difference` with the claim's boundary: an interval end
+        within one display unit of ``null`` gets one more decimal, and so do the other numbers:
 
         >>> Claim("c", 5, "costs under 1 point", "s", "d", 0.0048, -0.0001, 0.0097, 0.95, 0.01, "below",
         ...       "held", 5000, 15).interval_text
-        '+0.5 [0.0, +0.97] points'
+        '+0.48 [-0.01, +0.97] points'
         """
         if self.estimate is None:
             return "not tested"
-        unit = f" {self.unit}" if self.unit else ""
-        return f"{self.fmt(self.estimate)} [{self._end(self.low)}, {self._end(self.high)}]{unit}"
+        return fmt_difference((self.estimate, self.low, self.high), scale=self.scale, unit=self.unit,
+                              digits=self.digits, null=self.null, signed=self.signed)
 
     @property
     def underpowered(self) -> bool:
@@ -162,6 +160,21 @@ class Claim:
         side = "<" if self.direction == "below" else ">"
         value = f"{self.scale * self.null:.{self.digits}f}".rstrip("0").rstrip(".")
         return f"{side} {value}{'' if self.unit in ('', 'points') else ' ' + self.unit}"
+
+
+def _seed_tails(interval) -> list | None:
+    """``[[k, estimate, low, high], ...]``: the interval on the seeds after the first ``k``, for every ``k``
+    from 1 that leaves at least two (None unless the interval can be split by seed:
+    :meth:`calibcourse.calibration.stats.PairedSeeds.subset`)."""
+    if not hasattr(interval, "subset") or interval.n_seeds < 3:
+        return None
+    if getattr(interval, "replicates", None) is None and interval.v_test > 0:
+        return None
+    tails = []
+    for k in range(1, interval.n_seeds - 1):
+        t = interval.subset(range(k, interval.n_seeds))
+        tails.append([k, float(t.estimate), float(t.low), float(t.high)])
+    return tails
 
 
 class Ledger:
@@ -255,6 +268,7 @@ class Ledger:
             method = getattr(interval, "method", None)
             c = Claim(id, self.chapter, claim, source, effect, est, low, high, level, float(null), direction,
                       v, n_test, n_seeds, section, why, cost, detect, scale, unit, method, signed)
+            c.seed_tails = _seed_tails(interval)
             if v == "inconclusive" and not why:
                 if hasattr(interval, "v_seed"):  # seeds paired by seed (stats.paired_seeds_difference)
                     c.why = _what_would_decide_paired(interval, float(null), direction)

@@ -160,9 +160,26 @@ def sweep_table(results: dict, key_of, n_boot: int = 1000):
 
 
 
-def fmt_difference(d, scale: float = 100.0, unit: str = "points", digits: int = 1) -> str:
+def _signed(value: float, digits: int) -> str:
+    """``value`` with its sign and ``digits`` decimals; one that rounds to zero has no sign (never ``-0.0``).
+
+    >>> _signed(1.25, 1), _signed(-0.04, 1), _signed(-0.04, 2), _signed(0.0, 1)
+    ('+1.2', '0.0', '-0.04', '0.0')
+    """
+    text = f"{value:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text
+
+
+def fmt_difference(d, scale: float = 100.0, unit: str = "points", digits: int = 1, null: float | None = None,
+                   signed: bool = True) -> str:
     """``"+1.2 [+0.5, +1.9] points"``: a difference (:class:`calibcourse.calibration.stats.Difference`) with its
     interval, signed, in percentage points by default.
+
+    The one formatting of an interval in the book: the chapters' tables and prose, the ledger and
+    "What held" all print through it, so that one interval never reads two ways. A number that rounds
+    to zero has no sign (never ``-0.0``). Given the claim's boundary ``null``, an interval end within one
+    display unit of it gets one more decimal, and so do the other two numbers (up to two more), so that
+    the reader sees on which side of the boundary the end lies.
 
     Parameters
     ----------
@@ -174,6 +191,10 @@ def fmt_difference(d, scale: float = 100.0, unit: str = "points", digits: int = 
         Appended after a space (nothing if empty).
     digits : int, default=1
         Decimals.
+    null : float, optional
+        The boundary a claim tests the interval against (in the numbers' own units, before ``scale``).
+    signed : bool, default=True
+        Print the signs (False for a quantity that is not a difference, e.g. a temperature).
 
     Returns
     -------
@@ -186,10 +207,22 @@ def fmt_difference(d, scale: float = 100.0, unit: str = "points", digits: int = 
     '-1.2 [-1.9, -0.5] points'
     >>> fmt_difference((0.05, 0.01, 0.09), scale=1, unit="nats", digits=2)
     '+0.05 [+0.01, +0.09] nats'
+    >>> fmt_difference((0.0047, 0.0001, 0.0093), null=0.01)   # an end 0.07 points from a 1-point margin
+    '+0.47 [+0.01, +0.93] points'
+    >>> fmt_difference((-0.0004, -0.0012, 0.0003), unit="")
+    '0.0 [-0.1, 0.0]'
     """
+    est, low, high = (float(v) for v in d[:3])
+    if null is not None:
+        base = digits
+        while digits < base + 2 and min(abs(scale * (low - null)), abs(scale * (high - null))) < 10 ** -digits:
+            digits += 1
     unit = f" {unit}" if unit else ""
-    f = lambda v: f"{scale * v:+.{digits}f}"  # noqa: E731
-    return f"{f(d[0])} [{f(d[1])}, {f(d[2])}]{unit}"
+
+    def f(v):
+        return _signed(scale * v, digits) if signed else f"{scale * v:.{digits}f}"
+
+    return f"{f(est)} [{f(low)}, {f(high)}]{unit}"
 
 
 def fmt_ci(value: float, low: float, high: float, scale: float = 100.0, digits: int = 1) -> str:
