@@ -61,7 +61,10 @@ def write_ledger(root: Path, pages: list, log=print) -> list:
     """Write ``_build/claims.json`` and the "What held" page from the executed chapters.
 
     The claims are those the chapters published with
-    :meth:`calibcourse.study.analysis.ledger.Ledger.publish`; pages not executed yet are left out.
+    :meth:`calibcourse.study.analysis.ledger.Ledger.publish`; pages not executed yet are left out. Each
+    gets its kind and its registration (:func:`calibcourse.tools.registration.registration`: from the
+    history, or from ``data/registration.json`` in a clone without one; a claim with no record is
+    "not checked", and said so).
 
     Parameters
     ----------
@@ -82,12 +85,16 @@ def write_ledger(root: Path, pages: list, log=print) -> list:
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
     >>> write_ledger(root, [])
+    registration: read from data/registration.json (not a git repository)
     claims: 0 -> _build/claims.json (0 held, 0 not held, 0 inconclusive)
     []
     >>> sorted(p.relative_to(root).as_posix() for p in root.rglob("*.*"))
     ['_build/claims.json', 'book/generated/what_held.md']
     """
-    from calibcourse.study.analysis.ledger import check_claims, ledger_page
+    from calibcourse.study.analysis.ledger import check_claims, ledger_page, with_registration
+    from calibcourse.study.analysis.ledger.reads import CHOICES, CLAIM_READS
+    from calibcourse.tools._history import GitError
+    from calibcourse.tools.registration import registration
 
     root = Path(root).resolve()
     claims = sorted(collect_claims(pages), key=lambda c: (c["chapter"], c["id"]))
@@ -97,6 +104,16 @@ def write_ledger(root: Path, pages: list, log=print) -> list:
         check_claims(claims, chapters=chapters)
     except ValueError as exc:
         raise BuildError(f"the claims ledger is inconsistent: {exc}") from None
+    unmapped = [c["id"] for c in claims if c["id"] not in CLAIM_READS]
+    if unmapped:
+        log(f"registration: not checked for {', '.join(unmapped)}: no entry in "
+            "calibcourse/study/analysis/ledger/reads.py (book/guide_contributors.md)")
+    try:
+        records = registration(root, [c["id"] for c in claims if c["id"] in CLAIM_READS] + list(CHOICES), log=log)
+    except (GitError, ValueError) as exc:  # the registration reports; it never stops the book
+        log(f"registration: not checked ({exc})")
+        records = {}
+    claims = with_registration(claims, records)
     out = root / CLAIMS_JSON
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".json.tmp")
@@ -105,7 +122,9 @@ def write_ledger(root: Path, pages: list, log=print) -> list:
     bib = root / "book" / "references.bib"
     page = root / LEDGER_PAGE.with_suffix(".md")
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(ledger_page(claims, _bib_titles(bib) if bib.exists() else {}))
+    docs = {p.stem for p in (root / "notebooks").glob("*.md")}
+    choices = {i: {**r, "why_choice": CHOICES[i].why} for i, r in records.items() if i in CHOICES}
+    page.write_text(ledger_page(claims, _bib_titles(bib) if bib.exists() else {}, docs=docs, choices=choices))
     counts = {v: sum(c["verdict"] == v for c in claims) for v in ("held", "not held", "inconclusive")}
     log(f"claims: {len(claims)} -> {CLAIMS_JSON} ({counts['held']} held, {counts['not held']} not held, "
         f"{counts['inconclusive']} inconclusive)")

@@ -1,8 +1,9 @@
 """The claims of every chapter checked, and the book's "What held" page written from them."""
 from __future__ import annotations
 
-from calibcourse.calibration import stats
+import re
 
+from calibcourse.calibration import stats
 from calibcourse.study.analysis.ledger._texts import (
     CLAIM_KEYS,
     UNDERPOWERED_RATIO,
@@ -11,8 +12,27 @@ from calibcourse.study.analysis.ledger._texts import (
     _scale_limit,
 )
 from calibcourse.study.analysis.ledger.claims import Claim
+from calibcourse.study.analysis.ledger.reads import RETIRED, SANITY_CHECKS
+from calibcourse.study.analysis.tables.summaries import fmt_difference
 
-__all__ = ["check_claims", "ledger_page"]
+__all__ = ["check_claims", "ledger_page", "with_registration", "kind_of", "short_claim", "STUDIES", "KINDS"]
+
+#: the study's reports and the sources each covers, in the book's order: ``(page, title, sources)``; the
+#: course's own claims come last (a source in none of them gets a section of its own)
+STUDIES = (
+    ("study_guo2017", "Guo et al. (2017), with the lecture's MNIST practical",
+     ("guo2017calibration", "sharipov2025lecture", "kumar2019verified")),
+    ("study_temperature", "The temperature-scaling studies: the student project and the TorchUncertainty tutorial",
+     ("munoz2024project", "torchuncertainty_ts")),
+    ("study_metareg", "Meta-regularization (arXiv 2303.15057)", ("wang2023metareg",)),
+    ("study_shift", "Ovadia et al. (2019)", ("ovadia2019can",)),
+    (None, "The course's own claims", ("calibcourse_claims",)),
+)
+#: what a claim is, for the tally: a test of a paper's claim, the course's own claim, a sanity check of
+#: the set-up (never counted) or a retired claim (never counted)
+KINDS = ("paper", "course", "sanity check", "retired")
+COURSE_SOURCE = "calibcourse_claims"
+_STATUS_TEXT = {"registered": "registered", "post hoc": "*post hoc*", "amended": "*amended*", None: "not checked"}
 
 
 def check_claims(claims: list, chapters=None) -> None:
@@ -76,15 +96,269 @@ def check_claims(claims: list, chapters=None) -> None:
                              f"[{c['low']}, {c['high']}] against {c['direction']} {c['null']} ({expected!r})")
 
 
-def ledger_page(claims: list, titles: dict | None = None) -> str:
-    """The "What held" page (MyST): every claim of every chapter, grouped by source.
+def kind_of(claim: dict) -> str:
+    """The claim's kind (:data:`KINDS`): retired and sanity checks by their lists in
+    :mod:`~calibcourse.study.analysis.ledger.reads`, the course's own claims by their source.
+
+    Examples
+    --------
+    >>> kind_of({"id": "ch6-error-rises", "source": "ovadia2019can"})
+    'sanity check'
+    >>> kind_of({"id": "x", "source": "guo2017calibration"}), kind_of({"id": "y", "source": "calibcourse_claims"})
+    ('paper', 'course')
+    """
+    if claim["id"] in RETIRED:
+        return "retired"
+    if claim["id"] in SANITY_CHECKS:
+        return "sanity check"
+    return "course" if claim["source"] == COURSE_SOURCE else "paper"
+
+
+def short_claim(text: str) -> str:
+    """A claim's text without its parentheses and, where what is left before a colon or semicolon says
+    enough, what follows it: the restatement of the page's tables.
+
+    Examples
+    --------
+    >>> short_claim("FLγ-SECE has a lower ECE than CE + TS (Table 1)")
+    'FLγ-SECE has a lower ECE than CE + TS'
+    >>> short_claim("γ-Net inactive (focal loss at γ ≈ 2): FLγ-SECE has a lower ECE than focal loss (Table 1)")
+    'FLγ-SECE has a lower ECE than focal loss'
+    """
+    text = re.sub(r"^γ-Net inactive \((?:[^()]|\([^()]*\))*\): ", "", text)
+    while True:
+        cut = re.sub(r" ?\([^()]*\)", "", text)
+        if cut == text:
+            break
+        text = cut
+    head = re.split(r": |; ", text, maxsplit=1)[0]
+    return head if len(head) >= 30 and not head.startswith("...") else text
+
+
+def _added_seeds(claim: dict, rec: dict) -> dict | None:
+    """The interval on the seeds added after the planned ones (from the claim's ``seed_tails``), or a
+    dict saying why it cannot be given; None when no seed was added."""
+    planned, now = rec.get("planned_seeds"), rec.get("seeds")
+    if not rec.get("seeds_added") or planned is None or now is None:
+        return None
+    k = len(planned)
+    out = {"planned": k, "n": claim.get("n_seeds"), "added": len(now) - k}
+    tails = {int(t[0]): t[1:] for t in claim.get("seed_tails") or []}
+    if claim.get("n_seeds") != len(now):
+        out["why"] = f"the claim pairs {claim.get('n_seeds')} seeds, its runs {len(now)}"
+    elif planned != sorted(now)[:k]:
+        out["why"] = "the planned seeds are not the first ones"
+    elif k not in tails:
+        out["why"] = "fewer than two seeds were added" if len(now) - k < 2 else "its interval is not split by seed"
+    else:
+        out["estimate"], out["low"], out["high"] = tails[k]
+    return out
+
+
+def with_registration(claims: list, records: dict) -> list:
+    """The claims with their kind and registration (:mod:`calibcourse.tools.registration`'s records).
+
+    Adds ``kind``, ``registration`` (``"registered"``, ``"post hoc"``, ``"amended"``; None where the claim
+    has no record), ``registration_why``, ``declared``, ``first_run``, ``amendments`` (texts) and
+    ``added_seeds`` (the planned seeds, those added after a verdict, and the interval on them alone).
+
+    Examples
+    --------
+    >>> c = {"id": "x", "source": "guo2017calibration", "n_seeds": 3, "seed_tails": [[1, 0.1, -0.2, 0.4]]}
+    >>> rec = {"registration": "amended", "why": "declared before its runs", "seeds": [0, 1, 2],
+    ...        "planned_seeds": [0], "seeds_added": {"date": "2026-11-27T22:58:44Z"},
+    ...        "amendments": [{"date": "2026-11-27T22:58:44Z", "what": "seeds added after a verdict"}]}
+    >>> d = with_registration([c], {"x": rec})[0]
+    >>> d["kind"], d["registration"], d["added_seeds"]
+    ('paper', 'amended', {'planned': 1, 'n': 3, 'added': 2, 'estimate': 0.1, 'low': -0.2, 'high': 0.4})
+    """
+    out = []
+    for c in claims:
+        rec = records.get(c["id"])
+        d = {**c, "kind": kind_of(c), "registration": None, "registration_why": "no registration record",
+             "declared": None, "first_run": None, "amendments": [], "added_seeds": None}
+        if rec is not None:
+            d.update(registration=rec["registration"], registration_why=rec.get("why", ""),
+                     declared=(rec.get("declared") or {}).get("date"),
+                     first_run=(rec.get("first_run") or {}).get("date"),
+                     amendments=[a["what"] for a in rec.get("amendments", [])], added_seeds=_added_seeds(c, rec))
+        out.append(d)
+    return out
+
+
+# --------------------------------------------------------------------------- the page
+def _claim(d: dict) -> Claim:
+    return Claim(**{k: d.get(k) for k in Claim.__dataclass_fields__ if k in d})
+
+
+def _link(d: dict) -> str:
+    return f"{{ref}}`{short_claim(d['claim'])} <claim-{d['id']}>`"
+
+
+def _list(items: list) -> str:
+    return "; ".join(_link(d) for d in items)
+
+
+def _groups(claims: list) -> list:
+    """``[(page, title, sources, claims)]`` in :data:`STUDIES`'s order, then any other source's."""
+    known = {s for _, _, sources in STUDIES for s in sources}
+    groups = [(page, title, sources, [c for c in claims if c["source"] in sources]) for page, title, sources in STUDIES]
+    for source in dict.fromkeys(c["source"] for c in claims if c["source"] not in known):
+        groups.append((None, source, (source,), [c for c in claims if c["source"] == source]))
+    return [g for g in groups if g[3]]
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+#: why a claim is amended, by the start of its amendments' texts (:mod:`calibcourse.tools.registration`)
+_AMENDED = (("first decided on runs", "moved to other runs after a verdict"),
+            ("seeds added", "seeds added after a verdict"),
+            ("its ", "a margin or side changed after runs existed"),
+            ("runs retrained", "runs retrained under a changed config"))
+
+
+def _reasons(items: list) -> str:
+    """Why these claims are not registered, counted: ``"14 declared after their runs, 3 amended (...)"``."""
+    late = [d for d in items if d["registration"] == "post hoc"]
+    sims = sum(d.get("first_run") is None for d in late)
+    out = []
+    if late:
+        n = len(late) - sims
+        out.append(f"{n} declared after {'its' if n == 1 else 'their'} runs" if n else "")
+        out.append(f"{sims} computed as the page runs, with no dated run" if sims else "")
+    amended = [d for d in items if d["registration"] == "amended"]
+    if amended:
+        why = {text: sum(any(a.startswith(start) for a in d["amendments"]) for d in amended)
+               for start, text in _AMENDED}
+        out.append(f"{len(amended)} amended (" + ", ".join(f"{text}: {n}" for text, n in why.items() if n) + ")")
+    unchecked = sum(d["registration"] is None for d in items)
+    out.append(f"{unchecked} not checked" if unchecked else "")
+    return ", ".join(x for x in out if x)
+
+
+def _summary(title: str, sources: tuple, group: list, page, docs) -> str:
+    """One paragraph: what survived, what did not, what cannot be decided here, and how much of it was
+    registered (the numbers and lists from the claims themselves)."""
+    counted = [d for d in group if d["kind"] in ("paper", "course")]
+    cites = ", ".join(f"{{cite:t}}`{s}`" for s in sources
+                      if s != COURSE_SOURCE and any(d["source"] == s for d in group))
+    report = f" ({{doc}}`its report <{page}>`)" if page and page in docs else ""
+    head = f"**{title}**{report}" + (f", from {cites}" if cites else "") + ". "
+    if not counted:
+        return head + "Nothing here is counted: " + _list(group) + "."
+    reg = [d for d in counted if d["registration"] == "registered"]
+    rest = _reasons([d for d in counted if d["registration"] != "registered"])
+    parts = [f"{_count(len(counted), 'claim')} tested here, {len(reg) or 'none'} of them registered before "
+             f"{'its' if len(reg) == 1 else 'their'} runs" + (f"; of the others, {rest}" if rest else "") + "."]
+    for verdicts, word in ((("held",), "Survived"), (("not held",), "Did not survive"),
+                           (("inconclusive", "not tested"), "Cannot be decided here")):
+        items = [d for d in counted if d["verdict"] in verdicts]
+        if items:
+            n_reg = sum(d["registration"] == "registered" for d in items)
+            uncredited = sum(bool(d.get("learns")) and d["learns"].get("verdict") != "held" for d in items)
+            notes = [f"{n_reg or 'none'} registered"] + (
+                [f"{uncredited} not credited to the paper, its γ-Net not shown to learn"] if uncredited else [])
+            parts.append(f"{word} ({len(items)}; {', '.join(notes)}): {_list(items)}.")
+    other = [d for d in group if d["kind"] not in ("paper", "course")]
+    if other:
+        parts.append("Not counted: " + "; ".join(f"{_link(d)} ({d['kind']})" for d in other) + ".")
+    return head + " ".join(parts)
+
+
+def _tally(claims: list) -> list:
+    """The tally's table, like with like."""
+    verdicts = ("held", "not held", "inconclusive", "not tested")
+    rows = []
+    for label, pick in (
+            ("registered tests of the papers' claims",
+             lambda d: d["kind"] == "paper" and d["registration"] == "registered"),
+            ("the papers' claims, post hoc", lambda d: d["kind"] == "paper" and d["registration"] == "post hoc"),
+            ("the papers' claims, amended", lambda d: d["kind"] == "paper" and d["registration"] == "amended"),
+            ("the papers' claims, not checked", lambda d: d["kind"] == "paper" and d["registration"] is None),
+            ("the course's own claims, registered",
+             lambda d: d["kind"] == "course" and d["registration"] == "registered"),
+            ("the course's own claims, post hoc or amended",
+             lambda d: d["kind"] == "course" and d["registration"] in ("post hoc", "amended")),
+            ("the course's own claims, not checked", lambda d: d["kind"] == "course" and d["registration"] is None),
+            ("sanity checks (not counted)", lambda d: d["kind"] == "sanity check"),
+            ("retired (not counted)", lambda d: d["kind"] == "retired")):
+        group = [d for d in claims if pick(d)]
+        if group or label.startswith("registered"):
+            rows.append(f"| {label} | " + " | ".join(str(sum(d["verdict"] == v for d in group)) for v in verdicts)
+                        + f" | {len(group)} |")
+    return (["| | held | not held | inconclusive | not tested | all |", "|---|---|---|---|---|---|"] + rows)
+
+
+def _details(d: dict) -> list:
+    """A claim's dropdown: its full text, test, verdict and registration."""
+    c = _claim(d)
+    side = f" ({c.null_text})" if c.null is not None else ""
+    sizes = f" ({c.n_test:,} test samples, {c.n_seeds} seed{'s' if c.n_seeds != 1 else ''})" if c.n_test else ""
+    where = f"{{ref}}`chapter {c.chapter} <{c.section}>`" if c.section else f"chapter {c.chapter}"
+    lines = [f"({'claim-' + d['id']})=", f":::{{dropdown}} {short_claim(d['claim'])}: {c.verdict}", "",
+             f"**Claim** ({where}; {{cite:t}}`{c.source}`): {c.claim}.", "",
+             f"**Effect**: {c.effect}{sizes}" + (f"; {c.cost}" if c.cost else "") + ".", "",
+             f"**Estimate**: {c.interval_text}{side}: {c.verdict_text()}.", ""]
+    if c.detectable is not None:
+        detects = f"{c.scale * c.detectable:.{c.digits}f} {c.unit}".strip()
+        under = " (*underpowered*)" if c.underpowered else ""
+        lines += [f"**Detects** (80 %): {detects}{under}.", ""]
+    if d["kind"] in ("sanity check", "retired"):
+        what = "a sanity check of the set-up" if d["kind"] == "sanity check" else "retired"
+        lines += [f"**Not counted**: {what}.", ""]
+    reg = _STATUS_TEXT[d.get("registration")]
+    lines += [f"**Registration**: {reg}: {d.get('registration_why', '')}."]
+    for a in d.get("amendments") or []:
+        lines.append(f"- {a}")
+    added = d.get("added_seeds")
+    if added:
+        lines += ["", _added_text(d, c, added)]
+    lines += [":::", ""]
+    return lines
+
+
+def _added_text(d: dict, c: Claim, added: dict) -> str:
+    head = (f"**Seeds added after a verdict**: {added['planned']} seeds were planned (those of its first verdict), "
+            f"{added['added']} came after it. ")
+    if "estimate" not in added:
+        return head + f"The interval on the added seeds alone cannot be given here: {added['why']}."
+    text = fmt_difference((added["estimate"], added["low"], added["high"]), scale=c.scale, unit=c.unit,
+                          digits=c.digits, null=c.null, signed=c.signed)
+    alone = stats.verdict(added["low"], added["high"], null=c.null, direction=c.direction)
+    return (head + f"On the {added['added']} added seeds alone: {text} ({alone}), beside {c.interval_text} "
+            f"pooled over all {c.n_seeds}. Choosing n from a verdict breaks the pooled interval's 95 %; the "
+            "added seeds' own interval does not depend on that choice.")
+
+
+def _choices(choices: dict) -> list:
+    """The design choices checked like claims (:data:`~calibcourse.study.analysis.ledger.reads.CHOICES`)."""
+    if not choices:
+        return []
+    lines = ["### Design choices checked the same way", "",
+             "Not claims, but values a page fixes before the runs that use them; they are checked like the "
+             "claims and counted nowhere.", "", "| choice | registration | the history |", "|---|---|---|"]
+    for cid, rec in sorted(choices.items()):
+        lines.append(f"| {rec.get('why_choice') or cid} | {_STATUS_TEXT[rec.get('registration')]} | "
+                     f"{rec.get('why', '')} |")
+    return lines + [""]
+
+
+def ledger_page(claims: list, titles: dict | None = None, docs=(), choices: dict | None = None) -> str:
+    """The "What held" page (MyST): a paragraph per paper, the tally, then every claim by paper.
 
     Parameters
     ----------
     claims : list of dict
-        Every claim of the book (``_build/claims.json``).
+        Every claim of the book (``_build/claims.json``), with their registration where known
+        (:func:`with_registration`; a claim without one reads "not checked").
     titles : dict, optional
-        ``{source key: section title}``; default: the key.
+        ``{source key: title}`` for a source outside :data:`STUDIES` (default: the key).
+    docs : collection of str, default=()
+        The book's pages, so that a paragraph links its study's report where the book has it.
+    choices : dict, optional
+        ``{id: record}`` of the design choices checked like claims (their ``why_choice`` says what each is).
 
     Returns
     -------
@@ -95,71 +369,107 @@ def ledger_page(claims: list, titles: dict | None = None) -> str:
     --------
     >>> c = Claim("x", 4, "TS lowers the ECE", "guo2017calibration", "ECE(TS) - ECE(none)",
     ...           -0.03, -0.04, -0.02, 0.95, 0.0, "below", "held", 5000, 1)
-    >>> page = ledger_page([c.as_dict()], titles={"guo2017calibration": "Guo et al. (2017)"})
-    >>> for line in (next(l for l in page.splitlines() if l.startswith("In this build")), page.splitlines()[-1]):
-    ...     print(line)
-    In this build: 1 held, 0 not held, 0 inconclusive, 0 not tested.
-    | 4 | TS lowers the ECE | ECE(TS) - ECE(none) (5,000 test, 1 seed) | -3.0 [-4.0, -2.0] points | held (< 0) | - |
+    >>> page = ledger_page(with_registration([c.as_dict()], {}))
+    >>> next(line for line in page.splitlines() if line.startswith("In this build"))
+    'In this build, all claims: 1 held, 0 not held, 0 inconclusive, 0 not tested.'
+    >>> "(claim-x)=" in page, "| registered tests of the papers' claims | 0 | 0 | 0 | 0 | 0 |" in page
+    (True, True)
     """
-    counts = {v: sum(c["verdict"] == v for c in claims) for v in _VERDICT_MARK}
-    tested = len(claims) - counts["not tested"]
-    decided = counts["held"] + counts["not held"]
+    claims = [d if "kind" in d else with_registration([d], {})[0] for d in claims]
+    counts = {v: sum(d["verdict"] == v for d in claims) for v in _VERDICT_MARK}
+    reg_papers = [d for d in claims if d["kind"] == "paper" and d["registration"] == "registered"]
+    reg_tested = [d for d in reg_papers if d["verdict"] != "not tested"]
+    rc = {v: sum(d["verdict"] == v for d in reg_papers) for v in _VERDICT_MARK}
     methods = {}
-    for c in claims:
-        if c["verdict"] != "not tested":
-            kind = _METHOD_TEXT.get(c.get("method"), "other intervals")
+    for d in claims:
+        if d["verdict"] != "not tested":
+            kind = _METHOD_TEXT.get(d.get("method"), "other intervals")
             methods[kind] = methods.get(kind, 0) + 1
     kinds = "; ".join(f"{k}: {n}" for k, n in sorted(methods.items(), key=lambda kv: -kv[1]))
     lines = [
         "# What held",
         "",
-        "Every claim the book tests, grouped by the paper or document that makes it. Each effect is "
-        "estimated with a 95 % interval; the verdict follows from the interval by one rule "
-        "({func}`calibcourse.calibration.stats.verdict`): **held** when the whole interval lies on the side the claim "
-        "states, **not held** when it lies wholly on the other side, *inconclusive* when it contains "
-        "the boundary. A claim with a size is tested on its size. The intervals are of several kinds "
-        f"({kinds}); the appendix {{ref}}`appendix-coverage` says which and how far each is checked. "
-        "An interval end close to the boundary is printed with one more decimal, so that its side shows. "
-        "The same list is in `_build/claims.json`.",
+        "The study's summary: what each paper's claims became when tested here, then the tally and every "
+        "claim. A verdict follows from a 95 % interval by one rule: **held** when the whole interval lies on "
+        "the side the claim states (a claim with a size is tested on its size), **not held** when it lies "
+        "wholly on the other side, *inconclusive* when it contains the boundary. A claim is **registered** "
+        "when the history shows it declared before the first of its runs, *post hoc* when it was declared "
+        "after, *amended* when its margin, its test or its number of seeds changed after runs existed; only "
+        "registered tests of the papers' claims make the headline. Every claim, with its registration, is "
+        "also in `_build/claims.json`.",
         "",
-        "*Detects* is the smallest true effect the test finds with 80 % probability. Where a verdict is "
-        "inconclusive, its note says what would decide it and which verdict that would likely be if the "
-        "estimate stayed where it is: more test samples where the test samples make most of the interval's "
-        "variance, more seeds where the seed spread does (for a claim compared over seeds, no test set, however "
-        "large, shrinks the seed part), or both; or that it cannot be decided at this scale, when it would "
-        f'take {_scale_limit()}. A claim with a margin ("less than 1 point") whose test detects only '
-        f"effects more than {UNDERPOWERED_RATIO:g} times the margin is marked *underpowered*: even a true "
-        "effect of zero would seldom have been told apart from the margin.",
-        "",
-        f"Each verdict is a separate test at the 95 % level, not corrected for the {tested} tests on this page. "
-        "If every tested effect sat exactly on its boundary, each interval would still exclude the boundary "
-        f"with probability 5 %, so about {0.05 * tested:.0f} of the {decided} decided verdicts could be decided "
-        "by chance alone. A reader who wants a family-wise guarantee can apply Holm's procedure: order the "
-        f"claims by p-value and require the first to be decided at level 1 - 0.05/{tested}, the next at "
-        f"1 - 0.05/{max(tested - 1, 1)}, and so on. The ledger stores each claim's 95 % interval, not a p-value "
-        "or the interval at other levels, so this page does not apply it.",
-        "",
-        f"In this build: {counts['held']} held, {counts['not held']} not held, "
-        f"{counts['inconclusive']} inconclusive, {counts['not tested']} not tested.",
+        "## What survived, paper by paper",
         "",
     ]
-    by_source: dict = {}
-    for c in claims:
-        by_source.setdefault(c["source"], []).append(c)
-    for source, group in by_source.items():
-        title = (titles or {}).get(source, source)
-        lines += [f"## {title}", "", f"{{cite:p}}`{source}`", "",
-                  "| ch. | claim | effect (test samples, seeds) | estimate [interval] | verdict (claimed side) | "
-                  "detects (80 %) |", "|---|---|---|---|---|---|"]
-        for d in sorted(group, key=lambda d: d["chapter"]):
-            c = Claim(**{k: d.get(k) for k in Claim.__dataclass_fields__ if k in d})
-            where = f"{{ref}}`{c.chapter} <{c.section}>`" if c.section else str(c.chapter)
-            verdict = c.verdict_text()
-            detects = "-" if c.detectable is None else f"{c.scale * c.detectable:.{c.digits}f} {c.unit}".strip()
-            detects += " (*underpowered*)" if c.underpowered else ""
-            side = f" ({c.null_text})" if c.null is not None else ""
-            sizes = f" ({c.n_test:,} test, {c.n_seeds} seed{'s' if c.n_seeds != 1 else ''})" if c.n_test else ""
-            effect = c.effect + sizes + (f"; {c.cost}" if c.cost else "")
-            lines.append(f"| {where} | {c.claim} | {effect} | {c.interval_text} | {verdict}{side} | {detects} |")
+    groups = _groups(claims)
+    for page, title, sources, group in groups:
+        lines += [_summary((titles or {}).get(title, title), sources, group, page, set(docs)), ""]
+    lines += [
+        "## The tally",
+        "",
+        f"**Registered tests of the papers' claims: {rc['held']} held, {rc['not held']} not held, "
+        f"{rc['inconclusive']} inconclusive" + (f", {rc['not tested']} not tested" if rc["not tested"] else "")
+        + ".** The rest is counted apart, like with like:",
+        "",
+        *_tally(claims),
+        "",
+        f"In this build, all claims: {counts['held']} held, {counts['not held']} not held, "
+        f"{counts['inconclusive']} inconclusive, {counts['not tested']} not tested.",
+        "",
+        "Each verdict is a separate test at the 95 % level. If every effect sat exactly on its boundary, each "
+        "interval would still exclude the boundary with probability 5 %, on the claimed side with probability "
+        f"2.5 %. Of the {len(reg_tested)} registered tests of the papers' claims that were run, about "
+        f"{0.05 * len(reg_tested):.1f} would then be decided by chance alone, {0.025 * len(reg_tested):.1f} of them "
+        "as a false \"held\": an expectation over the tests run, not a share of the verdicts decided. A reader "
+        "who wants a family-wise guarantee can apply Holm's procedure: order the claims by p-value and require "
+        f"the first to be decided at level 1 - 0.05/{max(len(reg_tested), 1)}, the next at "
+        f"1 - 0.05/{max(len(reg_tested) - 1, 1)}, and so on. The ledger stores each claim's 95 % interval, not "
+        "a p-value or the interval at other levels, so this page does not apply it.",
+        "",
+        "## The claims",
+        "",
+        "By paper: a short restatement, the estimate with its 95 % interval, the verdict and the registration; "
+        "each claim's full text, test and history unfold below its paper's table.",
+        "",
+    ]
+    for page, title, sources, group in groups:
+        lines += [f"### {(titles or {}).get(title, title)}", "",
+                  "| claim | ch. | estimate [95 % interval] | verdict | registration |", "|---|---|---|---|---|"]
+        for d in sorted(group, key=lambda d: (d["chapter"], d["id"])):
+            c = _claim(d)
+            verdict = _VERDICT_MARK[c.verdict] + ("" if c.credited else ", not credited")
+            reg = _STATUS_TEXT[d["registration"]]
+            added = d.get("added_seeds")
+            if added:
+                reg += f", {added['planned']} → {added['planned'] + added['added']} seeds"
+            if d["kind"] in ("sanity check", "retired"):
+                reg += f" ({d['kind']})"
+            lines.append(f"| {_link(d)} | {c.chapter} | {c.interval_text} | {verdict} | {reg} |")
         lines.append("")
+        for d in sorted(group, key=lambda d: (d["chapter"], d["id"])):
+            lines += _details(d)
+    lines += _choices(choices or {})
+    lines += [
+        "## How to read this page",
+        "",
+        f"The intervals are of several kinds ({kinds}); the appendix {{ref}}`appendix-coverage` says which and "
+        "how far each is checked. An interval end close to the boundary is printed with one more decimal, so "
+        "that its side shows. *Detects* is the smallest true effect the test finds with 80 % probability. Where "
+        "a verdict is inconclusive, its note says what would decide it and which verdict that would likely be "
+        "if the estimate stayed where it is: more test samples where the test samples make most of the "
+        "interval's variance, more seeds where the seed spread does (for a claim compared over seeds, no test "
+        f"set, however large, shrinks the seed part), or both; or that it cannot be decided at this scale, when "
+        f'it would take {_scale_limit()}. A claim with a margin ("less than 1 point") whose test detects only '
+        f"effects more than {UNDERPOWERED_RATIO:g} times the margin is marked *underpowered*: even a true effect "
+        "of zero would seldom have been told apart from the margin.",
+        "",
+        "The registration is computed from the repository's history (`python -m calibcourse.tools.registration`): "
+        "the commit that first declared the claim, whichever notebook it was in, against the earliest evidence "
+        "of its runs (the time a cache entry was created or first committed, followed through re-keyed "
+        "entries). A claim computed from a simulation the page runs has no dated run and counts as post hoc. "
+        "The history dates commits and runs; it cannot show a result seen in an uncommitted pass, so "
+        "\"registered\" means that nothing in the history contradicts the order, not that it proves it. Seeds "
+        "added after a verdict are reported with the interval on the added seeds alone beside the pooled one.",
+        "",
+    ]
     return "\n".join(lines)

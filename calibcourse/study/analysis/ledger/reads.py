@@ -1,0 +1,172 @@
+"""What each claim reads, for the registration check (:mod:`calibcourse.tools.registration`).
+
+One entry per claim id: the run names of the ``default`` profile its test reads (``fnmatch``
+patterns; the chapters are left untouched), and where the history needs help, the text that
+declares it or the commit where it was first decided on runs it no longer reads. A claim whose
+numbers come from a simulation the page runs has no runs (``()``). Every claim the book declares
+must have an entry (the build says which lack one), and every entry a claim.
+
+A claim is registered when the commit that first holds its declaration is older than the first of
+its runs; see :mod:`calibcourse.tools.registration` for the whole rule and
+``book/guide_contributors.md`` for how to add a claim.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["Reads", "CLAIM_READS", "CHOICES", "SANITY_CHECKS", "RETIRED", "reads_of", "anchor_of"]
+
+
+class Reads(NamedTuple):
+    """What one claim reads.
+
+    Attributes
+    ----------
+    runs : tuple of str
+        ``fnmatch`` patterns of run names (``default`` profile). Runs named ``.../s<seed>`` are the
+        claim's seeds: a seed counts once every pattern that has runs of it has all of them.
+    anchor : str or None
+        The text that declares the claim in a notebook, where it is not the id in double quotes
+        (an id built by an f-string).
+    earlier : str or None
+        The commit (a prefix of its sha) at which the claim was first decided on runs it no longer
+        reads: its test moved to other runs after a verdict.
+    why : str
+        Where the mapping is not obvious, what it rests on.
+    """
+
+    runs: tuple = ()
+    anchor: str | None = None
+    earlier: str | None = None
+    why: str = ""
+
+
+#: chapter 6's methods paired by seed (``ch6/<family>/s<seed>``)
+_CE, _ENS, _MC, _FOCAL = (f"ch6/{f}/s*" for f in ("CE", "ensemble", "dropout", "focal"))
+#: chapter 5's reference recipe (``ch5/reference/<method>/s<seed>``): the chosen γ-Nets and baselines
+_REF = "ch5/reference/{}/s*"
+_SECE, _CE5 = _REF.format("FLgamma-SECE (meta lr 0.0001)"), _REF.format("CE")
+_FIRST_RECIPE = ("984a16e0", "declared with the first recipe's runs (runs('ch5/')) in commit 984a16e0; the "
+                 "reference recipe's runs replaced them in 7cc0f169")
+_INLINE_MLP = ("cf10c026", "declared (cf10c026) on an MLP the page trained itself, before the cached run ch1/mlp "
+               "(33566ae5)")
+_CROSSFIT = ("ch6/heldout/n2500/s*", "ch6/crossfit/n2500/s*")
+_FIRST_CROSSFIT = ("fc722657", "first decided on the MLP's cross-fitting runs (fc722657), replaced by the "
+                   "reference CNN's in c120cf2c")
+
+CLAIM_READS = {
+    # chapter 1: the MLP (logistic regression is fitted as the page runs); the bias claims simulate
+    "ch1-capacity": Reads(("ch1/mlp",), earlier=_INLINE_MLP[0], why=_INLINE_MLP[1]),
+    "ch1-capacity-error": Reads(("ch1/mlp",), earlier=_INLINE_MLP[0], why=_INLINE_MLP[1]),
+    "ch1-bias-up": Reads(),
+    "ch1-bias-down": Reads(),
+    # chapter 2: the sweeps, over their seeds
+    "ch2-depth": Reads(("ch2/depth/level*/s*",), anchor='f"ch2-{name}"'),
+    "ch2-width": Reads(("ch2/width/level*/s*",), anchor='f"ch2-{name}"'),
+    "ch2-batchnorm": Reads(("ch2/batchnorm/bn/s*", "ch2/batchnorm/plain/s*")),
+    "ch2-weight-decay": Reads(("ch2/weight_decay/*/s*",)),
+    "ch2-nll-overfit": Reads(("ch2/nll_overfit",)),
+    "ch2-nll-overfit-error": Reads(("ch2/nll_overfit",)),
+    "ch2-lenet": Reads(("ch2/model/small", "ch2/model/large")),
+    # chapter 3: nine against the rest, the over-trained sigmoid network, the frozen-feature head
+    "ch3-isotonic-ece": Reads(("ch3/nine1d/cnn",)),
+    "ch3-isotonic-mce": Reads(("ch3/nine1d/cnn",)),
+    "ch3-platt": Reads(("ch3/nine1d/cnn",)),
+    "ch3-sigmoid-T": Reads(("ch3/nine1d/sigmoid_overfit",)),
+    "ch3-sigmoid-ece": Reads(("ch3/nine1d/sigmoid_overfit",)),
+    "ch3-frozen-T": Reads(("ch3/frozen_head",)),
+    # chapter 4: the MNIST-1D networks of chapter 2 (in the table's order), the tutorial's recipe;
+    # the bins claims simulate
+    "ch4-ts-best-1": Reads(("ch2/depth/level3/s0",), anchor="ch4-ts-best-",
+                           why="declared since cf10c026, its id built as f\"ch4-ts-best-{...}\""),
+    "ch4-ts-best-2": Reads(("ch2/depth/level4/s0",), anchor="ch4-ts-best-",
+                           why="declared since cf10c026, its id built as f\"ch4-ts-best-{...}\""),
+    "ch4-recipe": Reads(("ch4/recipe",)),
+    "ch4-matrix": Reads(("ch4/recipe",)),
+    "ch4-bins": Reads(),
+    "ch4-bins-under": Reads(),
+    # chapter 5: the reference recipe's chosen γ-Nets against the baselines, paired by seed
+    "ch5-sece-vs-ce": Reads((_SECE, _CE5), earlier=_FIRST_RECIPE[0], why=_FIRST_RECIPE[1]),
+    "ch5-sece-vs-ts": Reads((_SECE, _CE5), earlier=_FIRST_RECIPE[0], why=_FIRST_RECIPE[1]),
+    "ch5-sece-vs-focal": Reads((_SECE, _REF.format("Focal (gamma 3)")), earlier=_FIRST_RECIPE[0],
+                               why=_FIRST_RECIPE[1]),
+    "ch5-sece-vs-dece": Reads((_SECE, _REF.format("FLgamma-DECE (meta lr 0.001)")), earlier=_FIRST_RECIPE[0],
+                              why=_FIRST_RECIPE[1]),
+    "ch5-mce-vs-cedece": Reads((_SECE, _REF.format("CE-DECE (weight 0.5)")), earlier=_FIRST_RECIPE[0],
+                               why=_FIRST_RECIPE[1]),
+    "ch5-nll": Reads((_SECE, _CE5), earlier=_FIRST_RECIPE[0], why=_FIRST_RECIPE[1]),
+    "ch5-error-cost": Reads((_SECE, _CE5), earlier=_FIRST_RECIPE[0], why=_FIRST_RECIPE[1]),
+    "ch5-bins": Reads((_SECE, _CE5), earlier=_FIRST_RECIPE[0], why=_FIRST_RECIPE[1]),
+    "ch5-bins-mce": Reads((_SECE, _CE5), earlier="b802cf85",
+                          why="declared (b802cf85) with the first recipe's runs; the reference recipe's replaced them "
+                              "in 7cc0f169"),
+    "ch5-gamma-spread": Reads((_SECE,), earlier=_FIRST_RECIPE[0], why=_FIRST_RECIPE[1]),
+    "ch5-sgd-sece-vs-ts": Reads(("ch5/diagnosis/SGD FLgamma-SECE/s*", "ch5/diagnosis/SGD CE/s*")),
+    # chapter 6: the rotated digits (CE, ensemble, MC dropout, focal loss over five seeds)
+    "ch6-ts-vs-ensemble-interaction": Reads((_CE, _ENS), anchor='f"ch6-ts-vs-{key}-interaction"'),
+    "ch6-ts-vs-dropout-interaction": Reads((_CE, _MC), anchor='f"ch6-ts-vs-{key}-interaction"'),
+    "ch6-brier-ensemble-vs-ts": Reads((_CE, _ENS), anchor='f"ch6-brier-{key}-vs-ts"'),
+    "ch6-brier-dropout-vs-ts": Reads((_CE, _MC), anchor='f"ch6-brier-{key}-vs-ts"'),
+    "ch6-fair-ensemble-interaction": Reads((_CE, _ENS), anchor='f"ch6-fair-{key}-interaction"'),
+    "ch6-fair-dropout-interaction": Reads((_CE, _MC), anchor='f"ch6-fair-{key}-interaction"'),
+    "ch6-ensemble-vs-ts": Reads((_CE, _ENS)),
+    "ch6-dropout-vs-ce": Reads((_CE, _MC)),
+    "ch6-error-rises": Reads((_CE,)),
+    "ch6-fair-focal": Reads((_CE, _FOCAL)),
+    "ch6-focal-ranks-worse": Reads((_CE, _FOCAL)),
+    "ch6-ts-gain-shrinks": Reads((_CE,)),
+    # chapter 6's deployment page: cross-fitting on the reference CNN (smallest pool), recalibration and
+    # OOD images on the rotated digits' runs, label shift on chapter 5's reference CE networks
+    "ch6-crossfit-error": Reads(_CROSSFIT, earlier=_FIRST_CROSSFIT[0], why=_FIRST_CROSSFIT[1]),
+    "ch6-crossfit-ece": Reads(_CROSSFIT, earlier=_FIRST_CROSSFIT[0], why=_FIRST_CROSSFIT[1]),
+    "ch6-crossfit-nll": Reads(_CROSSFIT, earlier=_FIRST_CROSSFIT[0], why=_FIRST_CROSSFIT[1]),
+    "ch6-fold-ensemble-ece": Reads(("ch6/crossfit/n2500/s*",)),
+    "ch6-recal-labels": Reads((_CE,)),
+    "ch6-ood-ensemble": Reads((_CE, _ENS)),
+    "ch6-ood-ts": Reads((_CE,)),
+    "ch6-ood-ts-lower": Reads((_CE,)),
+    "ch6-label-shift-em": Reads((_CE5,)),
+}
+
+#: design choices fixed before their runs, checked like claims (not counted in any tally): the rates and
+#: focal γ chapter 5's reference recipe takes from its grid (``REF_CHOSEN``, in the package)
+CHOICES = {
+    "ch5-choice-meta-lr": Reads(
+        tuple(f"ch5/reference/{net} (meta lr {lr})/s[0-2]" for net in ("FLgamma-SECE", "FLgamma-DECE")
+              for lr in ("0", "0.0001", "0.001", "0.01")),
+        anchor="REF_CHOSEN = {", why="the γ-Nets' meta rates, chosen on the grid's three seeds against the frozen "
+                                     "control (meta rate 0)"),
+    "ch5-choice-focal": Reads(tuple(f"ch5/reference/{m}/s[0-2]" for m in ("Focal (gamma 1)", "Focal (gamma 2)",
+                                                                         "Focal (gamma 3)", "CE")),
+                              anchor="REF_CHOSEN = {",
+                              why="focal loss's γ, chosen on the grid's three seeds against CE"),
+}
+
+#: checks that the set-up does what it should (a shift raises the error): reported, never counted
+SANITY_CHECKS = frozenset({"ch6-error-rises"})
+#: claims kept under their id but no longer tests of anything (their text says why): never counted
+RETIRED = frozenset({"ch6-ts-gain-shrinks"})
+
+
+def reads_of(claim_id: str) -> Reads | None:
+    """The entry of ``claim_id`` in :data:`CLAIM_READS` or :data:`CHOICES` (None if it has none).
+
+    Examples
+    --------
+    >>> reads_of("ch6-ood-ts").runs, reads_of("nope") is None
+    (('ch6/CE/s*',), True)
+    """
+    return CLAIM_READS.get(claim_id) or CHOICES.get(claim_id)
+
+
+def anchor_of(claim_id: str) -> str:
+    """The text that declares ``claim_id`` in its notebook: its mapping's ``anchor``, else the id in
+    double quotes.
+
+    Examples
+    --------
+    >>> anchor_of("ch6-ood-ts"), anchor_of("ch2-depth")
+    ('"ch6-ood-ts"', 'f"ch2-{name}"')
+    """
+    entry = reads_of(claim_id)
+    return entry.anchor if entry is not None and entry.anchor else f'"{claim_id}"'
