@@ -153,16 +153,103 @@ def test_the_interval_of_seeds_added_after_a_verdict_is_that_of_those_seeds_alon
         d.subset([3])
 
 
-def test_the_page_states_multiplicity_and_no_test_set_rule_for_seeds():
+def _registered(claims, status="registered"):
+    return {c.id: {"registration": status, "why": "w", "amendments": []} for c in claims}
+
+
+def test_the_page_states_multiplicity_over_the_registered_tests_run():
     led = ledgermod.Ledger(2, glue=False)
     for i in range(39):
-        led.claim(f"c{i}", "lowers", "src", "d", stats.Difference(-0.03, -0.04, -0.02, 0.95, n=100))
-    led.claim("open", "lowers", "src", "d", _paired(0.11, v_test=2.5e-3, v_seed=5e-3, n_seeds=10))
-    page = ledgermod.ledger_page([c.as_dict() for c in led.claims])
-    assert "(detects / wanted)^2" not in page
-    assert "not corrected for the 40 tests" in page and "about 2 of the 39 decided verdicts" in page
+        led.claim(f"c{i}", "lowers", "guo2017calibration", "d", stats.Difference(-0.03, -0.04, -0.02, 0.95, n=100))
+    led.claim("open", "lowers", "guo2017calibration", "d", _paired(0.11, v_test=2.5e-3, v_seed=5e-3, n_seeds=10))
+    led.claim("untested", "lowers", "guo2017calibration", "d", None, why="a description")
+    claims = ledgermod.with_registration([c.as_dict() for c in led.claims], _registered(led.claims))
+    page = ledgermod.ledger_page(claims)
+    # 40 registered tests were run (the untested one is not a test): 5 % of them decided by chance, 2.5 % held
+    assert "Of the 40 registered tests of the papers' claims that were run, about 2.0 would then be decided " \
+           "by chance alone, 1.0 of them as a false \"held\"" in page
+    assert "not a share of the verdicts decided" in page
     assert "Holm" in page and "1 - 0.05/40" in page and "does not apply it" in page
     assert "bootstrap hull intervals: 39" in page and "t intervals over seeds paired by seed: 1" in page
+
+
+def test_the_tally_counts_like_with_like():
+    """Only registered tests of the papers' claims make the headline; post hoc and amended ones, the course's
+    own claims, sanity checks and retired claims are counted apart (the 36 "held" of issue 46 mixed them)."""
+    led = ledgermod.Ledger(6, glue=False)
+    held = stats.Difference(-0.03, -0.04, -0.02, 0.95, n=100)
+    led.claim("reg", "lowers", "ovadia2019can", "d", held)
+    led.claim("late", "lowers", "ovadia2019can", "d", held)
+    led.claim("changed", "lowers", "ovadia2019can", "d", held)
+    led.claim("ch6-error-rises", "the error rises", "ovadia2019can", "d", held)  # a sanity check
+    led.claim("ch6-ts-gain-shrinks", "retired as a test", "calibcourse_claims", "d",
+              stats.Difference(0.03, 0.02, 0.04, 0.95, n=100))  # retired: not held, never counted
+    led.claim("ours", "lowers", "calibcourse_claims", "d", held)
+    records = {**_registered(led.claims), "late": {"registration": "post hoc", "why": "after"},
+               "changed": {"registration": "amended", "why": "w", "amendments": [
+                   {"date": "d", "what": "seeds added after a verdict: 10 at its first verdict, 30 now"}]}}
+    claims = ledgermod.with_registration([c.as_dict() for c in led.claims], records)
+    assert [c["kind"] for c in claims] == ["paper", "paper", "paper", "sanity check", "retired", "course"]
+    page = ledgermod.ledger_page(claims)
+    assert "**Registered tests of the papers' claims: 1 held, 0 not held, 0 inconclusive.**" in page
+    rows = {line.split(" | ")[0].strip("| "): line for line in page.splitlines() if line.startswith("| ")}
+    assert rows["registered tests of the papers' claims"].endswith("| 1 | 0 | 0 | 0 | 1 |")
+    assert rows["the papers' claims, post hoc"].endswith("| 1 | 0 | 0 | 0 | 1 |")
+    assert rows["the papers' claims, amended"].endswith("| 1 | 0 | 0 | 0 | 1 |")
+    assert rows["sanity checks (not counted)"].endswith("| 1 | 0 | 0 | 0 | 1 |")
+    assert rows["retired (not counted)"].endswith("| 0 | 1 | 0 | 0 | 1 |")
+    assert rows["the course's own claims, registered"].endswith("| 1 | 0 | 0 | 0 | 1 |")
+    # every claim has a target other pages link, and its registration on its row
+    for c in claims:
+        assert f"({'claim-' + c['id']})=" in page
+    assert "*post hoc*" in page and "*amended*" in page
+    # the paragraph of Ovadia et al.: 3 counted, 1 registered, the sanity check apart; nothing of the course's
+    para = next(line for line in page.splitlines() if line.startswith("**Ovadia et al. (2019)**"))
+    assert "3 claims tested here, 1 of them registered before its runs; of the others, 1 declared after its " \
+           "runs, 1 amended (seeds added after a verdict: 1)" in para
+    assert "Survived (3; 1 registered)" in para and "(sanity check)" in para and "<claim-ours>" not in para
+    course = next(line for line in page.splitlines() if line.startswith("**The course's own claims**"))
+    assert "Did not survive" not in course and "(retired)" in course
+
+
+def test_the_page_follows_the_verdicts():
+    """The paragraphs are made from the ledger: a verdict that changes moves its claim."""
+    led = ledgermod.Ledger(5, glue=False)
+    c = led.claim("m", "lowers the ECE", "wang2023metareg", "d", stats.Difference(-0.03, -0.04, -0.02, 0.95, n=9))
+    para = lambda page: next(x for x in page.splitlines() if x.startswith("**Meta-regularization"))  # noqa: E731
+    page = ledgermod.ledger_page(ledgermod.with_registration([c.as_dict()], _registered([c])))
+    assert "Survived (1; 1 registered)" in para(page) and "Did not survive" not in para(page)
+    d = {**c.as_dict(), "estimate": 0.03, "low": 0.02, "high": 0.04, "verdict": "not held"}
+    page = ledgermod.ledger_page(ledgermod.with_registration([d], _registered([c])))
+    assert "Did not survive (1; 1 registered)" in para(page) and "Survived" not in para(page)
+
+
+def test_seeds_added_after_a_verdict_are_reported_beside_the_pooled_interval():
+    from calibcourse.calibration import metrics
+
+    rng = np.random.default_rng(7)
+    n, k = 3000, 8
+    y = rng.integers(0, 2, n)
+    a = [rng.dirichlet([2, 2], n) for _ in range(k)]
+    b = [rng.dirichlet([2, 2], n) for _ in range(k)]
+    d = stats.paired_seeds_difference(metrics.error, a, b, y, n_boot=100)
+    c = ledgermod.Ledger(5, glue=False).claim("x", "costs less than 1 point", "wang2023metareg", "d", d, null=0.01)
+    rec = {"x": {"registration": "amended", "why": "w", "seeds": list(range(k)), "planned_seeds": [0, 1, 2],
+                 "seeds_added": {"date": "2026-11-27T22:58:44Z"},
+                 "amendments": [{"date": "2026", "what": "seeds added after a verdict: 3 then, 8 now"}]}}
+    claim = ledgermod.with_registration([c.as_dict()], rec)[0]
+    alone = stats.paired_seeds_difference(metrics.error, a[3:], b[3:], y, n_boot=100)
+    added = claim["added_seeds"]
+    assert added["planned"] == 3 and added["added"] == 5
+    assert np.allclose([added["estimate"], added["low"], added["high"]], alone[:3], rtol=1e-12, atol=1e-15)
+    page = ledgermod.ledger_page([claim])
+    from calibcourse.study.analysis.tables import fmt_difference
+
+    assert f"On the 5 added seeds alone: {fmt_difference(alone, null=0.01)}" in page
+    assert "pooled over all 8" in page and "3 → 8 seeds" in page
+    # planned seeds that are not the first ones: said, not computed
+    rec["x"]["planned_seeds"] = [0, 2, 4]
+    assert "not the first ones" in ledgermod.with_registration([c.as_dict()], rec)[0]["added_seeds"]["why"]
 
 
 def test_a_quantity_that_is_not_a_difference_prints_without_a_sign():

@@ -159,7 +159,7 @@ def with_registration(claims: list, records: dict) -> list:
     """The claims with their kind and registration (:mod:`calibcourse.tools.registration`'s records).
 
     Adds ``kind``, ``registration`` (``"registered"``, ``"post hoc"``, ``"amended"``; None where the claim
-    has no record), ``registration_why``, ``declared``, ``first_run``, ``amendments`` (texts) and
+    has no record), ``registration_why``, ``declared``, ``first_run``, ``n_runs``, ``amendments`` (texts) and
     ``added_seeds`` (the planned seeds, those added after a verdict, and the interval on them alone).
 
     Examples
@@ -176,11 +176,11 @@ def with_registration(claims: list, records: dict) -> list:
     for c in claims:
         rec = records.get(c["id"])
         d = {**c, "kind": kind_of(c), "registration": None, "registration_why": "no registration record",
-             "declared": None, "first_run": None, "amendments": [], "added_seeds": None}
+             "declared": None, "first_run": None, "n_runs": None, "amendments": [], "added_seeds": None}
         if rec is not None:
             d.update(registration=rec["registration"], registration_why=rec.get("why", ""),
                      declared=(rec.get("declared") or {}).get("date"),
-                     first_run=(rec.get("first_run") or {}).get("date"),
+                     first_run=(rec.get("first_run") or {}).get("date"), n_runs=rec.get("runs"),
                      amendments=[a["what"] for a in rec.get("amendments", [])], added_seeds=_added_seeds(c, rec))
         out.append(d)
     return out
@@ -222,7 +222,7 @@ _AMENDED = (("first decided on runs", "moved to other runs after a verdict"),
 def _reasons(items: list) -> str:
     """Why these claims are not registered, counted: ``"14 declared after their runs, 3 amended (...)"``."""
     late = [d for d in items if d["registration"] == "post hoc"]
-    sims = sum(d.get("first_run") is None for d in late)
+    sims = sum(d.get("n_runs") == 0 for d in late)
     out = []
     if late:
         n = len(late) - sims
