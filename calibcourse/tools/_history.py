@@ -163,6 +163,15 @@ def _time(text: str | None) -> int | None:
         return None
 
 
+def _json(text: str | None) -> dict:
+    """A manifest's JSON, or ``{}`` where it is missing or does not parse (such an entry dates nothing)."""
+    try:
+        out = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
 def _seed(flat: dict):
     return flat.get("seed"), flat.get("data.seed")
 
@@ -212,9 +221,9 @@ def cache_history(git: Git) -> dict:
         for p in dels if adds else []:
             text = blobs.get(f"{sha}^:{p}")
             if text:
-                old[p.split("/")[-2]] = _flat(json.loads(text).get("config", {}))
-        manifests = {p.split("/")[-2]: json.loads(blobs.get(f"{sha}:{p}") or "{}") for p in adds}
-        added = {k: _flat(m.get("config", {})) for k, m in manifests.items()}
+                old[p.split("/")[-2]] = _flat(_json(text).get("config") or {})
+        manifests = {p.split("/")[-2]: _json(blobs.get(f"{sha}:{p}")) for p in adds}
+        added = {k: _flat(m.get("config") or {}) for k, m in manifests.items()}
         for key, manifest in manifests.items():
             e = entries.setdefault(key, EntryHistory(key))
             e.committed = t if e.committed is None else min(e.committed, t)

@@ -138,6 +138,9 @@ def _one(cid, entry, decl, names, keys, hist, commits) -> dict:
         e_sha, e_t = entry.earlier, next((t for t, s in commits.items() if s.startswith(entry.earlier)), None)
         if e_t is None:
             raise ValueError(f"claim {cid!r}: its earlier commit {e_sha!r} is not in the history")
+        if e_t < decl.time:
+            raise ValueError(f"claim {cid!r}: its earlier commit {e_sha!r} precedes its declaration "
+                             f"({decl.commit[:10]}): no verdict existed then")
         if first is not None and e_t < first:
             why = f": {entry.why}" if entry.why else ""
             amend.insert(0, {"date": _date(e_t), "what": f"first decided on runs it no longer reads (commit {e_sha}); "
