@@ -139,11 +139,13 @@ def test_the_interval_of_seeds_added_after_a_verdict_is_that_of_those_seeds_alon
     b = [rng.dirichlet(np.ones(3) * 2, n) for _ in range(k)]
     d = stats.paired_seeds_difference(metrics.error, a, b, y, n_boot=200)
     c = ledgermod.Ledger(5, glue=False).claim("x", "lowers", "src", "d", d)
-    tails = {t[0]: t[1:] for t in c.seed_tails}
-    assert sorted(tails) == list(range(1, k - 1))
-    # the same test run on the added seeds' predictions alone
+    splits = {s[0]: s[1:] for s in c.seed_splits}
+    assert sorted(splits) == list(range(2, k - 1))
+    # the same test run on the planned seeds' and on the added seeds' predictions alone
+    first = stats.paired_seeds_difference(metrics.error, a[:4], b[:4], y, n_boot=200)
     alone = stats.paired_seeds_difference(metrics.error, a[4:], b[4:], y, n_boot=200)
-    assert np.allclose(tails[4], alone[:3], rtol=1e-12, atol=1e-15)
+    assert np.allclose(splits[4][:3], first[:3], rtol=1e-12, atol=1e-15)
+    assert np.allclose(splits[4][3:], alone[:3], rtol=1e-12, atol=1e-15)
     # without a test part it is the paired t interval of scipy on those seeds
     d0 = stats.paired_seeds_difference(metrics.error, a, b, y, n_boot=0)
     diffs = np.array([metrics.error(p, y) - metrics.error(q, y) for p, q in zip(a[4:], b[4:])])
@@ -151,6 +153,13 @@ def test_the_interval_of_seeds_added_after_a_verdict_is_that_of_those_seeds_alon
     assert np.allclose(d0.subset(range(4, k))[1:3], (ci.low, ci.high), rtol=1e-10)
     with pytest.raises(ValueError, match="at least two distinct positions"):
         d.subset([3])
+
+
+def _block(page: str, start: str) -> str:
+    """The lines of ``page`` from the one starting with ``start`` to the next blank line."""
+    lines = page.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith(start))
+    return "\n".join(lines[i:lines.index("", i)])
 
 
 def _registered(claims, status="registered"):
@@ -204,24 +213,25 @@ def test_the_tally_counts_like_with_like():
         assert f"({'claim-' + c['id']})=" in page
     assert "*post hoc*" in page and "*amended*" in page
     # the paragraph of Ovadia et al.: 3 counted, 1 registered, the sanity check apart; nothing of the course's
-    para = next(line for line in page.splitlines() if line.startswith("**Ovadia et al. (2019)**"))
+    para = _block(page, "**Ovadia et al. (2019)**")
     assert "3 claims tested here, 1 of them registered before its runs; of the others, 1 declared after its " \
            "runs, 1 amended (seeds added after a verdict: 1)" in para
-    assert "Survived (3; 1 registered)" in para and "(sanity check)" in para and "<claim-ours>" not in para
-    course = next(line for line in page.splitlines() if line.startswith("**The course's own claims**"))
-    assert "Did not survive" not in course and "(retired)" in course
+    assert "- *Survived* (3): lowers (registered); lowers; lowers." in para
+    assert "- *Not counted*: the error rises (sanity check)." in para and "Did not survive" not in para
+    course = _block(page, "**The course's own claims**")
+    assert "Did not survive" not in course and "retired as a test (retired)" in course
 
 
 def test_the_page_follows_the_verdicts():
     """The paragraphs are made from the ledger: a verdict that changes moves its claim."""
     led = ledgermod.Ledger(5, glue=False)
     c = led.claim("m", "lowers the ECE", "wang2023metareg", "d", stats.Difference(-0.03, -0.04, -0.02, 0.95, n=9))
-    para = lambda page: next(x for x in page.splitlines() if x.startswith("**Meta-regularization"))  # noqa: E731
     page = ledgermod.ledger_page(ledgermod.with_registration([c.as_dict()], _registered([c])))
-    assert "Survived (1; 1 registered)" in para(page) and "Did not survive" not in para(page)
+    para = _block(page, "**Meta-regularization")
+    assert "*Survived* (1): lowers the ECE (registered)." in para and "Did not survive" not in para
     d = {**c.as_dict(), "estimate": 0.03, "low": 0.02, "high": 0.04, "verdict": "not held"}
-    page = ledgermod.ledger_page(ledgermod.with_registration([d], _registered([c])))
-    assert "Did not survive (1; 1 registered)" in para(page) and "Survived" not in para(page)
+    para = _block(ledgermod.ledger_page(ledgermod.with_registration([d], _registered([c]))), "**Meta-regularization")
+    assert "*Did not survive* (1): lowers the ECE (registered)." in para and "Survived" not in para
 
 
 def test_seeds_added_after_a_verdict_are_reported_beside_the_pooled_interval():
@@ -238,14 +248,17 @@ def test_seeds_added_after_a_verdict_are_reported_beside_the_pooled_interval():
                  "seeds_added": {"date": "2026-11-27T22:58:44Z"},
                  "amendments": [{"date": "2026", "what": "seeds added after a verdict: 3 then, 8 now"}]}}
     claim = ledgermod.with_registration([c.as_dict()], rec)[0]
+    first = stats.paired_seeds_difference(metrics.error, a[:3], b[:3], y, n_boot=100)
     alone = stats.paired_seeds_difference(metrics.error, a[3:], b[3:], y, n_boot=100)
     added = claim["added_seeds"]
     assert added["planned"] == 3 and added["added"] == 5
-    assert np.allclose([added["estimate"], added["low"], added["high"]], alone[:3], rtol=1e-12, atol=1e-15)
+    assert np.allclose(added["planned_interval"], first[:3], rtol=1e-12, atol=1e-15)
+    assert np.allclose(added["added_interval"], alone[:3], rtol=1e-12, atol=1e-15)
     page = ledgermod.ledger_page([claim])
     from calibcourse.study.analysis.tables import fmt_difference
 
-    assert f"On the 5 added seeds alone: {fmt_difference(alone, null=0.01)}" in page
+    assert f"On the 3 planned seeds: {fmt_difference(first, null=0.01)}" in page
+    assert f"on the 5 added seeds alone: {fmt_difference(alone, null=0.01)}" in page
     assert "pooled over all 8" in page and "3 → 8 seeds" in page
     # planned seeds that are not the first ones: said, not computed
     rec["x"]["planned_seeds"] = [0, 2, 4]

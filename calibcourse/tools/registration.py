@@ -47,6 +47,11 @@ def _date(t: int | None) -> str | None:
     return None if t is None else dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _when(t: int) -> str:
+    """``"2026-11-27 10:31 UTC"``."""
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def _gap(a: int, b: int) -> str:
     """``b - a`` in words: "12 min", "5.2 h", "3.1 days"."""
     s = abs(b - a)
@@ -121,7 +126,7 @@ def _one(cid, entry, decl, names, keys, hist, commits) -> dict:
                 rec["seeds_added"] = {"commit": commits.get(t_add, "")[:10], "date": _date(t_add),
                                       "seeds": sorted(added)}
                 amend.append({"date": _date(t_add), "what": f"seeds added after a verdict: {len(planned)} at its "
-                              f"first verdict ({_date(verdict_t)[:10]}), {len(seeds_now)} now"})
+                              f"first verdict ({_when(verdict_t)}), {len(seeds_now)} now"})
         for n in runs:
             for t, changed in ehist[n].rekeys:
                 if t > verdict_t and changed:
@@ -153,14 +158,14 @@ def _one(cid, entry, decl, names, keys, hist, commits) -> dict:
                                                "declared before any run (commit it before training them)"))
     elif not runs:
         rec["registration"] = "post hoc"
-        rec["why"] = (f"declared {_date(d_time)[:10]}; its numbers come from a computation the page runs, so no "
+        rec["why"] = (f"declared {_when(d_time)}; its numbers come from a computation the page runs, so no "
                       "committed run dates them after the declaration")
     elif first <= d_time:
         rec["registration"] = "post hoc"
-        rec["why"] = f"declared {_gap(first, d_time)} after its first run ({first_name}, {_date(first)[:16]})"
+        rec["why"] = f"declared {_gap(first, d_time)} after its first run ({first_name}, {_when(first)})"
     else:
         rec["registration"] = "amended" if amend else "registered"
-        rec["why"] = f"declared {_gap(d_time, first)} before its first run ({first_name}, {_date(first)[:16]})"
+        rec["why"] = f"declared {_gap(d_time, first)} before its first run ({first_name}, {_when(first)})"
     return rec
 
 

@@ -53,11 +53,11 @@ class Claim:
         (:func:`calibcourse.study.analysis.reference.learns`: ``verdict``, ``ece``, ``gamma``, ``gamma0``). Where its
         verdict is not "held", the claim is about the frozen component and credits no one's method
         (:attr:`credited`).
-    seed_tails : list or None
+    seed_splits : list or None
         For an interval over seeds paired by seed (:class:`calibcourse.calibration.stats.PairedSeeds`):
-        ``[k, estimate, low, high]`` of the same test on the seeds after the first ``k`` only, for every
-        ``k`` that leaves two (seeds added after a verdict are reported on their own from it; the history
-        says which ``k`` was planned, :mod:`calibcourse.tools.registration`).
+        ``[k, estimate, low, high, estimate, low, high]``, the same test on the first ``k`` seeds and on the
+        others, for every ``k`` that leaves two on each side (seeds added after a verdict are reported
+        apart from it; the history says which ``k`` was planned, :mod:`calibcourse.tools.registration`).
 
     Examples
     --------
@@ -90,7 +90,7 @@ class Claim:
     method: str | None = None
     signed: bool = True
     learns: dict | None = None
-    seed_tails: list | None = None
+    seed_splits: list | None = None
 
     @property
     def credited(self) -> bool:
@@ -162,19 +162,19 @@ class Claim:
         return f"{side} {value}{'' if self.unit in ('', 'points') else ' ' + self.unit}"
 
 
-def _seed_tails(interval) -> list | None:
-    """``[[k, estimate, low, high], ...]``: the interval on the seeds after the first ``k``, for every ``k``
-    from 1 that leaves at least two (None unless the interval can be split by seed:
+def _seed_splits(interval) -> list | None:
+    """``[[k, first k seeds' estimate, low, high, the other seeds' estimate, low, high], ...]`` for every
+    ``k`` that leaves at least two seeds on each side (None unless the interval can be split by seed:
     :meth:`calibcourse.calibration.stats.PairedSeeds.subset`)."""
-    if not hasattr(interval, "subset") or interval.n_seeds < 3:
+    if not hasattr(interval, "subset") or interval.n_seeds < 4:
         return None
     if getattr(interval, "replicates", None) is None and interval.v_test > 0:
         return None
-    tails = []
-    for k in range(1, interval.n_seeds - 1):
-        t = interval.subset(range(k, interval.n_seeds))
-        tails.append([k, float(t.estimate), float(t.low), float(t.high)])
-    return tails
+    n, splits = interval.n_seeds, []
+    for k in range(2, n - 1):
+        head, tail = interval.subset(range(k)), interval.subset(range(k, n))
+        splits.append([k, *(float(v) for v in head[:3]), *(float(v) for v in tail[:3])])
+    return splits
 
 
 class Ledger:
@@ -268,7 +268,7 @@ class Ledger:
             method = getattr(interval, "method", None)
             c = Claim(id, self.chapter, claim, source, effect, est, low, high, level, float(null), direction,
                       v, n_test, n_seeds, section, why, cost, detect, scale, unit, method, signed)
-            c.seed_tails = _seed_tails(interval)
+            c.seed_splits = _seed_splits(interval)
             if v == "inconclusive" and not why:
                 if hasattr(interval, "v_seed"):  # seeds paired by seed (stats.paired_seeds_difference)
                     c.why = _what_would_decide_paired(interval, float(null), direction)

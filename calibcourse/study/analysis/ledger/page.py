@@ -136,22 +136,23 @@ def short_claim(text: str) -> str:
 
 
 def _added_seeds(claim: dict, rec: dict) -> dict | None:
-    """The interval on the seeds added after the planned ones (from the claim's ``seed_tails``), or a
-    dict saying why it cannot be given; None when no seed was added."""
+    """The planned seeds and those added after a verdict, with the interval on each part (from the
+    claim's ``seed_splits``), or a ``why`` where it cannot be given; None when no seed was added."""
     planned, now = rec.get("planned_seeds"), rec.get("seeds")
     if not rec.get("seeds_added") or planned is None or now is None:
         return None
     k = len(planned)
     out = {"planned": k, "n": claim.get("n_seeds"), "added": len(now) - k}
-    tails = {int(t[0]): t[1:] for t in claim.get("seed_tails") or []}
+    splits = {int(s[0]): s[1:] for s in claim.get("seed_splits") or []}
     if claim.get("n_seeds") != len(now):
-        out["why"] = f"the claim pairs {claim.get('n_seeds')} seeds, its runs {len(now)}"
+        out["why"] = f"the claim pairs {_count(claim.get('n_seeds') or 0, 'seed')}, the profile's runs {len(now)}"
     elif planned != sorted(now)[:k]:
         out["why"] = "the planned seeds are not the first ones"
-    elif k not in tails:
-        out["why"] = "fewer than two seeds were added" if len(now) - k < 2 else "its interval is not split by seed"
+    elif k not in splits:
+        few = min(k, len(now) - k) < 2
+        out["why"] = "fewer than two seeds on a side" if few else "its interval is not split by seed"
     else:
-        out["estimate"], out["low"], out["high"] = tails[k]
+        out["planned_interval"], out["added_interval"] = splits[k][:3], splits[k][3:]
     return out
 
 
@@ -164,13 +165,14 @@ def with_registration(claims: list, records: dict) -> list:
 
     Examples
     --------
-    >>> c = {"id": "x", "source": "guo2017calibration", "n_seeds": 3, "seed_tails": [[1, 0.1, -0.2, 0.4]]}
-    >>> rec = {"registration": "amended", "why": "declared before its runs", "seeds": [0, 1, 2],
-    ...        "planned_seeds": [0], "seeds_added": {"date": "2026-11-27T22:58:44Z"},
+    >>> c = {"id": "x", "source": "guo2017calibration", "n_seeds": 4,
+    ...      "seed_splits": [[2, 0.3, -0.1, 0.7, 0.1, -0.2, 0.4]]}
+    >>> rec = {"registration": "amended", "why": "declared before its runs", "seeds": [0, 1, 2, 3],
+    ...        "planned_seeds": [0, 1], "seeds_added": {"date": "2026-11-27T22:58:44Z"},
     ...        "amendments": [{"date": "2026-11-27T22:58:44Z", "what": "seeds added after a verdict"}]}
     >>> d = with_registration([c], {"x": rec})[0]
-    >>> d["kind"], d["registration"], d["added_seeds"]
-    ('paper', 'amended', {'planned': 1, 'n': 3, 'added': 2, 'estimate': 0.1, 'low': -0.2, 'high': 0.4})
+    >>> d["kind"], d["registration"], d["added_seeds"]["added_interval"]
+    ('paper', 'amended', [0.1, -0.2, 0.4])
     """
     out = []
     for c in claims:
@@ -193,10 +195,6 @@ def _claim(d: dict) -> Claim:
 
 def _link(d: dict) -> str:
     return f"{{ref}}`{short_claim(d['claim'])} <claim-{d['id']}>`"
-
-
-def _list(items: list) -> str:
-    return "; ".join(_link(d) for d in items)
 
 
 def _groups(claims: list) -> list:
@@ -238,33 +236,37 @@ def _reasons(items: list) -> str:
     return ", ".join(x for x in out if x)
 
 
-def _summary(title: str, sources: tuple, group: list, page, docs) -> str:
-    """One paragraph: what survived, what did not, what cannot be decided here, and how much of it was
-    registered (the numbers and lists from the claims themselves)."""
+def _plain(items: list) -> str:
+    """Restatements in a sentence, the registered ones marked."""
+    return "; ".join(short_claim(d["claim"]) + (" (registered)" if d["registration"] == "registered" else "")
+                     for d in items)
+
+
+def _summary(title: str, sources: tuple, group: list, page, docs) -> list:
+    """A paragraph and its list: how many claims were tested and registered (and why the others were not),
+    what survived, what did not, what cannot be decided here (the numbers and lists from the claims)."""
     counted = [d for d in group if d["kind"] in ("paper", "course")]
     cites = ", ".join(f"{{cite:t}}`{s}`" for s in sources
                       if s != COURSE_SOURCE and any(d["source"] == s for d in group))
     report = f" ({{doc}}`its report <{page}>`)" if page and page in docs else ""
     head = f"**{title}**{report}" + (f", from {cites}" if cites else "") + ". "
     if not counted:
-        return head + "Nothing here is counted: " + _list(group) + "."
+        return [head + "Nothing here is counted: " + _plain(group) + ".", ""]
     reg = [d for d in counted if d["registration"] == "registered"]
     rest = _reasons([d for d in counted if d["registration"] != "registered"])
-    parts = [f"{_count(len(counted), 'claim')} tested here, {len(reg) or 'none'} of them registered before "
-             f"{'its' if len(reg) == 1 else 'their'} runs" + (f"; of the others, {rest}" if rest else "") + "."]
+    lines = [head + f"{_count(len(counted), 'claim')} tested here, {len(reg) or 'none'} of them registered before "
+             f"{'its' if len(reg) == 1 else 'their'} runs" + (f"; of the others, {rest}" if rest else "") + ":"]
     for verdicts, word in ((("held",), "Survived"), (("not held",), "Did not survive"),
                            (("inconclusive", "not tested"), "Cannot be decided here")):
         items = [d for d in counted if d["verdict"] in verdicts]
         if items:
-            n_reg = sum(d["registration"] == "registered" for d in items)
             uncredited = sum(bool(d.get("learns")) and d["learns"].get("verdict") != "held" for d in items)
-            notes = [f"{n_reg or 'none'} registered"] + (
-                [f"{uncredited} not credited to the paper, its γ-Net not shown to learn"] if uncredited else [])
-            parts.append(f"{word} ({len(items)}; {', '.join(notes)}): {_list(items)}.")
+            note = f", {uncredited} not credited to the paper (its γ-Net not shown to learn)" if uncredited else ""
+            lines.append(f"- *{word}* ({len(items)}{note}): {_plain(items)}.")
     other = [d for d in group if d["kind"] not in ("paper", "course")]
     if other:
-        parts.append("Not counted: " + "; ".join(f"{_link(d)} ({d['kind']})" for d in other) + ".")
-    return head + " ".join(parts)
+        lines.append("- *Not counted*: " + "; ".join(f"{short_claim(d['claim'])} ({d['kind']})" for d in other) + ".")
+    return lines + [""]
 
 
 def _tally(claims: list) -> list:
@@ -322,14 +324,17 @@ def _details(d: dict) -> list:
 def _added_text(d: dict, c: Claim, added: dict) -> str:
     head = (f"**Seeds added after a verdict**: {added['planned']} seeds were planned (those of its first verdict), "
             f"{added['added']} came after it. ")
-    if "estimate" not in added:
-        return head + f"The interval on the added seeds alone cannot be given here: {added['why']}."
-    text = fmt_difference((added["estimate"], added["low"], added["high"]), scale=c.scale, unit=c.unit,
-                          digits=c.digits, null=c.null, signed=c.signed)
-    alone = stats.verdict(added["low"], added["high"], null=c.null, direction=c.direction)
-    return (head + f"On the {added['added']} added seeds alone: {text} ({alone}), beside {c.interval_text} "
-            f"pooled over all {c.n_seeds}. Choosing n from a verdict breaks the pooled interval's 95 %; the "
-            "added seeds' own interval does not depend on that choice.")
+    if "added_interval" not in added:
+        return head + f"The intervals on each part cannot be given here: {added['why']}."
+
+    def part(numbers):
+        text = fmt_difference(numbers, scale=c.scale, unit=c.unit, digits=c.digits, null=c.null, signed=c.signed)
+        return f"{text} ({stats.verdict(numbers[1], numbers[2], null=c.null, direction=c.direction)})"
+
+    return (head + f"On the {added['planned']} planned seeds: {part(added['planned_interval'])}; on the "
+            f"{added['added']} added seeds alone: {part(added['added_interval'])}; pooled over all {c.n_seeds}: "
+            f"{c.interval_text} ({c.verdict}). Choosing the number of seeds after a verdict breaks the pooled "
+            "interval's 95 %; the added seeds' own interval does not depend on that choice.")
 
 
 def _choices(choices: dict) -> list:
@@ -403,7 +408,7 @@ def ledger_page(claims: list, titles: dict | None = None, docs=(), choices: dict
     ]
     groups = _groups(claims)
     for page, title, sources, group in groups:
-        lines += [_summary((titles or {}).get(title, title), sources, group, page, set(docs)), ""]
+        lines += _summary((titles or {}).get(title, title), sources, group, page, set(docs))
     lines += [
         "## The tally",
         "",
@@ -433,7 +438,7 @@ def ledger_page(claims: list, titles: dict | None = None, docs=(), choices: dict
         "",
     ]
     for page, title, sources, group in groups:
-        lines += [f"### {(titles or {}).get(title, title)}", "",
+        lines += [f"### {(titles or {}).get(title, title)}", "", ":::{div} full-width",
                   "| claim | ch. | estimate [95 % interval] | verdict | registration |", "|---|---|---|---|---|"]
         for d in sorted(group, key=lambda d: (d["chapter"], d["id"])):
             c = _claim(d)
@@ -445,7 +450,7 @@ def ledger_page(claims: list, titles: dict | None = None, docs=(), choices: dict
             if d["kind"] in ("sanity check", "retired"):
                 reg += f" ({d['kind']})"
             lines.append(f"| {_link(d)} | {c.chapter} | {c.interval_text} | {verdict} | {reg} |")
-        lines.append("")
+        lines += [":::", ""]
         for d in sorted(group, key=lambda d: (d["chapter"], d["id"])):
             lines += _details(d)
     lines += _choices(choices or {})

@@ -46,13 +46,10 @@ _CE, _ENS, _MC, _FOCAL = (f"ch6/{f}/s*" for f in ("CE", "ensemble", "dropout", "
 #: chapter 5's reference recipe (``ch5/reference/<method>/s<seed>``): the chosen γ-Nets and baselines
 _REF = "ch5/reference/{}/s*"
 _SECE, _CE5 = _REF.format("FLgamma-SECE (meta lr 0.0001)"), _REF.format("CE")
-_FIRST_RECIPE = ("984a16e0", "declared with the first recipe's runs (runs('ch5/')) in commit 984a16e0; the "
-                 "reference recipe's runs replaced them in 7cc0f169")
-_INLINE_MLP = ("cf10c026", "declared (cf10c026) on an MLP the page trained itself, before the cached run ch1/mlp "
-               "(33566ae5)")
+_FIRST_RECIPE = ("984a16e0", "the first recipe's runs, replaced by the reference recipe's in 7cc0f169")
+_INLINE_MLP = ("cf10c026", "an MLP the page trained itself, replaced by the cached run ch1/mlp in 33566ae5")
 _CROSSFIT = ("ch6/heldout/n2500/s*", "ch6/crossfit/n2500/s*")
-_FIRST_CROSSFIT = ("fc722657", "first decided on the MLP's cross-fitting runs (fc722657), replaced by the "
-                   "reference CNN's in c120cf2c")
+_FIRST_CROSSFIT = ("fc722657", "the MLP's cross-fitting runs, replaced by the reference CNN's in c120cf2c")
 
 CLAIM_READS = {
     # chapter 1: the MLP (logistic regression is fitted as the page runs); the bias claims simulate
@@ -98,8 +95,7 @@ CLAIM_READS = {
     "ch5-error-cost": Reads((_SECE, _CE5), earlier=_FIRST_RECIPE[0], why=_FIRST_RECIPE[1]),
     "ch5-bins": Reads((_SECE, _CE5), earlier=_FIRST_RECIPE[0], why=_FIRST_RECIPE[1]),
     "ch5-bins-mce": Reads((_SECE, _CE5), earlier="b802cf85",
-                          why="declared (b802cf85) with the first recipe's runs; the reference recipe's replaced them "
-                              "in 7cc0f169"),
+                          why=_FIRST_RECIPE[1]),
     "ch5-gamma-spread": Reads((_SECE,), earlier=_FIRST_RECIPE[0], why=_FIRST_RECIPE[1]),
     "ch5-sgd-sece-vs-ts": Reads(("ch5/diagnosis/SGD FLgamma-SECE/s*", "ch5/diagnosis/SGD CE/s*")),
     # chapter 6: the rotated digits (CE, ensemble, MC dropout, focal loss over five seeds)
