@@ -114,6 +114,10 @@ def write_ledger(root: Path, pages: list, log=print) -> list:
         log(f"registration: not checked ({exc})")
         records = {}
     claims = with_registration(claims, records)
+    if records:
+        status = {s: sum(c["registration"] == s for c in claims) for s in ("registered", "post hoc", "amended")}
+        log("registration: " + ", ".join(f"{n} {s}" for s, n in status.items())
+            + f", {sum(c['registration'] is None for c in claims)} not checked")
     out = root / CLAIMS_JSON
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".json.tmp")
