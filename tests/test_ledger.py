@@ -175,8 +175,8 @@ def test_the_page_states_multiplicity_over_the_registered_tests_run():
     claims = ledgermod.with_registration([c.as_dict() for c in led.claims], _registered(led.claims))
     page = ledgermod.ledger_page(claims)
     # 40 registered tests were run (the untested one is not a test): 5 % of them decided by chance, 2.5 % held
-    assert "Of the 40 registered tests of the papers' claims that were run, about 2.0 would then be decided " \
-           "by chance alone, 1.0 of them as a false \"held\"" in page
+    assert "Of the 40 registered tests of the papers' claims that were run, about 2 would then be decided " \
+           "by chance alone, 1 of them as a false \"held\"" in page
     assert "not a share of the verdicts decided" in page
     assert "Holm" in page and "1 - 0.05/40" in page and "does not apply it" in page
     assert "bootstrap hull intervals: 39" in page and "t intervals over seeds paired by seed: 1" in page

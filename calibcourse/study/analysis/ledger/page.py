@@ -424,7 +424,7 @@ def ledger_page(claims: list, titles: dict | None = None, docs=(), choices: dict
         "Each verdict is a separate test at the 95 % level. If every effect sat exactly on its boundary, each "
         "interval would still exclude the boundary with probability 5 %, on the claimed side with probability "
         f"2.5 %. Of the {len(reg_tested)} registered tests of the papers' claims that were run, about "
-        f"{0.05 * len(reg_tested):.1f} would then be decided by chance alone, {0.025 * len(reg_tested):.1f} of them "
+        f"{0.05 * len(reg_tested):.2g} would then be decided by chance alone, {0.025 * len(reg_tested):.2g} of them "
         "as a false \"held\": an expectation over the tests run, not a share of the verdicts decided. A reader "
         "who wants a family-wise guarantee can apply Holm's procedure: order the claims by p-value and require "
         f"the first to be decided at level 1 - 0.05/{max(len(reg_tested), 1)}, the next at "
