@@ -144,7 +144,9 @@ def _added_seeds(claim: dict, rec: dict) -> dict | None:
     k = len(planned)
     out = {"planned": k, "n": claim.get("n_seeds"), "added": len(now) - k}
     splits = {int(s[0]): s[1:] for s in claim.get("seed_splits") or []}
-    if claim.get("n_seeds") != len(now):
+    if claim.get("estimate") is None:
+        out["why"] = "the claim has no interval"
+    elif claim.get("n_seeds") != len(now):
         out["why"] = f"the claim pairs {_count(claim.get('n_seeds') or 0, 'seed')}, the profile's runs {len(now)}"
     elif planned != sorted(now)[:k]:
         out["why"] = "the planned seeds are not the first ones"
@@ -165,7 +167,7 @@ def with_registration(claims: list, records: dict) -> list:
 
     Examples
     --------
-    >>> c = {"id": "x", "source": "guo2017calibration", "n_seeds": 4,
+    >>> c = {"id": "x", "source": "guo2017calibration", "n_seeds": 4, "estimate": 0.2,
     ...      "seed_splits": [[2, 0.3, -0.1, 0.7, 0.1, -0.2, 0.4]]}
     >>> rec = {"registration": "amended", "why": "declared before its runs", "seeds": [0, 1, 2, 3],
     ...        "planned_seeds": [0, 1], "seeds_added": {"date": "2026-11-27T22:58:44Z"},
@@ -302,7 +304,8 @@ def _details(d: dict) -> list:
     lines = [f"({'claim-' + d['id']})=", f":::{{dropdown}} {short_claim(d['claim'])}: {c.verdict}", "",
              f"**Claim** ({where}; {{cite:t}}`{c.source}`): {c.claim}.", "",
              f"**Effect**: {c.effect}{sizes}" + (f"; {c.cost}" if c.cost else "") + ".", "",
-             f"**Estimate**: {c.interval_text}{side}: {c.verdict_text()}.", ""]
+             (f"**Estimate**: {c.interval_text}{side}: {c.verdict_text()}." if c.estimate is not None
+              else f"**Verdict**: {c.verdict_text()}."), ""]
     if c.detectable is not None:
         detects = f"{c.scale * c.detectable:.{c.digits}f} {c.unit}".strip()
         under = " (*underpowered*)" if c.underpowered else ""
