@@ -9,6 +9,7 @@ from scipy.optimize import minimize_scalar
 
 from calibcourse.calibration import calibrators as C
 from calibcourse.study.course import checks
+from calibcourse.study.course.checks._harness import first_failure_stops
 from calibcourse.study.training import losses as L
 from calibcourse.calibration import metrics as M
 
@@ -54,13 +55,13 @@ def leaky_ts(zv, yv, zt, yt):  # fits on the test split
 
 
 def test_check_ece_and_mce_pass_right_and_catch_wrong_bins(capsys):
-    assert checks.check_ece(good_ece) is True
-    assert checks.check_ece(lambda p, y, n: M.ece(p, y, n_bins=n)) is True
-    assert checks.check_ece(wrong_side_ece) is False
+    assert checks.check_ece(good_ece, rules=False) is True
+    assert checks.check_ece(lambda p, y, n: M.ece(p, y, n_bins=n), rules=False) is True
+    assert checks.check_ece(wrong_side_ece, rules=False) is False
     out = capsys.readouterr().out
     assert "FAIL  confidences exactly on bin edges" in out and "closed on the right" in out
-    assert checks.check_mce(lambda p, y, n: M.mce(p, y, n_bins=n)) is True
-    assert checks.check_mce(good_ece) is False
+    assert checks.check_mce(lambda p, y, n: M.mce(p, y, n_bins=n), rules=False) is True
+    assert checks.check_mce(good_ece, rules=False) is False
 
 
 def test_unfilled_cells_are_failures_not_crashes(capsys):
@@ -76,36 +77,36 @@ def test_check_reliability_bins():
     def good(p, y, n):
         rb = M.reliability_bins(p, y, n_bins=n)
         return rb.accuracy, rb.confidence, rb.count
-    assert checks.check_reliability_bins(good) is True
-    assert checks.check_reliability_bins(lambda p, y, n: good(p, y, n + 1)) is False
+    assert checks.check_reliability_bins(good, rules=False) is True
+    assert checks.check_reliability_bins(lambda p, y, n: good(p, y, n + 1), rules=False) is False
 
 
 def test_check_temperature_scaling_catches_a_fit_on_the_test_set(capsys):
-    assert checks.check_temperature_scaling(good_ts) is True
-    assert checks.check_temperature_scaling(leaky_ts) is False
+    assert checks.check_temperature_scaling(good_ts, rules=False) is True
+    assert checks.check_temperature_scaling(leaky_ts, rules=False) is False
     assert "fitted on the TEST split" in capsys.readouterr().out
     coarse = lambda zv, yv, zt, yt: M.softmax(zt / 2.0)  # a guessed temperature
-    assert checks.check_temperature_scaling(coarse) is False
+    assert checks.check_temperature_scaling(coarse, rules=False) is False
 
 
 def test_check_binning_methods():
     hb = lambda pv, yv, pt, n: C.HistogramBinning(n_bins=n).fit(pv, yv).predict_proba(pt)[:, 1]
-    assert checks.check_histogram_binning(hb) is True
-    assert checks.check_histogram_binning(lambda pv, yv, pt, n: hb(pv, yv, pt, n + 1)) is False
+    assert checks.check_histogram_binning(hb, rules=False) is True
+    assert checks.check_histogram_binning(lambda pv, yv, pt, n: hb(pv, yv, pt, n + 1), rules=False) is False
     iso = lambda pv, yv, pt: C.IsotonicCalibration().fit(pv, yv).predict_proba(pt)[:, 1]
-    assert checks.check_isotonic(iso) is True
-    assert checks.check_isotonic(lambda pv, yv, pt: hb(pv, yv, pt, 10)) is False
+    assert checks.check_isotonic(iso, rules=False) is True
+    assert checks.check_isotonic(lambda pv, yv, pt: hb(pv, yv, pt, 10), rules=False) is False
 
 
 def test_check_sece_and_focal():
-    assert checks.check_sece(lambda p, y, h: M.sece(p, y, bandwidth=h, method="exact")) is True
+    assert checks.check_sece(lambda p, y, h: M.sece(p, y, bandwidth=h, method="exact"), rules=False) is True
     def unnormalized(p, y, h):  # forgets to divide by the kernel sum
         c, pred = p.max(1), p.argmax(1)
         k = np.exp(-((c[:, None] - c[None]) ** 2) / (2 * h * h))
         return np.mean(np.abs(k @ (pred == y) / len(c) - c))
-    assert checks.check_sece(unnormalized) is False
-    assert checks.check_focal_loss(L.focal_loss) is True
-    assert checks.check_focal_loss(lambda z, y, g: torch.nn.functional.cross_entropy(z, y)) is False
+    assert checks.check_sece(unnormalized, rules=False) is False
+    assert checks.check_focal_loss(L.focal_loss, rules=False) is True
+    assert checks.check_focal_loss(lambda z, y, g: torch.nn.functional.cross_entropy(z, y), rules=False) is False
 
 
 # ------------------------------------------------------------------ named variants, first differences
@@ -124,17 +125,17 @@ def loo_sece(probs, labels, h):  # sample i left out of its own smoothed accurac
 
 
 def test_check_ece_names_the_unweighted_average_of_bin_gaps(capsys):
-    assert checks.check_ece(unweighted_ece) is False
+    assert checks.check_ece(unweighted_ece, rules=False) is False
     out = capsys.readouterr().out
     assert "UNWEIGHTED average of |acc - conf|" in out
-    checks.check_ece(wrong_side_ece)  # a different bug is not called unweighted
+    checks.check_ece(wrong_side_ece, rules=False)  # a different bug is not called unweighted
     assert "UNWEIGHTED" not in capsys.readouterr().out
 
 
 def test_check_sece_names_the_leave_one_out_variant(capsys):
-    assert checks.check_sece(loo_sece) is False
+    assert checks.check_sece(loo_sece, rules=False) is False
     assert "LEAVE-ONE-OUT variant" in capsys.readouterr().out
-    checks.check_sece(lambda p, y, h: M.sece(p, y, bandwidth=h, method="exact") + 0.01)
+    checks.check_sece(lambda p, y, h: M.sece(p, y, bandwidth=h, method="exact") + 0.01, rules=False)
     assert "LEAVE-ONE-OUT" not in capsys.readouterr().out
 
 
@@ -145,13 +146,13 @@ def test_array_checks_show_the_first_element_that_differs(capsys):
         out = iso(pv, yv, pt).copy()
         out[7] += 0.01
         return out
-    assert checks.check_isotonic(one_off) is False
+    assert checks.check_isotonic(one_off, rules=False) is False
     out = capsys.readouterr().out
     pv, yv, pt = checks.lab3._binary_scores(0)
     assert f"1 of {pt.size} values differ; the first at index 7: expected {iso(pv, yv, pt)[7]:.6g}" in out
     assert f"(test score {pt[7]:.6g})" in out
     hb = lambda pv, yv, pt, n: C.HistogramBinning(n_bins=n).fit(pv, yv).predict_proba(pt)[:, 1]
-    assert checks.check_histogram_binning(lambda pv, yv, pt, n: hb(pv, yv, pt, n)[::-1]) is False
+    assert checks.check_histogram_binning(lambda pv, yv, pt, n: hb(pv, yv, pt, n)[::-1], rules=False) is False
     assert "the first at index 0" in capsys.readouterr().out
 
     def counts_off(p, y, n):
@@ -159,14 +160,14 @@ def test_array_checks_show_the_first_element_that_differs(capsys):
         count = rb.count.copy()
         count[-1] += 1
         return rb.accuracy, rb.confidence, count
-    assert checks.check_reliability_bins(counts_off) is False
+    assert checks.check_reliability_bins(counts_off, rules=False) is False
     assert "count: 1 of 5 values differ; the first at index 4" in capsys.readouterr().out
 
 
 def test_strict_raises_the_report_and_prints_nothing(capsys):
-    assert checks.check_ece(good_ece, strict=True) is True
+    assert checks.check_ece(good_ece, strict=True, rules=False) is True
     with pytest.raises(checks.CheckFailure, match="UNWEIGHTED") as err:
-        checks.check_ece(unweighted_ece, strict=True)
+        checks.check_ece(unweighted_ece, strict=True, rules=False)
     assert isinstance(err.value, AssertionError) and "check_ece: 1 passed, 5 failed" in str(err.value)
     assert capsys.readouterr().out == ""
 
@@ -178,30 +179,31 @@ def test_seeds_give_other_inputs_and_right_answers_pass_on_all(capsys):
         seen.append((p.tobytes(), n))
         return M.ece(p, y, n_bins=n)
     for seed in (0, 0, 12345):
-        assert checks.check_ece(recording, seed=seed) is True
+        assert checks.check_ece(recording, seed=seed, rules=False) is True
     k = len(seen) // 3
     assert seen[:k] == seen[k: 2 * k] and not set(seen[:k]) & set(seen[2 * k:])
     for seed in (1, 987654):  # every reference passes its own check on other inputs too
-        assert checks.check_temperature_scaling(good_ts, seed=seed) is True
+        assert checks.check_temperature_scaling(good_ts, seed=seed, rules=False) is True
         assert checks.check_isotonic(lambda pv, yv, pt: C.IsotonicCalibration().fit(pv, yv).predict_proba(pt)[:, 1],
-                                     seed=seed) is True
-        assert checks.check_sece(lambda p, y, h: M.sece(p, y, bandwidth=h, method="exact"), seed=seed) is True
+                                     seed=seed, rules=False) is True
+        assert checks.check_sece(lambda p, y, h: M.sece(p, y, bandwidth=h, method="exact"), seed=seed,
+                                 rules=False) is True
         assert checks.check_reliability_bins(
             lambda p, y, n: (lambda rb: (rb.accuracy, rb.confidence, rb.count))(M.reliability_bins(p, y, n_bins=n)),
-            seed=seed) is True
+            seed=seed, rules=False) is True
     with pytest.raises(ValueError, match="seed must be an integer >= 0"):
-        checks.check_ece(good_ece, seed=-1)
+        checks.check_ece(good_ece, seed=-1, rules=False)
 
 
 def test_not_a_function_and_unfilled_fail_once_with_a_reason(capsys):
-    assert checks.check_mce(None) is False
+    assert checks.check_mce(None, rules=False) is False
     assert "fn must be a function; got None" in capsys.readouterr().out
-    assert checks.check_ece(unfilled) is False
+    assert checks.check_ece(unfilled, rules=False) is False
     out = capsys.readouterr().out
     assert "FAIL" not in out and "failed" not in out
     assert out.strip() == "check_ece: not written yet, its 6 cases not run"
     with pytest.raises(checks.CheckFailure, match="not written yet"):
-        checks.check_ece(unfilled, strict=True)
+        checks.check_ece(unfilled, strict=True, rules=False)
 
     calls = []
 
@@ -210,18 +212,18 @@ def test_not_a_function_and_unfilled_fail_once_with_a_reason(capsys):
         if len(calls) > 1:
             raise NotImplementedError
         return M.ece(p, y, n_bins=n_bins)
-    assert checks.check_ece(half_done) is False
+    assert checks.check_ece(half_done, rules=False) is False
     out = capsys.readouterr().out
     assert "check_ece: 1 passed, 0 failed, then NotImplementedError: 5 cases not run" in out
 
 
 # ------------------------------------------------------------------ the checks of the new exercises
 def test_check_softmax_temperature():
-    assert checks.check_softmax_temperature(lambda z, t: M.softmax(z / t)) is True
+    assert checks.check_softmax_temperature(lambda z, t: M.softmax(z / t), rules=False) is True
     naive = lambda z, t: np.exp(z / t) / np.exp(z / t).sum(1, keepdims=True)  # overflows at 1000
     with np.errstate(all="ignore"):
-        assert checks.check_softmax_temperature(naive) is False
-    assert checks.check_softmax_temperature(lambda z, t: M.softmax(z * t)) is False
+        assert checks.check_softmax_temperature(naive, rules=False) is False
+    assert checks.check_softmax_temperature(lambda z, t: M.softmax(z * t), rules=False) is False
 
 
 def test_check_grid_temperature_names_the_nll_optimum(capsys):
@@ -229,9 +231,9 @@ def test_check_grid_temperature_names_the_nll_optimum(capsys):
 
     def by(column):
         return lambda zv, yv, g, n: TemperatureScaling.grid(zv, yv, g, n_bins=n).best(column)
-    assert checks.check_grid_temperature(by("ece")) is True
+    assert checks.check_grid_temperature(by("ece"), rules=False) is True
     capsys.readouterr()
-    assert checks.check_grid_temperature(by("nll")) is False
+    assert checks.check_grid_temperature(by("nll"), rules=False) is False
     assert "your T is the grid's NLL optimum" in capsys.readouterr().out
 
 
@@ -242,14 +244,15 @@ def test_check_platt_against_sklearn_unpenalized():
     def sk(pv, yv, pt, C=1e10):
         m = LogisticRegression(C=C, tol=1e-12, max_iter=10000).fit(logit(pv)[:, None], yv)
         return m.predict_proba(logit(pt)[:, None])[:, 1]
-    assert checks.check_platt(sk) is True
-    assert checks.check_platt(lambda pv, yv, pt: sk(pv, yv, pt, C=1.0)) is False  # sklearn's default penalty
+    assert checks.check_platt(sk, rules=False) is True
+    # sklearn's default penalty
+    assert checks.check_platt(lambda pv, yv, pt: sk(pv, yv, pt, C=1.0), rules=False) is False
 
 
 def test_check_flsd53():
-    assert checks.check_flsd53(L.flsd53_loss) is True
-    assert checks.check_flsd53(lambda z, y: L.focal_loss(z, y, 3.0)) is False
-    assert checks.check_flsd53(lambda z, y: L.flsd53_loss(z, y).item()) is False  # not differentiable
+    assert checks.check_flsd53(L.flsd53_loss, rules=False) is True
+    assert checks.check_flsd53(lambda z, y: L.focal_loss(z, y, 3.0), rules=False) is False
+    assert checks.check_flsd53(lambda z, y: L.flsd53_loss(z, y).item(), rules=False) is False  # not differentiable
 
 
 # ------------------------------------------------------------------ the labs' fourth graded parts
@@ -279,36 +282,37 @@ def top(s, y, n_bins):
 
 @pytest.mark.parametrize("seed", [0, 7, 123456])
 def test_fourth_parts_pass_independent_implementations_on_every_seed(seed, capsys):
-    assert checks.check_ece_l2(good_ece_l2, seed=seed) is True
-    assert checks.check_classwise_ece(good_classwise, seed=seed) is True
+    assert checks.check_ece_l2(good_ece_l2, seed=seed, rules=False) is True
+    assert checks.check_classwise_ece(good_classwise, seed=seed, rules=False) is True
     torch_nll = lambda z, y, t: float(torch.nn.functional.cross_entropy(
         torch.as_tensor(z / t, dtype=torch.float64), torch.as_tensor(y)))
-    assert checks.check_nll_temperature(torch_nll, seed=seed) is True
+    assert checks.check_nll_temperature(torch_nll, seed=seed, rules=False) is True
 
     def paired(sa, sb, y, idx, n_bins):  # the bootstrap with np.quantile and its own loop, top-label by hand
         reps = np.empty(len(idx))
         for r, i in enumerate(idx):
             reps[r] = top(sa[i], y[i], n_bins) - top(sb[i], y[i], n_bins)
         return (top(sa, y, n_bins) - top(sb, y, n_bins), *np.quantile(reps, [0.025, 0.975]))
-    assert checks.check_paired_difference(paired, seed=seed) is True
+    assert checks.check_paired_difference(paired, seed=seed, rules=False) is True
 
 
 def test_fourth_parts_catch_wrong_answers(capsys):
-    assert checks.check_ece_l2(lambda p, y, n: wrong_side_ece(p, y, n) ** 0.5) is False  # wrong bins, wrong norm
-    assert checks.check_ece_l2(lambda p, y, n: M.ece(p, y, n_bins=n)) is False        # the l1 ECE
+    # wrong bins, wrong norm
+    assert checks.check_ece_l2(lambda p, y, n: wrong_side_ece(p, y, n) ** 0.5, rules=False) is False
+    assert checks.check_ece_l2(lambda p, y, n: M.ece(p, y, n_bins=n), rules=False) is False        # the l1 ECE
     out = capsys.readouterr().out
     assert "SQUARED gaps" in out
-    assert checks.check_classwise_ece(lambda p, y, n: M.ece(p, y, n_bins=n)) is False   # top-label only
+    assert checks.check_classwise_ece(lambda p, y, n: M.ece(p, y, n_bins=n), rules=False) is False   # top-label only
     assert "bin p_k (every sample" in capsys.readouterr().out
 
     def naive_nll(z, y, t):  # log of a softmax that underflows
         e = np.exp(z / t - (z / t).max(1, keepdims=True))
         with np.errstate(divide="ignore"):
             return -np.mean(np.log((e / e.sum(1, keepdims=True))[np.arange(len(y)), y]))
-    assert checks.check_nll_temperature(naive_nll) is False
+    assert checks.check_nll_temperature(naive_nll, rules=False) is False
     out = capsys.readouterr().out
-    assert "underflows" in out and "3 passed, 1 failed" in out
-    assert checks.check_nll_temperature(lambda z, y, t: M.nll(M.softmax(z), y)) is False  # T ignored
+    assert "underflows" in out and "4 passed, 1 failed" in out
+    assert checks.check_nll_temperature(lambda z, y, t: M.nll(M.softmax(z), y), rules=False) is False  # T ignored
 
     def percentile_90(sa, sb, y, idx, n_bins):
         d = [top(sa[i], y[i], n_bins) - top(sb[i], y[i], n_bins) for i in idx]
@@ -322,17 +326,17 @@ def test_fourth_parts_catch_wrong_answers(capsys):
         d = [top(sa[i], y[i], n_bins) - top(sb[j], y[j], n_bins) for i, j in zip(idx, idx[::-1])]
         return (top(sa, y, n_bins) - top(sb, y, n_bins), *np.percentile(d, [2.5, 97.5]))
     for wrong, where in ((percentile_90, "low"), (mean_of_replicates, "estimate"), (unpaired, "low")):
-        assert checks.check_paired_difference(wrong) is False, wrong.__name__
+        assert checks.check_paired_difference(wrong, rules=False) is False, wrong.__name__
         assert f"({where})" in capsys.readouterr().out, wrong.__name__
-    assert checks.check_paired_difference(lambda *a: (0.0, 0.0)) is False
+    assert checks.check_paired_difference(lambda *a: (0.0, 0.0), rules=False) is False
     assert "expected (estimate, low, high)" in capsys.readouterr().out
 
     def positive_class(sa, sb, y, idx, n_bins):  # P(1) against the fraction of positives, not chapter 3's
         d = [M.ece(sa[i], y[i], n_bins=n_bins) - M.ece(sb[i], y[i], n_bins=n_bins) for i in idx]
         return (M.ece(sa, y, n_bins=n_bins) - M.ece(sb, y, n_bins=n_bins), *np.percentile(d, [2.5, 97.5]))
-    assert checks.check_paired_difference(positive_class) is False
+    assert checks.check_paired_difference(positive_class, rules=False) is False
     assert "positive class" in capsys.readouterr().out
-    assert checks.check_paired_difference(lambda *a: (0.0, 0.0)) is False
+    assert checks.check_paired_difference(lambda *a: (0.0, 0.0), rules=False) is False
     assert "expected (estimate, low, high)" in capsys.readouterr().out
 
 
@@ -344,24 +348,35 @@ def _hidden_seeds(lab, question, n=200):
     return [hidden_seed(lab, question, secret=f"course {i}") for i in range(n)]
 
 
-def _fails(check, fn, seed):
+def _fails(check, fn, seed, **kwargs):
+    """Whether ``fn`` fails ``check``'s hidden test of ``seed`` on its numbers (the rules off: a known-wrong
+    answer must fail for being wrong). The check stops at its first failed case: the same verdict, sooner."""
     try:
-        check(fn, seed=seed, strict=True)
+        with first_failure_stops():
+            check(fn, seed=seed, strict=True, rules=kwargs.pop("rules", False), **kwargs)
     except checks.CheckFailure:
         return True
     return False
 
 
-def _grid(zv, yv, temperatures, n_bins, pick=np.argmin, measure="ece"):
-    g = C.TemperatureScaling.grid(zv, yv, temperatures, n_bins=n_bins)
-    values = g.ece if measure == "ece" else g.nll
-    return temperatures[int(pick(values))]
+def _grid(zv, yv, temperatures, n_bins, pick="first", weighted=True, measure="ece"):
+    """The hand search written out with this file's softmax and Guo's bins (no library): the T of the
+    smallest validation ECE, the first one on ties (``pick="last"``: the last one; ``"largest"``: the
+    largest ECE), or of the smallest NLL."""
+    values = np.array([_summary(*_bin_stats(_softmax_t(zv, t), yv, n_bins), weighted=weighted)
+                       if measure == "ece" else _nll_right(zv, yv, t) for t in temperatures])
+    if pick == "largest":
+        return temperatures[int(np.argmax(values))]
+    best = np.flatnonzero(values == values.min())
+    return temperatures[int(best[0] if pick == "first" else best[-1])]
 
 
 GRID_WRONG = {
     "ignores n_bins (always 15)": lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, 15),
     "the NLL optimum": lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, n_bins, measure="nll"),
-    "the largest ECE": lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, n_bins, pick=np.argmax),
+    "the largest ECE": lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, n_bins, pick="largest"),
+    "the last index on ties": lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, n_bins, pick="last"),
+    "the unweighted ECE": lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, n_bins, weighted=False),
 }
 
 
@@ -376,10 +391,26 @@ def _nll_right(z, y, t, scale=1.0):
     return -np.mean(log_softmax(z / (t * scale), axis=1)[np.arange(len(y)), y])
 
 
+def _nll_global_max(z, y, t):  # log-sum-exp with one maximum for the whole array, not each row's
+    z = np.asarray(z, float) / t
+    z = z - z.max()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_p = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return -np.mean(log_p[np.arange(len(y)), y])
+
+
+def _nll_clipped(z, y, t, how="clip"):  # the naive NLL with the log's argument kept above 0
+    p = _softmax_t(z, t)[np.arange(len(y)), y]
+    return -np.mean(np.log(np.clip(p, 1e-12, None) if how == "clip" else p + 1e-12))
+
+
 NLL_WRONG = {
     "log of an underflowing softmax": _nll_naive,
     "forgets the temperature": lambda z, y, t: _nll_right(z, y, 1.0),
     "the sum, not the mean": lambda z, y, t: len(y) * _nll_right(z, y, t),
+    "one maximum for the whole array": _nll_global_max,
+    "the softmax clipped at 1e-12": _nll_clipped,
+    "log(p + 1e-12)": lambda z, y, t: _nll_clipped(z, y, t, how="add"),
 }
 
 
@@ -422,9 +453,13 @@ LAB1 = {
         "ignores n_bins": lambda p, y, n: _summary(*_bin_stats(p, y, 15), l2=True),
         "bins closed on the left": lambda p, y, n: _summary(*_bin_stats(p, y, n, side="right"), l2=True)}),
 }
-def _softmax_t(z, t, scale=None, axis=1, shift=True):
-    z = np.asarray(z, dtype=float) / t if scale is None else np.asarray(z, dtype=float) * scale
-    if shift:
+def _softmax_t(z, t, scale=None, axis=1, shift=True, dtype=float):
+    """softmax(z / T) written out; or a mistake: z * scale, over the samples (axis=0), no maximum subtracted
+    (shift=False), one maximum for the whole array (shift="global"), in float32 (dtype)."""
+    z = np.asarray(z, dtype=dtype) / dtype(t) if scale is None else np.asarray(z, dtype=dtype) * scale
+    if shift == "global":
+        z = z - z.max()
+    elif shift:
         z = z - z.max(axis=axis, keepdims=True)
     with np.errstate(over="ignore", invalid="ignore"):   # without the shift, exp(1000) overflows
         e = np.exp(z)
@@ -444,7 +479,9 @@ LAB2 = {
         "no max shift (overflows)": lambda z, t: _softmax_t(z, t, shift=False),
         "ignores T": lambda z, t: _softmax_t(z, 1.0),
         "multiplies by T": lambda z, t: _softmax_t(z, t, scale=t),
-        "normalizes over the samples": lambda z, t: _softmax_t(z, t, axis=0)}),
+        "normalizes over the samples": lambda z, t: _softmax_t(z, t, axis=0),
+        "one maximum for the whole array": lambda z, t: _softmax_t(z, t, shift="global"),
+        "in float32": lambda z, t: _softmax_t(z, t, dtype=np.float32)}),
     "q2": (checks.check_temperature_scaling, lambda zv, yv, zt, yt: _softmax_t(zt, _t_nll(zv, yv)), {
         "fitted on the test split": lambda zv, yv, zt, yt: _softmax_t(zt, _t_nll(zt, yt)),
         "no calibration": lambda zv, yv, zt, yt: _softmax_t(zt, 1.0),
@@ -580,7 +617,7 @@ LAB4 = {
 HIDDEN_CASES = [("lab1_ece", q, *LAB1[q]) for q in LAB1] + [("lab2_temperature", q, *LAB2[q]) for q in LAB2] + [
     ("lab3_binning", q, *LAB3[q]) for q in LAB3] + [("lab4_sece_focal", q, *LAB4[q]) for q in LAB4] + [
     ("lab2_temperature", "q3", checks.check_grid_temperature,
-     lambda zv, yv, ts, n_bins: _grid(zv, yv, ts, n_bins), GRID_WRONG),
+     _grid, GRID_WRONG),
     ("lab2_temperature", "q4", checks.check_nll_temperature, _nll_right, NLL_WRONG)]
 
 
@@ -613,13 +650,158 @@ def test_hidden_reports_show_no_inputs_or_expected_values(lab, question, check, 
     seed = _hidden_seeds(lab, question)[0]
     for name, fn in wrong.items():
         with pytest.raises(checks.CheckFailure) as hidden:
-            check(fn, seed=seed, strict=True)
+            check(fn, seed=seed, strict=True, rules=False)
         text = str(hidden.value)
         assert "FAIL  hidden case" in text and "expected" not in text, (name, text)
         body = "\n".join(line for line in text.splitlines() if not line.strip().startswith("hint:"))
-        stray = re.findall(r"\d+(?:\.\d+)?", re.sub(r"hidden case \d+|\d+ passed|\d+ failed|check_\w+", "", body))
+        # the tolerance that decides a numeric case is stated: a fixed number of the check, no input
+        assert "by more than the tolerance (" in text or "tolerance" not in text, text
+        stray = re.findall(r"\d+(?:\.\d+)?", re.sub(r"hidden case \d+|\d+ passed|\d+ failed|check_\w+|"
+                                                     r"the tolerance \([^)]*\)|float32|float64", "", body))
         assert not stray, (name, stray, text)  # the hints are fixed sentences, the same for every case
         try:  # the public check of the same answer names the input and the expected value
-            check(fn, seed=0, strict=True)
+            check(fn, seed=0, strict=True, rules=False)
         except checks.CheckFailure as public:
             assert "expected" in str(public) or "differ" in str(public) or "match" in str(public), str(public)
+
+
+# ------------------------------------------------------------------ the rules: what an exercise may not call
+def _helper_softmax(z):  # a helper in another module that hands over the library's answer
+    return M.softmax(z)
+
+
+def _exec_softmax():  # code made at run time: the call is what counts, not how it is written
+    namespace = {"metrics": M}
+    exec("def f(z, t):\n    return getattr(metrics, 'soft' + 'max')(z / t)", namespace)
+    return namespace["f"]
+
+
+def _torch_nll(z, y, t, how):
+    zt, yt = torch.as_tensor(np.asarray(z, float) / t), torch.as_tensor(y)
+    if how == "cross_entropy":
+        return float(torch.nn.functional.cross_entropy(zt, yt))
+    if how == "module":
+        return float(torch.nn.CrossEntropyLoss()(zt, yt))
+    if how == "logsumexp":
+        return float((torch.logsumexp(zt, 1) - zt[torch.arange(len(y)), yt]).mean())
+    return float(-zt.log_softmax(1)[torch.arange(len(y)), yt].mean())
+
+
+def _scipy_nll(z, y, t, how):
+    from scipy.special import log_softmax, logsumexp
+    z = np.asarray(z, float) / t
+    if how == "logsumexp":
+        return float(np.mean(logsumexp(z, axis=1) - z[np.arange(len(y)), y]))
+    return float(-np.mean(log_softmax(z, axis=1)[np.arange(len(y)), y]))
+
+
+def _routes():
+    """Per check, ways to hand over the library's (or an equivalent library's) answer instead of writing it."""
+    import functools
+
+    import scipy.special as sp
+    from sklearn.isotonic import IsotonicRegression
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import log_loss
+    from sklearn.utils.extmath import softmax as sk_softmax
+
+    from calibcourse.calibration import binning
+    sm = M.softmax  # an alias
+    return {
+        checks.check_softmax_temperature: {
+            "np.exp(metrics.log_softmax(z / T))": lambda z, t: np.exp(M.log_softmax(z / t)),
+            "getattr(metrics, 'soft' + 'max')": lambda z, t: getattr(M, "soft" + "max")(z / t),
+            "an alias of metrics.softmax": lambda z, t: sm(z / t),
+            "functools.partial(metrics.softmax)": lambda z, t: functools.partial(M.softmax, axis=1)(z / t),
+            "a helper in another module": lambda z, t: _helper_softmax(z / t),
+            "code made by exec": _exec_softmax(),
+            "metrics.logits_to_probs": lambda z, t: M.logits_to_probs(z / t),
+            "scipy.special.softmax": lambda z, t: sp.softmax(z / t, axis=1),
+            "np.exp(scipy.special.log_softmax)": lambda z, t: np.exp(sp.log_softmax(z / t, axis=1)),
+            "scikit-learn's softmax": lambda z, t: sk_softmax(np.array(z / t)),
+            "torch.softmax": lambda z, t: torch.softmax(torch.as_tensor(z / t), 1).numpy(),
+            "Tensor.log_softmax().exp()": lambda z, t: torch.as_tensor(z / t).log_softmax(1).exp().numpy(),
+            "nn.Softmax": lambda z, t: torch.nn.Softmax(dim=1)(torch.as_tensor(z / t)).numpy()},
+        checks.check_temperature_scaling: {
+            "TemperatureScaling": lambda zv, yv, zt, yt: C.TemperatureScaling().fit(zv, yv).predict_proba(zt),
+            "getattr(calibrators, ...)": lambda zv, yv, zt, yt: getattr(C, "Temperature" + "Scaling")().fit(
+                zv, yv).predict_proba(zt)},
+        checks.check_grid_temperature: {
+            "TemperatureScaling.grid": lambda zv, yv, ts, n: C.TemperatureScaling.grid(zv, yv, ts, n_bins=n).best()},
+        checks.check_nll_temperature: {
+            "torch's cross_entropy": lambda z, y, t: _torch_nll(z, y, t, "cross_entropy"),
+            "nn.CrossEntropyLoss": lambda z, y, t: _torch_nll(z, y, t, "module"),
+            "torch.logsumexp": lambda z, y, t: _torch_nll(z, y, t, "logsumexp"),
+            "Tensor.log_softmax": lambda z, y, t: _torch_nll(z, y, t, "log_softmax"),
+            "scipy.special.log_softmax": lambda z, y, t: _scipy_nll(z, y, t, "log_softmax"),
+            "scipy.special.logsumexp": lambda z, y, t: _scipy_nll(z, y, t, "logsumexp"),
+            "metrics.nll": lambda z, y, t: M.nll(M.softmax(z / t), y),
+            "np.log(np.exp(metrics.log_softmax))": lambda z, y, t: -np.mean(
+                np.log(np.exp(M.log_softmax(z / t)))[np.arange(len(y)), y]),
+            "scikit-learn's log_loss": lambda z, y, t: log_loss(y, _softmax_t(z, t), labels=np.arange(z.shape[1]))},
+        checks.check_ece: {
+            "getattr(metrics, 'e' + 'ce')": lambda p, y, n: getattr(M, "e" + "ce")(p, y, n_bins=n),
+            "binning.uniform_edges": lambda p, y, n: good_ece(p, y, n) + 0 * binning.uniform_edges(n).sum()},
+        checks.check_histogram_binning: {
+            "HistogramBinning": lambda sv, yv, st, n: C.HistogramBinning(n_bins=n).fit(sv, yv).predict_proba(st)[:, 1]},
+        checks.check_isotonic: {
+            "scikit-learn's IsotonicRegression": lambda sv, yv, st: IsotonicRegression(out_of_bounds="clip").fit(
+                sv, yv).predict(st)},
+        checks.check_platt: {
+            "scikit-learn's LogisticRegression": lambda sv, yv, st: LogisticRegression(C=1e10).fit(
+                _logit(sv)[:, None], yv).predict_proba(_logit(st)[:, None])[:, 1]},
+        checks.check_sece: {"metrics.sece": lambda p, y, h: M.sece(p, y, bandwidth=h, method="exact")},
+        checks.check_focal_loss: {"the course's focal loss": L.focal_loss},
+        checks.check_classwise_ece: {"metrics.classwise_ece": lambda p, y, n: M.classwise_ece(p, y, n_bins=n)},
+    }
+
+
+def test_a_call_the_exercise_forbids_fails_the_check_whatever_its_route(capsys):
+    """The rules watch what the function calls, not how it is spelled: every route to the library's answer (or
+    an equivalent's) fails the check shown in the notebook, and names what it called; the same numbers
+    written with numpy pass."""
+    for check, routes in _routes().items():
+        for name, fn in routes.items():
+            with np.errstate(all="ignore"):
+                assert check(fn) is False, (check.__name__, name)
+            out = capsys.readouterr().out
+            assert "which this exercise does not allow" in out and "then stopped" in out, (check.__name__, name, out)
+    assert checks.check_softmax_temperature(lambda z, t: _softmax_t(z, t)) is True
+    assert checks.check_nll_temperature(_nll_right) is False  # scipy.special.log_softmax is not allowed there
+    assert "scipy.special.log_softmax" in capsys.readouterr().out
+    assert checks.check_grid_temperature(_grid) is True
+    assert checks.check_ece(good_ece) is True
+    assert checks.check_ece(good_ece, rules=False) is True
+
+
+@pytest.mark.parametrize("check", list(_routes()), ids=lambda c: c.__name__)
+def test_a_forbidden_route_fails_the_hidden_test_on_every_seed(check):
+    """The graded tests run the same check, so a route to the library's answer loses the hidden points on every
+    one of 200 courses' seeds too (and says why, in words that name no input)."""
+    lab, question = next((lab, q) for lab, q, c, *_ in HIDDEN_CASES if c is check)
+    routes = _routes()[check]
+    for seed in _hidden_seeds(lab, question):
+        for name, fn in routes.items():
+            with pytest.raises(checks.CheckFailure, match="which this exercise does not allow"):
+                with np.errstate(all="ignore"):
+                    check(fn, seed=seed, strict=True)
+
+
+def test_the_watch_cannot_be_turned_off_from_inside():
+    import sys
+    import threading
+
+    def sneaky(z, t):
+        sys.setprofile(None)  # the watch off, then the library's answer
+        return M.softmax(z / t)
+
+    def threaded(z, t):
+        out = {}
+        worker = threading.Thread(target=lambda: out.update(p=M.softmax(z / t)))
+        worker.start()
+        worker.join()
+        return out["p"]
+    for fn, what in ((sneaky, "sys.setprofile"), (threaded, "calibcourse.calibration.metrics.softmax")):
+        with pytest.raises(checks.CheckFailure, match=what):
+            checks.check_softmax_temperature(fn, strict=True)
+    assert sys.getprofile() is None and threading.getprofile() is None

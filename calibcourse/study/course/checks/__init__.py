@@ -17,7 +17,16 @@ lab; the graded assignments (:mod:`calibcourse.tools.assignments`) run the same 
 with another seed, on inputs the student has never seen, so that a function
 that special-cases the visible inputs does not earn those points. ``strict=True``
 prints nothing and raises :class:`CheckFailure` (an ``AssertionError``) with the
-report of the failed cases, the form an autograder's test needs.
+report of the failed cases, the form an autograder's test needs. A numeric case's
+report states the tolerance that decides it.
+
+Every check also enforces its exercise's rules (``rules=True``, the default;
+:mod:`.rules`): a function that calls what the exercise asks it to write (the
+library's version, or scipy's, scikit-learn's or torch's equivalent), by whatever
+route, fails the check, in the notebook and in every graded test alike.
+``rules=False`` checks the numbers only. Lab 2's checks grade one of a few
+variants of their exercise (``variant=``, :data:`.lab2.VARIANTS`), which a course
+chooses by its secret.
 """
 from __future__ import annotations
 

@@ -99,8 +99,8 @@ def _unweighted_ece(p, y, n_bins):
     return float(np.mean(np.abs(rb.gap[keep])))
 
 
-def _check_binned(fn, name, reference, verbose, strict, seed, what, hint_text=None, extra=()):
-    report = _start(name, fn, verbose, strict, seed)
+def _check_binned(fn, name, reference, verbose, strict, seed, rules, what, hint_text=None, extra=()):
+    report = _start(name, fn, verbose, strict, seed, rules)
     for label, p, y, n_bins in _binned_cases(seed) + list(extra):
         ok, got = _call(report, label, fn, p, y, n_bins)
         if not ok:
@@ -118,11 +118,11 @@ def _check_binned(fn, name, reference, verbose, strict, seed, what, hint_text=No
                 detail += ("\nyour value is the UNWEIGHTED average of |acc - conf| over the non-empty bins: "
                            "a bin of 2 samples counts as much as a bin of 200")
                 hint = "ECE = sum_m |B_m| / n * |acc(B_m) - conf(B_m)|: weight each bin by its share of samples"
-        report.case(label, good, detail, hint)
+        report.case(label, good, detail, hint, tol="1e-06, absolute")
     return report.done()
 
 
-def check_ece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
+def check_ece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False, rules: bool = True) -> bool:
     """Check ``fn(probs, labels, n_bins) -> float``: top-label ECE with Guo et al.'s bins.
 
     An unweighted average of the bin gaps (every non-empty bin counting the same) is
@@ -138,6 +138,9 @@ def check_ece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False)
         0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
     strict : bool, default=False
         Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+    rules : bool, default=True
+        Fail a function that calls what the exercise does not allow (:mod:`.rules`); False: check
+        the numbers only.
 
     Returns
     -------
@@ -148,13 +151,13 @@ def check_ece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False)
     --------
     >>> from calibcourse.study.course import checks
     >>> from calibcourse.calibration import metrics
-    >>> checks.check_ece(lambda p, y, n: metrics.ece(p, y, n_bins=n))
+    >>> checks.check_ece(lambda p, y, n: metrics.ece(p, y, n_bins=n), rules=False)
     check_ece: 6 passed, 0 failed -> all passed
     True
     >>> def unweighted_ece(p, y, n_bins):        # every non-empty bin counts the same
     ...     rb = metrics.reliability_bins(p, y, n_bins=n_bins)
     ...     return float(np.mean(np.abs(rb.gap[rb.count > 0])))
-    >>> checks.check_ece(unweighted_ece)  # doctest: +ELLIPSIS
+    >>> checks.check_ece(unweighted_ece, rules=False)  # doctest: +ELLIPSIS
       FAIL  confidences exactly on bin edges (5 bins), and exactly 1.0
             probs[:, max] = [0.8, 0.6, 0.6, 0.8, 1. , 0.5] ..., labels = [0, 1, 1, 0, 1, 0] ..., n_bins = 5
             expected ECE = 0.085714, got 0.06666666666666665
@@ -164,10 +167,10 @@ def check_ece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False)
     check_ece: 1 passed, 5 failed -> 5 failed
     False
     """
-    return _check_binned(fn, "check_ece", M.ece, verbose, strict, seed, "ECE")
+    return _check_binned(fn, "check_ece", M.ece, verbose, strict, seed, rules, "ECE")
 
 
-def check_mce(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
+def check_mce(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False, rules: bool = True) -> bool:
     """Check ``fn(probs, labels, n_bins) -> float``: top-label MCE over non-empty bins.
 
     Parameters
@@ -180,6 +183,9 @@ def check_mce(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False)
         0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
     strict : bool, default=False
         Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+    rules : bool, default=True
+        Fail a function that calls what the exercise does not allow (:mod:`.rules`); False: check
+        the numbers only.
 
     Returns
     -------
@@ -193,19 +199,20 @@ def check_mce(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False)
 
     >>> from calibcourse.study.course import checks
     >>> from calibcourse.calibration import metrics
-    >>> checks.check_mce(lambda p, y, n: metrics.mce(p, y, n_bins=n), strict=True)
+    >>> checks.check_mce(lambda p, y, n: metrics.mce(p, y, n_bins=n), strict=True, rules=False)
     True
-    >>> checks.check_mce(lambda p, y, n: metrics.ece(p, y, n_bins=n), strict=True)
+    >>> checks.check_mce(lambda p, y, n: metrics.ece(p, y, n_bins=n), strict=True, rules=False)
     Traceback (most recent call last):
         ...
     calibcourse.study.course.checks.CheckFailure: check_mce: 1 passed, 5 failed -> 5 failed
       FAIL  confidences exactly on bin edges (5 bins), and exactly 1.0
     ...
     """
-    return _check_binned(fn, "check_mce", M.mce, verbose, strict, seed, "MCE")
+    return _check_binned(fn, "check_mce", M.mce, verbose, strict, seed, rules, "MCE")
 
 
-def check_reliability_bins(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
+def check_reliability_bins(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False,
+                           rules: bool = True) -> bool:
     """Check ``fn(probs, labels, n_bins) -> (accuracy, confidence, count)`` per bin
     (NaN, or anything, for the accuracy and confidence of an empty bin; count 0).
 
@@ -219,6 +226,9 @@ def check_reliability_bins(fn, verbose: bool = False, *, seed: int = 0, strict: 
         0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
     strict : bool, default=False
         Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+    rules : bool, default=True
+        Fail a function that calls what the exercise does not allow (:mod:`.rules`); False: check
+        the numbers only.
 
     Returns
     -------
@@ -232,11 +242,11 @@ def check_reliability_bins(fn, verbose: bool = False, *, seed: int = 0, strict: 
     >>> def per_bin(p, y, n_bins):
     ...     rb = metrics.reliability_bins(p, y, n_bins=n_bins)
     ...     return rb.accuracy, rb.confidence, rb.count
-    >>> checks.check_reliability_bins(per_bin)
+    >>> checks.check_reliability_bins(per_bin, rules=False)
     check_reliability_bins: 6 passed, 0 failed -> all passed
     True
     """
-    report = _start("check_reliability_bins", fn, verbose, strict, seed)
+    report = _start("check_reliability_bins", fn, verbose, strict, seed, rules)
     hint = "return three arrays of length n_bins: accuracy, mean confidence and count per bin"
     for label, p, y, n_bins in _binned_cases(seed):
         ok, got = _call(report, label, fn, p, y, n_bins)
@@ -262,11 +272,11 @@ def check_reliability_bins(fn, verbose: bool = False, *, seed: int = 0, strict: 
             if diff:
                 problems.append(f"{what}: {diff}")
         report.case(label, not problems, f"n_bins = {n_bins}; " + "\n".join(problems),
-                    HINT_EDGES if "edges" in label else hint)
+                    HINT_EDGES if "edges" in label else hint, tol="1e-08, absolute")
     return report.done()
 
 
-def check_ece_l2(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
+def check_ece_l2(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False, rules: bool = True) -> bool:
     r"""Check ``fn(probs, labels, n_bins) -> float``: the top-label l2 calibration error with
     Guo et al.'s bins, :math:`\sqrt{\sum_m \frac{|B_m|}{n}(\mathrm{acc}(B_m) - \mathrm{conf}(B_m))^2}`.
 
@@ -280,6 +290,9 @@ def check_ece_l2(fn, verbose: bool = False, *, seed: int = 0, strict: bool = Fal
         0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
     strict : bool, default=False
         Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+    rules : bool, default=True
+        Fail a function that calls what the exercise does not allow (:mod:`.rules`); False: check
+        the numbers only.
 
     Returns
     -------
@@ -290,15 +303,15 @@ def check_ece_l2(fn, verbose: bool = False, *, seed: int = 0, strict: bool = Fal
     --------
     >>> from calibcourse.study.course import checks
     >>> from calibcourse.calibration import metrics
-    >>> checks.check_ece_l2(lambda p, y, n: metrics.ece(p, y, n_bins=n, norm="l2"))
+    >>> checks.check_ece_l2(lambda p, y, n: metrics.ece(p, y, n_bins=n, norm="l2"), rules=False)
     check_ece_l2: 6 passed, 0 failed -> all passed
     True
-    >>> checks.check_ece_l2(lambda p, y, n: metrics.ece(p, y, n_bins=n) ** 0.5, strict=True)
+    >>> checks.check_ece_l2(lambda p, y, n: metrics.ece(p, y, n_bins=n) ** 0.5, strict=True, rules=False)
     Traceback (most recent call last):
         ...
     calibcourse.study.course.checks.CheckFailure: check_ece_l2: 0 passed, 6 failed -> 6 failed
     ...
     """
     return _check_binned(fn, "check_ece_l2", lambda p, y, n_bins: M.ece(p, y, n_bins=n_bins, norm="l2"),
-                         verbose, strict, seed, "l2-ECE",
+                         verbose, strict, seed, rules, "l2-ECE",
                          "the square root of the share-weighted sum of the SQUARED gaps of the non-empty bins")

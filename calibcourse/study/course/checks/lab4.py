@@ -48,7 +48,7 @@ def _loo_sece(p, y, h):
         return float(np.mean(np.abs(k @ a / k.sum(1) - conf)))
 
 
-def check_sece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
+def check_sece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False, rules: bool = True) -> bool:
     """Check ``fn(probs, labels, bandwidth) -> float``: the SECE of Wang et al. (2023).
 
     A leave-one-out average (sample i left out of its own smoothed accuracy) is recognized
@@ -64,6 +64,9 @@ def check_sece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False
         0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
     strict : bool, default=False
         Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+    rules : bool, default=True
+        Fail a function that calls what the exercise does not allow (:mod:`.rules`); False: check
+        the numbers only.
 
     Returns
     -------
@@ -74,7 +77,7 @@ def check_sece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False
     --------
     >>> from calibcourse.study.course import checks
     >>> from calibcourse.calibration import metrics
-    >>> checks.check_sece(lambda p, y, h: metrics.sece(p, y, bandwidth=h), verbose=True)
+    >>> checks.check_sece(lambda p, y, h: metrics.sece(p, y, bandwidth=h), verbose=True, rules=False)
       PASS  random probabilities, n=50, K=2, h=0.05
       PASS  random probabilities, n=50, K=2, h=0.2
       PASS  random probabilities, n=300, K=5, h=0.05
@@ -86,7 +89,7 @@ def check_sece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False
     check_sece: 8 passed, 0 failed -> all passed
     True
     """
-    report = _start("check_sece", fn, verbose, strict, seed)
+    report = _start("check_sece", fn, verbose, strict, seed, rules)
     cases = [(l, p, y) for l, p, y in _random_cases(3 + seed)]
     cases.append(("all predictions correct with confidence 1.0", np.tile([1.0, 0.0], (20, 1)), np.zeros(20, int)))
     for label, p, y in cases:
@@ -103,7 +106,7 @@ def check_sece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False
                 detail += ("\nyour value is the LEAVE-ONE-OUT variant: sample i is left out of its own "
                            "SACC_i; the SECE of Wang et al. sums over every j, j = i included (K = 1 there)")
                 hint = "keep the diagonal of the kernel matrix"
-            report.case(f"{label}, h={h}", good, detail, hint)
+            report.case(f"{label}, h={h}", good, detail, hint, tol="1e-06, absolute")
     return report.done()
 
 
@@ -116,7 +119,7 @@ def _torch_cases(seed):
     return z, y
 
 
-def check_focal_loss(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
+def check_focal_loss(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False, rules: bool = True) -> bool:
     """Check ``fn(logits, labels, gamma) -> scalar tensor``: the mean focal loss (torch).
 
     Parameters
@@ -129,6 +132,9 @@ def check_focal_loss(fn, verbose: bool = False, *, seed: int = 0, strict: bool =
         0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
     strict : bool, default=False
         Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+    rules : bool, default=True
+        Fail a function that calls what the exercise does not allow (:mod:`.rules`); False: check
+        the numbers only.
 
     Returns
     -------
@@ -145,19 +151,21 @@ def check_focal_loss(fn, verbose: bool = False, *, seed: int = 0, strict: bool =
     >>> checks.check_focal_loss(lambda z, y, gamma: F.cross_entropy(z, y))
       FAIL  gamma = 1.0
             expected 2.65295854, got 2.8367412651821624
+            (the tolerance: 1e-08, absolute)
             hint: -(1 - p_t) ** gamma * log(p_t), averaged over the batch, with p_t = softmax(z)[y]
       FAIL  gamma = 3.0
             expected 2.40859456, got 2.8367412651821624
+            (the tolerance: 1e-08, absolute)
             hint: -(1 - p_t) ** gamma * log(p_t), averaged over the batch, with p_t = softmax(z)[y]
     check_focal_loss: 1 passed, 2 failed -> 2 failed
     False
-    >>> checks.check_focal_loss(losses.focal_loss, seed=1)     # other inputs, as the hidden tests
+    >>> checks.check_focal_loss(losses.focal_loss, seed=1, rules=False)     # other inputs, as the hidden tests
     check_focal_loss: 3 passed, 0 failed -> all passed
     True
     """
     from calibcourse.study.training.losses import focal_loss
 
-    report = _start("check_focal_loss", fn, verbose, strict, seed)
+    report = _start("check_focal_loss", fn, verbose, strict, seed, rules)
     z, y = _torch_cases(seed)
     for gamma in ((0.0, 1.0, 3.0) if seed == 0 else (0.0, 2.0, 4.5)):
         label = f"gamma = {gamma}" + (" (must equal cross-entropy)" if gamma == 0 else "")
@@ -166,11 +174,12 @@ def check_focal_loss(fn, verbose: bool = False, *, seed: int = 0, strict: bool =
             continue
         expected = float(focal_loss(z, y, gamma))
         report.case(label, _close(got, expected, 1e-8), f"expected {expected:.8f}, got {got}",
-                    "-(1 - p_t) ** gamma * log(p_t), averaged over the batch, with p_t = softmax(z)[y]")
+                    "-(1 - p_t) ** gamma * log(p_t), averaged over the batch, with p_t = softmax(z)[y]",
+                    tol="1e-08, absolute")
     return report.done()
 
 
-def check_flsd53(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
+def check_flsd53(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False, rules: bool = True) -> bool:
     """Check ``fn(logits, labels) -> scalar tensor``: FLSD-53 of Mukhoti et al. (2020), the focal
     loss with gamma 5 where p_t < 0.2 and 3 elsewhere; it must be differentiable (its gradient
     is checked too).
@@ -185,6 +194,9 @@ def check_flsd53(fn, verbose: bool = False, *, seed: int = 0, strict: bool = Fal
         0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
     strict : bool, default=False
         Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+    rules : bool, default=True
+        Fail a function that calls what the exercise does not allow (:mod:`.rules`); False: check
+        the numbers only.
 
     Returns
     -------
@@ -195,10 +207,10 @@ def check_flsd53(fn, verbose: bool = False, *, seed: int = 0, strict: bool = Fal
     --------
     >>> from calibcourse.study.course import checks
     >>> from calibcourse.study.training import losses
-    >>> checks.check_flsd53(losses.flsd53_loss)
+    >>> checks.check_flsd53(losses.flsd53_loss, rules=False)
     check_flsd53: 2 passed, 0 failed -> all passed
     True
-    >>> checks.check_flsd53(lambda z, y: losses.flsd53_loss(z, y).detach())  # doctest: +ELLIPSIS
+    >>> checks.check_flsd53(lambda z, y: losses.flsd53_loss(z, y).detach(), rules=False)  # doctest: +ELLIPSIS
       FAIL  spread logits: p_t on both sides of 0.2
             the value is right, the gradient is not: the loss cannot be differentiated (RuntimeError: ...)
             hint: compute the loss with torch operations on the logits (no numpy, no float()) so that it trains
@@ -210,7 +222,7 @@ def check_flsd53(fn, verbose: bool = False, *, seed: int = 0, strict: bool = Fal
 
     from calibcourse.study.training.losses import flsd53_loss
 
-    report = _start("check_flsd53", fn, verbose, strict, seed)
+    report = _start("check_flsd53", fn, verbose, strict, seed, rules)
     z0, y = _torch_cases(seed)
     for scale, label in ((1.0, "spread logits: p_t on both sides of 0.2"),
                          (0.15, "flat logits: p_t near 1/K, gamma 5 for most samples")):
@@ -234,11 +246,11 @@ def check_flsd53(fn, verbose: bool = False, *, seed: int = 0, strict: bool = Fal
                 good = False
                 detail = f"the value is right, the gradient is not: {gdiff}"
                 hint = "compute the loss with torch operations on the logits (no numpy, no float()) so that it trains"
-        report.case(label, good, detail, hint)
+        report.case(label, good, detail, hint, tol="1e-08, absolute")
     return report.done()
 
 
-def check_classwise_ece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False) -> bool:
+def check_classwise_ece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False, rules: bool = True) -> bool:
     r"""Check ``fn(probs, labels, n_bins) -> float``: the class-wise ECE of Kull et al. (2019),
     the ECE of every class's probability :math:`p_k` against the indicator :math:`y = k`
     (equal-width bins on :math:`p_k`), averaged over the :math:`K` classes.
@@ -253,6 +265,9 @@ def check_classwise_ece(fn, verbose: bool = False, *, seed: int = 0, strict: boo
         0: the cases shown in the lab; another value: other inputs (the graded hidden tests).
     strict : bool, default=False
         Print nothing; raise :class:`CheckFailure` with the report if a case fails.
+    rules : bool, default=True
+        Fail a function that calls what the exercise does not allow (:mod:`.rules`); False: check
+        the numbers only.
 
     Returns
     -------
@@ -263,13 +278,13 @@ def check_classwise_ece(fn, verbose: bool = False, *, seed: int = 0, strict: boo
     --------
     >>> from calibcourse.study.course import checks
     >>> from calibcourse.calibration import metrics
-    >>> checks.check_classwise_ece(lambda p, y, n: metrics.classwise_ece(p, y, n_bins=n))
+    >>> checks.check_classwise_ece(lambda p, y, n: metrics.classwise_ece(p, y, n_bins=n), rules=False)
     check_classwise_ece: 6 passed, 0 failed -> all passed
     True
 
     The top-label ECE is not it:
 
-    >>> checks.check_classwise_ece(lambda p, y, n: metrics.ece(p, y, n_bins=n), strict=True)
+    >>> checks.check_classwise_ece(lambda p, y, n: metrics.ece(p, y, n_bins=n), strict=True, rules=False)
     Traceback (most recent call last):
         ...
     calibcourse.study.course.checks.CheckFailure: check_classwise_ece: 1 passed, 5 failed -> 5 failed
@@ -277,6 +292,6 @@ def check_classwise_ece(fn, verbose: bool = False, *, seed: int = 0, strict: boo
     """
     return _check_binned(fn, "check_classwise_ece",
                          lambda p, y, n_bins: M.classwise_ece(p, y, n_bins=n_bins),
-                         verbose, strict, seed, "class-wise ECE",
+                         verbose, strict, seed, rules, "class-wise ECE",
                          "for each class k, bin p_k (every sample, not only the top label) against y == k; "
                          "average the K ECEs", extra=[_classwise_edge_case(seed)] if seed else ())
