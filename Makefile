@@ -171,11 +171,13 @@ $(TEST_STAMP): requirements-grade.txt requirements-train.txt
 assignments: $(GRADE_STAMP)
 	$(PY) -m calibcourse.tools.assignments assign
 
-# make grade LAB=lab1_ece SUBMISSIONS=dir [TIMEOUT=seconds] [JOBS=2] -> _build/grades/<lab>.csv + feedback
+# make grade LAB=lab1_ece SUBMISSIONS=dir [TIMEOUT=seconds] [JOBS=n] -> _build/grades/<lab>.csv + feedback
+# (two submissions at a time unless JOBS is given: the JOBS ?= 1 above is make train's default)
+GRADE_JOBS = $(if $(filter command environment,$(firstword $(origin JOBS))),$(JOBS),2)
 grade: $(GRADE_STAMP)
 	@test -n "$(LAB)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade LAB=<lab> SUBMISSIONS=<dir> [TIMEOUT=<seconds>] [JOBS=<n>]"; exit 2; }
 	$(PY) -m calibcourse.tools.assignments grade --lab "$(LAB)" --submissions "$(SUBMISSIONS)" \
-	  $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(JOBS),--jobs $(JOBS))
+	  $(if $(TIMEOUT),--timeout $(TIMEOUT)) --jobs $(GRADE_JOBS)
 
 clean:
 	rm -rf _build book/generated

@@ -2,6 +2,8 @@
 
     calibcourse report OUTPUTS [options]      a calibration report of a model's outputs
                                               (:mod:`calibcourse.calibration.cli`; needs no torch)
+    calibcourse labs [--out DIR] [options]    the labs' notebooks, as handed out
+                                              (:mod:`calibcourse.tools.handout`; needs no torch)
     calibcourse list|verify|clear|compact|train|status ...
                                               the study's result cache and run grid
                                               (:mod:`calibcourse.tools.cli`)
@@ -21,6 +23,9 @@ The toolkit (needs no torch):
   report OUTPUTS...    a calibration report of a model's logits or probabilities and labels:
                        measures with intervals, the post-hoc calibrators compared out of fold,
                        a recommendation (--save keeps it as JSON)
+
+The course's labs (pip install ".[labs]"):
+  labs [--out DIR]     write the labs' notebooks, as handed out, to DIR (default ./labs)
 
 The course's result cache and run grid (pip install ".[study]"):
   list | verify | clear | compact      the cache's entries
@@ -59,6 +64,10 @@ def main(argv=None) -> int:
         from calibcourse.calibration.cli import main as report_main
 
         return report_main(argv[1:])
+    if argv[:1] == ["labs"]:
+        from calibcourse.tools.handout import main as labs_main
+
+        return labs_main(argv[1:])
     from calibcourse.tools.cli import main as study_main
 
     return study_main(argv)

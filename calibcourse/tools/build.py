@@ -287,8 +287,12 @@ def execute_page(page: Page, params: dict, root: Path, failed_dir: Path) -> None
     import papermill as pm
 
     from calibcourse.tools.editions import to_edition
+    from calibcourse.tools.handout import lab_notebook
 
-    nb = to_edition(jupytext.read(page.source), params.get("edition", "instructor"))
+    if page.source.parent == root / "notebooks" / "labs":  # a lab: the published hand-out, executed
+        nb = lab_notebook(page.source, params.get("edition", "instructor"))
+    else:
+        nb = to_edition(jupytext.read(page.source), params.get("edition", "instructor"))
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     page.output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="calibcourse-build-") as tmp:
@@ -472,8 +476,22 @@ def build_html(root: Path, edition: str = "student", log=print) -> Path:
     if stage is not None:
         shutil.rmtree(html, ignore_errors=True)
         os.replace(stage / "_build" / "html", html)
+    _serve_handouts(root, html, edition)
     log(f"html: built in {time.perf_counter() - start:.1f} s -> {html / 'index.html'}")
     return html
+
+
+def _serve_handouts(root: Path, html: Path, edition: str) -> None:
+    """The download button of a lab's page serves its hand-out (:func:`calibcourse.tools.handout.lab_notebook`,
+    the notebook ``make labs`` writes), not the executed page."""
+    import nbformat
+
+    from calibcourse.tools.handout import lab_notebook
+
+    for src in sorted((root / "notebooks" / "labs").glob("*.md")):
+        served = html / "_sources" / GENERATED / "labs" / f"{src.stem}.ipynb"
+        if served.exists():
+            nbformat.write(lab_notebook(src, edition), served)
 
 
 def write_schedule(root: Path) -> None:

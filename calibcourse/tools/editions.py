@@ -107,8 +107,10 @@ def set_edition(nb, edition: str):
 def to_edition(nb, edition: str):
     r"""The notebook of ``edition`` ("instructor": markers removed; "student": solutions stubbed).
 
-    The student edition also drops the cells tagged ``solution``; both set the ``edition``
-    parameter. The notebook is changed in place (and returned).
+    The student edition also drops the cells tagged ``solution``; both drop the cells tagged
+    ``variant`` (an exercise's other versions, which a course's hand-out may use:
+    :mod:`calibcourse.tools.handout`) and set the ``edition`` parameter. The notebook is changed in
+    place (and returned).
 
     Parameters
     ----------
@@ -148,7 +150,7 @@ def to_edition(nb, edition: str):
     cells = []
     for cell in nb.cells:
         tags = cell.get("metadata", {}).get("tags", [])
-        if edition == "student" and "solution" in tags:
+        if (edition == "student" and "solution" in tags) or "variant" in tags:  # a course's variant: not the book's
             continue
         if cell.cell_type == "code":
             if edition == "student":
@@ -161,12 +163,14 @@ def to_edition(nb, edition: str):
     return nb
 
 
-def write_labs(root, out_dir=None, editions=("student",)) -> list[Path]:
-    r"""Write every lab of ``notebooks/labs/`` as unexecuted .ipynb, one folder per edition.
+def write_labs(root, out_dir=None, editions=("student",), secret=None) -> list[Path]:
+    r"""Write every lab of ``notebooks/labs/`` as handed out (:func:`calibcourse.tools.handout.lab_notebook`),
+    unexecuted, one folder per edition.
 
     ``make labs`` (``python -m calibcourse.tools.build --labs``) calls it for the student edition
     alone, so the path the setup page gives students writes no solution; ``make labs
-    EDITION=instructor`` writes the instructor edition.
+    EDITION=instructor`` writes the instructor edition. The notebooks are those ``make assignments``
+    hands out, byte for byte.
 
     Parameters
     ----------
@@ -176,6 +180,8 @@ def write_labs(root, out_dir=None, editions=("student",)) -> list[Path]:
         Where to write (default ``root/_build/labs``).
     editions : tuple of str, default=("student",)
         The editions to write: ``"student"``, ``"instructor"``.
+    secret : str, optional
+        The course's secret (default ``$CALIBCOURSE_SECRET``, else the published lab's).
 
     Returns
     -------
@@ -193,19 +199,9 @@ def write_labs(root, out_dir=None, editions=("student",)) -> list[Path]:
     >>> [str(p.relative_to(root)) for p in write_labs(root, editions=("instructor",))]
     ['_build/labs/instructor/lab0_demo.ipynb']
     """
-    import jupytext
-    import nbformat
+    from calibcourse.tools.handout import secret_from_env, write_labs as write_handouts
 
     root = Path(root)
     out_dir = Path(out_dir or root / "_build" / "labs")
-    written = []
-    for src in sorted((root / "notebooks" / "labs").glob("*.md")):
-        for edition in editions:
-            nb = to_edition(jupytext.read(src), edition)
-            nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-            nb.metadata.pop("jupytext", None)
-            dest = out_dir / edition / (src.stem + ".ipynb")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(nb, dest)
-            written.append(dest)
-    return written
+    return [path for edition in editions
+            for path in write_handouts(out_dir / edition, edition=edition, secret=secret_from_env(secret), root=root)]

@@ -7,11 +7,14 @@ to an exercise. Each function takes the student's functions (or None until their
 passes, and the library's stands in), computes, and returns the text to print, in one piece.
 
 Lab 1: :func:`ece_bias_table`, :func:`digit_predictions`, :func:`measures_table`.
+Labs 2 and 3: :func:`lab_run`, the outputs of their networks, packaged (:data:`LAB_DATA`).
 Lab 2: :func:`grid_against_nll`, :func:`resplit_table`.
 Lab 3: :func:`calibrator_table`, :func:`small_set_table`.
 Lab 4: :func:`focal_gradient_table`, :func:`loss_comparison`.
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -21,13 +24,89 @@ from calibcourse.calibration._validation import check_int
 
 __all__ = ["ece_bias_table", "digit_predictions", "measures_table", "grid_against_nll", "resplit_table",
            "calibrator_table", "small_set_table", "focal_gradient_table", "loss_comparison", "LAB2_RUN",
-           "LAB3_RUN"]
+           "LAB3_RUN", "LAB_DATA", "lab_run", "write_lab_data"]
 
 #: the run of Lab 2: chapter 2's network at the third level of its depth sweep (the CI build's
 #: sweep has two levels, so there the plain network of the batch-norm study)
 LAB2_RUN = {"ci": "ch2/batchnorm/plain/s0", "default": "ch2/depth/level3/s0"}
 #: the run of Lab 3: chapter 3's 1-D CNN on "9 vs not-9" of MNIST-1D
 LAB3_RUN = "ch3/nine1d/cnn"
+
+
+#: the validation and test outputs of the runs of Labs 2 and 3, in the two profiles a lab runs in: a copy of
+#: the result cache's entries (:func:`write_lab_data`), packaged so that the labs run where neither the
+#: cache nor torch is (a student's ``pip install``); a test checks that it equals the cache
+LAB_DATA = Path(__file__).with_name("lab_runs.npz")
+_LAB_RUNS = {"ci": (LAB2_RUN["ci"], LAB3_RUN), "default": (LAB2_RUN["default"], LAB3_RUN)}
+_SPLITS = ("val_logits", "val_labels", "test_logits", "test_labels")
+
+
+def lab_run(name: str, profile: str = "default"):
+    """The validation and test outputs of a lab's run, as packaged (:data:`LAB_DATA`).
+
+    Parameters
+    ----------
+    name : str
+        The run: ``LAB2_RUN[...]`` or ``LAB3_RUN``.
+    profile : {"ci", "default", "full"}, default="default"
+        The build's profile (``full`` reads the default profile's run).
+
+    Returns
+    -------
+    calibcourse.study.training.results.RunResult
+        With ``logits``, ``probs`` and ``labels`` of ``"val"`` and ``"test"``.
+
+    Examples
+    --------
+    >>> run = lab_run(LAB3_RUN, "ci")
+    >>> run.probs("val").shape[1], len(run.labels("test")) == len(run.logits("test"))
+    (2, True)
+    """
+    from calibcourse.study.training.results import RunResult
+
+    profile = "ci" if profile == "ci" else "default"
+    if name not in _LAB_RUNS[profile]:
+        raise ValueError(f"name must be one of the labs' runs {', '.join(_LAB_RUNS[profile])} (profile {profile}); "
+                         f"got {name!r}")
+    with np.load(LAB_DATA, allow_pickle=False) as z:  # stored narrow (float32, uint8), losslessly
+        outputs = {k: z[f"{profile}/{name}/{k}"].astype(np.float64 if "logits" in k else np.int64) for k in _SPLITS}
+    return RunResult({"name": name}, None, outputs)
+
+
+def write_lab_data(path=None) -> Path:
+    """Write :data:`LAB_DATA` from the result cache (the study's runs: needs its dependencies).
+
+    Parameters
+    ----------
+    path : str or path, optional
+        Where to write; default :data:`LAB_DATA`.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = write_lab_data(Path(tempfile.mkdtemp()) / "lab_runs.npz")  # doctest: +SKIP
+    """
+    from calibcourse.study.runs.experiments import runs
+
+    arrays = {}
+    for profile, names in _LAB_RUNS.items():
+        for name in names:
+            run = runs(name, profile)[name]
+            for k in _SPLITS:
+                split, what = k.split("_")
+                value = run.logits(split) if what == "logits" else run.labels(split)
+                narrow = value.astype(np.float32 if what == "logits" else np.uint8)
+                if not np.array_equal(narrow, value):
+                    raise ValueError(f"{profile}/{name}: its {k} do not fit {narrow.dtype} losslessly")
+                arrays[f"{profile}/{name}/{k}"] = narrow
+    path = Path(path or LAB_DATA)
+    np.savez_compressed(path, **arrays)
+    return path
 
 
 def _check_positive_int(name, value):

@@ -12,20 +12,21 @@ own process and kernel), :mod:`.batch` (a folder graded: the grades CSV, the fee
 **One source per lab.** In a lab's jupytext source (``notebooks/labs/<lab>.md``) a code
 cell tagged ``exercise`` with a ``points: [public, hidden]`` metadata entry is a graded
 question: it defines one function between ``# BEGIN SOLUTION`` / ``# END SOLUTION``, and a
-later cell checks it with ``checks.check_<name>(<function>)``. :func:`master_notebook`
-turns the source into an otter-grader master notebook (questions, solutions, tests), and
-``otter assign`` writes from it the student notebook, the solution notebook and the
-autograder archive. A question's public test is the lab's own check, as the student sees
-it; its hidden test runs the same check with another ``seed`` (other inputs, derived from
-a secret), so special-casing the visible inputs earns only the public point.
+later cell checks it with ``checks.check_<name>(<function>)``. The student's and the
+instructor's notebooks are :func:`calibcourse.tools.handout.lab_notebook`'s, the notebooks
+``make labs`` writes; :func:`master_notebook` turns the same source into an otter-grader
+master notebook, from which ``otter assign`` writes the autograder archive. A question's
+public test is the lab's own check, as the student sees it; its hidden test runs the same
+check with another ``seed`` (other inputs, derived from a secret), so special-casing the
+visible inputs earns only the public point. A course's secret also chooses its variants of
+the graded functions where a lab has them (:func:`calibcourse.tools.handout.course_variant`).
 
-**What an exercise may not use.** A graded cell's ``forbid`` metadata lists the library's
-own versions of what it asks for (``metrics.ece``, ``calibrators``, ``losses`` ...); the
-checks and the labs' helpers (:data:`ALWAYS_FORBIDDEN`) are forbidden everywhere. The
-student's prompt states the list, and :func:`grade` gives no points to a question whose
-function, or a helper it reads from another cell, uses one of them (:func:`forbidden_uses`,
-a scan of the submission's code through its imports and aliases), with a message in the
-feedback. The Gradescope archive runs otter's own tests and does not scan.
+**What an exercise may not call.** Each check enforces its exercise's rules
+(:mod:`calibcourse.study.course.checks.rules`): a function that calls the library's own
+version of what it asks for, or scipy's, scikit-learn's or torch's equivalent, by whatever
+route, fails the check. The public and the hidden tests are checks, so the rules hold
+alike in the notebook, in :func:`grade`, in ``otter run`` and on Gradescope, and give the
+same points. The hand-out states each exercise's rules under its prompt.
 
 **Grading** (:func:`grade`) runs every submission in its own process and its own
 temporary folder, with a wall-clock limit: the notebook's cells run in a fresh kernel (the

@@ -1,14 +1,13 @@
-"""The labs as otter-grader assignments: the master notebook of a lab and what `otter assign`
-makes of it (the student and solution notebooks, the autograder archive)."""
+"""The labs as otter-grader assignments: the master notebook of a lab, from which `otter assign` makes
+the autograder archive, beside the student's and the instructor's notebooks of
+:func:`calibcourse.tools.handout.lab_notebook` (the notebooks ``make labs`` writes, byte for byte)."""
 from __future__ import annotations
 
-import os
-import re
 import shutil
 import tempfile
 from pathlib import Path
 
-from calibcourse.tools.editions import BEGIN, END, STUB, set_edition
+from calibcourse.tools.editions import BEGIN, STUB
 from calibcourse.tools.assignments.code_questions import Question, hidden_seed, lab_sources, questions
 from calibcourse.tools.assignments.code_questions import _fmt, ROOT, DEFAULT_SECRET
 from calibcourse.tools.assignments.written import written_questions
@@ -29,10 +28,11 @@ def _prompt_cell_source(code: str) -> str:
     return "\n".join(out)
 
 
-def _test_cell(q: Question, points: float, hidden: bool, seed: int):
+def _test_cell(q: Question, points: float, hidden: bool, seed: int, variant: str | None = None):
     import nbformat
 
     args = f"{q.function}, seed={seed}, strict=True" if hidden else f"{q.function}, strict=True"
+    args += f', variant="{variant}"' if variant is not None else ""
     return nbformat.v4.new_code_cell(
         f'""" # BEGIN TEST CONFIG\npoints: {_fmt(points)}\nhidden: {str(hidden).lower()}\n""" # END TEST CONFIG\n'
         f"def test_{'hidden' if hidden else 'public'}({q.function}):\n"
@@ -74,14 +74,17 @@ def master_notebook(src, secret: str = DEFAULT_SECRET):
     import nbformat
     import yaml
 
+    # the hand-out module reads the labs with this package's parsers: imported here, not at the top
+    from calibcourse.tools.handout import course_variant, course_version, prompt_rules
+
     src = Path(src)
-    nb = jupytext.read(src)
+    nb = course_version(jupytext.read(src), src.stem, secret)
     qs = {id(c): q for c, q in zip([c for c in nb.cells if "points" in c.metadata], questions(nb))}
     config = {"name": src.stem, "requirements": "requirements.txt", "python_version": "3.11", "init_cell": False,
               "check_all_cell": False, "export_cell": False, "run_tests": False,
               "show_question_points": False, "tests": {"files": True, "ok_format": False},
               "generate": {"pdf": True, "show_stdout": True, "show_hidden": False, "warn_missing_pdf": True},
-              "autograder_files": ["calibcourse", "data"]}
+              "autograder_files": ["calibcourse"]}
     raw = nbformat.v4.new_raw_cell
     cells = [raw("# ASSIGNMENT CONFIG\n" + yaml.safe_dump(config, sort_keys=False))]
     written = {w.prompt: w for w in written_questions(nb)}
@@ -108,61 +111,21 @@ def master_notebook(src, secret: str = DEFAULT_SECRET):
             cells.append(cell)
             continue
         prompt = cells.pop() if cells and cells[-1].cell_type == "markdown" else nbformat.v4.new_markdown_cell("")
-        own = [f"`{f}`" for f in cell.metadata.get("forbid", [])]
-        prompt.source += (f"\n\n*{_fmt(q.points)} points: {_fmt(q.public)} for the check below, "
-                          f"{_fmt(q.hidden)} for hidden tests that run the same check on inputs you do not see. "
-                          f"A function that uses {', '.join(own) + ' or ' if own else ''}the `checks` module "
-                          "earns no points.*")
+        prompt.source = prompt.source.rstrip() + "\n\n" + prompt_rules(q)  # as the hand-out states them
         solution = nbformat.v4.new_code_cell(_prompt_cell_source(cell.source), metadata=dict(cell.metadata))
         solution.metadata.pop("points", None)
-        solution.metadata.pop("forbid", None)
         seed = hidden_seed(src.stem, q.name, secret)
+        variant = course_variant(src.stem, q.check, secret)
         cells += [raw(f"# BEGIN QUESTION\nname: {q.name}\npoints: [{_fmt(q.public)}, {_fmt(q.hidden)}]\n"
                       "check_cell: false"), prompt,
                   raw("# BEGIN SOLUTION"), solution, raw("# END SOLUTION"),
-                  raw("# BEGIN TESTS"), _test_cell(q, q.public, False, 0), _test_cell(q, q.hidden, True, seed),
-                  raw("# END TESTS"), raw("# END QUESTION")]
+                  raw("# BEGIN TESTS"), _test_cell(q, q.public, False, 0, variant),
+                  _test_cell(q, q.hidden, True, seed, variant), raw("# END TESTS"), raw("# END QUESTION")]
     if manual is not None:
         cells += [raw("# END SOLUTION"), raw("# END QUESTION")]
     out = nbformat.v4.new_notebook(cells=cells)
     out.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return out
-
-
-def _solution_source(code: str) -> str:
-    """Remove otter's prompt and solution markers from a solution cell."""
-    out, in_prompt = [], False
-    for line in code.splitlines():
-        s = line.strip()
-        if s == '""" # BEGIN PROMPT':
-            in_prompt = True
-        elif s == '""" # END PROMPT':
-            in_prompt = False
-        elif not in_prompt and s not in (f"{BEGIN} NO PROMPT", END):
-            out.append(line)
-    return "\n".join(out)
-
-
-def _cache_entries(source_text: str) -> list[Path]:
-    """The result-cache entries of the runs a lab loads (experiment names quoted in its source, or
-    named by a ``labs.LAB..._RUN`` constant of :mod:`calibcourse.study.course.labs`)."""
-    from calibcourse.study.runs.cache import Cache, config_key
-    from calibcourse.study.runs.experiments import experiments
-
-    from calibcourse.study.course import labs
-
-    quoted = set(re.findall(r'"(ch\d[^"]*)"', source_text))
-    for name in re.findall(r"labs\.(LAB\w+)", source_text):  # a lab's runs named in calibcourse.study.course.labs
-        value = getattr(labs, name, "")
-        quoted.update(value.values() if isinstance(value, dict) else [value])
-    cache, found = Cache(), []
-    for profile in ("ci", "default"):
-        for name, cfg in experiments(profile).items():
-            if any(name.startswith(q) for q in quoted):
-                path = cache.path(config_key(cfg))
-                if path.is_dir() and path not in found:
-                    found.append(path)
-    return found
 
 
 _BOOK_ONLY = ("jupyter-book", "papermill", "sphinx", "pytest")
@@ -178,8 +141,9 @@ def _autograder_requirements() -> str:
 def write_assignment(src, out_dir, secret: str = DEFAULT_SECRET, log=print) -> dict:
     """Build the assignment of the lab ``src`` under ``out_dir/<lab>/``.
 
-    Runs ``otter assign`` on :func:`master_notebook` with the package, the lab's runs of the
-    result cache and the runtime requirements as the autograder's files.
+    Writes the student's and the instructor's notebooks (:func:`calibcourse.tools.handout.lab_notebook`),
+    and runs ``otter assign`` on :func:`master_notebook`, with the package (the labs' data included) and
+    the runtime requirements as the autograder's files, for the archive.
 
     Parameters
     ----------
@@ -210,6 +174,8 @@ def write_assignment(src, out_dir, secret: str = DEFAULT_SECRET, log=print) -> d
     import nbformat
     from otter.assign import main as otter_assign
 
+    from calibcourse.tools.handout import lab_notebook
+
     src, lab = Path(src), Path(src).stem
     dest = Path(out_dir) / lab
     with tempfile.TemporaryDirectory(prefix=f"calibcourse-assign-{lab}-") as tmp:
@@ -218,20 +184,11 @@ def write_assignment(src, out_dir, secret: str = DEFAULT_SECRET, log=print) -> d
         nbformat.write(master_notebook(src, secret), stage / f"{lab}.ipynb")
         shutil.copytree(ROOT / "calibcourse", stage / "calibcourse",
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        for entry in _cache_entries(src.read_text()):
-            shutil.copytree(entry, stage / "data" / "cache" / entry.name)
-        (stage / "data").mkdir(exist_ok=True)
         (stage / "requirements.txt").write_text(_autograder_requirements())
         result = Path(tmp) / "dist"
         otter_assign(str(stage / f"{lab}.ipynb"), str(result), no_pdfs=True, no_run_tests=True)
-        student = nbformat.read(result / "student" / f"{lab}.ipynb", as_version=4)
-        student.cells = [c for c in student.cells if "solution" not in c.metadata.get("tags", [])]
-        set_edition(student, "student")
-        solution = nbformat.read(result / "autograder" / f"{lab}.ipynb", as_version=4)
-        for cell in solution.cells:
-            if cell.cell_type == "code":
-                cell.source = _solution_source(cell.source)
-        set_edition(solution, "instructor")
+        # the notebooks: the hand-out's, not otter's (whose student notebook make labs would not match)
+        student, solution = (lab_notebook(src, edition, secret) for edition in ("student", "instructor"))
         (zip_path,) = (result / "autograder").glob("*.zip")
         shutil.rmtree(dest, ignore_errors=True)
         (dest / "student").mkdir(parents=True)
@@ -276,8 +233,10 @@ def write_assignments(out_dir=None, labs=None, secret: str | None = None, log=pr
     lab1_ece: student notebook, solution notebook and autograder archive written to .../_build/assignments/lab1_ece
     [{'student': ..., 'solution': ..., 'autograder': ...}]
     """
+    from calibcourse.tools.handout import secret_from_env
+
     out_dir = Path(out_dir or ROOT / "_build" / "assignments")
-    secret = secret or os.environ.get("CALIBCOURSE_SECRET") or DEFAULT_SECRET
+    secret = secret_from_env(secret)
     sources = {p.stem: p for p in lab_sources()}
     unknown = sorted(set(labs or ()) - set(sources))
     if unknown:

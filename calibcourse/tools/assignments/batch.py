@@ -19,8 +19,8 @@ from pathlib import Path
 
 from calibcourse.tools.assignments.code_questions import _fmt, ROOT
 from calibcourse.tools.assignments.authoring import write_assignments
-from calibcourse.tools.assignments.code_questions import (ALWAYS_FORBIDDEN, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT,
-                                                          _defined_names, _exercise, lab_sources, questions)
+from calibcourse.tools.assignments.code_questions import (DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, _exercise, lab_sources,
+                                                          questions)
 from calibcourse.tools.assignments.sandbox import OUTPUT_LIMIT, _child_env, _kill_tree, _rmtree, _rss_bytes, _tree
 from calibcourse.tools.assignments.written import mark_of, read_marks, written_questions, answers, write_sheet
 from calibcourse.calibration._validation import check_int
@@ -124,8 +124,7 @@ def read_autograder(zip_path, questions_of=None) -> dict:
         tf = ExceptionTestFile.from_string(source, path=f"{name}.py")
         q = next((q for q in questions_of or [] if q.name == name), None)
         qs.append({"name": name, "function": q.function if q else _test_params(source),
-                   "title": q.title if q else name, "possible": float(tf.possible),
-                   "forbid": list(q.forbid if q else ALWAYS_FORBIDDEN)})
+                   "title": q.title if q else name, "possible": float(tf.possible)})
     return {"tests": tests, "questions": qs}
 
 
@@ -247,13 +246,6 @@ def grade(lab: str, submissions, out_dir=None, timeout: float = DEFAULT_TIMEOUT,
     source_nb = jupytext.read(sources[lab])
     lab_qs = questions(source_nb)
     tests = read_autograder(zip_path, lab_qs)
-    handed_out = zip_path.parent / "student" / f"{lab}.ipynb"
-    if handed_out.exists():  # the lab's own cells, as handed out: not the student's code
-        import nbformat
-
-        fns = {q.function for q in lab_qs}
-        tests["given"] = [c.source for c in nbformat.read(handed_out, as_version=4).cells
-                          if c.cell_type == "code" and not fns & set(_defined_names(c.source))]
     qs = tests["questions"]
     out_dir = Path(out_dir or ROOT / "_build" / "grades")
     wqs = written_questions(source_nb)

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibcourse.study.course.checks import rules as _rules
 from calibcourse.tools.editions import BEGIN
 
 __all__ = ["ROOT", "GRADE_PROFILE", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB", "DEFAULT_SECRET", "SHORT_MODULES",
@@ -20,12 +21,14 @@ DEFAULT_MEMORY_MB = 4096  # per submission, all its processes together
 DEFAULT_SECRET = "calibcourse"
 _CHECK_CALL = re.compile(r"checks\.(check_\w+)\(\s*(\w+)\s*[,)]")
 #: the package's modules as the labs import them (``from calibcourse.calibration import metrics``): a
-#: ``forbid`` entry may name them short, ``metrics.ece`` for ``calibcourse.calibration.metrics.ece``
+#: name given to :func:`forbidden_uses` may be short, ``metrics.ece`` for ``calibcourse.calibration.metrics.ece``
 SHORT_MODULES = {name: f"calibcourse.calibration.{name}" for name in
-                 ("metrics", "calibrators", "losses", "plots", "binning", "stats", "synthetic")}
+                 ("metrics", "calibrators", "plots", "binning", "stats", "synthetic")}
 SHORT_MODULES.update({name: f"calibcourse.study.course.{name}" for name in ("checks", "labs")})
-#: what no exercise may use: the checks (their reference implementations) and the labs' helpers
-ALWAYS_FORBIDDEN = ("calibcourse.study.course.checks", "calibcourse.study.course.labs")
+SHORT_MODULES["losses"] = "calibcourse.study.training.losses"
+#: what no exercise may call: the study layer (the checks' reference implementations, the labs' helpers,
+#: the training losses) and other calibration libraries (:data:`calibcourse.study.course.checks.rules.ALWAYS`)
+ALWAYS_FORBIDDEN = _rules.ALWAYS
 
 
 @dataclass
@@ -47,9 +50,10 @@ class Question:
     title : str
         The bold title of the prompt, for the feedback.
     forbid : tuple of str
-        What the function may not use: the library's solution of the exercise (the graded cell's
-        ``forbid`` metadata, e.g. ``["metrics.ece"]``, always with :data:`ALWAYS_FORBIDDEN`);
-        :func:`forbidden_uses` finds them.
+        What the function may not call, as modules and functions: its check's rules
+        (:func:`calibcourse.study.course.checks.rules.rules_of`, :data:`ALWAYS_FORBIDDEN` included), which
+        the check enforces on what the function calls; :func:`forbidden_uses` finds them in a
+        notebook's code.
     points : float
         ``public + hidden``.
 
@@ -289,15 +293,15 @@ def questions(nb) -> list[Question]:
     >>> import nbformat
     >>> new = nbformat.v4
     >>> nb = new.new_notebook(cells=[
-    ...     new.new_markdown_cell("**1. Double.** Write `double(x)`."),
-    ...     new.new_code_cell("def double(x):\n    # BEGIN SOLUTION\n    return 2 * x\n    # END SOLUTION",
-    ...                       metadata={"tags": ["exercise"], "points": [1, 2]}),
-    ...     new.new_code_cell("checks.check_double(double)")])
+    ...     new.new_markdown_cell("**1. The ECE.** Write `my_ece(probs, labels, n_bins)`."),
+    ...     new.new_code_cell("def my_ece(probs, labels, n_bins):\n    # BEGIN SOLUTION\n    ...\n"
+    ...                       "    # END SOLUTION", metadata={"tags": ["exercise"], "points": [1, 2]}),
+    ...     new.new_code_cell("checks.check_ece(my_ece)")])
     >>> q = questions(nb)[0]
     >>> q.name, q.function, q.check, q.points, q.title
-    ('q1', 'double', 'check_double', 3.0, '1. Double')
-    >>> q.forbid
-    ('calibcourse.study.course.checks', 'calibcourse.study.course.labs')
+    ('q1', 'my_ece', 'check_ece', 3.0, '1. The ECE')
+    >>> q.forbid[:3]
+    ('calibcourse.calibration.metrics', 'calibcourse.calibration.binning', 'calibcourse.study')
     """
     out = []
     for i, cell in enumerate(nb.cells):
@@ -320,10 +324,13 @@ def questions(nb) -> list[Question]:
             raise ValueError(f"{where}: no later cell calls checks.check_...({fn})")
         prompt = nb.cells[i - 1].source if i and nb.cells[i - 1].cell_type == "markdown" else ""
         title = re.search(r"(?m)^\*\*(.+?)\*\*", prompt)
-        forbid = cell.metadata.get("forbid", [])
-        if not (isinstance(forbid, list) and all(isinstance(f, str) and f for f in forbid)):
-            raise ValueError(f"{where}: forbid must be a list of names (e.g. ['metrics.ece']); got {forbid!r}")
-        full = tuple(dict.fromkeys([*(_full_name(f) for f in forbid), *ALWAYS_FORBIDDEN]))
+        if "forbid" in cell.metadata:
+            raise ValueError(f"{where}: forbid metadata is not read: an exercise's rules are its check's "
+                             "(calibcourse.study.course.checks.rules.RULES)")
+        if checks[0] not in _rules.RULES:
+            raise ValueError(f"{where}: {checks[0]} has no rules in calibcourse.study.course.checks.rules.RULES")
+        rules = _rules.rules_of(checks[0])
+        full = tuple(dict.fromkeys([*rules.modules, *rules.functions, *ALWAYS_FORBIDDEN]))
         out.append(Question(f"q{len(out) + 1}", fn, checks[0], float(points[0]), float(points[1]),
                             title.group(1).strip(" .") if title else fn, full))
     return out
@@ -361,13 +368,14 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def lab_sources(root=ROOT) -> list[Path]:
+def lab_sources(root=None) -> list[Path]:
     """The labs.
 
     Parameters
     ----------
-    root : str or path, default=ROOT
-        The repository root.
+    root : str or path, optional
+        A repository root; default: the checkout this package runs from or, for a copy installed by
+        pip (``pip install .``), the lab sources installed with it (``<prefix>/share/calibcourse/labs``).
 
     Returns
     -------
@@ -379,7 +387,27 @@ def lab_sources(root=ROOT) -> list[Path]:
     >>> [p.stem for p in lab_sources()]
     ['lab1_ece', 'lab2_temperature', 'lab3_binning', 'lab4_sece_focal']
     """
-    return sorted((Path(root) / "notebooks" / "labs").glob("*.md"))
+    if root is not None:
+        return sorted((Path(root) / "notebooks" / "labs").glob("*.md"))
+    if (ROOT / "notebooks" / "labs").is_dir():
+        return sorted((ROOT / "notebooks" / "labs").glob("*.md"))
+    return _installed_labs()
+
+
+def _installed_labs() -> list[Path]:
+    """The lab sources that ``pip install`` put beside the package (pyproject's ``data-files``)."""
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution("calibcourse").files or []
+    except metadata.PackageNotFoundError:
+        files = []
+    found = sorted(Path(f.locate()) for f in files if f.name.endswith(".md") and f.parent.name == "labs"
+                   and "share" in f.parts)
+    if not found:
+        raise ValueError("no lab sources: run from a checkout of the calibcourse repository, or install it with "
+                         "pip install <the repository's folder>")
+    return found
 
 
 def _exercise(title: str) -> str:

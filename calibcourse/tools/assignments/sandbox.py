@@ -9,8 +9,7 @@ import shutil
 import signal
 import time
 from pathlib import Path
-from calibcourse.tools.assignments.code_questions import (ALWAYS_FORBIDDEN, GRADE_PROFILE, ROOT, _defined_names,
-                                                          _exercise, forbidden_uses)
+from calibcourse.tools.assignments.code_questions import GRADE_PROFILE, ROOT, _defined_names, _exercise
 
 __all__ = ["OUTPUT_LIMIT", "cell_names", "KILL_WAIT", "FILE_SIZE_LIMIT"]
 
@@ -45,21 +44,6 @@ class KernelGrader:
             cases = [{"name": tc.name, "hidden": tc.hidden, "points": tc.points, "passed": False,
                       "message": f"the test was stopped by {type(exc).__name__}: {exc}"} for tc in tf.test_cases]
         self.results[name] = {"score": sum(c["points"] for c in cases if c["passed"]), "cases": cases}
-        tmp = self.progress_path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(self.results, f)
-        os.replace(tmp, self.progress_path)
-
-    def refuse(self, name: str, function: str, uses: list):
-        """Fail every test of question ``name``: ``function`` uses the library's solution (``uses``)."""
-        from otter.test_files.exception_test import ExceptionTestFile
-
-        tf = ExceptionTestFile.from_string(self.tests[name], path=f"{name}.py")
-        message = (f"{function} uses what the exercise asks you to write, so it earns no points: "
-                   f"{'; '.join(uses)}. Write it yourself with numpy (and what the exercise's text allows).")
-        self.results[name] = {"score": 0, "cases": [
-            {"name": tc.name, "hidden": tc.hidden, "points": tc.points, "passed": False, "message": message}
-            for tc in tf.test_cases]}
         tmp = self.progress_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(self.results, f)
@@ -112,22 +96,18 @@ def cell_names(sources, qs: list[dict]) -> list[str]:
     return out
 
 
-def _grading_notebook(nb, qs: list[dict], private: Path, given=()):
-    """The cells to execute: the grader's set-up (which fails at once every question whose
-    function uses its ``forbid`` list, :func:`forbidden_uses`), the submission's code cells with the
-    ``ci`` profile injected after its parameters cell, a grading cell after the last cell
-    that defines each question's function, and a last cell for the questions left. Code
-    cells after the last graded definition are not run: nothing there is graded."""
+def _grading_notebook(nb, qs: list[dict], private: Path):
+    """The cells to execute: the grader's set-up, the submission's code cells with the ``ci``
+    profile injected after its parameters cell, a grading cell after the last cell that defines
+    each question's function, and a last cell for the questions left. Code cells after the last
+    graded definition are not run: nothing there is graded. What a function may not call is
+    enforced by the tests themselves (the checks' rules), as in ``otter run`` and on Gradescope."""
     import nbformat
 
     new = nbformat.v4.new_code_cell
     code = [c for c in nb.cells if c.get("cell_type") == "code"]
     sources = [c.source for c in code]
     names = cell_names(sources, qs)
-    refusals = "".join(
-        f"__calibcourse_grader__.refuse({q['name']!r}, {q['function']!r}, {uses!r})\n" for q in qs
-        for uses in [forbidden_uses(sources, q["function"], q.get("forbid", ALWAYS_FORBIDDEN), given,
-                                    cell_names=names)] if uses)
     last_def = {}
     for i, cell in enumerate(code):
         for fn in _defined_names(cell.source):
@@ -136,7 +116,7 @@ def _grading_notebook(nb, qs: list[dict], private: Path, given=()):
         code = code[: max(last_def[q["function"]] for q in qs) + 1]
     cells, origin = [new(f"from calibcourse.tools.assignments.sandbox import KernelGrader as _KG\n"
                          f"__calibcourse_grader__ = _KG({str(private / 'tests.json')!r}, "
-                         f"{str(private / 'progress.json')!r})\ndel _KG\n{refusals}")], ["grader set-up"]
+                         f"{str(private / 'progress.json')!r})\ndel _KG\n")], ["grader set-up"]
     for i, cell in enumerate(code):
         cells.append(new(cell.source))
         origin.append(names[i])
@@ -175,7 +155,7 @@ def run_submission(submission, private, workdir) -> dict:
         save()
         return result
     tests = json.loads((private / "tests.json").read_text())
-    gnb, origin = _grading_notebook(nb, tests["questions"], private, tests.get("given", ()))
+    gnb, origin = _grading_notebook(nb, tests["questions"], private)
 
     class Client(NotebookClient):
         used = 0

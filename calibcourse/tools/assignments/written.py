@@ -7,7 +7,9 @@ instructor's cell (tagged ``solution``) with the model answer and a rubric, a ta
 
 :func:`calibcourse.tools.assignments.grade` cannot mark prose. It writes a marking sheet,
 ``_build/grades/<lab>-written.csv``: one row per submission, the student's answer to each
-written question beside one column per rubric line (``q5.1 (of 1)``, ...). The instructor
+written question beside one column per rubric line, headed by its points and its text
+(``q5.1 (of 1): Explains that ...``), so that the sheet is marked without the solution
+notebook beside it. The instructor
 fills the marks in, from the rubric, and runs ``make grade`` again: the marks are checked
 (:func:`read_marks`) and land in the grades CSV (one column per written question, and
 ``written``), its ``total``, and the feedback. A sheet's marks are never overwritten; a
@@ -170,9 +172,14 @@ def answers(nb, qs: list[WrittenQuestion]) -> dict:
     return out
 
 
+def _line_key(q: WrittenQuestion, k: int) -> str:
+    """``q5.1 (of 1)``: the start of a rubric line's column, which names it."""
+    return f"{q.name}.{k} (of {q.rubric[k - 1][0]:g})"
+
+
 def sheet_columns(qs: list[WrittenQuestion]) -> list[str]:
-    """The marking sheet's columns: ``file``, then for each question one per rubric line
-    (``q5.1 (of 1)``) and its answer (``q5 answer``).
+    """The marking sheet's columns: ``file``, then for each question one per rubric line, headed by
+    its points and its text (``q5.1 (of 1): Says why.``), and its answer (``q5 answer``).
 
     Parameters
     ----------
@@ -185,13 +192,27 @@ def sheet_columns(qs: list[WrittenQuestion]) -> list[str]:
 
     Examples
     --------
-    >>> sheet_columns([WrittenQuestion("q5", 2.0, "", ((1.0, "a"), (1.0, "b")))])
-    ['file', 'q5.1 (of 1)', 'q5.2 (of 1)', 'q5 answer']
+    >>> sheet_columns([WrittenQuestion("q5", 2.0, "", ((1.0, "Says why."), (1.0, "Says how.")))])
+    ['file', 'q5.1 (of 1): Says why.', 'q5.2 (of 1): Says how.', 'q5 answer']
     """
     cols = ["file"]
     for q in qs:
-        cols += [f"{q.name}.{k} (of {p:g})" for k, (p, _) in enumerate(q.rubric, 1)] + [f"{q.name} answer"]
+        cols += [f"{_line_key(q, k)}: {text}" for k, (_, text) in enumerate(q.rubric, 1)] + [f"{q.name} answer"]
     return cols
+
+
+def _sheet_layout(header: list[str], qs: list[WrittenQuestion]):
+    """Each of :func:`sheet_columns`' columns found in a sheet's ``header``: ``{column: index}``, a rubric
+    line's column found by its start (``q5.1 (of 1)``: a sheet written before the lines' text was in the
+    headers, or whose headers a spreadsheet cut, reads the same); None where one is missing."""
+    found = {}
+    for col in sheet_columns(qs):
+        key = col.split(": ", 1)[0] if re.match(r"q\d+\.\d+ \(of ", col) else col
+        where = [i for i, h in enumerate(header) if h.strip() == col or h.strip().split(":", 1)[0].strip() == key]
+        if len(where) != 1:
+            return None
+        found[col] = where[0]
+    return found
 
 
 def read_marks(path, qs: list[WrittenQuestion]) -> dict:
@@ -218,10 +239,10 @@ def read_marks(path, qs: list[WrittenQuestion]) -> dict:
     >>> import tempfile, pathlib
     >>> q = WrittenQuestion("q5", 2.0, "", ((1.0, "a"), (1.0, "b")))
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "lab1_ece-written.csv"
-    >>> _ = p.write_text("file,q5.1 (of 1),q5.2 (of 1),q5 answer\\nalice.ipynb,1,0.5,...\\nbob.ipynb,,,...\\n")
+    >>> _ = p.write_text("file,q5.1 (of 1): a,q5.2 (of 1): b,q5 answer\\nalice.ipynb,1,0.5,...\\nbob.ipynb,,,...\\n")
     >>> read_marks(p, [q])
     {'alice.ipynb': {'q5': [1.0, 0.5]}, 'bob.ipynb': {'q5': [None, None]}}
-    >>> _ = p.write_text("file,q5.1 (of 1),q5.2 (of 1),q5 answer\\nalice.ipynb,2,1,...\\n")
+    >>> _ = p.write_text("file,q5.1 (of 1): a,q5.2 (of 1): b,q5 answer\\nalice.ipynb,2,1,...\\n")
     >>> read_marks(p, [q])
     Traceback (most recent call last):
         ...
@@ -231,14 +252,15 @@ def read_marks(path, qs: list[WrittenQuestion]) -> dict:
     with open(path, newline="") as f:
         rows = list(csv.reader(f))
     cols = sheet_columns(qs)
-    if not rows or rows[0] != cols:
+    layout = _sheet_layout(rows[0], qs) if rows else None
+    if layout is None:
         raise ValueError(f"{path.name}: its columns must be {', '.join(cols)} (the marking sheet `make grade` "
                          f"writes); delete it to get a new one")
     out = {}
     for r, row in enumerate(rows[1:], 2):
         if not any(cell.strip() for cell in row):
             continue
-        row = dict(zip(cols, row + [""] * (len(cols) - len(row))))
+        row = {col: row[i] if i < len(row) else "" for col, i in layout.items()}
         name = row["file"].strip()
         where = f"{path.name}, row {r} ({name or 'no file name'})"
         if not name:
@@ -249,8 +271,9 @@ def read_marks(path, qs: list[WrittenQuestion]) -> dict:
         for q in qs:
             marks = []
             for k, (most, _) in enumerate(q.rubric, 1):
-                col = f"{q.name}.{k} (of {most:g})"
+                col = next(c for c in cols if c.startswith(_line_key(q, k) + ":"))
                 text = row[col].strip()
+                col = _line_key(q, k)  # named short in a message
                 if not text:
                     marks.append(None)
                     continue
@@ -293,7 +316,7 @@ def write_sheet(path, qs: list[WrittenQuestion], submitted: dict, marks: dict) -
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "lab1_ece-written.csv"
     >>> write_sheet(p, [q], {"bob.ipynb": {"q5": "Because."}}, {"alice.ipynb": {"q5": [1.0]}})
     >>> print(p.read_text().strip())
-    file,q5.1 (of 1),q5 answer
+    file,q5.1 (of 1): Right.,q5 answer
     alice.ipynb,1,
     bob.ipynb,,Because.
     """
@@ -303,7 +326,10 @@ def write_sheet(path, qs: list[WrittenQuestion], submitted: dict, marks: dict) -
     old = {}  # the answers of the files graded before, as the sheet holds them
     if path.exists():
         with open(path, newline="") as f:
-            old = {row.get("file"): row for row in csv.DictReader(f)}
+            rows = list(csv.reader(f))
+        layout = _sheet_layout(rows[0], qs) if rows else None
+        old = {} if layout is None else {r[layout["file"]]: {c: r[i] if i < len(r) else "" for c, i in layout.items()}
+                                         for r in rows[1:] if r}
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", newline="") as f:
         w = csv.writer(f)
