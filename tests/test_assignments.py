@@ -17,7 +17,9 @@ import nbformat
 import pytest
 
 from calibcourse.tools import assignments as A
+from calibcourse.tools import handout
 from calibcourse.tools.assignments import written as W
+from calibcourse.tools.handout import VARIANTS
 
 ROOT = Path(__file__).resolve().parent.parent
 LABS = [p.stem for p in A.lab_sources()]
@@ -186,17 +188,18 @@ def test_assignments_are_written_with_points_stated_and_solutions_only_in_the_so
         assert len(tests) == len(qs)
         # every written question: an otter manual question, with a model answer and a rubric in the solution only
         written = W.written_questions(jupytext.read(ROOT / "notebooks" / "labs" / f"{lab}.md"))
-        assert written and student.count("<!-- BEGIN QUESTION -->") == len(written)
-        assert student.count("_Type your answer here, replacing this text._") == len(written)
+        assert written and student.count("<!-- BEGIN QUESTION -->") == student.count("<!-- END QUESTION -->") == len(
+            written)
+        assert student.count("Double-click this cell and write your answer here") == len(written)
         assert solution.count("**Answer.**") == solution.count("**Rubric (") == len(written)
         assert "**Answer.**" not in student and "**Rubric" not in student
         for q in qs:  # the hidden test: the same check on another seed
             src = tests[f"tests/{q.name}.py"]
-            assert f"checks.{q.check}({q.function}, strict=True)" in src
-            assert f"checks.{q.check}({q.function}, seed={A.hidden_seed(lab, q.name)}, strict=True)" in src
-    lab2 = paths["lab2_temperature"]
-    entries = [n for n in zipfile.ZipFile(lab2["autograder"]).namelist() if n.startswith("files/data/cache/")]
-    assert any(n.endswith("manifest.json") for n in entries)
+            variant = "" if q.check not in VARIANTS else f", variant={VARIANTS[q.check][0]!r}"
+            assert f"checks.{q.check}({q.function}, strict=True{variant})" in src
+            assert f"checks.{q.check}({q.function}, seed={A.hidden_seed(lab, q.name)}, strict=True{variant})" in src
+    lab2 = paths["lab2_temperature"]  # the labs' data travel inside the package
+    assert "files/calibcourse/study/course/lab_runs.npz" in zipfile.ZipFile(lab2["autograder"]).namelist()
 
 
 def test_forbidden_uses_follows_aliases_and_helpers_but_not_the_labs_own_cells():
@@ -236,8 +239,8 @@ def test_grading_a_lab(lab, built, tmp_path):
     assert {q: float(rows["solution.ipynb"][q]) for q in full} == full
     assert [float(rows["wraps_the_library.ipynb"][q.name]) for q in qs] == [0] + [q.points for q in qs[1:]]
     fb = (tmp_path / "grades" / lab / "wraps_the_library.txt").read_text()
-    assert f"{qs[0].function} uses what the exercise asks you to write, so it earns no points" in fb
-    assert "hidden test (2 points): FAILED" in fb
+    assert "which this exercise does not allow" in fb and "it earns no points" in fb
+    assert "public check (1 point): FAILED" in fb and "hidden test (2 points): FAILED" in fb
     assert all(float(rows["untouched.ipynb"][q]) == 0 for q in full)
     assert [float(rows["special_cased_last_raises.ipynb"][q.name]) for q in qs] == [q.public for q in qs[:-1]] + [0]
     for name, row in rows.items():
@@ -357,7 +360,7 @@ def test_written_answers_reach_the_grade(built, tmp_path):
     student = nbformat.read(built[1][lab]["student"], as_version=4)
     answered = copy(student)
     for i, cell in enumerate(answered.cells):
-        if cell.source == "_Type your answer here, replacing this text._":
+        if "answer" in cell.metadata.get("tags", []):
             cell.source = f"My answer, cell {i}: it depends on the errors."
     write(subs, "answered", answered)
     grades = tmp_path / "grades"
@@ -373,11 +376,17 @@ def test_written_answers_reach_the_grade(built, tmp_path):
     assert (
         by_file["answered.ipynb"]["q5 answer"].startswith("My answer") and by_file["untouched.ipynb"]["q6 answer"] == ""
     )
-    assert list(table[0]) == W.sheet_columns(wqs) == ["file", "q5.1 (of 1)", "q5.2 (of 1)", "q5.3 (of 1)", "q5 answer",
-                                                      "q6.1 (of 1)", "q6.2 (of 1)", "q6.3 (of 1)", "q6 answer"]
-    by_file["answered.ipynb"].update({"q5.1 (of 1)": "1", "q5.2 (of 1)": "0.5", "q5.3 (of 1)": "0",
-                                      "q6.1 (of 1)": "1", "q6.2 (of 1)": "1", "q6.3 (of 1)": "1"})
-    by_file["solution.ipynb"].update({"q5.1 (of 1)": "1"})  # partly marked: not counted yet
+    # a column per rubric line, headed by its points and its text: the sheet is marked without the solution open
+    assert list(table[0]) == W.sheet_columns(wqs)
+    assert [c.split(":")[0] for c in table[0]] == ["file", "q5.1 (of 1)", "q5.2 (of 1)", "q5.3 (of 1)", "q5 answer",
+                                                   "q6.1 (of 1)", "q6.2 (of 1)", "q6.3 (of 1)", "q6 answer"]
+    for w in wqs:
+        for k, (points, text) in enumerate(w.rubric, 1):
+            assert f"{w.name}.{k} (of {points:g}): {text}" in table[0]
+    col = {c.split(":")[0]: c for c in table[0]}
+    by_file["answered.ipynb"].update({col["q5.1 (of 1)"]: "1", col["q5.2 (of 1)"]: "0.5", col["q5.3 (of 1)"]: "0",
+                                      col["q6.1 (of 1)"]: "1", col["q6.2 (of 1)"]: "1", col["q6.3 (of 1)"]: "1"})
+    by_file["solution.ipynb"].update({col["q5.1 (of 1)"]: "1"})  # partly marked: not counted yet
 
     def save(table):
         with open(sheet, "w", newline="") as f:
@@ -396,8 +405,8 @@ def test_written_answers_reach_the_grade(built, tmp_path):
     assert "q6, question 6 (written): not marked yet" not in fb
     assert "(no answer found under the question)" in (grades / lab / "untouched.txt").read_text()
     with open(sheet, newline="") as f:  # the marks are kept when the sheet is written again
-        assert {r["file"]: r for r in csv.DictReader(f)}["answered.ipynb"]["q5.2 (of 1)"] == "0.5"
-    by_file["answered.ipynb"]["q5.2 (of 1)"] = "2"
+        assert {r["file"]: r for r in csv.DictReader(f)}["answered.ipynb"][col["q5.2 (of 1)"]] == "0.5"
+    by_file["answered.ipynb"][col["q5.2 (of 1)"]] = "2"
     save(table)
     with pytest.raises(
         ValueError,
@@ -432,3 +441,129 @@ def test_otter_grades_the_solution_with_the_autograder_archive(built, tmp_path):
     nbformat.write(nb, sub)
     results = otter_run(str(sub), autograder=str(p["autograder"]), output_dir=None, no_logo=True)
     assert results.total == results.possible == sum(q.points for q in lab_questions("lab1_ece"))
+
+
+# ------------------------------------------------------------------ one hand-out
+def test_make_labs_writes_the_notebooks_make_assignments_hands_out(built, tmp_path):
+    """Byte for byte: the student notebooks of `make labs` (and `calibcourse labs`) are `make assignments`'
+    hand-outs, and its instructor edition is their solution notebooks; a course's secret changes both alike."""
+    out, paths = built
+    written = handout.write_editions(ROOT, tmp_path / "labs", editions=("student", "instructor"),
+                                     secret=A.DEFAULT_SECRET)
+    assert len(written) == 2 * len(LABS)
+    for lab in LABS:
+        for edition, kind in (("student", "student"), ("instructor", "solution")):
+            assert (tmp_path / "labs" / edition / f"{lab}.ipynb").read_bytes() == paths[lab][kind].read_bytes(), (
+                lab, edition)
+    assert handout.main(["--out", str(tmp_path / "cli"), "--lab", "lab1_ece", "--secret", A.DEFAULT_SECRET]) == 0
+    assert (tmp_path / "cli" / "lab1_ece.ipynb").read_bytes() == paths["lab1_ece"]["student"].read_bytes()
+    # a course with its own secret: its variant of Lab 2, in both
+    secret = "a course of our own, 2026"
+    course = A.write_assignment(ROOT / "notebooks" / "labs" / "lab2_temperature.md", tmp_path / "course", secret,
+                                log=lambda *_: None)
+    mine = handout.write_labs(tmp_path / "course-labs", ["lab2_temperature"], secret=secret)[0]
+    assert mine.read_bytes() == course["student"].read_bytes() != paths["lab2_temperature"]["student"].read_bytes()
+    text = mine.read_text()
+    assert "Your course's version of this lab" in text and 'variant=\\"' in text
+
+
+# ------------------------------------------------------------------ make grade and otter run agree
+LAB2_ANSWERS = {  # the answers an instructor tried (issue 49), each a function's cell
+    "softmax_t": {
+        "log_softmax": "def softmax_t(logits, temperature):\n"
+                       "    return np.exp(metrics.log_softmax(logits / temperature))",
+        "getattr": "def softmax_t(logits, temperature):\n"
+                   "    return getattr(metrics, 'soft' + 'max')(logits / temperature)",
+        "scipy": "from scipy.special import softmax\n\ndef softmax_t(logits, temperature):\n"
+                 "    return softmax(logits / temperature, axis=1)",
+        "float32": "def softmax_t(logits, temperature):\n    z = (logits / temperature).astype(np.float32)\n"
+                   "    e = np.exp(z - z.max(axis=1, keepdims=True))\n    return e / e.sum(axis=1, keepdims=True)",
+        "global max": "def softmax_t(logits, temperature):\n    z = logits / temperature\n    e = np.exp(z - z.max())\n"
+                      "    return e / e.sum(axis=1, keepdims=True)"},
+    "calibrate": {
+        "TemperatureScaling": "from calibcourse.calibration import calibrators\n\n"
+                              "def calibrate(val_logits, val_labels, test_logits, test_labels):\n"
+                              "    ts = calibrators.TemperatureScaling().fit(val_logits, val_labels)\n"
+                              "    return ts.predict_proba(test_logits)",
+        "fit on test": "def calibrate(val_logits, val_labels, test_logits, test_labels):\n"
+                       "    nll = lambda lt: metrics.nll(metrics.softmax(test_logits / np.exp(lt)), test_labels)\n"
+                       "    t = np.exp(minimize_scalar(nll, bounds=(-4, 4), method='bounded').x)\n"
+                       "    return metrics.softmax(test_logits / t)"},
+    "grid_temperature": {
+        "last on ties": "def grid_temperature(val_logits, val_labels, temperatures, n_bins=15):\n"
+                        "    best, best_t = np.inf, None\n    for t in temperatures:\n"
+                        "        e = metrics.ece(metrics.softmax(val_logits / t), val_labels, n_bins=n_bins)\n"
+                        "        if e <= best:\n            best, best_t = e, t\n    return float(best_t)",
+        "unweighted": "def _ece(p, y, n_bins):\n    conf, ok = p.max(1), p.argmax(1) == y\n"
+                      "    idx = np.searchsorted(np.linspace(0, 1, n_bins + 1)[1:-1], conf, side='left')\n"
+                      "    return np.mean([abs(ok[idx == m].mean() - conf[idx == m].mean())\n"
+                      "                    for m in range(n_bins) if (idx == m).any()])\n\n"
+                      "def grid_temperature(val_logits, val_labels, temperatures, n_bins=15):\n"
+                      "    e = [_ece(metrics.softmax(val_logits / t), val_labels, n_bins) for t in temperatures]\n"
+                      "    return float(temperatures[int(np.argmin(e))])",
+        "TemperatureScaling.grid": "from calibcourse.calibration.calibrators import TemperatureScaling as TS\n\n"
+                                   "def grid_temperature(val_logits, val_labels, temperatures, n_bins=15):\n"
+                                   "    return TS.grid(val_logits, val_labels, temperatures, n_bins=n_bins).best()"},
+    "nll_at_temperature": {
+        "cross_entropy": "import torch\n\ndef nll_at_temperature(logits, labels, temperature):\n"
+                         "    z, y = torch.as_tensor(logits / temperature), torch.as_tensor(labels)\n"
+                         "    return float(torch.nn.functional.cross_entropy(z, y))",
+        "global max": "def nll_at_temperature(logits, labels, temperature):\n    z = logits / temperature\n"
+                      "    z = z - z.max()\n    log_p = z - np.log(np.exp(z).sum(axis=1, keepdims=True))\n"
+                      "    return float(-np.mean(log_p[np.arange(len(labels)), labels]))",
+        "scipy log_softmax": "from scipy.special import log_softmax\n\n"
+                             "def nll_at_temperature(logits, labels, temperature):\n"
+                             "    lp = log_softmax(logits / temperature, axis=1)\n"
+                             "    return float(-np.mean(lp[np.arange(len(labels)), labels]))",
+        "naive": "def nll_at_temperature(logits, labels, temperature):\n    z = logits / temperature\n"
+                 "    e = np.exp(z - z.max(axis=1, keepdims=True))\n    p = e / e.sum(axis=1, keepdims=True)\n"
+                 "    return float(-np.mean(np.log(p[np.arange(len(labels)), labels])))"},
+}
+#: submissions of Lab 2, each answering its four exercises so (None: the solution's)
+LAB2_SUBMISSIONS = {
+    "routes": ("log_softmax", "TemperatureScaling", "last on ties", "cross_entropy"),
+    "aliases": ("getattr", None, "unweighted", "global max"),
+    "scipy": ("scipy", "fit on test", "TemperatureScaling.grid", "scipy log_softmax"),
+    "precision": ("float32", None, None, "naive"),
+    "global_max": ("global max", None, None, None),
+}
+
+
+def test_make_grade_and_otter_run_give_the_same_points(built, tmp_path):
+    """The same Lab 2 submissions, graded by `make grade` and by `otter run` with the autograder archive (what
+    Gradescope runs): the same points on every question, the forbidden routes at 0 in both."""
+    from otter.run import main as otter_run
+
+    lab, subs = "lab2_temperature", tmp_path / "subs"
+    out, qs, solution = start_submissions(lab, built, subs)
+    fns = [q.function for q in qs]
+    for name, answers in LAB2_SUBMISSIONS.items():
+        nb = solution
+        for fn, answer in zip(fns, answers):
+            if answer is not None:
+                nb = replace_function(nb, fn, LAB2_ANSWERS[fn][answer])
+        write(subs, name, nb)
+    rows = read_csv(A.grade(lab, subs, tmp_path / "grades", timeout=NO_LIMIT, assignments_dir=out, log=lambda *_: None))
+    table = {}
+    for path in sorted(subs.glob("*.ipynb")):
+        graded = tmp_path / "otter" / path.name
+        graded.parent.mkdir(exist_ok=True)
+        text = path.read_text().replace('profile = \\"default\\"', 'profile = \\"ci\\"')  # as `make grade` runs it
+        graded.write_text(text)
+        results = otter_run(str(graded), autograder=str(built[1][lab]["autograder"]), output_dir=None, no_logo=True)
+        table[path.name] = [(float(rows[path.name][q.name]), float(results.get_score(q.name))) for q in qs]
+    print("\nsubmission: (make grade, otter run) per question")
+    for name, scores in table.items():
+        print(f"  {name:22s}", "  ".join(f"{q.name} {a:g}/{b:g}" for q, (a, b) in zip(qs, scores)))
+    for name, scores in table.items():
+        assert all(a == b for a, b in scores), (name, scores)
+    assert [a for a, _ in table["solution.ipynb"]] == [q.points for q in qs]
+    assert all(a == 0 for a, _ in table["untouched.ipynb"])
+    for name, answers in LAB2_SUBMISSIONS.items():
+        for q, answer, (points, _) in zip(qs, answers, table[f"{name}.ipynb"]):
+            if answer is None:
+                assert points == q.points, (name, q.name)
+            else:  # a wrong answer keeps the public point at most; a route to the library's answer gets nothing
+                assert points <= q.public, (name, answer, points)
+    routes = dict(zip(fns, LAB2_SUBMISSIONS["routes"]))
+    assert all(points == 0 for points, _ in table["routes.ipynb"]), routes

@@ -360,11 +360,26 @@ def _fails(check, fn, seed, **kwargs):
 
 
 def _grid(zv, yv, temperatures, n_bins, pick="first", weighted=True, measure="ece"):
-    """The hand search written out with this file's softmax and Guo's bins (no library): the T of the
-    smallest validation ECE, the first one on ties (``pick="last"``: the last one; ``"largest"``: the
-    largest ECE), or of the smallest NLL."""
-    values = np.array([_summary(*_bin_stats(_softmax_t(zv, t), yv, n_bins), weighted=weighted)
-                       if measure == "ece" else _nll_right(zv, yv, t) for t in temperatures])
+    """The hand search written out, every T at once, with Guo's bins (no library): the T of the smallest
+    validation ECE, the first one on ties (``pick="last"``: the last one; ``"largest"``: the largest ECE),
+    or of the smallest NLL; ``weighted=False``: every non-empty bin counts the same."""
+    t = np.asarray(temperatures, dtype=float)
+    z = np.asarray(zv, dtype=float)[None] / t[:, None, None]
+    z = z - z.max(axis=2, keepdims=True)
+    if measure == "nll":
+        values = -np.mean(z[:, np.arange(len(yv)), yv] - np.log(np.exp(z).sum(axis=2)), axis=1)
+    else:
+        p = np.exp(z) / np.exp(z).sum(axis=2, keepdims=True)
+        conf, ok = p.max(axis=2), (p.argmax(axis=2) == yv)
+        rows = (np.searchsorted(np.linspace(0, 1, n_bins + 1)[1:-1], conf, side="left")
+                + n_bins * np.arange(len(t))[:, None]).ravel()
+        count = np.bincount(rows, minlength=len(t) * n_bins).reshape(len(t), n_bins)
+        gap = np.abs(np.bincount(rows, (ok - conf).ravel(), len(t) * n_bins).reshape(len(t), n_bins))
+        if weighted:
+            values = gap.sum(axis=1) / len(yv)
+        else:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                values = np.nanmean(np.where(count > 0, gap / count, np.nan), axis=1)
     if pick == "largest":
         return temperatures[int(np.argmax(values))]
     best = np.flatnonzero(values == values.min())
@@ -515,11 +530,21 @@ def _logit(s):
     return np.log(s / (1 - s))
 
 
-def _platt(sv, yv, st, feature=_logit, C=1e10):
-    from sklearn.linear_model import LogisticRegression
+def _platt(sv, yv, st, feature=_logit, C=np.inf):
+    """Platt scaling written out: a logistic regression on one feature, fitted by Newton's method (with
+    scikit-learn's penalty w**2 / (2 C) on the slope where C is finite; none by default)."""
+    from scipy.special import expit
 
-    m = LogisticRegression(C=C, max_iter=5000, tol=1e-12).fit(feature(sv)[:, None], yv)
-    return m.predict_proba(feature(st)[:, None])[:, 1]
+    X, y = np.c_[feature(sv), np.ones(len(sv))], np.asarray(yv, float)
+    penalty = np.array([0.0 if np.isinf(C) else 1.0 / C, 0.0])
+    w = np.zeros(2)
+    for _ in range(100):
+        q = expit(X @ w)
+        step = np.linalg.solve((X * (q * (1 - q))[:, None]).T @ X + np.diag(penalty), X.T @ (q - y) + penalty * w)
+        w -= step
+        if np.abs(step).max() < 1e-13:
+            break
+    return expit(w[0] * feature(st) + w[1])
 
 
 LAB3 = {
@@ -566,8 +591,13 @@ def _sece(p, y, h, leave_one_out=False, box=False):
     """SECE written out: the Gaussian-kernel smoothed accuracy at each top-label confidence."""
     p = np.asarray(p, dtype=float)
     conf, right = p.max(1), (p.argmax(1) == y).astype(float)
-    d = conf[:, None] - conf[None, :]
-    k = (np.abs(d) <= h).astype(float) if box else np.exp(-0.5 * (d / h) ** 2)
+    k = np.subtract.outer(conf, conf)
+    if box:
+        k = (np.abs(k) <= h).astype(float)
+    else:  # exp(-(c_i - c_j)^2 / (2 h^2)), in place: n^2 values
+        np.square(k, out=k)
+        k *= -0.5 / h**2
+        np.exp(k, out=k)
     if leave_one_out:
         np.fill_diagonal(k, 0.0)
     return float(np.mean(np.abs(k @ right / k.sum(1) - conf)))
@@ -805,3 +835,13 @@ def test_the_watch_cannot_be_turned_off_from_inside():
         with pytest.raises(checks.CheckFailure, match=what):
             checks.check_softmax_temperature(fn, strict=True)
     assert sys.getprofile() is None and threading.getprofile() is None
+
+
+def test_the_paired_check_s_bootstrap_is_the_library_s_ece_on_every_resample():
+    """The paired check computes its reference's resamples at once; each equals metrics.ece on that resample."""
+    from calibcourse.study.course.checks import lab3
+
+    for seed, i, n_bins in ((0, 0, 15), (7, 1, 10)):
+        sa, sb, y, idx = lab3._paired_case(seed, i)
+        looped = np.array([M.ece(sa[r], y[r], n_bins=n_bins, reliability="top_label") for r in idx[:40]])
+        assert np.allclose(lab3._top_label_eces(sa, y, idx[:40], n_bins), looped, rtol=0, atol=1e-14)

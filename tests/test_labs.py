@@ -1,12 +1,13 @@
 """The labs: both editions from one source; the instructor edition passes its checks, the
 student edition executes and its checks report failures (not crashes)."""
 import json
+import os
 from pathlib import Path
 
 import jupytext
 import pytest
 
-from calibcourse.tools import build, editions
+from calibcourse.tools import build, editions, handout
 
 ROOT = Path(__file__).resolve().parent.parent
 LABS = sorted((ROOT / "notebooks" / "labs").glob("*.md"))
@@ -32,9 +33,9 @@ def test_every_lab_has_exercises_and_checks():
 
 
 def test_write_labs_gives_two_editions(tmp_path):
-    paths = editions.write_labs(ROOT, tmp_path)  # the student edition alone, unless asked
+    paths = handout.write_editions(ROOT, tmp_path)  # the student edition alone, unless asked
     assert len(paths) == len(LABS) and not (tmp_path / "instructor").exists()
-    paths = editions.write_labs(ROOT, tmp_path, editions=("instructor",))
+    paths = handout.write_editions(ROOT, tmp_path, editions=("instructor",))
     assert len(paths) == len(LABS)
     student = (tmp_path / "student" / "lab1_ece.ipynb").read_text()
     instructor = (tmp_path / "instructor" / "lab1_ece.ipynb").read_text()
@@ -216,43 +217,50 @@ def test_chapters_state_their_lab_as_the_schedule_does(chapter):
         f"chapter {chapter}: paste schedule.chapter_lab_sentence({chapter})"
 
 
-def test_setup_page_commands_exist_and_its_python_runs(tmp_path):
-    """Every command of the setup page is a Makefile target; the lab-writing command and the
-    execution command a student runs before handing in are run as written (on a student notebook),
-    with this test's Python and without re-installing the environment."""
+def test_setup_page_commands_exist_and_run(tmp_path):
+    """The setup page's commands, as a student types them: the extras it installs are the package's, every
+    make target it names exists, `calibcourse labs` writes the notebooks `make labs` writes (byte for byte),
+    and the command run before handing in executes a student notebook; with this test's Python, without
+    installing anything (the install itself is measured, and the page says how)."""
     import subprocess
     import sys
+    import tomllib
 
     page = (ROOT / "book" / "setup.md").read_text()
     commands = [ln.strip() for block in re.findall(r"```bash\n(.*?)```", page, flags=re.S)
                 for ln in block.splitlines() if ln.strip()]
-    assert len(commands) >= 4, commands
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    installs = [c for c in commands if c.startswith("pip install")]
+    assert installs and all(set(re.search(r"\[([\w,]+)\]", c).group(1).split(",")) <= set(extras) for c in installs)
     makefile = (ROOT / "Makefile").read_text()
-    for cmd in commands:
-        assert cmd.startswith("make "), f"the setup page's commands are make targets: {cmd!r}"
     for target in re.findall(r"`?make (\w+)", page):
         assert re.search(rf"(?m)^{target}:", makefile), f"make {target} is not a Makefile target"
-    # the page's make, with this test's Python, the environment's stamp taken as made
-    make = ["make", "-o", ".venv/.book-installed", f"PY={sys.executable}"]
-    (labs_cmd,) = [c for c in commands if c == "make labs"]
-    shutil.rmtree(ROOT / "_build" / "labs" / "instructor", ignore_errors=True)
-    proc = subprocess.run(make + labs_cmd.split()[1:], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k != "CALIBCOURSE_SECRET"}
+    (labs_cmd,) = [c for c in commands if c.startswith("calibcourse labs")]
+    proc = subprocess.run([sys.executable, "-m", *labs_cmd.split()], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert (ROOT / "_build" / "labs" / "student" / "lab1_ece.ipynb").exists()
+    out = tmp_path / labs_cmd.split("--out ")[1].split()[0]
+    assert sorted(p.name for p in out.glob("*.ipynb")) == [f"{lab.stem}.ipynb" for lab in LABS]
+    # make labs, with this test's Python, the environment's stamp taken as made: the same notebooks
+    make = ["make", "-o", ".venv/.book-installed", f"PY={sys.executable}"]
+    shutil.rmtree(ROOT / "_build" / "labs" / "instructor", ignore_errors=True)
+    proc = subprocess.run(make + ["labs"], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
     assert not (ROOT / "_build" / "labs" / "instructor").exists(), "the students' make labs wrote the solutions"
-    # the command run before handing in, on a copy of the student notebook
-    (run_cmd,) = [c for c in commands if c.startswith("make execute")]
-    assert run_cmd.split()[-1] == "NB=_build/labs/student/lab1_ece.ipynb", run_cmd
-    nb = tmp_path / "lab1_ece.ipynb"
-    shutil.copy(ROOT / "_build" / "labs" / "student" / "lab1_ece.ipynb", nb)
-    text = nb.read_text().replace('profile = \\"default\\"', 'profile = \\"ci\\"')  # the fast data
+    for lab in LABS:
+        assert (ROOT / "_build" / "labs" / "student" / f"{lab.stem}.ipynb").read_bytes() == (
+            out / f"{lab.stem}.ipynb").read_bytes()
+    # the command run before handing in, on a student notebook (the fast data)
+    (run_cmd,) = [c for c in commands if c.startswith("jupyter nbconvert")]
+    nb = tmp_path / run_cmd.split()[-1]
+    text = nb.read_text().replace('profile = \\"default\\"', 'profile = \\"ci\\"')
     assert text != nb.read_text()
     nb.write_text(text)
-    proc = subprocess.run(make + ["execute", f"NB={nb}"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-m", *run_cmd.split()], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "check_ece: " in nb.read_text()
-
-
 
 
 # ------------------------------------------------------------------ the quizzes
@@ -326,9 +334,11 @@ def test_a_quiz_answers_in_headless_chromium_without_a_network(tmp_path):
 
 # ------------------------------------------------------------------ the student edition, built
 def solution_lines(lab):
-    """The longest line of each solution block of a lab: text that only the instructor edition holds."""
+    """The longest line of each solution block of a lab: text that only the instructor edition holds (a
+    course's variants, which the book does not show, left out)."""
     lines, inside, block = [], False, []
-    for ln in lab.read_text().splitlines():
+    cells = [c.source for c in jupytext.read(lab).cells if "variant" not in c.metadata.get("tags", [])]
+    for ln in "\n".join(cells).splitlines():
         if ln.strip() == editions.BEGIN:
             inside, block = True, []
         elif ln.strip() == editions.END:
@@ -380,11 +390,19 @@ def test_student_edition_built_holds_no_lab_solution_and_the_instructor_edition_
             assert line in instructor, (lab, line)
         assert "Rubric" not in student and "Rubric" in instructor, lab
         assert "NotImplementedError" in student
-    # every downloadable notebook of the student edition is the student's
+    # every downloadable notebook of the student edition is the student's; a lab's is its hand-out, the
+    # notebook `make labs` writes, byte for byte
     downloads = list((tmp_path / "_build" / "html").rglob("*.ipynb"))
     assert downloads
     for path in downloads:
         assert "BEGIN SOLUTION" not in path.read_text() and "Rubric" not in path.read_text(), path
+    handouts = handout.write_editions(tmp_path, tmp_path / "handouts", editions=("student", "instructor"),
+                                   secret=assignments.DEFAULT_SECRET)
+    for edition, html in (("student", "_build/html"), ("instructor", "_build/instructor/html")):
+        for lab in LABS:
+            served = tmp_path / html / "_sources" / "book" / "generated" / "labs" / f"{lab.stem}.ipynb"
+            assert served.read_bytes() == (tmp_path / "handouts" / edition / f"{lab.stem}.ipynb").read_bytes()
+    assert len(handouts) == 2 * len(LABS)
 
 
 def test_no_page_a_student_reads_advertises_the_instructor_builds():
@@ -394,3 +412,141 @@ def test_no_page_a_student_reads_advertises_the_instructor_builds():
         if page.exists():
             assert "EDITION=instructor" not in page.read_text(), page.name
     assert "make labs EDITION=instructor" in (ROOT / "book" / "guide_instructors.md").read_text()
+
+
+# ------------------------------------------------------------------ a course's variants, the labs' data, no torch
+def _exercises(nb):
+    """Each graded question of a lab notebook with its exercise cell's index."""
+    return zip(assignments.questions(nb), [i for i, c in enumerate(nb.cells) if "points" in c.metadata])
+
+
+def _solution_namespace(lab_path, variant_of=None):
+    """The instructor's solutions of a lab run in a fresh namespace (the exercises' own imports first); with
+    ``variant_of``, a course's: {check: variant} as :func:`handout.course_variant` picks them."""
+    from calibcourse.tools import handout
+
+    secret = variant_of or assignments.DEFAULT_SECRET
+    nb = handout.lab_notebook(lab_path, "instructor", secret)
+    ns = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.source.startswith("import numpy as np"):
+            exec(cell.source, ns)
+    for q in assignments.questions(jupytext.read(lab_path)):
+        (cell,) = [c for c in nb.cells if c.cell_type == "code" and f"def {q.function}(" in c.source]
+        exec(cell.source, ns)
+    return ns
+
+
+def test_every_variant_has_its_prompt_solution_and_check():
+    """Each variant a lab's check offers is written in the lab's source (its prompt and its solution, tagged
+    variant, under the exercise), and that solution passes its check, rules on, on the visible cases and a
+    hidden seed; the book's editions show none of them."""
+    from calibcourse.tools import handout
+
+    for lab in LABS:
+        nb = jupytext.read(lab)
+        for q, i in _exercises(nb):
+            variants = handout.VARIANTS.get(q.check, ())
+            tagged = [c for c in nb.cells[i + 1:i + 1 + 2 * len(variants)] if "variant" in c.metadata.get("tags", [])]
+            assert sorted({c.metadata["variant"] for c in tagged}) == sorted(variants[1:]), (lab.stem, q.name)
+            for c in tagged:
+                assert c.cell_type == "markdown" or editions.BEGIN in c.source
+        for edition in ("student", "instructor"):
+            assert not [c for c in editions.to_edition(jupytext.read(lab), edition).cells
+                        if "variant" in c.metadata.get("tags", [])]
+    from calibcourse.study.course import checks
+
+    lab2 = ROOT / "notebooks" / "labs" / "lab2_temperature.md"
+    for check, variants in handout.VARIANTS.items():
+        (q,) = [q for q in assignments.questions(jupytext.read(lab2)) if q.check == check]
+        for variant in variants[1:]:
+            secret = next(f"course {k}" for k in range(1000)
+                          if handout.course_variant(lab2.stem, check, f"course {k}") == variant)
+            ns = _solution_namespace(lab2, secret)
+            for seed in (0, assignments.hidden_seed(lab2.stem, q.name, secret)):
+                assert getattr(checks, check)(ns[q.function], seed=seed, strict=True, variant=variant), (check, variant)
+
+
+def test_a_copied_published_solution_fails_every_course_s_variant():
+    """A course with its own secret hands out other variants of Lab 2's graded functions: the published
+    solution (the book's, the repository's) fails each of them, hidden test and public check, for every one
+    of 200 courses' secrets."""
+    from calibcourse.study.course import checks
+    from calibcourse.study.course.checks._harness import first_failure_stops
+    from calibcourse.tools import handout
+
+    lab2 = ROOT / "notebooks" / "labs" / "lab2_temperature.md"
+    published = _solution_namespace(lab2)
+    qs = assignments.questions(jupytext.read(lab2))
+    assert {q.check for q in qs} == set(handout.VARIANTS)
+    seen = {q.check: set() for q in qs}
+    for k in range(200):
+        secret = f"course {k}"
+        for q in qs:
+            variant = handout.course_variant(lab2.stem, q.check, secret)
+            seen[q.check].add(variant)
+            assert variant != handout.VARIANTS[q.check][0]
+            for seed in (assignments.hidden_seed(lab2.stem, q.name, secret), 0):
+                with first_failure_stops(), pytest.raises(checks.CheckFailure):
+                    getattr(checks, q.check)(published[q.function], seed=seed, strict=True, variant=variant)
+    assert all(seen[check] == set(variants[1:]) for check, variants in handout.VARIANTS.items()), seen
+
+
+def test_the_packaged_lab_data_is_the_result_cache_s():
+    """Labs 2 and 3 read their networks' outputs from a copy packaged with the course (a student's install has
+    no cache): it must equal the cache's entries (python -c 'from calibcourse.study.course import labs;
+    labs.write_lab_data()' rewrites it)."""
+    import numpy as np
+
+    from calibcourse.study.course import labs
+    from calibcourse.study.runs.experiments import runs
+
+    for profile in ("ci", "default"):
+        for name in (labs.LAB2_RUN[profile], labs.LAB3_RUN):
+            packaged, cached = labs.lab_run(name, profile), runs(name, profile)[name]
+            for split in ("val", "test"):
+                for what in ("logits", "labels"):
+                    a, b = getattr(packaged, what)(split), getattr(cached, what)(split)
+                    assert a.dtype == b.dtype and np.array_equal(a, b), (profile, name, split, what)
+
+
+#: what a Windows Python lacks (POSIX-only modules): nothing the labs import may need them
+POSIX_ONLY = ("fcntl", "resource", "termios", "pwd", "grp", "posix")
+NO_TORCH = '''import importlib.abc, sys
+class _NotInstalled(importlib.abc.MetaPathFinder):  # a student's install without the study extra
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("torch", "torchvision", "mnist1d", "tqdm"):
+            raise ImportError(f"No module named {name!r}: not installed (Labs 1 to 3 need no torch)")
+sys.meta_path.insert(0, _NotInstalled())'''
+
+
+@pytest.mark.parametrize("lab", LABS[:3], ids=[p.stem for p in LABS[:3]])
+def test_labs_1_to_3_run_without_torch(lab, tmp_path):
+    """Labs 1 to 3, the instructor's notebook as handed out, run where torch and the study's training data
+    packages cannot be imported, and pass every check; no module they import needs a POSIX-only module."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from calibcourse.tools import handout
+
+    nb = handout.lab_notebook(lab, "instructor")
+    for cell in nb.cells:
+        if "parameters" in cell.metadata.get("tags", []):
+            cell.source = cell.source.replace('profile = "default"', 'profile = "ci"')
+    nb.cells.insert(0, nbformat.v4.new_code_cell(NO_TORCH))
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import sys\nprint('MODULES', sorted(m for m in sys.modules if m.startswith('calibcourse')))\n"
+        "print('TORCH', 'torch' in sys.modules)"))
+    NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+    path = tmp_path / "out.ipynb"
+    nbformat.write(nb, path)
+    text = outputs_text(path)
+    assert "ERROR" not in text and "FAIL" not in text, text
+    assert text.count("all passed") == lab.read_text().count("checks.check_"), text
+    assert "TORCH False" in text
+    modules = eval(text.split("MODULES ", 1)[1].splitlines()[0])
+    for name in modules:
+        spec = __import__("importlib").util.find_spec(name)
+        source = Path(spec.origin).read_text() if spec and spec.origin and spec.origin.endswith(".py") else ""
+        top = [ln for ln in source.splitlines() if ln.startswith(("import ", "from "))]
+        assert not [ln for ln in top if re.match(rf"(import|from) ({'|'.join(POSIX_ONLY)})\b", ln)], name

@@ -602,9 +602,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     root = Path(args.root).resolve()
     if args.labs:
-        from calibcourse.tools.editions import write_labs
+        from calibcourse.tools.handout import write_editions
 
-        for path in write_labs(root, root / args.labs, editions=(args.edition,)):
+        for path in write_editions(root, root / args.labs, editions=(args.edition,)):
             print(path.relative_to(root) if path.is_relative_to(root) else path)
         return 0
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -11,10 +11,9 @@ the page) are neither: both editions keep them, folded.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 
-__all__ = ["BEGIN", "END", "STUB", "strip_solution", "set_edition", "to_edition", "write_labs"]
+__all__ = ["BEGIN", "END", "STUB", "strip_solution", "set_edition", "to_edition"]
 
 #: the markers of a solution in a code cell, and what the student edition puts in its place
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
@@ -161,47 +160,3 @@ def to_edition(nb, edition: str):
         cells.append(cell)
     nb.cells = cells
     return nb
-
-
-def write_labs(root, out_dir=None, editions=("student",), secret=None) -> list[Path]:
-    r"""Write every lab of ``notebooks/labs/`` as handed out (:func:`calibcourse.tools.handout.lab_notebook`),
-    unexecuted, one folder per edition.
-
-    ``make labs`` (``python -m calibcourse.tools.build --labs``) calls it for the student edition
-    alone, so the path the setup page gives students writes no solution; ``make labs
-    EDITION=instructor`` writes the instructor edition. The notebooks are those ``make assignments``
-    hands out, byte for byte.
-
-    Parameters
-    ----------
-    root : str or path
-        The repository root: the labs are ``root/notebooks/labs/*.md``.
-    out_dir : str or path, optional
-        Where to write (default ``root/_build/labs``).
-    editions : tuple of str, default=("student",)
-        The editions to write: ``"student"``, ``"instructor"``.
-    secret : str, optional
-        The course's secret (default ``$CALIBCOURSE_SECRET``, else the published lab's).
-
-    Returns
-    -------
-    list of pathlib.Path
-        The notebooks written, ``out_dir/<edition>/<lab>.ipynb``.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> root = Path(tempfile.mkdtemp())
-    >>> (root / "notebooks" / "labs").mkdir(parents=True)
-    >>> _ = (root / "notebooks" / "labs" / "lab0_demo.md").write_text("# A lab\n")
-    >>> [str(p.relative_to(root)) for p in write_labs(root)]
-    ['_build/labs/student/lab0_demo.ipynb']
-    >>> [str(p.relative_to(root)) for p in write_labs(root, editions=("instructor",))]
-    ['_build/labs/instructor/lab0_demo.ipynb']
-    """
-    from calibcourse.tools.handout import secret_from_env, write_labs as write_handouts
-
-    root = Path(root)
-    out_dir = Path(out_dir or root / "_build" / "labs")
-    return [path for edition in editions
-            for path in write_handouts(out_dir / edition, edition=edition, secret=secret_from_env(secret), root=root)]

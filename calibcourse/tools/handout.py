@@ -29,8 +29,8 @@ from calibcourse.tools.editions import to_edition
 from calibcourse.tools.assignments.code_questions import DEFAULT_SECRET, Question, lab_sources, questions
 from calibcourse.tools.assignments.written import written_questions
 
-__all__ = ["VARIANTS", "course_variant", "course_version", "prompt_rules", "lab_notebook", "write_labs", "main",
-           "secret_from_env"]
+__all__ = ["VARIANTS", "course_variant", "course_version", "prompt_rules", "lab_notebook", "write_labs",
+           "write_editions", "main", "secret_from_env"]
 
 
 def _variants() -> dict:
@@ -326,6 +326,47 @@ def write_labs(out_dir, labs=None, edition: str = "student", secret: str = DEFAU
         if log:
             log(path)
     return written
+
+
+def write_editions(root, out_dir=None, editions=("student",), secret=None) -> list[Path]:
+    r"""Write every lab of ``root/notebooks/labs/`` as handed out, one folder per edition: ``make labs``.
+
+    ``make labs`` (``python -m calibcourse.tools.build --labs``) writes the student edition alone, so
+    the path the setup page gives students writes no solution; ``make labs EDITION=instructor``
+    writes the instructor edition. The notebooks are those ``make assignments`` hands out, byte for
+    byte.
+
+    Parameters
+    ----------
+    root : str or path
+        The repository root: the labs are ``root/notebooks/labs/*.md``.
+    out_dir : str or path, optional
+        Where to write (default ``root/_build/labs``).
+    editions : tuple of str, default=("student",)
+        The editions to write: ``"student"``, ``"instructor"``.
+    secret : str, optional
+        The course's secret (default ``$CALIBCOURSE_SECRET``, else the published lab's).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The notebooks written, ``out_dir/<edition>/<lab>.ipynb``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "notebooks" / "labs").mkdir(parents=True)
+    >>> _ = (root / "notebooks" / "labs" / "lab0_demo.md").write_text("# A lab\n")
+    >>> [str(p.relative_to(root)) for p in write_editions(root)]
+    ['_build/labs/student/lab0_demo.ipynb']
+    >>> [str(p.relative_to(root)) for p in write_editions(root, editions=("instructor",))]
+    ['_build/labs/instructor/lab0_demo.ipynb']
+    """
+    root = Path(root)
+    out_dir = Path(out_dir or root / "_build" / "labs")
+    return [path for edition in editions
+            for path in write_labs(out_dir / edition, edition=edition, secret=secret_from_env(secret), root=root)]
 
 
 def main(argv=None) -> int:

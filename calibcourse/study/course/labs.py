@@ -24,7 +24,7 @@ from calibcourse.calibration._validation import check_int
 
 __all__ = ["ece_bias_table", "digit_predictions", "measures_table", "grid_against_nll", "resplit_table",
            "calibrator_table", "small_set_table", "focal_gradient_table", "loss_comparison", "LAB2_RUN",
-           "LAB3_RUN", "LAB_DATA", "lab_run", "write_lab_data"]
+           "LAB3_RUN", "LAB_DATA", "lab_run", "write_lab_data", "require_study"]
 
 #: the run of Lab 2: chapter 2's network at the third level of its depth sweep (the CI build's
 #: sweep has two levels, so there the plain network of the batch-norm study)
@@ -107,6 +107,37 @@ def write_lab_data(path=None) -> Path:
     path = Path(path or LAB_DATA)
     np.savez_compressed(path, **arrays)
     return path
+
+
+#: what the labs that train networks import beyond the toolkit (the study extra of pyproject.toml)
+STUDY_PACKAGES = ("torch", "tqdm", "mnist1d", "pandas")
+
+
+def require_study(lab: str = "this lab"):
+    """Raise one clear ``ImportError`` where a package of the study (torch, ...) is not installed.
+
+    Labs 1 to 3 run on the toolkit alone; Lab 4 trains networks and calls this first.
+
+    Parameters
+    ----------
+    lab : str, default="this lab"
+        The lab, for the message.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> require_study("Lab 4")  # the study's packages are installed here
+    """
+    import importlib.util
+
+    missing = [name for name in STUDY_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ImportError(f"{lab} trains small networks with PyTorch, and this environment lacks {', '.join(missing)}: "
+                          "install the course's study extra too, pip install \"<the repository's folder>[labs,study]\" "
+                          "(the setup page says what it costs)")
 
 
 def _check_positive_int(name, value):

@@ -32,7 +32,7 @@ def _test_cell(q: Question, points: float, hidden: bool, seed: int, variant: str
     import nbformat
 
     args = f"{q.function}, seed={seed}, strict=True" if hidden else f"{q.function}, strict=True"
-    args += f', variant="{variant}"' if variant is not None else ""
+    args += f", variant={variant!r}" if variant is not None else ""
     return nbformat.v4.new_code_cell(
         f'""" # BEGIN TEST CONFIG\npoints: {_fmt(points)}\nhidden: {str(hidden).lower()}\n""" # END TEST CONFIG\n'
         f"def test_{'hidden' if hidden else 'public'}({q.function}):\n"

@@ -105,6 +105,19 @@ class _Report:
         return self.failed == 0 and not self.unfilled and not self.broken
 
 
+_MEMO: dict = {}
+
+
+def _memo(key, compute):
+    """``compute()``, kept under ``key`` for the next calls (a check's expected values of a seed: the grader
+    checks a seed once, a test checks many functions on it); the last few hundred keys are kept."""
+    if key not in _MEMO:
+        if len(_MEMO) > 512:
+            _MEMO.clear()
+        _MEMO[key] = compute()
+    return _MEMO[key]
+
+
 _STOP_AT_FIRST_FAILURE = [False]
 
 

@@ -16,7 +16,8 @@ from scipy.optimize import minimize_scalar
 from calibcourse.calibration import calibrators as C
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration.synthetic import scaled_logits
-from calibcourse.study.course.checks._harness import _as_float_array, _call, _close, _first_difference, _short, _start
+from calibcourse.study.course.checks._harness import (_as_float_array, _call, _close, _first_difference, _memo, _short,
+                                                     _start)
 
 __all__ = ["check_softmax_temperature", "check_temperature_scaling", "check_grid_temperature",
            "check_nll_temperature", "VARIANTS"]
@@ -346,8 +347,7 @@ def _deciding_plan(seed, variant):
     grid = np.round(np.arange(0.6, 3.01, 0.15), 4)
     for attempt in range(300):
         s, n, n_bins = int(rng.integers(10**6)), int(rng.choice([200, 250, 300])), int(rng.choice([4, 5, 6, 25, 30]))
-        zv, yv, _, _ = _shifted_logits(s)
-        zv, yv = zv[:n], yv[:n]
+        zv, yv = _plan_logits(s, n)
         d = zv - zv.max(axis=1, keepdims=True)
         conf, ok = 1.0 / np.exp(d[None] / grid[:, None, None]).sum(axis=2), (zv.argmax(axis=1) == yv).astype(float)
 
@@ -362,10 +362,16 @@ def _deciding_plan(seed, variant):
     raise RuntimeError(f"no grid case where the bin count decides, for seed {seed}")  # pragma: no cover
 
 
+def _plan_logits(s, n):
+    """A small overconfident validation split (by 2.5), for the search of a deciding case."""
+    z, y = scaled_logits(n, 10, factor=1.0, spread=1.5, seed=s)
+    return 2.5 * z, y
+
+
 def _deciding_case(seed, variant):
     s, grid, n_bins, n = _deciding_plan(seed, variant)
-    zv, yv, _, _ = _shifted_logits(s)
-    return f"overconfident logits, {grid.size} temperatures, {n_bins} bins", zv[:n], yv[:n], grid, n_bins
+    zv, yv = _plan_logits(s, n)
+    return f"overconfident logits, {grid.size} temperatures, {n_bins} bins", zv, yv, grid, n_bins
 
 
 _GRID_WHAT = {"ece": "ECE (equal-width bins)", "equal-mass": "ECE with equal-mass bins", "l2": "l2 calibration error"}
@@ -413,7 +419,10 @@ def check_grid_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: 
     variant = _variant("check_grid_temperature", variant)
     report = _start("check_grid_temperature", fn, verbose, strict, seed, rules)
     what = _GRID_WHAT[variant]
-    for case in itertools.chain(_grid_cases(seed), [lambda: _deciding_case(seed, variant)] if seed else []):
+    # the deciding case: in every hidden test, and in a course's variant's visible check too (where the
+    # published variant's answer must fail in sight)
+    deciding = [lambda: _deciding_case(seed, variant)] if seed or variant != "ece" else []
+    for case in itertools.chain(_grid_cases(seed), deciding):
         if callable(case):  # the hidden case that takes a search: made only if it runs
             if report.stopped():
                 report.not_run += 1
@@ -423,14 +432,18 @@ def check_grid_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: 
         ok, got = _call(report, label, fn, zv, yv, grid, n_bins)
         if not ok:
             continue
-        expected = _first_best(grid, _criterion(zv, yv, grid, n_bins, variant))
-        t_nll = C.TemperatureScaling.grid(zv, yv, grid, n_bins=n_bins).best("nll")
+        expected, t_nll, t_ece = _memo(("grid", seed, variant, label, grid.tobytes(), n_bins), lambda: (
+            _first_best(grid, _criterion(zv, yv, grid, n_bins, variant)),
+            C.TemperatureScaling.grid(zv, yv, grid, n_bins=n_bins).best("nll"),
+            _first_best(grid, _criterion(zv, yv, grid, n_bins, "ece")) if variant != "ece" else None))
         detail = f"grid {_short(grid)}; expected T = {expected:g}, got {got}"
         hint = (f"compute the validation {what} of softmax(val_logits / T) for every T of the grid; "
                 "return the T of the smallest (the first one on ties)")
         good = _close(got, expected, 1e-9)
         if not good and _close(got, t_nll, 1e-9):
             detail += f"\nyour T is the grid's NLL optimum; this exercise asks for the optimum of the {what}"
+        elif not good and variant != "ece" and _close(got, t_ece, 1e-9):
+            detail += f"\nyour T is the optimum of the {_GRID_WHAT['ece']}; this exercise asks for the {what}'s"
         elif not good and "uninformative" in label:
             detail += "\nevery T of this grid gives the same error: the first one is the answer"
         report.case(label, good, detail, hint)

@@ -5,8 +5,10 @@ import functools
 
 import numpy as np
 
+from calibcourse.calibration import binning
 from calibcourse.calibration import calibrators as C
 from calibcourse.calibration import metrics as M
+from calibcourse.calibration._arrays import ece_from_sums
 from calibcourse.study.course.checks._harness import _as_float_array, _call, _first_difference, _start
 
 __all__ = ["check_histogram_binning", "check_isotonic", "check_platt", "check_paired_difference"]
@@ -216,12 +218,23 @@ def _paired_expected(seed, i, n_bins):
     return _paired_reference(*_paired_case(seed, i), n_bins)[:3]
 
 
+def _top_label_eces(p, y, boot_idx, n_bins):
+    """``metrics.ece(p[i], y[i], n_bins=n_bins, reliability="top_label")`` for every row ``i`` of ``boot_idx``
+    at once: the confidence ``max(p, 1 - p)``, correct when the predicted class (1 above 0.5) is the label,
+    binned by the toolkit's bins (each resample a column of one :func:`binning.bin_sums`)."""
+    s, labels = p[boot_idx], y[boot_idx]
+    conf = np.maximum(s, 1.0 - s)
+    outcome = ((s > 0.5).astype(int) == labels).astype(float)
+    count, (sum_conf, sum_out), _ = binning.bin_sums(conf.T, conf.T, outcome.T, n_bins=n_bins)
+    return ece_from_sums(count, sum_conf, sum_out, "l1")
+
+
 def _paired_reference(pa, pb, y, boot_idx, n_bins):
     """The paired bootstrap of the top-label ECE difference of two binary scores (chapter 3's convention)."""
     def ece(p, labels):
         return M.ece(p, labels, n_bins=n_bins, reliability="top_label")
     est = ece(pa, y) - ece(pb, y)
-    reps = np.array([ece(pa[i], y[i]) - ece(pb[i], y[i]) for i in boot_idx])
+    reps = _top_label_eces(pa, y, boot_idx, n_bins) - _top_label_eces(pb, y, boot_idx, n_bins)
     lo, hi = np.percentile(reps, [2.5, 97.5])
     return est, float(lo), float(hi), reps
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibcourse.calibration import metrics as M
-from calibcourse.study.course.checks._harness import _call, _close, _first_difference, _start
+from calibcourse.study.course.checks._harness import _call, _close, _first_difference, _memo, _start
 from calibcourse.study.course.checks.lab1 import _check_binned, _random_cases
 
 __all__ = ["check_sece", "check_focal_loss", "check_flsd53", "check_classwise_ece"]
@@ -97,11 +97,11 @@ def check_sece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False
             ok, got = _call(report, f"{label}, h={h}", fn, p, y, h)
             if not ok:
                 continue
-            expected = M.sece(p, y, bandwidth=h, method="exact")
+            expected = _memo(("sece", seed, label, h), lambda: M.sece(p, y, bandwidth=h, method="exact"))
             detail = f"expected {expected:.6f}, got {got}"
             hint = "SACC_i is the kernel-WEIGHTED AVERAGE of correctness: divide by sum_j K(c_i, c_j)"
             good = _close(got, expected, 1e-6)
-            loo = _loo_sece(p, y, h)
+            loo = None if good else _loo_sece(p, y, h)
             if not good and _close(got, loo, 1e-6) and abs(loo - expected) > 1e-6:
                 detail += ("\nyour value is the LEAVE-ONE-OUT variant: sample i is left out of its own "
                            "SACC_i; the SECE of Wang et al. sums over every j, j = i included (K = 1 there)")

@@ -34,7 +34,7 @@ import threading
 import types
 from dataclasses import dataclass
 
-__all__ = ["Rules", "ALWAYS", "RULES", "rules_of", "Watch", "Forbidden"]
+__all__ = ["Rules", "ALWAYS", "RULES", "rules_of", "Watch"]
 
 #: what no exercise may call: the study layer (the checks' reference implementations, the labs'
 #: helpers, the training losses) and the calibration libraries that a grader's environment may hold
@@ -164,12 +164,12 @@ def _owner_module(fn) -> str:
 
 
 def _public(module: str, name: str) -> str:
-    """``calibcourse.calibration.metrics._core`` and ``softmax`` -> ``calibcourse.calibration.metrics.softmax``:
-    the name without its private modules, as a student would import it."""
+    """A module's dotted name and a function's name -> the function's public name, as a student would import
+    it: the name without its private modules (those that start with an underscore)."""
     return ".".join([part for part in module.split(".") if not part.startswith("_")] + [name])
 
 
-class Forbidden(BaseException):
+class _Forbidden(BaseException):
     """Raised inside the student's function at a call the rules forbid, to stop it there (a
     ``BaseException``: an ``except Exception`` in the student's code does not swallow it)."""
 
@@ -219,7 +219,7 @@ class Watch:
         if what not in self.found:
             self.found.append(what)
         if threading.get_ident() == self._thread:  # the function's own thread: stopped there (a profile
-            raise Forbidden(what)                   # hook that raises is turned off); another thread goes on
+            raise _Forbidden(what)                   # hook that raises is turned off); another thread goes on
 
     def _profile(self, frame, event, arg):
         if event == "call":
@@ -263,7 +263,7 @@ def _watched(watch, fn, args, kwargs):
     sys.setprofile(watch._profile)
     try:
         return fn(*args, **kwargs)
-    except Forbidden:
+    except _Forbidden:
         return None
     finally:
         still = sys.getprofile()
