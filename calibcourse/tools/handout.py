@@ -169,11 +169,17 @@ def course_version(nb, lab: str, secret: str = DEFAULT_SECRET):
     if changed:
         where = next((k + 1 for k, c in enumerate(nb.cells) if c.cell_type == "markdown" and "Graded parts" in
                       c.source), 0)
-        names = ", ".join(str(_number(q)) for q, _ in changed)
+        nums = [_number(q) for q, _ in changed]
+        if len(nums) > 2 and all(n.isdigit() for n in nums) and [int(n) for n in nums] == list(
+                range(int(nums[0]), int(nums[-1]) + 1)):
+            names = f"{nums[0]} to {nums[-1]}"
+        else:
+            names = ", ".join(nums[:-1]) + (" and " if len(nums) > 1 else "") + nums[-1]
         nb.cells.insert(where, nbformat.v4.new_markdown_cell(
             f"**Your course's version of this lab.** Exercise{'s' if len(changed) > 1 else ''} {names} "
             f"{'differ' if len(changed) > 1 else 'differs'} from the lab published in the course's book: follow "
-            "the text of this notebook, and its checks, not the book's. Its other parts are the book's."))
+            "the text of this notebook, and its checks, not the book's. The rest is the book's (the results "
+            "a lab prints for you to compare with are those of the book's exercises)."))
     return nb
 
 
