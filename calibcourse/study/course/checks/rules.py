@@ -174,7 +174,7 @@ class _Forbidden(BaseException):
     ``BaseException``: an ``except Exception`` in the student's code does not swallow it)."""
 
 
-_STOP = (sys.setprofile, threading.setprofile)
+_SETPROFILE = sys.setprofile
 
 
 class Watch:
@@ -235,10 +235,9 @@ class Watch:
             if verdict:
                 self._note(verdict)
         elif event == "c_call":
-            if frame.f_code is _CALL_CODE:  # the watch's own closing call
-                return
-            if any(arg is stop for stop in _STOP):
-                self._note("sys.setprofile (it would turn off this watch)")
+            if arg is _SETPROFILE:
+                if frame.f_code is not _CALL_CODE:  # not the watch's own closing call
+                    self._note("sys.setprofile (it would turn off this watch)")
                 return
             name = getattr(arg, "__name__", "")
             if id(arg) in self.builtins and self.builtins[id(arg)][0] is arg:
