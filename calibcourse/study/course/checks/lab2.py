@@ -446,7 +446,7 @@ def check_grid_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: 
             detail += f"\nyour T is the optimum of the {_GRID_WHAT['ece']}; this exercise asks for the {what}'s"
         elif not good and "uninformative" in label:
             detail += "\nevery T of this grid gives the same error: the first one is the answer"
-        report.case(label, good, detail, hint)
+        report.case(label, good, detail, hint, tol="1e-09, absolute")
     return report.done()
 
 
