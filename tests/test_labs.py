@@ -486,10 +486,14 @@ def test_a_copied_published_solution_fails_every_course_s_variant():
             variant = handout.course_variant(lab2.stem, q.check, secret)
             seen[q.check].add(variant)
             assert variant != handout.VARIANTS[q.check][0]
-            for seed in (assignments.hidden_seed(lab2.stem, q.name, secret), 0):
-                with first_failure_stops(), pytest.raises(checks.CheckFailure):
-                    getattr(checks, q.check)(published[q.function], seed=seed, strict=True, variant=variant)
+            with first_failure_stops(), pytest.raises(checks.CheckFailure):  # the course's hidden test
+                getattr(checks, q.check)(published[q.function], seed=assignments.hidden_seed(lab2.stem, q.name, secret),
+                                         strict=True, variant=variant)
     assert all(seen[check] == set(variants[1:]) for check, variants in handout.VARIANTS.items()), seen
+    for q in qs:  # and the check in the course's notebook, the same for every course of a variant
+        for variant in handout.VARIANTS[q.check][1:]:
+            with first_failure_stops(), pytest.raises(checks.CheckFailure):
+                getattr(checks, q.check)(published[q.function], strict=True, variant=variant)
 
 
 def test_the_packaged_lab_data_is_the_result_cache_s():
