@@ -43,7 +43,7 @@ provenance: $(BOOK_STAMP)
 book: $(BOOK_STAMP)
 	$(PY) -m calibcourse.tools.build --profile $(PROFILE) --edition $(EDITION)
 
-# downloadable lab notebooks, the student edition: _build/labs/student/ (the instructor edition, with the
+# the labs' hand-outs (the notebooks make assignments hands out), the student edition: _build/labs/student/ (the instructor edition, with the
 # solutions, only when asked for: make labs EDITION=instructor -> _build/labs/instructor/)
 labs: $(BOOK_STAMP)
 	$(PY) -m calibcourse.tools.build --labs --edition $(EDITION)
