@@ -554,3 +554,27 @@ def test_labs_1_to_3_run_without_torch(lab, tmp_path):
         source = Path(spec.origin).read_text() if spec and spec.origin and spec.origin.endswith(".py") else ""
         top = [ln for ln in source.splitlines() if ln.startswith(("import ", "from "))]
         assert not [ln for ln in top if re.match(rf"(import|from) ({'|'.join(POSIX_ONLY)})\b", ln)], name
+
+
+def test_the_wheel_carries_the_labs_sources_and_data(tmp_path):
+    """What a student's `pip install` (or a hub's wheel) gets: the package with the labs' data, and the labs'
+    sources for `calibcourse labs` (pyproject's package-data and data-files)."""
+    import subprocess
+    import sys
+    import zipfile
+
+    src = tmp_path / "src"
+    for name in ("pyproject.toml", "README.md"):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, src / name)
+    shutil.copytree(ROOT / "calibcourse", src / "calibcourse", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "notebooks" / "labs", src / "notebooks" / "labs")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                           "-w", str(tmp_path / "wheel"), str(src)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = (tmp_path / "wheel").glob("calibcourse-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "calibcourse/study/course/lab_runs.npz" in names
+    assert sorted(n.rsplit("/", 1)[1] for n in names if "/data/share/calibcourse/labs/" in n) == [
+        p.name for p in LABS]
+    assert wheel.stat().st_size < 2 * 2**20, wheel.stat().st_size  # the setup page: about 1.0 MB
