@@ -18,7 +18,7 @@ from calibcourse.calibration.report import as_logits_and_probs, calibration_repo
 from calibcourse.calibration.synthetic import scaled_logits
 
 #: the functions that read an array's values to check them (each one pass over the data)
-VALUE_CHECKS = {"check_prob_values", "_logit_values", "_label_values", "_weight_values"}
+VALUE_CHECKS = {"check_prob_values", "_logit_values", "_label_values", "_class_values", "_weight_values"}
 
 
 def _key(a):
@@ -107,7 +107,7 @@ def test_bad_input_is_still_refused_where_it_comes_in():
     high[0] = 3
     for bad_call, message in [
         (lambda: report_html(np.where(np.arange(3) == 1, np.nan, z), y, folds=3, n_boot=20), "contains NaN"),
-        (lambda: report_html(z, high, folds=3, n_boot=20), "3 distinct|< the number of classes"),
+        (lambda: report_html(z, high, folds=3, n_boot=20), "4 distinct values"),
         (lambda: stats.interval(M.ece, nan, y, n_boot=20), "probs: probs contains NaN"),
         (lambda: stats.paired_difference(M.ece, p, nan, y, n_boot=20), "probs_b: probs contains NaN"),
         (lambda: stats.seeds_difference(M.ece, [p, nan], [p, p], y, n_boot=20), r"probs_a_list\[1\]: probs contains"),
@@ -115,7 +115,7 @@ def test_bad_input_is_still_refused_where_it_comes_in():
         (lambda: choose(p, {"TS": nan}, y, n_boot=20), "contains NaN"),
         (lambda: cross_fit(np.log(p), nan, y, folds=3), "probs contains NaN"),
         (lambda: cross_fit(np.log(nan), p, y, folds=3), "logits contains NaN"),
-        (lambda: C.TemperatureScaling().fit(z, high), "< the number of classes"),
+        (lambda: C.TemperatureScaling().fit(z, high), "4 distinct values"),
         (lambda: C.PlattScaling().fit(nan[:, 1], y % 2), "contains NaN"),
     ]:
         with pytest.raises(ValueError, match=message):

@@ -276,8 +276,22 @@ def _row_sums(a: np.ndarray) -> np.ndarray:
 
 
 def check_labels(labels, n: int, n_classes: int | None, name: str = "labels") -> np.ndarray:
-    """Validate integer class labels of length ``n`` in ``[0, n_classes)``; return int64 array."""
-    y = to_numpy(labels, name)
+    """Validate class labels of length ``n``; return them as int64 column indices in ``[0, n_classes)``.
+
+    Integer labels (and whole-number floats, booleans) are the column indices themselves, never
+    reinterpreted. Labels that are not numbers (strings, say) name the columns as a calibrator's
+    ``classes_`` does: sorted, the i-th label is column i, so each of the ``n_classes`` classes
+    must appear (:func:`encode_labels`). Inside :func:`checked` the value checks of numeric labels
+    are skipped.
+
+    Examples
+    --------
+    >>> check_labels([0, 2, 2], 3, 3)
+    array([0, 2, 2])
+    >>> check_labels(["dog", "cat", "dog"], 3, 2)
+    array([1, 0, 1])
+    """
+    y = label_array(labels, name)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1:
@@ -285,8 +299,11 @@ def check_labels(labels, n: int, n_classes: int | None, name: str = "labels") ->
     if y.shape[0] != n:
         raise ValueError(f"{name} has {y.shape[0]} entries but the predictions have {n}; "
                          "they must have the same length")
+    if y.dtype.kind in "US":  # names of classes: sorted, they are the columns (a calibrator's classes_)
+        return encode_labels(y, n, n_classes, name)[0] if n_classes is not None else \
+            np.unique(y, return_inverse=True)[1].astype(np.int64).reshape(-1)
     if y.dtype.kind not in "biuf":
-        raise ValueError(f"{name} must be integer class indices; got dtype {y.dtype}")
+        raise ValueError(f"{name} must be integer class indices or class names; got dtype {y.dtype}")
     if not _CHECKED.get():
         _label_values(y, n_classes, name)
     return y.astype(np.int64, copy=False)
@@ -306,6 +323,28 @@ def _label_values(y: np.ndarray, n_classes: int | None, name: str) -> None:
         raise ValueError(f"{name} must be >= 0; got {lo:g}")
     if n_classes is not None and hi >= n_classes:
         raise ValueError(f"{name} must be < the number of classes ({n_classes}); got {hi:g}")
+
+
+def label_array(labels, name: str = "labels") -> np.ndarray:
+    """``labels`` as a numpy array: a torch tensor converted, an array of Python strings (a pandas
+    column, say) as a string array, of Python numbers as numbers; anything else is an error."""
+    if is_torch(labels):
+        return to_numpy(labels, name)
+    if labels is None:
+        raise ValueError(f"{name} is None; expected an array")
+    lab = np.asarray(labels)
+    if lab.dtype == object:
+        items = lab.ravel().tolist()
+        if items and all(isinstance(v, str) for v in items):
+            lab = lab.astype(str)
+        elif items and all(isinstance(v, numbers.Real) for v in items):
+            lab = lab.astype(np.float64)
+        else:
+            raise ValueError(f"{name} must be class labels (numbers or strings, not a mix of them); got an "
+                             "array of Python objects")
+    if lab.dtype.kind == "c":
+        raise ValueError(f"{name} must be class labels; got complex numbers")
+    return lab
 
 
 def is_int(value, low: int | None = None, high: int | None = None) -> bool:
@@ -446,18 +485,35 @@ def _weight_values(w: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} sums to zero (every weight is zero): at least one sample needs a positive weight")
 
 
-def encode_labels(labels, n: int, n_classes: int, name: str = "labels"):
-    """Class labels as indices ``0..K-1`` of the score columns, and ``classes_``.
+def encode_labels(labels, n: int, n_classes: int, name: str = "labels", classes=None):
+    """Class labels as indices ``0..K-1`` of the score columns, and ``classes_``: scikit-learn's rule.
 
-    Integer labels within ``[0, n_classes)`` are the column indices themselves (``classes_`` is
-    ``0..K-1``, a class may be absent). Any other sortable labels (``{1, 2}``, ``{-1, 1}``,
-    strings) must name every class once; sorted, they are the columns in order, as
-    scikit-learn's ``classes_``.
+    ``classes_`` is the sorted unique labels (or the sorted ``classes`` given), and the score
+    columns are in that order: the i-th class names column i. Any sortable labels work (integers,
+    whole-number floats, booleans, strings); integers are not read by their range, so labels
+    ``1, 2, 3`` of three columns are the classes 1, 2 and 3 whether or not a 3 is present: a class
+    absent from the labels must be named with ``classes`` (``classes=range(K)`` where the labels
+    are the columns' indices), else the labels do not say which column is whose.
+
+    Parameters
+    ----------
+    labels : array_like of shape (n,)
+        The labels.
+    n : int
+        The number of samples the scores have.
+    n_classes : int
+        K, the number of score columns.
+    name : str, default="labels"
+        Their name in error messages.
+    classes : array_like of shape (K,), optional
+        Every class, when some may be absent from ``labels``.
 
     Returns
     -------
     y : numpy.ndarray of int64
+        The column index of each label.
     classes : numpy.ndarray
+        ``classes_``: the class of each column.
 
     Examples
     --------
@@ -465,33 +521,70 @@ def encode_labels(labels, n: int, n_classes: int, name: str = "labels"):
     (array([0, 1, 0]), array(['no', 'yes'], dtype='<U3'))
     >>> encode_labels([-1, 1, 1], 3, 2)[0]
     array([0, 1, 1])
-    >>> encode_labels([0, 2, 2], 3, 3)[1]
-    array([0, 1, 2])
+    >>> encode_labels([0, 2, 2], 3, 3, classes=[0, 1, 2])
+    (array([0, 2, 2]), array([0, 1, 2]))
+    >>> encode_labels([1, 2, 2], 3, 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: labels have 2 distinct values (1, 2) but the scores have 3 columns: the sorted labels name the
+    columns, so every class must appear; name them all with classes=[...] (classes=range(3) if the labels are the
+    columns' indices)
     """
-    if is_torch(labels):
-        lab = to_numpy(labels, name)
-    else:
-        lab = np.asarray(labels)
+    lab = label_array(labels, name)
+    if lab.ndim == 2 and lab.shape[1] == 1:  # a column vector, as scikit-learn's column_or_1d takes it
+        lab = lab[:, 0]
     if lab.ndim != 1 or lab.shape[0] != n:
         if lab.dtype.kind in "iubf":
-            check_labels(lab, n, n_classes, name)  # its message for a wrong length or shape
+            check_labels(lab, n, None, name)  # its message for a wrong length or shape
         raise ValueError(f"{name} must have shape ({n},), one label per sample; got shape {lab.shape}")
-    if lab.dtype.kind in "iub" and (lab.size == 0 or (lab.min() >= 0 and lab.max() < n_classes)):
-        return check_labels(lab, n, n_classes, name), np.arange(n_classes)
-    if lab.dtype.kind == "f" and np.isfinite(lab).all() and (lab == np.round(lab)).all() and lab.min() >= 0 \
-            and lab.max() < n_classes:
-        return check_labels(lab, n, n_classes, name), np.arange(n_classes)
-    if lab.dtype.kind == "f" and not np.isfinite(lab).all():
-        raise ValueError(f"{name} contain NaN or infinite values")
+    if lab.dtype.kind not in "iubfUS":
+        raise ValueError(f"{name} must be class labels (numbers or strings); got dtype {lab.dtype}")
+    if not _CHECKED.get():
+        _class_values(lab, name)
+    if classes is not None:
+        return _encode_with_classes(lab, n_classes, name, classes)
+    if lab.dtype.kind in "iu" and n and lab.min() == 0 and lab.max() == n_classes - 1:  # the common case, fast
+        counts = np.bincount(lab.astype(np.int64), minlength=n_classes)
+        if (counts > 0).all():
+            return lab.astype(np.int64, copy=False), np.arange(n_classes, dtype=lab.dtype)
     try:
-        classes, y = np.unique(lab, return_inverse=True)
+        found, y = np.unique(lab, return_inverse=True)
     except TypeError as exc:
         raise ValueError(f"{name} must be sortable class labels; {exc}") from None
-    if classes.size != n_classes and lab.dtype.kind in "iub":
-        check_labels(lab, n, n_classes, name)  # integers out of 0..K-1: its message names the range
-    if classes.size != n_classes:
-        raise ValueError(f"{name} have {classes.size} distinct values ({', '.join(map(str, classes[:6]))}"
-                         f"{', ...' if classes.size > 6 else ''}) but the scores have {n_classes} classes: labels "
-                         f"other than 0..{n_classes - 1} must name every class, the sorted labels in the order of "
-                         "the score columns")
-    return y.astype(np.int64).reshape(-1), classes
+    if found.size != n_classes:
+        shown = ", ".join(map(str, found[:6])) + (", ..." if found.size > 6 else "")
+        if found.size == 1:
+            raise ValueError(f"{name} contain one class only ({shown}); calibration needs at least two")
+        raise ValueError(f"{name} have {found.size} distinct values ({shown}) but the scores have {n_classes} "
+                         f"columns: the sorted labels name the columns, so every class must appear; name them all "
+                         f"with classes=[...] (classes=range({n_classes}) if the labels are the columns' indices)")
+    return y.astype(np.int64).reshape(-1), found
+
+
+def _class_values(lab: np.ndarray, name: str) -> None:
+    """The value checks of :func:`encode_labels`: float labels finite and whole (a class, not a target)."""
+    if lab.dtype.kind == "f":
+        if not np.isfinite(lab).all():
+            raise ValueError(f"{name} contain NaN or infinite values")
+        frac = lab != np.round(lab)
+        if frac.any():
+            raise ValueError(f"{name} must be class labels; got non-integer values such as {lab[frac][0]!r} "
+                             "(Unknown label type: continuous)")
+
+
+def _encode_with_classes(lab: np.ndarray, n_classes: int, name: str, classes):
+    """:func:`encode_labels` with every class named: ``classes`` sorted are the columns."""
+    cls = label_array(classes, "classes")
+    if cls.ndim != 1 or cls.size != n_classes:
+        raise ValueError(f"classes must name the {n_classes} classes of the score columns; got shape {cls.shape}")
+    found = np.unique(cls)
+    if found.size != cls.size:
+        raise ValueError(f"classes must name each class once; got {cls.tolist()}")
+    if (found.dtype.kind in "US") != (lab.dtype.kind in "US"):
+        raise ValueError(f"{name} and classes must both be numbers or both be strings; got {lab.dtype} and "
+                         f"{found.dtype}")
+    idx = np.clip(np.searchsorted(found, lab), 0, found.size - 1)
+    unknown = found[idx] != lab
+    if unknown.any():
+        raise ValueError(f"{name} hold {lab[unknown][0]!r}, which is not one of classes {found.tolist()}")
+    return idx.astype(np.int64), found

@@ -7,16 +7,39 @@ from calibcourse.calibration import metrics as M
 
 from calibcourse.calibration.calibrators._base import _multiclass_data, _Calibrator, _like
 
-__all__ = ["VectorScaling", "MatrixScaling"]
+__all__ = ["VectorScaling", "MatrixScaling", "soft_targets"]
+
+
+def soft_targets(y: np.ndarray, k: int, sample_weight=None) -> np.ndarray:
+    """Platt's targets of multiclass labels, ``(n, K)``: :math:`(N_k + 1)/(N_k + 2)` on the label's
+    class :math:`k` and the rest spread evenly over the others (for K = 2, Platt's own).
+
+    Examples
+    --------
+    >>> soft_targets(np.array([0, 0, 1]), 2)
+    array([[0.75      , 0.25      ],
+           [0.75      , 0.25      ],
+           [0.33333333, 0.66666667]])
+    """
+    w = np.ones(len(y)) if sample_weight is None else sample_weight
+    counts = np.bincount(y, weights=w, minlength=k)
+    on = ((counts + 1.0) / (counts + 2.0))[y]
+    t = np.repeat(((1.0 - on) / (k - 1))[:, None], k, axis=1)
+    t[np.arange(len(y)), y] = on
+    return t
 
 
 def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagonal: float = 0.0,
-                       bias_l2: float = 0.0, tie_weights: bool = False, sample_weight=None):
+                       bias_l2: float = 0.0, tie_weights: bool = False, sample_weight=None, targets=None,
+                       anchor: float | None = None, max_iter: int = 2000):
     """Minimize NLL(softmax(W z + b)) (+ penalties) with L-BFGS and an analytic gradient.
 
     mode "vector": W = diag(w) (or w * I with ``tie_weights``); "matrix": W full.
     Penalties: ``l2 * ||W - I||^2`` (matrix: all entries), ``off_diagonal * sum_{i != j} W_ij^2``
-    and ``bias_l2 * ||b||^2`` (the ODIR of Kull et al. 2019), each divided by K^2 or K.
+    and ``bias_l2 * ||b||^2`` (the ODIR of Kull et al. 2019), each divided by K^2 or K. Vector
+    mode with an ``anchor`` (the weight ``1/T`` of temperature scaling): the penalty is
+    ``l2 * ||w / anchor - 1||^2 / K`` and the search starts there. ``targets``: an ``(n, K)``
+    matrix of target probabilities instead of the labels (Platt's, :func:`soft_targets`).
     """
     from scipy.optimize import minimize
 
@@ -24,7 +47,7 @@ def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagona
     rw = None if sample_weight is None else (sample_weight / sample_weight.mean())[:, None]  # mean 1
     nw = 1 if tie_weights else (k if mode == "vector" else k * k)
     nb = k if bias else 0
-    w0 = np.ones(nw) if mode == "vector" else np.eye(k).ravel()
+    w0 = (np.ones(nw) if anchor is None else np.full(nw, anchor)) if mode == "vector" else np.eye(k).ravel()
     x0 = np.concatenate([w0, np.zeros(nb)])
     eye = np.eye(k)
     off = 1.0 - eye
@@ -48,9 +71,12 @@ def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagona
         s = q.sum(1, keepdims=True)
         q /= s
         lse = m[:, 0] + np.log(s[:, 0])
-        per_row = lse - u[np.arange(n), y]
+        per_row = lse - (u[np.arange(n), y] if targets is None else np.einsum("ij,ij->i", targets, u))
         loss = np.mean(per_row) if rw is None else np.mean(rw[:, 0] * per_row)
-        q[np.arange(n), y] -= 1.0                 # q - onehot
+        if targets is None:
+            q[np.arange(n), y] -= 1.0             # q - onehot
+        else:
+            q -= targets
         d = q / n if rw is None else q * (rw / n)  # dL/du
         gb = d.sum(0)
         if vector:  # only the diagonal of dL/dW is needed
@@ -61,6 +87,10 @@ def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagona
         if mode == "matrix":
             loss += l2 / k**2 * np.sum((W - eye) ** 2) + off_diagonal / (k * (k - 1)) * np.sum((W * off) ** 2)
             gW = gW + 2 * l2 / k**2 * (W - eye) + 2 * off_diagonal / (k * (k - 1)) * W * off
+        elif l2 and anchor is not None:  # vector: the weights pulled towards temperature scaling's
+            dev = np.diag(W) / anchor - 1.0
+            loss += l2 / k * np.sum(dev**2)
+            gW = gW + np.diag(2 * l2 / k * dev / anchor)
         if bias and bias_l2:
             loss += bias_l2 / k * np.sum(b**2)
             gb = gb + 2 * bias_l2 / k * b
@@ -71,9 +101,33 @@ def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagona
         return loss, np.concatenate([gw, gb if bias else []])
 
     res = minimize(f, x0, jac=True, method="L-BFGS-B",
-                   options={"maxiter": 2000, "gtol": 1e-8, "ftol": 1e-12})
+                   options={"maxiter": max_iter, "gtol": 1e-8, "ftol": 1e-12})
+    if not res.success:
+        import warnings
+
+        from sklearn.exceptions import ConvergenceWarning
+
+        warnings.warn(f"{mode} scaling did not converge in {res.nit} L-BFGS iterations ({res.message}): the "
+                      "calibration set may be separated by the logits, and the fitted map is unreliable; "
+                      "regularize it (l2=, bias_l2=) or fit Platt's targets (targets='platt')",
+                      ConvergenceWarning, stacklevel=4)
     W, b = unpack(res.x)
     return W, b, res
+
+
+def _check_penalties(cal, names, y, k, sample_weight):
+    """Check the penalties ``names`` (numbers >= 0), ``targets`` and ``max_iter`` of ``cal``; the
+    target matrix (None: the labels)."""
+    from calibcourse.calibration._validation import check_choice, check_int
+    from calibcourse.calibration.calibrators.binary import TARGETS
+
+    for name in names:
+        v = getattr(cal, name)
+        if not (isinstance(v, (int, float, np.number)) and np.isfinite(v) and v >= 0):
+            raise ValueError(f"{name} must be a number >= 0; got {v!r}")
+    check_choice(cal.targets, TARGETS, "targets")
+    check_int(cal.max_iter, "max_iter", low=1)
+    return soft_targets(y, k, sample_weight) if cal.targets == "platt" else None
 
 
 class _AffineLogitScaling(_Calibrator):
@@ -81,8 +135,7 @@ class _AffineLogitScaling(_Calibrator):
 
     _fitted_attr = "coef_"
 
-    def predict_proba(self, logits):
-        self._check_fitted(logits)
+    def _predict_proba(self, logits):
         z = _multiclass_data(logits, None)[0]
         if z.shape[1] != self.coef_.shape[0]:
             raise ValueError(f"logits have {z.shape[1]} classes but the calibrator was fitted on "
@@ -98,12 +151,30 @@ class VectorScaling(_AffineLogitScaling):
     with an analytic gradient). Positive weights keep the order of each logit
     but, unlike TS, may change the argmax.
 
+    Unregularized, its ``2K`` parameters overfit a small calibration set, and on
+    a separated one (every label the argmax) the weights grow without bound: the
+    optimizer then stops at its iteration limit with a ``ConvergenceWarning``.
+    ``l2 > 0`` fits temperature scaling first and pulls the weights towards its
+    :math:`1/T` (the penalty ``l2 * ||w T - 1||^2 / K``, which does not depend on
+    the logits' scale), ``bias_l2`` pulls the biases towards 0, and
+    ``targets="platt"`` fits Platt's targets (:func:`soft_targets`), for which
+    the optimum is finite on a separated set too. ``calibcourse report`` fits
+    all three, the penalties falling as the calibration set grows.
+
     Parameters
     ----------
     bias : bool, default=True
         Fit the bias ``b`` (else ``b = 0``).
     tie_weights : bool, default=False
         One weight shared by all classes. ``tie_weights=True, bias=False`` is temperature scaling with :math:`w = 1/T`.
+    l2 : float, default=0.0
+        Penalty ``l2 * ||w T - 1||^2 / K`` on the weights, relative to temperature scaling's ``1/T``.
+    bias_l2 : float, default=0.0
+        Penalty ``bias_l2 * ||b||^2 / K``.
+    targets : {"labels", "platt"}, default="labels"
+        Fit the labels or Platt's smoothed targets.
+    max_iter : int, default=2000
+        L-BFGS iterations at most; a fit that needs more warns (``ConvergenceWarning``).
 
     Attributes
     ----------
@@ -122,14 +193,27 @@ class VectorScaling(_AffineLogitScaling):
     array([0.5, 0.5, 0.5])
     """
 
-    def __init__(self, bias: bool = True, tie_weights: bool = False):
+    def __init__(self, bias: bool = True, tie_weights: bool = False, l2: float = 0.0, bias_l2: float = 0.0,
+                 targets: str = "labels", max_iter: int = 2000):
         self.bias = bias
         self.tie_weights = tie_weights
+        self.l2 = l2
+        self.bias_l2 = bias_l2
+        self.targets = targets
+        self.max_iter = max_iter
 
     def _fit(self, logits, labels, sample_weight):
         z, y, _ = _multiclass_data(logits, labels)
-        W, b, self.result_ = _fit_affine_logits(z, y, "vector", self.bias, tie_weights=self.tie_weights,
-                                                sample_weight=sample_weight)
+        targets = _check_penalties(self, ("l2", "bias_l2"), y, z.shape[1], sample_weight)
+        anchor = None
+        if self.l2 or self.targets == "platt":  # start from (and shrink towards) temperature scaling's 1/T
+            from calibcourse.calibration.calibrators.temperature import TemperatureScaling
+
+            ts = TemperatureScaling(targets="platt").fit(z, y, sample_weight=sample_weight, classes=range(z.shape[1]))
+            anchor = 1.0 / ts.temperature_
+        W, b, self.result_ = _fit_affine_logits(z, y, "vector", self.bias, l2=self.l2, bias_l2=self.bias_l2,
+                                                tie_weights=self.tie_weights, sample_weight=sample_weight,
+                                                targets=targets, anchor=anchor, max_iter=self.max_iter)
         self.coef_ = np.diag(W).copy()
         self.intercept_ = b
         return self
@@ -154,6 +238,10 @@ class MatrixScaling(_AffineLogitScaling):
         The ODIR penalty of Kull et al. (2019), ``off_diagonal * sum_{i != j} W_ij^2 / (K(K-1))``.
     bias_l2 : float, default=0.0
         Penalty ``bias_l2 * ||b||^2 / K``.
+    targets : {"labels", "platt"}, default="labels"
+        Fit the labels or Platt's smoothed targets.
+    max_iter : int, default=2000
+        L-BFGS iterations at most; a fit that needs more warns (``ConvergenceWarning``).
 
     Attributes
     ----------
@@ -176,20 +264,21 @@ class MatrixScaling(_AffineLogitScaling):
            [-0.5,  0. ,  0.5]])
     """
 
-    def __init__(self, l2: float = 0.0, off_diagonal: float = 0.0, bias_l2: float = 0.0):
+    def __init__(self, l2: float = 0.0, off_diagonal: float = 0.0, bias_l2: float = 0.0, targets: str = "labels",
+                 max_iter: int = 2000):
         self.l2 = l2
         self.off_diagonal = off_diagonal
         self.bias_l2 = bias_l2
+        self.targets = targets
+        self.max_iter = max_iter
 
     def _fit(self, logits, labels, sample_weight):
-        for name in ("l2", "off_diagonal", "bias_l2"):
-            v = getattr(self, name)
-            if not (np.isfinite(v) and v >= 0):
-                raise ValueError(f"{name} must be a number >= 0; got {v!r}")
         z, y, _ = _multiclass_data(logits, labels)
+        targets = _check_penalties(self, ("l2", "off_diagonal", "bias_l2"), y, z.shape[1], sample_weight)
         W, b, self.result_ = _fit_affine_logits(z, y, "matrix", True, l2=self.l2,
                                                 off_diagonal=self.off_diagonal, bias_l2=self.bias_l2,
-                                                sample_weight=sample_weight)
+                                                sample_weight=sample_weight, targets=targets,
+                                                max_iter=self.max_iter)
         self.coef_, self.intercept_ = W, b
         return self
 

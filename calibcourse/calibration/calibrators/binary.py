@@ -13,7 +13,7 @@ from calibcourse.calibration._validation import (check_choice, check_labels, che
 from calibcourse.calibration.calibrators._base import EPS, INPUT_TYPES, _Calibrator, _like
 from calibcourse.calibration._arrays import two_columns
 
-__all__ = ["HistogramBinning", "IsotonicCalibration", "BBQ", "PlattScaling"]
+__all__ = ["HistogramBinning", "IsotonicCalibration", "BBQ", "PlattScaling", "TARGETS", "platt_targets"]
 
 
 class _BinaryCalibrator(_Calibrator):
@@ -122,8 +122,7 @@ class HistogramBinning(_BinaryCalibrator):
             self.bin_values_ = np.where(counts > 0, pos / counts, mid)
         return self
 
-    def predict_proba(self, scores):
-        self._check_fitted()
+    def _predict_proba(self, scores):
         p = self._check_scores(scores)
         return _like(two_columns(self.bin_values_[binning.bin_index(p, self.bin_edges_)]), scores)
 
@@ -190,8 +189,7 @@ class IsotonicCalibration(_BinaryCalibrator):
         self.y_thresholds_ = fitted
         return self
 
-    def predict_proba(self, scores):
-        self._check_fitted()
+    def _predict_proba(self, scores):
         p = self._check_scores(scores)
         return _like(two_columns(np.interp(p, self.x_thresholds_, self.y_thresholds_)), scores)
 
@@ -294,8 +292,7 @@ class BBQ(_BinaryCalibrator):
         self.model_weights_ = w / w.sum()
         return self
 
-    def predict_proba(self, scores):
-        self._check_fitted()
+    def _predict_proba(self, scores):
         p = self._check_scores(scores)
         out = np.zeros_like(p)
         for w, edges, values in zip(self.model_weights_, self.bin_edges_, self.bin_values_):
@@ -303,8 +300,31 @@ class BBQ(_BinaryCalibrator):
         return _like(two_columns(out), scores)
 
 
+def platt_targets(y: np.ndarray, sample_weight=None) -> np.ndarray:
+    """Platt's (1999) targets of binary labels ``y``: :math:`(N_+ + 1)/(N_+ + 2)` for a positive,
+    :math:`1/(N_- + 2)` for a negative (the counts weighted by ``sample_weight``), as scikit-learn's
+    sigmoid calibration takes them: Laplace's rule of succession, so a separable calibration set
+    still has a finite fit.
+
+    Examples
+    --------
+    >>> platt_targets(np.array([1, 1, 0]))
+    array([0.75      , 0.75      , 0.33333333])
+    """
+    w = np.ones(len(y)) if sample_weight is None else sample_weight
+    pos, neg = float(np.sum(w[y == 1])), float(np.sum(w[y != 1]))
+    return np.where(y == 1, (pos + 1.0) / (pos + 2.0), 1.0 / (neg + 2.0))
+
+
+#: What a logistic fit of :class:`PlattScaling` (and :class:`~calibcourse.calibration.calibrators.TemperatureScaling`,
+#: :class:`~calibcourse.calibration.calibrators.VectorScaling`) takes as its targets: the labels themselves
+#: (the maximum-likelihood fit), or Platt's smoothed targets (:func:`platt_targets`).
+TARGETS = ("labels", "platt")
+
+
 def _fit_logistic_1d(z: np.ndarray, y: np.ndarray, tol: float = 1e-12, max_iter: int = 100, w=None):
-    """Unregularized (weighted) logistic regression of y on z by Newton's method: returns (a, b)."""
+    """Unregularized (weighted) logistic regression of y (labels, or targets in [0, 1]) on z by Newton's
+    method: returns (a, b)."""
     X = np.stack([z, np.ones_like(z)], 1)
     theta = np.zeros(2)
     w = np.full(len(y), 1.0 / len(y)) if w is None else w / w.sum()
@@ -332,12 +352,19 @@ class PlattScaling(_BinaryCalibrator):
 
     ``a`` and ``b`` minimize the NLL of the calibration labels, i.e. an
     unregularized logistic regression on the logit ``z`` (Newton's method, to
-    1e-12). Probabilities are turned into logits first.
+    1e-12). Probabilities are turned into logits first. With ``targets="platt"``
+    the labels are replaced by Platt's targets, :math:`(N_+ + 1)/(N_+ + 2)` for a
+    positive and :math:`1/(N_- + 2)` for a negative (:func:`platt_targets`), as in
+    Platt's paper and scikit-learn's ``CalibratedClassifierCV(method="sigmoid")``:
+    on a small or separable calibration set the fit stays finite instead of
+    driving :math:`a` to infinity.
 
     Parameters
     ----------
     input_type : {"probabilities", "logits"}, default="probabilities"
         What the scores are (:data:`calibcourse.calibration.calibrators.INPUT_TYPES`).
+    targets : {"labels", "platt"}, default="labels"
+        The labels themselves (the maximum-likelihood fit), or Platt's smoothed targets.
 
     Attributes
     ----------
@@ -360,15 +387,17 @@ class PlattScaling(_BinaryCalibrator):
 
     _fitted_attr = "a_"
 
-    def __init__(self, input_type: str = "probabilities"):
+    def __init__(self, input_type: str = "probabilities", targets: str = "labels"):
         self.input_type = input_type
+        self.targets = targets
 
     def _fit(self, scores, labels, sample_weight):
+        check_choice(self.targets, TARGETS, "targets")
         z, y = self._fit_data(scores, labels, want="logits")
-        self.a_, self.b_ = _fit_logistic_1d(z, y.astype(float), w=sample_weight)
+        t = platt_targets(y, sample_weight) if self.targets == "platt" else y.astype(float)
+        self.a_, self.b_ = _fit_logistic_1d(z, t, w=sample_weight)
         return self
 
-    def predict_proba(self, scores):
-        self._check_fitted()
+    def _predict_proba(self, scores):
         z = self._check_scores(scores, want="logits")
         return _like(two_columns(expit(self.a_ * z + self.b_)), scores)

@@ -49,7 +49,8 @@ class OneVsAll(_Calibrator):
     #: its X is probabilities (rows in [0, 1] summing to 1) by default: the checks that feed it
     #: arbitrary real features cannot apply (``input_type="logits"`` takes logits instead)
     EXPECTED_FAILED_CHECKS = {
-        **_Calibrator.EXPECTED_FAILED_CHECKS,
+        **{name: why for name, why in _Calibrator.EXPECTED_FAILED_CHECKS.items()
+           if name != "check_non_transformer_estimators_n_iter"},
         **{name: "X is a matrix of probabilities (rows in [0, 1] summing to 1); the check feeds arbitrary "
                  "real features" for name in (
             "check_all_zero_sample_weights_error", "check_complex_data", "check_dict_unchanged",
@@ -60,7 +61,9 @@ class OneVsAll(_Calibrator):
             "check_n_features_in_after_fitting", "check_pipeline_consistency", "check_positive_only_tag_during_fit",
             "check_sample_weight_equivalence_on_dense_data", "check_sample_weights_list",
             "check_sample_weights_not_an_array", "check_sample_weights_not_overwritten",
-            "check_sample_weights_pandas_series", "check_sample_weights_shape")},
+            "check_sample_weights_pandas_series", "check_sample_weights_shape", "check_classifier_data_not_an_array",
+            "check_classifiers_classes", "check_classifiers_regression_target", "check_supervised_y_2d",
+            "check_fit2d_1feature")},
     }
 
     def __init__(self, binary_method=None, input_type: str = "probabilities"):
@@ -92,8 +95,7 @@ class OneVsAll(_Calibrator):
                              for k in range(p.shape[1])]
         return self
 
-    def predict_proba(self, scores):
-        self._check_fitted(scores)
+    def _predict_proba(self, scores):
         p = self._probs(scores)
         if p.shape[1] != len(self.calibrators_):
             raise ValueError(f"scores have {p.shape[1]} classes but the calibrator was fitted on "

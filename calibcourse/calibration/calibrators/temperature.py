@@ -144,7 +144,18 @@ class TemperatureScaling(_Calibrator):
     optimum at :math:`T = \infty`, the uniform prediction: ``fit`` then warns
     (``UserWarning``) and returns :attr:`NO_SIGNAL_TEMPERATURE` = 1, the logits
     unchanged. A perfectly separated calibration set (every label the argmax)
-    has its optimum at ``T = 0`` and is an error.
+    has its optimum at ``T = 0`` and is an error, unless ``targets="platt"``.
+
+    With ``targets="platt"`` each label is replaced by Platt's target, the
+    multiclass form of Platt scaling's (and of scikit-learn's sigmoid
+    calibration): a sample of class :math:`k` has the target
+    :math:`(N_k + 1)/(N_k + 2)` on its class and the rest,
+    :math:`1/(N_k + 2)`, spread evenly over the other classes (for two classes,
+    exactly Platt's :math:`(N_+ + 1)/(N_+ + 2)` and :math:`1/(N_- + 2)`). The
+    optimum is then finite on a separated calibration set too: a small one that
+    the model gets all right has a temperature that says "about one error in
+    :math:`N_k + 2`", not :math:`T = 0`. On large sets the two fits agree
+    (the targets differ from the labels by :math:`1/(N_k + 2)`).
 
     The passes run in numpy, single-threaded, unless the logits are a torch tensor or
     the caller asked for torch (:func:`calibcourse.calibration._validation.use_torch`);
@@ -156,6 +167,8 @@ class TemperatureScaling(_Calibrator):
         Tolerance on :math:`\beta = 1/T` (relative when :math:`\beta > 1`).
     max_iter : int, default=200
         Newton steps at most, per stage.
+    targets : {"labels", "platt"}, default="labels"
+        Fit the labels (the maximum-likelihood temperature) or Platt's smoothed targets.
 
     Attributes
     ----------
@@ -181,12 +194,19 @@ class TemperatureScaling(_Calibrator):
     #: The temperature fitted to logits without signal (with a ``UserWarning``): the logits unchanged.
     NO_SIGNAL_TEMPERATURE = 1.0
 
-    def __init__(self, tol: float = 1e-10, max_iter: int = 200):
+    def __init__(self, tol: float = 1e-10, max_iter: int = 200, targets: str = "labels"):
         self.tol = tol
         self.max_iter = max_iter
+        self.targets = targets
 
     def _fit(self, logits, labels, sample_weight):
+        from calibcourse.calibration._validation import check_choice
+        from calibcourse.calibration.calibrators.binary import TARGETS
+
+        check_choice(self.targets, TARGETS, "targets")
         z, y, _ = _multiclass_data(logits, labels)
+        if self.targets == "platt":
+            return self._fit_targets(z, y, sample_weight)
         w = None if sample_weight is None else sample_weight / sample_weight.sum()
         live = slice(None) if w is None else w > 0  # rows of weight 0 take no part
         # torch runs the passes where the caller handed torch tensors or asked for it (use_torch); else numpy
@@ -211,21 +231,43 @@ class TemperatureScaling(_Calibrator):
             raise ValueError("the optimal temperature is 0: the calibration set is perfectly separated by "
                              "the logits (every label is the argmax)")
         if slope0 >= 0:  # dNLL/dbeta at beta = 0: the NLL is smallest at T = infinity
-            import warnings
-
-            warnings.warn("the logits carry no signal about the labels: the NLL does not decrease for any "
-                          "finite T (its optimum is T = infinity, the uniform prediction); temperature "
-                          f"scaling is undefined here and returns T = {self.NO_SIGNAL_TEMPERATURE:g}, the logits "
-                          "unchanged", UserWarning, stacklevel=4)
-            self.temperature_ = self.NO_SIGNAL_TEMPERATURE
+            self.temperature_ = self._no_signal()
             self.nll_ = M.nll(M.softmax(z / self.temperature_), y, sample_weight=sample_weight)
             return self
         beta, self.nll_ = _solve_beta(zc, zc_y, self.tol, self.max_iter, self._SUBSAMPLE, w)
         self.temperature_ = 1.0 / beta
         return self
 
-    def predict_proba(self, logits):
-        self._check_fitted(logits)
+    def _no_signal(self) -> float:
+        """Warn that the optimum is T = infinity; the temperature returned instead."""
+        import warnings
+
+        warnings.warn("the logits carry no signal about the labels: the NLL does not decrease for any "
+                      "finite T (its optimum is T = infinity, the uniform prediction); temperature "
+                      f"scaling is undefined here and returns T = {self.NO_SIGNAL_TEMPERATURE:g}, the logits "
+                      "unchanged", UserWarning, stacklevel=4)
+        return self.NO_SIGNAL_TEMPERATURE
+
+    def _fit_targets(self, z, y, sample_weight):
+        """The fit on Platt's targets: the label's entry of a row becomes its mean under the targets."""
+        k = z.shape[1]
+        w = np.ones(len(y)) if sample_weight is None else sample_weight
+        counts = np.bincount(y, weights=w, minlength=k)
+        on = ((counts + 1.0) / (counts + 2.0))[y]  # the target of the label's class; the rest is shared
+        zc = z - z.max(1, keepdims=True)
+        zc_y = zc[np.arange(len(y)), y]
+        zc_t = on * zc_y + (1.0 - on) / (k - 1) * (zc.sum(1) - zc_y)
+        wn = None if sample_weight is None else sample_weight / sample_weight.sum()
+        slope0 = float(np.mean(zc.mean(1) - zc_t)) if wn is None else float(np.dot(wn, zc.mean(1) - zc_t))
+        if slope0 >= 0:  # no signal even in the targets: T = infinity
+            self.temperature_ = self._no_signal()
+        else:
+            beta, _ = _solve_beta(zc, zc_t, self.tol, self.max_iter, self._SUBSAMPLE, wn)
+            self.temperature_ = 1.0 / beta
+        self.nll_ = M.nll(M.softmax(z / self.temperature_), y, sample_weight=sample_weight)
+        return self
+
+    def _predict_proba(self, logits):
         z = _multiclass_data(logits, None)[0]
         q = M.softmax(z / self.temperature_)
         return _like(q, logits)
