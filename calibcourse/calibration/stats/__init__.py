@@ -61,7 +61,8 @@ from __future__ import annotations
 
 from calibcourse.calibration.stats._engine import (DIRECTIONS, METHODS, VERDICTS, Difference, ece_replicates,
                                                     per_sample_terms, verdict)
-from calibcourse.calibration.stats._engine import interval_from_replicates, resample_indices  # noqa: F401 (stats.x)
+from calibcourse.calibration.stats._engine import (interval_from_replicates, metric_range,  # noqa: F401 (stats.x)
+                                                    resample_indices)
 from calibcourse.calibration.stats.intervals import (bootstrap_statistic, interval, paired_difference,
                                                      seeds_difference, seeds_interval)
 from calibcourse.calibration.stats.seeds import (PairedSeeds, RivalsDifference, paired_seeds_contrast,

@@ -270,9 +270,39 @@ def _finite(reps) -> np.ndarray:
     return reps
 
 
-def interval_from_replicates(plugin, reps, level, method, n, lower=None, bias_corrected=False) -> Difference:
+def metric_range(metric, difference: bool = False):
+    """The range ``(low, high)`` of a measure of :mod:`calibcourse.calibration.metrics` (None where
+    unbounded or unknown); of a difference of two values of it with ``difference``.
+
+    Every calibration error, the error and the accuracy lie in [0, 1], the Brier score in [0, 2],
+    the NLL in [0, inf). An interval is clipped to its measure's range: the basic half of the
+    default "hull" interval, twice the estimate minus a bootstrap quantile, can leave it (an MCE of 0.77 with a
+    bootstrap quantile of 0.4 would give 1.14).
+
+    Examples
+    --------
+    >>> from calibcourse.calibration import metrics as M
+    >>> metric_range(M.mce), metric_range(M.brier, difference=True), metric_range(M.nll)
+    ((0.0, 1.0), (-2.0, 2.0), (0.0, None))
+    """
+    from calibcourse.calibration import metrics as M
+
+    fn = getattr(metric, "func", metric)  # a functools.partial of a measure
+    if fn in (*M.CALIBRATION_ERRORS.values(), M.error, M.accuracy):
+        low, high = 0.0, 1.0
+    elif fn is M.brier:
+        low, high = 0.0, 2.0
+    else:
+        low, high = 0.0, None
+    if difference:
+        return (None, None) if high is None else (-high, high)
+    return low, high
+
+
+def interval_from_replicates(plugin, reps, level, method, n, lower=None, bias_corrected=False,
+                             upper=None) -> Difference:
     """The estimate (plug-in unless ``bias_corrected``) and the interval of ``method`` from the
-    bootstrap replicates of the plug-in quantity."""
+    bootstrap replicates of the plug-in quantity; clipped to ``[lower, upper]`` where given."""
     reps = _finite(reps)
     alpha = (1 - level) / 2
     q_lo, q_hi = np.quantile(reps, [alpha, 1 - alpha])
@@ -291,6 +321,8 @@ def interval_from_replicates(plugin, reps, level, method, n, lower=None, bias_co
         low, high = min(low, est), max(high, est)
     if lower is not None:
         est, low, high = max(est, lower), max(low, lower), max(high, lower)
+    if upper is not None:
+        est, low, high = min(est, upper), min(low, upper), min(high, upper)
     return Difference(float(est), float(low), float(high), float(level), float(plugin), int(n), 1, method)
 
 

@@ -7,7 +7,7 @@ from calibcourse.calibration import metrics as M
 from calibcourse.calibration._validation import checked
 from calibcourse.calibration.stats._engine import (Difference, _check_bias_corrected, _check_common, _check_metric,
                                                     _check_pair, _check_probs_of, _finite, _resampler,
-                                                    interval_from_replicates, resample_indices)
+                                                    interval_from_replicates, metric_range, resample_indices)
 
 __all__ = ["interval", "paired_difference", "seeds_difference", "seeds_interval", "bootstrap_statistic"]
 
@@ -67,7 +67,9 @@ def interval(metric, probs, labels, n_boot: int = 2000, level: float = 0.95, see
     with checked():  # the metric on the checked arrays and their resamples
         plugin, f = _resampler(metric, p, y, metric_kwargs)
         reps = [f(i) for i in resample_indices(len(y), n_boot, seed)]
-    return interval_from_replicates(plugin, reps, level, method, len(y), lower=0.0, bias_corrected=bias_corrected)
+    low, high = metric_range(metric)
+    return interval_from_replicates(plugin, reps, level, method, len(y), lower=low, bias_corrected=bias_corrected,
+                                    upper=high)
 
 
 def paired_difference(metric, probs_a, probs_b, labels, n_boot: int = 2000, level: float = 0.95,
@@ -133,8 +135,9 @@ def paired_difference(metric, probs_a, probs_b, labels, n_boot: int = 2000, leve
         va, fa = _resampler(metric, pa, y, metric_kwargs)
         vb, fb = _resampler(metric, pb, y, metric_kwargs)
         reps = [stat(fa(i), fb(i)) for i in resample_indices(len(y), n_boot, seed)]
-    return interval_from_replicates(stat(va, vb), reps, level, method, len(y), lower=-1.0 if relative else None,
-                   bias_corrected=bias_corrected)
+    low, high = (-1.0, None) if relative else metric_range(metric, difference=True)
+    return interval_from_replicates(stat(va, vb), reps, level, method, len(y), lower=low,
+                                    bias_corrected=bias_corrected, upper=high)
 
 
 def _relative(a, b):
@@ -261,11 +264,13 @@ def _seeds_difference(metric, a_list, b_list, y, n_boot, level, seed, relative, 
         q = norm.ppf(0.5 + level / 2)
     half = q * np.sqrt(total)
     k = min(len(va), len(vb)) if fb else len(va)
-    lower = (-1.0 if relative else None) if fb else 0.0
+    lower, upper = ((-1.0, None) if relative else metric_range(metric, difference=True)) if fb else metric_range(metric)
     est = centre if bias_corrected else plugin
     low, high = min(centre - half, plugin), max(centre + half, plugin)
     if lower is not None:
         est, low = max(est, lower), max(low, lower)
+    if upper is not None:
+        est, high = min(est, upper), min(high, upper)
     return Difference(float(est), float(low), float(high), float(level), float(plugin), int(n), int(k),
                       "seeds")
 
