@@ -138,7 +138,8 @@ def test_checked_is_scoped():
 def test_one_tolerance_says_what_probabilities_are():
     """The report's detection of probabilities and the measures' check agree: rows within
     SUM_TOL of 1 are probabilities (the report renormalizes them), rows beyond it are refused
-    by the measures and read as logits by the report's "auto"."""
+    by the measures, and the report's "auto" asks what they are (full-precision values in [0, 1]
+    whose rows do not sum to 1 may be either)."""
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.ones(4), 600)
     y = rng.integers(0, 4, 600)
@@ -149,6 +150,8 @@ def test_one_tolerance_says_what_probabilities_are():
     far = p * (1 + 2 * SUM_TOL)
     with pytest.raises(ValueError, match="must sum to 1"):
         M.ece(far, y)
-    assert as_logits_and_probs(far)[2] == "logits"
+    with pytest.raises(ValueError, match="cannot tell whether these are probabilities or logits"):
+        as_logits_and_probs(far)
+    assert as_logits_and_probs(far, kind="logits")[2] == "logits"
     with pytest.raises(ValueError, match="must sum to 1"):
         as_logits_and_probs(far, kind="probs")

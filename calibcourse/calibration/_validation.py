@@ -176,12 +176,13 @@ def probs_array(probs, name: str = "probs", allow_1d: bool = True) -> np.ndarray
 
 
 def check_prob_values(p: np.ndarray, name: str, lo: float, hi: float, row_sums=None, eps: float | None = None,
-                      sum_range=None) -> None:
+                      sum_range=None, tol: float | None = None) -> None:
     """The value checks of :func:`check_probs`, from the minimum ``lo``, the maximum ``hi`` and
     the row sums (an array, or a function of ``p`` that computes them; None for shape (n,)).
     ``eps``: the machine epsilon of the input's dtype (default: ``p``'s), for :func:`sum_tolerance`.
     ``sum_range``: the smallest and the largest row sum, where the caller has them already;
-    ``row_sums`` is then called only if a row fails (to name it)."""
+    ``row_sums`` is then called only if a row fails (to name it). ``tol``: the tolerance of a row
+    sum, where the caller knows better than the dtype (probabilities written with few decimals)."""
     if not (np.isfinite(lo) and np.isfinite(hi)):
         check_finite(p, name)  # names NaN or inf and counts them
     if lo < 0 or hi > 1:
@@ -197,7 +198,7 @@ def check_prob_values(p: np.ndarray, name: str, lo: float, hi: float, row_sums=N
         # the largest |s - 1| from the smallest and the largest sum, in float64: two fast passes
         # (a rounding of s - 1 keeps its order, so the test is the one on every row's |s - 1|)
         worst_dev = max(1.0 - float(sum_range[0]), float(sum_range[1]) - 1.0)
-        tol = sum_tolerance(eps, k)
+        tol = sum_tolerance(eps, k) if tol is None else tol
         held = next((name for name, e in _LOW_EPS.items() if e == eps), str(p.dtype))
         if worst_dev > tol:
             if s is None:

@@ -43,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
                                            f"the first of {', '.join(PROB_KEYS)}")
     ap.add_argument("--kind", choices=("auto", "logits", "probs"), default=None,
                     help="what the scores are (default: from the key, else auto: probabilities if they "
-                         "lie in [0, 1] and rows sum to 1)")
+                         "lie in [0, 1] and rows sum to 1 within their written precision; asked where "
+                         "the numbers cannot tell)")
     ap.add_argument("--out", default="report", help="the folder of index.html (default: report)")
     ap.add_argument("--folds", type=int, default=5, help="folds of the cross-fitting (default: 5)")
     ap.add_argument("--save", metavar="JSON", help="write the recommended calibrator, fitted on all data, here")
@@ -154,32 +155,105 @@ def read_outputs(paths, labels_key=None, logits_key=None, probs_key=None, kind=N
         option = "--probs-key" if found == "probs" else "--logits-key"
         names = {"scores": f"{base}[{sk!r}] ({option})", "labels": f"{base}[{lk!r}] (--labels-key)"}
         return arrays[sk], arrays[lk], kind or found, {**names, "folds": "--folds"}
-    table = np.genfromtxt(path, delimiter=",", names=True, dtype=None, encoding="utf-8")  # a column's own type
-    columns = list(table.dtype.names or ())
-    if not columns or table.size == 0:
-        raise ValueError(f"FILE {base}: a .csv needs a header row and at least one row of numbers")
-    table = np.atleast_1d(table)
-    lk = _pick(columns, labels_key, LABEL_KEYS, "column", "--labels-key", base)
+    return _read_csv(path, base, labels_key, logits_key, probs_key, kind)
+
+
+#: The column separators a .csv may use, in the order they are tried
+DELIMITERS = (",", ";", "\t")
+
+
+def _csv_text(path, base) -> str:
+    """The text of a .csv, or one line saying why it is none."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if not raw.strip():
+        raise ValueError(f"FILE {base} is empty: a .csv needs a header row and at least one row of numbers")
+    if b"\x00" in raw[:65536]:
+        raise ValueError(f"FILE {base} holds binary data, not text: a .csv is text (a header row, then rows of "
+                         "numbers separated by commas)")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"FILE {base} is not a text .csv: byte {e.start} (0x{raw[e.start]:02x}) is not UTF-8 text "
+                         "(a binary file, or text in another encoding)") from None
+
+
+def _csv_lines(text: str, base: str):
+    """The header's names, the separator, and the data lines (blank ones dropped) with their line numbers."""
+    import csv
+
+    lines = [(i, line) for i, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    head = lines[0][1]
+    delim = max(DELIMITERS, key=head.count)
+    if head.count(delim) == 0:
+        raise ValueError(f"FILE {base}: its header {head.strip()[:60]!r} has one column; a .csv of a model's outputs "
+                         "needs a label column and score columns, separated by commas (or ; or tabs)")
+    names = [c.strip() for c in next(csv.reader([head], delimiter=delim))]
+    rows = lines[1:]
+    if not rows:
+        raise ValueError(f"FILE {base} has a header and no rows: a .csv needs at least one row of numbers")
+    for number, line in rows:  # every row as long as the header: a ragged file is named by its line
+        fields = line.count(delim) + 1
+        if fields != len(names) and len(next(csv.reader([line], delimiter=delim))) != len(names):
+            raise ValueError(f"FILE {base}: line {number} has {fields} fields but the header has {len(names)} "
+                             f"({', '.join(names)}): every row needs one value per column")
+    return names, delim, rows
+
+
+def _csv_column(rows, j: int, delim: str, numbers: bool, base: str, column: str):
+    """Column ``j`` of the data rows: floats (``numbers``), or the labels as integers, floats or strings."""
+    import csv
+    import io
+
+    comma = delim != "," and any("," in line for _, line in rows[:100])  # a decimal comma, with ; as separator
+    body = "\n".join(line.replace(",", ".") if comma else line for _, line in rows)
+    try:
+        col = np.loadtxt(io.StringIO(body), delimiter=delim, usecols=[j], dtype=str if not numbers else np.float64,
+                         quotechar='"', ndmin=1, comments=None)
+    except ValueError:
+        for number, line in rows:  # the first value that is no number, named by its line
+            value = next(csv.reader([line], delimiter=delim))[j].strip()
+            try:
+                float(value.replace(",", ".") if comma else value)
+            except ValueError:
+                raise ValueError(f"FILE {base}: line {number}, column {column!r} holds {value[:30]!r}, not a number: "
+                                 "scores must be numbers (name the labels' column with --labels-key)") from None
+        raise
+    if numbers:
+        return col
+    col = np.char.strip(col.astype(str))
+    for dtype in (np.int64, np.float64):
+        try:
+            col = col.astype(dtype)
+        except ValueError:
+            continue
+        if dtype is np.float64 and np.all(np.isfinite(col)) and np.all(col == np.round(col)):
+            col = col.astype(np.int64)  # labels written as 1.0 or 1.000e+00 are the integer 1
+        return col
+    return col
+
+
+def _read_csv(path, base, labels_key, logits_key, probs_key, kind):
+    """:func:`read_outputs` of a .csv: a header row, a label column, score columns."""
+    names, delim, rows = _csv_lines(_csv_text(path, base), base)
+    lk = _pick(names, labels_key, LABEL_KEYS, "column", "--labels-key", base)
     if lk is None:
         raise ValueError(f"--labels-key: none of {', '.join(LABEL_KEYS)} is a column of {base}; it has "
-                         f"{', '.join(columns)}: name the labels' column")
+                         f"{', '.join(names)}: name the labels' column")
     prefix = logits_key or probs_key
-    cols = [c for c in columns if c != lk and (prefix is None or c.startswith(prefix))]
+    cols = [c for c in names if c != lk and (prefix is None or c.startswith(prefix))]
     if not cols:
         raise ValueError(f"{'--logits-key' if logits_key else '--probs-key'} {prefix}: no column of {base} "
-                         f"starts with it; it has {', '.join(columns)}")
-    text = [c for c in cols if table.dtype[c].kind not in "biuf"]
-    if text:
-        raise ValueError(f"the column {text[0]!r} of {base} holds text, not numbers: scores must be numbers "
-                         "(name the labels' column with --labels-key)")
-    scores = np.stack([table[c].astype(np.float64) for c in cols], 1)
+                         f"starts with it; it has {', '.join(names)}")
+    scores = np.stack([_csv_column(rows, names.index(c), delim, True, base, c) for c in cols], 1)
     scores = scores[:, 0] if scores.shape[1] == 1 else scores
+    labels = _csv_column(rows, names.index(lk), delim, False, base, lk)
     found = "logits" if logits_key else "probs" if probs_key else "auto"
     names = {
         "scores": f"the columns {', '.join(cols)} of {base}",
         "labels": f"the column {lk!r} of {base} (--labels-key)",
     }
-    return scores, table[lk], kind or found, {**names, "folds": "--folds"}
+    return scores, labels, kind or found, {**names, "folds": "--folds"}
 
 
 def main(argv=None) -> int:
@@ -208,52 +282,60 @@ def main(argv=None) -> int:
     0
     """
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    from calibcourse.calibration import report
-
     try:
-        scores, labels, kind, names = read_outputs(args.inputs, args.labels_key, args.logits_key,
-                                                   args.probs_key, args.kind)
-        if isinstance(args.n_boot, int) and args.n_boot < 10:
-            raise ValueError(f"--n-boot must be >= 10; got {args.n_boot}")
-        if args.n_bins < 1:
-            raise ValueError(f"--n-bins must be >= 1; got {args.n_bins}")
-        title = args.title or f"Calibration report: {', '.join(os.path.basename(p) for p in args.inputs)}"
-        page, fitted, choice = report.report_html(scores, labels, kind=kind, folds=args.folds, n_bins=args.n_bins,
-                                                  n_boot=args.n_boot, seed=args.seed, title=title, names=names,
-                                                  progress=sys.stderr.isatty())
-    except ValueError as e:
+        return _run(args)
+    except (ValueError, OSError) as e:
+        if isinstance(e, OSError) and e.filename:
+            e = f"{e.strerror}: {e.filename}"
         print(f"calibcourse report: error: {e}", file=sys.stderr)
         return 2
-    out = os.path.join(args.out, "index.html")
-    try:
-        if os.path.exists(args.out) and not os.path.isdir(args.out):
-            raise OSError(f"--out {args.out} is a file, not a folder: name a folder for the report")
-        os.makedirs(args.out, exist_ok=True)
-        with open(out, "w", encoding="utf-8") as f:
-            f.write(page)
-        if args.save:
-            report.save(fitted, args.save)
-    except OSError as e:
-        print(f"calibcourse report: error: {e.strerror + ': ' + str(e.filename) if e.filename else e}",
+    except MemoryError:
+        print("calibcourse report: error: out of memory: the scores do not fit; give a sample of the rows",
               file=sys.stderr)
         return 2
-    d = choice.ece_change
-    k = np.asarray(fitted.predict_proba(scores[:1])).shape[1]
+    except Exception as e:  # no traceback reaches the user: one line, and what to do with it
+        print(f"calibcourse report: internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
+              "(please report it with the command that gave it)", file=sys.stderr)
+        return 1
+
+
+def _run(args) -> int:
+    """:func:`main` on parsed arguments: the page, the saved calibrator, the one-line summary."""
+    from calibcourse.calibration import report
+
+    scores, labels, kind, names = read_outputs(args.inputs, args.labels_key, args.logits_key, args.probs_key,
+                                               args.kind)
+    if isinstance(args.n_boot, int) and args.n_boot < 10:
+        raise ValueError(f"--n-boot must be >= 10; got {args.n_boot}")
+    if args.n_bins < 1:
+        raise ValueError(f"--n-bins must be >= 1; got {args.n_bins}")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise ValueError(f"--out {args.out} is a file, not a folder: name a folder for the report")
+    title = args.title or f"Calibration report: {', '.join(os.path.basename(p) for p in args.inputs)}"
+    page, fitted, choice = report.report_html(scores, labels, kind=kind, folds=args.folds, n_bins=args.n_bins,
+                                              n_boot=args.n_boot, seed=args.seed, title=title,
+                                              names={**names, "kind": "--kind"}, progress=sys.stderr.isatty())
+    out = os.path.join(args.out, "index.html")
+    os.makedirs(args.out, exist_ok=True)
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(page)
+    if args.save:
+        report.save(fitted, args.save)
+    k, n = len(fitted.classes_), len(labels)
     if choice.name == "uncalibrated":
-        print(f"wrote {out}: {len(labels)} samples, {k} classes; recommended no calibration (no calibrator is "
+        print(f"wrote {out}: {n} samples, {k} classes; recommended no calibration (no calibrator is "
               "decidedly better than the model as given)")
     else:
-        print(f"wrote {out}: {len(labels)} samples, {k} classes; recommended {choice.name} (ECE change "
-              f"{100 * d.plugin:+.2f} points, 95 % [{100 * d.low:+.2f}, {100 * d.high:+.2f}])")
+        dn, de = choice.nll_change, choice.ece_change
+        print(f"wrote {out}: {n} samples, {k} classes; recommended {choice.name} (out of fold: NLL change "
+              f"{dn.plugin:+.4f} [{dn.low:+.4f}, {dn.high:+.4f}], ECE change {100 * de.plugin:+.2f} points "
+              f"[{100 * de.low:+.2f}, {100 * de.high:+.2f}])")
     if args.save:
-        print(
-            f"wrote {args.save}: "
-            + (
-                "no calibration (scores pass through unchanged)"
-                if choice.name == "uncalibrated"
-                else f"{choice.name}, fitted on all {len(labels)} samples"
-            )
-        )
+        where = (f"all {fitted.n_fit} samples" if fitted.n_fit == n
+                 else f"a stratified subsample of {fitted.n_fit} of the {n} samples")
+        what = ("no calibration (scores pass through unchanged)" if choice.name == "uncalibrated"
+                else f"{choice.name}, fitted on {where}")
+        print(f"wrote {args.save}: {what}")
     return 0
 
 

@@ -102,15 +102,17 @@ def _fit_affine_logits(z, y, mode: str, bias: bool, l2: float = 0.0, off_diagona
 
     res = minimize(f, x0, jac=True, method="L-BFGS-B",
                    options={"maxiter": max_iter, "gtol": 1e-8, "ftol": 1e-12})
-    if not res.success:
+    unpenalized = targets is None and not (l2 or off_diagonal or bias_l2)
+    if not res.success or (unpenalized and res.fun < 1e-3):
         import warnings
 
         from sklearn.exceptions import ConvergenceWarning
 
-        warnings.warn(f"{mode} scaling did not converge in {res.nit} L-BFGS iterations ({res.message}): the "
-                      "calibration set may be separated by the logits, and the fitted map is unreliable; "
-                      "regularize it (l2=, bias_l2=) or fit Platt's targets (targets='platt')",
-                      ConvergenceWarning, stacklevel=4)
+        why = (f"did not converge in {res.nit} L-BFGS iterations ({res.message})" if not res.success else
+               f"drove the calibration set's NLL to {res.fun:.1e}: the logits separate it, and the weights grow "
+               f"as far as the optimizer goes (largest {np.abs(res.x).max():.3g})")
+        warnings.warn(f"{mode} scaling {why}; the fitted map is unreliable: regularize it (l2=, bias_l2=) or fit "
+                      "Platt's targets (targets='platt')", ConvergenceWarning, stacklevel=4)
     W, b = unpack(res.x)
     return W, b, res
 
@@ -154,12 +156,13 @@ class VectorScaling(_AffineLogitScaling):
     Unregularized, its ``2K`` parameters overfit a small calibration set, and on
     a separated one (every label the argmax) the weights grow without bound: the
     optimizer then stops at its iteration limit with a ``ConvergenceWarning``.
-    ``l2 > 0`` fits temperature scaling first and pulls the weights towards its
-    :math:`1/T` (the penalty ``l2 * ||w T - 1||^2 / K``, which does not depend on
-    the logits' scale), ``bias_l2`` pulls the biases towards 0, and
-    ``targets="platt"`` fits Platt's targets (:func:`soft_targets`), for which
-    the optimum is finite on a separated set too. ``calibcourse report`` fits
-    all three, the penalties falling as the calibration set grows.
+    ``l2 > 0`` fits temperature scaling first (``targets="auto"``) and pulls the
+    weights towards its :math:`1/T` (the penalty ``l2 * ||w T - 1||^2 / K``, which
+    does not depend on the logits' scale), and ``bias_l2`` pulls the biases
+    towards 0: with both, the optimum is finite on a separated set too.
+    ``targets="platt"`` fits Platt's targets (:func:`soft_targets`) instead of the
+    labels. ``calibcourse report`` fits both penalties, falling as the
+    calibration set grows.
 
     Parameters
     ----------
@@ -209,7 +212,7 @@ class VectorScaling(_AffineLogitScaling):
         if self.l2 or self.targets == "platt":  # start from (and shrink towards) temperature scaling's 1/T
             from calibcourse.calibration.calibrators.temperature import TemperatureScaling
 
-            ts = TemperatureScaling(targets="platt").fit(z, y, sample_weight=sample_weight, classes=range(z.shape[1]))
+            ts = TemperatureScaling(targets="auto").fit(z, y, sample_weight=sample_weight, classes=range(z.shape[1]))
             anchor = 1.0 / ts.temperature_
         W, b, self.result_ = _fit_affine_logits(z, y, "vector", self.bias, l2=self.l2, bias_l2=self.bias_l2,
                                                 tie_weights=self.tie_weights, sample_weight=sample_weight,

@@ -28,10 +28,18 @@ class OneVsAll(_Calibrator):
     input_type : {"probabilities", "logits"}, default="probabilities"
         What the scores are (:data:`calibcourse.calibration.calibrators.INPUT_TYPES`).
 
+    A class absent from the calibration set (fitted with ``classes=`` naming it,
+    as scikit-learn's ``CalibratedClassifierCV`` knows its model's classes) has
+    no positives to calibrate on: its column gets the constant
+    :math:`1/(n + 2)`, Laplace's estimate for a class not seen in ``n`` samples,
+    before the rows are normalized.
+
     Attributes
     ----------
     calibrators_ : list
-        The fitted binary calibrator of each class.
+        The fitted binary calibrator of each class (None for a class absent from the calibration set).
+    absent_value_ : float
+        The calibrated value of an absent class, :math:`1/(n + 2)`.
 
     Examples
     --------
@@ -86,13 +94,14 @@ class OneVsAll(_Calibrator):
                              f"IsotonicCalibration(), BBQ() or PlattScaling(); got {method!r}")
         p = self._probs(scores)
         y = check_labels(labels, p.shape[0], p.shape[1])
-        missing = sorted(set(range(p.shape[1])) - set(np.unique(y).tolist()))
-        if missing:
-            raise ValueError(f"labels of the calibration set lack classes {missing[:10]}: a one-vs-all "
-                             "calibrator needs positives and negatives of every class")
+        present = np.bincount(y, minlength=p.shape[1]) > 0
+        # a class absent from the calibration set (named by classes=) has no positives to fit: its
+        # column gets a constant, Laplace's 1 / (n + 2) (as Platt's target of a negative)
+        n = p.shape[0] if sample_weight is None else float(np.sum(sample_weight))
+        self.absent_value_ = 1.0 / (n + 2.0)
         self.calibrators_ = [method.clone(input_type="probabilities").fit(p[:, k], (y == k).astype(int),
                                                                            sample_weight=sample_weight)
-                             for k in range(p.shape[1])]
+                             if present[k] else None for k in range(p.shape[1])]
         return self
 
     def _predict_proba(self, scores):
@@ -100,7 +109,9 @@ class OneVsAll(_Calibrator):
         if p.shape[1] != len(self.calibrators_):
             raise ValueError(f"scores have {p.shape[1]} classes but the calibrator was fitted on "
                              f"{len(self.calibrators_)}")
-        q = np.stack([c.predict_proba(p[:, k])[:, 1] for k, c in enumerate(self.calibrators_)], 1)
+        absent = getattr(self, "absent_value_", 0.0)
+        q = np.stack([np.full(p.shape[0], absent) if c is None else c.predict_proba(p[:, k])[:, 1]
+                      for k, c in enumerate(self.calibrators_)], 1)
         s = q.sum(1, keepdims=True)
         q = np.where(s > 0, q / np.where(s > 0, s, 1), 1.0 / q.shape[1])
         return _like(q, scores)

@@ -119,7 +119,7 @@ def _solve_beta(zc, zc_y, tol: float, max_iter: int, subsample: int, w=None):
         beta, _ = _newton_in_beta(moments(zc32, zc_y32, w), beta, 1e-4, max_iter)
         beta, nll = _newton_in_beta(moments(zc, zc_y, w), beta, tol, max_iter)
     except _Separated as exc:
-        raise ValueError(str(exc)) from None
+        raise _Separated(str(exc)) from None
     return beta, nll
 
 
@@ -167,8 +167,11 @@ class TemperatureScaling(_Calibrator):
         Tolerance on :math:`\beta = 1/T` (relative when :math:`\beta > 1`).
     max_iter : int, default=200
         Newton steps at most, per stage.
-    targets : {"labels", "platt"}, default="labels"
-        Fit the labels (the maximum-likelihood temperature) or Platt's smoothed targets.
+    targets : {"labels", "platt", "auto"}, default="labels"
+        Fit the labels (the maximum-likelihood temperature) or Platt's smoothed targets; ``"auto"``:
+        the labels, or Platt's targets where the labels are separated (what ``calibcourse report``
+        fits: on a small set Platt's targets, which say "one error in :math:`N_k + 2`", pull
+        :math:`T` up more than an accurate model deserves).
 
     Attributes
     ----------
@@ -203,10 +206,19 @@ class TemperatureScaling(_Calibrator):
         from calibcourse.calibration._validation import check_choice
         from calibcourse.calibration.calibrators.binary import TARGETS
 
-        check_choice(self.targets, TARGETS, "targets")
+        check_choice(self.targets, (*TARGETS, "auto"), "targets")
         z, y, _ = _multiclass_data(logits, labels)
         if self.targets == "platt":
             return self._fit_targets(z, y, sample_weight)
+        try:
+            return self._fit_labels(logits, z, y, sample_weight)
+        except _Separated:  # the labels' optimum is T = 0; Platt's targets' is finite
+            if self.targets == "auto":
+                return self._fit_targets(z, y, sample_weight)
+            raise
+
+    def _fit_labels(self, logits, z, y, sample_weight):
+        """The maximum-likelihood temperature of the labels (:class:`_Separated` where it is 0)."""
         w = None if sample_weight is None else sample_weight / sample_weight.sum()
         live = slice(None) if w is None else w > 0  # rows of weight 0 take no part
         # torch runs the passes where the caller handed torch tensors or asked for it (use_torch); else numpy
@@ -228,7 +240,7 @@ class TemperatureScaling(_Calibrator):
             separated = bool((zc_y == 0)[live].all())
         slope0 = float(np.mean(gap)) if w is None else float(np.dot(w, gap))
         if separated:  # the NLL decreases all the way to T = 0
-            raise ValueError("the optimal temperature is 0: the calibration set is perfectly separated by "
+            raise _Separated("the optimal temperature is 0: the calibration set is perfectly separated by "
                              "the logits (every label is the argmax)")
         if slope0 >= 0:  # dNLL/dbeta at beta = 0: the NLL is smallest at T = infinity
             self.temperature_ = self._no_signal()

@@ -1,5 +1,5 @@
-"""What ``calibcourse report`` does before its page: read logits or probabilities, cross-fit every
-candidate calibrator, choose the simplest one that is not decidedly worse."""
+"""What ``calibcourse report`` does before its page: cross-fit every candidate calibrator the data can
+support, and choose, by both proper scores out of fold, the simplest one not decidedly worse."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -9,94 +9,15 @@ import numpy as np
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 from calibcourse.calibration._validation import check_int, check_labels, check_probs, checked
-from calibcourse.calibration._arrays import softmax_rows, two_columns, two_logits
 from calibcourse.calibration.folds import fold_indices
+from calibcourse.calibration.report.scores import KINDS, as_logits_and_probs
 
-__all__ = ["VIEWS", "KINDS", "as_logits_and_probs", "candidate_methods", "check_folds", "cross_fit", "Choice",
-           "choose"]
+__all__ = ["VIEWS", "KINDS", "as_logits_and_probs", "candidate_methods", "min_samples", "check_folds", "cross_fit",
+           "Choice", "choose"]
 
 #: What a calibrator of :func:`candidate_methods` takes from the scores: the logit matrix, the single
 #: logit of class 1 (binary), the probability matrix, or P(y = 1) (binary).
 VIEWS = ("logits", "logit1", "probs", "prob1")
-#: The kinds of scores a report takes (``"auto"``: probabilities where they can be, else logits).
-KINDS = ("auto", "logits", "probs")
-
-
-def as_logits_and_probs(scores, kind: str = "auto", name: str = "scores", _probs: bool = True):
-    """The logit matrix and the probability matrix, both ``(n, K)``, of a model's outputs.
-
-    Parameters
-    ----------
-    scores : array_like of shape (n, K) or (n,)
-        Logits or probabilities; ``(n,)`` is binary: P(y = 1), or the single logit of a sigmoid.
-    kind : {"auto", "logits", "probs"}, default="auto"
-        What ``scores`` are; ``"auto"``: probabilities if every value lies in [0, 1] (and, for a
-        matrix, every row sums to 1), else logits.
-    name : str, default="scores"
-        The name of ``scores`` in error messages (e.g. a command-line option).
-
-    Returns
-    -------
-    logits : numpy.ndarray of shape (n, K)
-        Logits (``log(p + 1e-12)`` for probabilities, :func:`calibcourse.calibration.metrics.probs_to_logits`;
-        ``[0, z]`` for a single logit ``z``).
-    probs : numpy.ndarray of shape (n, K)
-        ``softmax(logits)``, or the probabilities given.
-    kind : str
-        ``"logits"`` or ``"probs"``: what ``scores`` were taken to be.
-
-    Examples
-    --------
-    >>> z, p, kind = as_logits_and_probs(np.array([0.2, 0.9]))
-    >>> kind, p
-    ('probs', array([[0.8, 0.2],
-           [0.1, 0.9]]))
-    >>> as_logits_and_probs(np.array([[1.0, 0.0]]))[0].round(2)  # log(p + 1e-12), as scikit-learn
-    array([[  0.  , -27.63]])
-    >>> as_logits_and_probs(np.array([-1.0, 2.0]))[2]
-    'logits'
-    """
-    from scipy.special import expit
-
-    from calibcourse.calibration._validation import (check_choice, check_finite, check_logits, check_prob_values,
-                                                     input_eps, sum_tolerance)
-
-    check_choice(kind, KINDS, "kind")
-    with checked():  # the type and the shape; the values once, below
-        s = check_logits(scores, name, ndim=None, keep_float32=True)
-    if s.ndim not in (1, 2) or (s.ndim == 2 and s.shape[1] < 2):
-        raise ValueError(f"{name} must have shape (n, K) with K >= 2, or (n,) for a binary model; "
-                         f"got shape {s.shape}")
-    lo, hi = s.min(), s.max()
-    in_unit = lo >= 0 and hi <= 1
-    # the row sums, only where they decide or are checked (not a pass over logits given as logits)
-    sums = s.sum(1, dtype=np.float64) if s.ndim == 2 and (kind == "probs" or (kind == "auto" and in_unit)) else None
-    if kind == "auto":  # probabilities by the same test as check_probs: in [0, 1], rows summing to 1
-        tol = sum_tolerance(input_eps(scores), s.shape[1] if s.ndim == 2 else 2)
-        kind = "probs" if in_unit and (sums is None or np.abs(sums - 1).max() <= tol) else "logits"
-    if kind == "probs":
-        check_prob_values(s, name, lo, hi, row_sums=sums, eps=input_eps(scores))
-        p = two_columns(s) if s.ndim == 1 else s / sums[:, None]
-        return M.probs_to_logits(p), p, "probs"
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        check_finite(s, name)
-    z = two_logits(s)
-    if not _probs:  # the report: probabilities block by block, never the whole matrix
-        return z, None, "logits"
-    p = two_columns(expit(s)) if s.ndim == 1 else softmax_rows(z)
-    return z, p, "logits"
-
-
-def _prob_blocks(z, p):
-    """``(start, probabilities of a block of rows as float64)`` over all rows: from the probabilities
-    ``p`` when given, else a softmax of each block of the logits ``z``."""
-    a = p if p is not None else z
-    rows = max(1, 2**20 // (a.shape[1] * 8))
-    for i in range(0, a.shape[0], rows):
-        if p is not None:
-            yield i, p[i: i + rows].astype(np.float64)
-        else:
-            yield i, softmax_rows(z[i: i + rows].astype(np.float64))
 
 
 def _view(logits, probs, view: str):
@@ -109,19 +30,64 @@ def _view(logits, probs, view: str):
     return probs[:, 1]
 
 
-def candidate_methods(n_classes: int) -> dict:
-    """The post-hoc calibrators a report compares: ``{name: (unfitted calibrator, view)}``.
+def min_samples(name: str, n_classes: int) -> int:
+    """The calibration samples a candidate of :func:`candidate_methods` needs before it is offered.
+
+    About 20 samples per value the map fits: temperature and Platt scaling (one and two values)
+    are offered at any size; vector scaling (``2K`` values) from ``20 K``; a binned or isotonic
+    map of P(y = 1) (about 15 steps) from 300; a one-vs-all map (one per class, each of whose
+    positives are about ``n / K``) from ``max(300, 100 K)``. Below these the comparison of
+    the flexible maps is noise: on the 37 to 44 samples of the iris and wine sets one-vs-all
+    isotonic regression had a held-out log loss ten times the model's own (issue 48).
+
+    Parameters
+    ----------
+    name : str
+        A method of :func:`candidate_methods`.
+    n_classes : int
+        K.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> min_samples("temperature scaling", 10), min_samples("vector scaling", 10), min_samples("BBQ", 2)
+    (0, 200, 300)
+    >>> min_samples("one-vs-all isotonic", 10)
+    1000
+    """
+    if name in ("temperature scaling", "Platt scaling"):
+        return 0
+    if name == "vector scaling":
+        return 20 * n_classes
+    if name.startswith("one-vs-all"):
+        return max(300, 100 * n_classes)
+    return 300
+
+
+def candidate_methods(n_classes: int, n_samples: int | None = None) -> dict:
+    """The post-hoc calibrators a report compares, the simplest first: ``{name: (unfitted calibrator, view)}``.
 
     Binary: temperature scaling, Platt scaling, isotonic regression, histogram binning and
     BBQ. Multiclass: temperature scaling, vector scaling, and one-vs-all isotonic regression
-    and histogram binning (matrix scaling is left out: unregularized, its ``K^2`` weights are
-    identified only up to a shared row, and L-BFGS needs thousands of steps per fold).
+    and histogram binning (matrix scaling is left out: its ``K^2`` weights are identified only
+    up to a shared row, and need far more data than the rest). Temperature scaling fits the
+    labels, or Platt's targets on a fold the model separates perfectly (``targets="auto"``:
+    the labels' optimum there is ``T = 0``); Platt scaling fits Platt's targets, as Platt and
+    scikit-learn do; vector scaling is pulled towards temperature scaling, with penalties that
+    fall as ``1 / n`` (a prior of about one sample's weight: the class weights within about
+    50 % of ``1/T``, the biases within about 1), which keep it finite on a separated fold too.
     ``view`` is one of :data:`VIEWS`: what the calibrator takes.
 
     Parameters
     ----------
     n_classes : int
         K, at least 2.
+    n_samples : int, optional
+        The calibration samples: the methods that need more (:func:`min_samples`) are left out,
+        and it sets vector scaling's penalties (default: all methods, penalties for 1,000 samples).
 
     Returns
     -------
@@ -133,20 +99,28 @@ def candidate_methods(n_classes: int) -> dict:
     ['temperature scaling', 'Platt scaling', 'isotonic regression', 'histogram binning', 'BBQ']
     >>> list(candidate_methods(10))
     ['temperature scaling', 'vector scaling', 'one-vs-all isotonic', 'one-vs-all histogram binning']
+    >>> list(candidate_methods(3, n_samples=44))
+    ['temperature scaling']
     """
     from calibcourse.calibration import calibrators as C
 
+    n = 1000 if n_samples is None else max(int(n_samples), 1)
     if n_classes == 2:
-        return {"temperature scaling": (C.TemperatureScaling(), "logits"),
-                "Platt scaling": (C.PlattScaling(), "prob1"),  # logit(P(y = 1)) is the logit: any scale
-                "isotonic regression": (C.IsotonicCalibration(), "prob1"),
-                "histogram binning": (C.HistogramBinning(), "prob1"),
-                "BBQ": (C.BBQ(), "prob1")}
-    methods = {"temperature scaling": (C.TemperatureScaling(), "logits"),
-               "vector scaling": (C.VectorScaling(), "logits")}
-    methods["one-vs-all isotonic"] = (C.OneVsAll(C.IsotonicCalibration()), "probs")
-    methods["one-vs-all histogram binning"] = (C.OneVsAll(C.HistogramBinning()), "probs")
-    return methods
+        methods = {"temperature scaling": (C.TemperatureScaling(targets="auto"), "logits"),
+                   # the logit of P(y = 1), a written 0 floored (report.scores.rounding_floor)
+                   "Platt scaling": (C.PlattScaling(input_type="logits", targets="platt"), "logit1"),
+                   "isotonic regression": (C.IsotonicCalibration(), "prob1"),
+                   "histogram binning": (C.HistogramBinning(), "prob1"),
+                   "BBQ": (C.BBQ(), "prob1")}
+    else:
+        vs = C.VectorScaling(l2=2.0 * n_classes / n, bias_l2=0.5 * n_classes / n)
+        methods = {"temperature scaling": (C.TemperatureScaling(targets="auto"), "logits"),
+                   "vector scaling": (vs, "logits"),
+                   "one-vs-all isotonic": (C.OneVsAll(C.IsotonicCalibration()), "probs"),
+                   "one-vs-all histogram binning": (C.OneVsAll(C.HistogramBinning()), "probs")}
+    if n_samples is None:
+        return methods
+    return {name: m for name, m in methods.items() if n_samples >= min_samples(name, n_classes)}
 
 
 def check_folds(labels, n_classes: int, folds: int, name: str = "labels", folds_name: str = "folds"):
@@ -179,22 +153,25 @@ def check_folds(labels, n_classes: int, folds: int, name: str = "labels", folds_
     return _fold_counts(check_labels(labels, len(labels), n_classes, name), n_classes, folds, name, folds_name)
 
 
-def _fold_counts(y: np.ndarray, n_classes: int, folds: int, name: str = "labels", folds_name: str = "folds"):
-    """:func:`check_folds` on checked labels ``y``: two classes at least, each with ``folds`` samples."""
+def _fold_counts(y: np.ndarray, n_classes: int, folds: int, name: str = "labels", folds_name: str = "folds",
+                 classes=None):
+    """:func:`check_folds` on checked labels ``y``: two classes at least, each with ``folds`` samples
+    (``classes``: how to call them in messages, default their indices)."""
     check_int(folds, folds_name, low=2)
     counts = np.bincount(y, minlength=n_classes)
     present = np.flatnonzero(counts)
+    call = (lambda j: j) if classes is None else (lambda j: classes[j])
     if present.size < 2:
-        raise ValueError(f"{name} contain one class only ({present[0] if present.size else '-'}): "
+        raise ValueError(f"{name} contain one class only ({call(present[0]) if present.size else '-'}): "
                          "calibration needs at least two")
     if present.size < n_classes:
-        missing = np.flatnonzero(counts == 0)[:10].tolist()
+        missing = [call(j) for j in np.flatnonzero(counts == 0)[:10]]
         raise ValueError(f"{name} lack classes {missing} of the {n_classes} the scores have: every class "
                          "needs samples to calibrate on")
     worst = int(np.argmin(counts))
     if counts[worst] < folds:
-        raise ValueError(f"{folds_name} = {folds}, but class {worst} of {name} has only {counts[worst]} samples: "
-                         "every class needs at least one sample per fold (lower folds or add samples)")
+        raise ValueError(f"{folds_name} = {folds}, but class {call(worst)} of {name} has only {counts[worst]} "
+                         "samples: every class needs at least one sample per fold (lower folds or add samples)")
     return y
 
 
@@ -214,13 +191,13 @@ def cross_fit(logits, probs, labels, methods: dict | None = None, folds: int = 5
     labels : array_like of shape (n,)
         Integer class labels.
     methods : dict, optional
-        ``{name: (calibrator, view)}``; default :func:`candidate_methods`.
+        ``{name: (calibrator, view)}``; default :func:`candidate_methods` for ``n`` samples.
     folds : int, default=5
         The number of folds.
     skipped : dict, optional
-        Filled with ``{name: why}`` for every method that could not be fitted on some fold (a
-        temperature on a perfectly separated fold, say): such a method is left out of the
-        result instead of stopping the comparison.
+        Filled with ``{name: why}`` for every method that could not be fitted on some fold: such
+        a method is left out of the result instead of stopping the comparison (the report's
+        own candidates fit every fold: a separated one included).
     progress : bool, default=False
         A progress bar over the folds on stderr (tqdm, where installed).
 
@@ -248,15 +225,19 @@ def cross_fit(logits, probs, labels, methods: dict | None = None, folds: int = 5
     return _cross_fit(z, p, y, methods, folds, skipped, progress)
 
 
-def _cross_fit(logits, probs, y, methods, folds, skipped, progress) -> dict:
-    """:func:`cross_fit` on checked arrays (the calibrators do not check each fold again)."""
-    methods = candidate_methods(probs.shape[1]) if methods is None else methods
+def _cross_fit(logits, probs, y, methods, folds, skipped, progress, separated: list | None = None) -> dict:
+    """:func:`cross_fit` on checked arrays (the calibrators do not check each fold again); ``separated``
+    is filled with the folds whose training part the model separates (every label its argmax)."""
+    methods = candidate_methods(probs.shape[1], len(y)) if methods is None else methods
     out = {name: np.empty_like(probs, dtype=np.float64) for name in methods}
     failed = {} if skipped is None else skipped
+    right = probs.argmax(1) == y
     with checked():  # the labels are checked, every class holds at least `folds` samples
         splits = fold_indices(y, folds)
         for i, (train, test) in enumerate(_progress(splits, folds, "cross-fitting the calibrators", progress),
                                           start=1):
+            if separated is not None and right[train].all():
+                separated.append(i)
             _fit_fold(logits, probs, y, methods, failed, out, train, test, f"fold {i} of {folds}")
     return {name: q for name, q in out.items() if name not in failed}
 
@@ -265,11 +246,12 @@ def _fit_fold(logits, probs, y, methods, failed, out, train, test, fold: str) ->
     """Fit every method not failed yet on ``train``; its probabilities of ``test`` into ``out``."""
     from sklearn.base import clone
 
+    k = probs.shape[1]
     for name, (cal, view) in methods.items():
         if name in failed:
             continue
         try:
-            fitted = clone(cal).fit(_view(logits[train], probs[train], view), y[train])
+            fitted = clone(cal).fit(_view(logits[train], probs[train], view), y[train], classes=range(k))
         except ValueError as exc:  # a map this fold cannot identify: the method is left out, with why
             failed[name] = f"not fitted on {fold}: {exc}"
             continue
@@ -289,7 +271,13 @@ class Choice(NamedTuple):
         The same for the classification error: the cost.
     table : list of dict
         Per method (uncalibrated first): ``method``, ``ece``, ``ece_low``, ``ece_high``, ``nll``,
-        ``brier``, ``error``.
+        ``brier``, ``error``, and ``nll_change`` and ``brier_change``: the paired differences
+        from the model as given.
+    nll_change, brier_change : Difference, optional
+        The recommended method's out-of-fold NLL and Brier score minus the model's (paired).
+    rejected : dict, optional
+        ``{method: why}`` for every simpler method passed over: the measure, the rival and the
+        paired interval that decided it.
 
     Examples
     --------
@@ -303,30 +291,40 @@ class Choice(NamedTuple):
     ece_change: object
     error_change: object
     table: list
+    nll_change: object = None
+    brier_change: object = None
+    rejected: dict = {}
 
 
 def choose(probs, oof: dict, labels, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> Choice:
-    """The simplest candidate not decidedly worse than the lowest out-of-fold ECE, no calibration included.
+    """The simplest candidate not decidedly worse, out of fold, on either proper score (NLL and Brier).
 
     The candidates are the model as given ("uncalibrated", no parameter) and the methods in
     their order (:func:`candidate_methods`: from temperature scaling, one parameter, to the
-    per-class maps). The first candidate whose ECE minus the lowest one has a paired 95 %
-    interval that does not lie wholly above 0 is recommended: a calibrator must beat the model
-    as given by more than the noise to be recommended, and a more flexible map must beat a
-    simpler one (the binned ECE favours the binning methods, which fit the very bins it is
-    measured on). Only calibrators whose out-of-fold Brier score is at most the model's own are
-    candidates (a lower binned ECE bought with a higher Brier score is a loss of the model's
-    ranking, which the ECE of a small set rewards), so a calibrator whose out-of-fold ECE, NLL
-    and Brier score are all worse than the model's own is never recommended.
+    per-class maps). Each is judged by both proper scores out of fold, the NLL and the Brier
+    score (which reward calibration and the ranking of the classes together, so that a map that
+    flattens the model's distinctions to lower a binned ECE is not rewarded), with paired 95 %
+    bootstrap intervals on the same samples:
 
-    Binary models are measured on P(y = 1) (``reliability="positive_class"``), others top-label.
+    1. a calibrator decidedly worse than the model as given on either score (its interval
+       wholly above 0) is out;
+    2. of the rest, the lowest NLL and the lowest Brier score are found;
+    3. the first candidate, simplest first, whose NLL and Brier score are each not decidedly
+       above those lowest ones (the intervals contain 0) is recommended: a more flexible map
+       must beat a simpler one by more than the noise. If none is (the lowest NLL and the
+       lowest Brier belong to different candidates, each decidedly better than the other on its
+       own score), the lowest NLL is.
+
+    The ECE, with its interval, is reported and not chosen on: a binned measure, it favours the
+    binning methods, which fit the very bins it is measured on. Binary models are measured on
+    P(y = 1) (``reliability="positive_class"``), others top-label.
 
     Parameters
     ----------
     probs : numpy.ndarray of shape (n, K)
         The uncalibrated probabilities.
     oof : dict
-        ``{name: out-of-fold probabilities}`` of :func:`cross_fit`.
+        ``{name: out-of-fold probabilities}`` of :func:`cross_fit`, simplest first.
     labels : array_like of shape (n,)
         Integer class labels.
     n_bins : int, default=15
@@ -347,8 +345,8 @@ def choose(probs, oof: dict, labels, n_bins: int = 15, n_boot: int = 1000, seed:
     >>> z, y = scaled_logits(900, 3, factor=2.5, seed=1)
     >>> z, p, _ = as_logits_and_probs(z)
     >>> c = choose(p, cross_fit(z, p, y, folds=3), y, n_boot=100)
-    >>> c.name in candidate_methods(3), bool(c.ece_change.high < 0)
-    (True, True)
+    >>> c.name, bool(c.nll_change.high < 0)
+    ('temperature scaling', True)
     >>> z, y = scaled_logits(900, 3, factor=1.0, seed=1)  # calibrated already
     >>> z, p, _ = as_logits_and_probs(z)
     >>> choose(p, cross_fit(z, p, y, folds=3), y, n_boot=100).name
@@ -364,33 +362,76 @@ def choose(probs, oof: dict, labels, n_bins: int = 15, n_boot: int = 1000, seed:
         return _choose(probs, oof, y, n_bins, n_boot, seed)
 
 
+class _Paired:
+    """Paired bootstrap differences of the per-sample means (NLL, Brier) of every candidate at once: the
+    resamples of :func:`calibcourse.calibration.stats.paired_difference` with the same seed."""
+
+    def __init__(self, terms: dict, metric, n_boot: int, seed: int):
+        self.names = list(terms)
+        t = np.stack([terms[k] for k in self.names])
+        self.n = t.shape[1]
+        self.means = t.mean(1)
+        self.reps = np.stack([t[:, i].mean(1) for i in stats.resample_indices(self.n, n_boot, seed)])
+        self.bounds = stats.metric_range(metric, difference=True)
+
+    def __call__(self, a: str, b: str):
+        i, j = self.names.index(a), self.names.index(b)
+        return stats.interval_from_replicates(self.means[i] - self.means[j], self.reps[:, i] - self.reps[:, j],
+                                              0.95, "hull", self.n, lower=self.bounds[0], upper=self.bounds[1])
+
+    def value(self, name: str) -> float:
+        return float(self.means[self.names.index(name)])
+
+
+def _worse(d) -> bool:
+    """Decidedly worse: the paired interval of (candidate - rival) lies wholly above 0."""
+    return stats.verdict(d.low, d.high, null=0.0, direction="above") == "held"
+
+
+def _fmt(d, unit: str = "") -> str:
+    return f"{d.estimate:+.4f} [{d.low:+.4f}, {d.high:+.4f}]{unit}"
+
+
 def _choose(probs, oof: dict, y, n_bins: int, n_boot: int, seed: int) -> Choice:
     """:func:`choose` on checked arrays."""
     kw = {"n_bins": n_bins, "reliability": "positive_class" if probs.shape[1] == 2 else "top_label"}
     candidates = {"uncalibrated": probs, **oof}
+    scores = {key: _Paired({name: stats.per_sample_terms(metric, q, y, {}) for name, q in candidates.items()},
+                           metric, n_boot, seed) for key, metric in (("NLL", M.nll), ("Brier", M.brier))}
     table = []
     for name, q in candidates.items():
         ci = stats.interval(M.ece, q, y, n_boot=n_boot, seed=seed, **kw)
         table.append({"method": name, "ece": ci.plugin, "ece_low": ci.low, "ece_high": ci.high,
-                      "nll": M.nll(q, y), "brier": M.brier(q, y), "error": M.error(q, y)})
+                      "nll": scores["NLL"].value(name), "brier": scores["Brier"].value(name), "error": M.error(q, y),
+                      "nll_change": scores["NLL"](name, "uncalibrated"),
+                      "brier_change": scores["Brier"](name, "uncalibrated")})
     rows = {r["method"]: r for r in table}
-    # a calibrator that raises the Brier score (a proper score: calibration and refinement together)
-    # trades the model's ranking for a lower binned ECE, which small sets favour: not a candidate
-    eligible = [name for name in candidates if rows[name]["brier"] <= rows["uncalibrated"]["brier"]]
-    lowest = min(eligible, key=lambda name: rows[name]["ece"])
-    best = lowest
-    for name in eligible:  # the simplest first: none, then the methods in their order
-        if name == lowest:
+    rejected = {}
+    safe = []
+    for name in candidates:  # 1. not decidedly worse than the model as given
+        worse = [key for key in scores if _worse(rows[name][f"{key.lower()}_change"])]
+        if worse:
+            key = worse[0]
+            rejected[name] = f"{key} decidedly above the model's own: {_fmt(rows[name][f'{key.lower()}_change'])}"
+        else:
+            safe.append(name)
+    best = {key: min(safe, key=s.value) for key, s in scores.items()}  # 2. the lowest of each score
+    chosen = None
+    for name in safe:  # 3. the simplest not decidedly above either lowest
+        worse = [(key, scores[key](name, best[key])) for key in scores if name != best[key]]
+        worse = [(key, d) for key, d in worse if _worse(d)]
+        if not worse:
+            chosen = name
             break
-        d = stats.paired_difference(M.ece, candidates[name], candidates[lowest], y, n_boot=n_boot, seed=seed, **kw)
-        if stats.verdict(d.low, d.high, null=0.0, direction="above") != "held":
-            best = name
-            break
-    if all(rows[best][m] > rows["uncalibrated"][m] for m in ("ece", "nll", "brier")):
-        best = "uncalibrated"  # worse than none on every measure: never recommended
-    d_ece = stats.paired_difference(M.ece, candidates[best], probs, y, n_boot=n_boot, seed=seed, **kw)
-    d_err = stats.paired_difference(M.error, candidates[best], probs, y, n_boot=n_boot, seed=seed)
-    return Choice(best, d_ece, d_err, table)
+        key, d = worse[0]
+        rejected[name] = f"{key} decidedly above that of {best[key]}: {_fmt(d)}"
+    if chosen is None:  # the two scores disagree, each decidedly: the lower NLL
+        chosen = best["NLL"]
+    rejected = {name: why for name, why in rejected.items()
+                if list(candidates).index(name) < list(candidates).index(chosen)}
+    d_ece = stats.paired_difference(M.ece, candidates[chosen], probs, y, n_boot=n_boot, seed=seed, **kw)
+    d_err = stats.paired_difference(M.error, candidates[chosen], probs, y, n_boot=n_boot, seed=seed)
+    return Choice(chosen, d_ece, d_err, table, rows[chosen]["nll_change"], rows[chosen]["brier_change"], rejected)
 
 
 def _progress(iterable, total: int, desc: str, on: bool):

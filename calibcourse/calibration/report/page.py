@@ -10,11 +10,12 @@ from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 from calibcourse.calibration._validation import checked, encode_labels
 from calibcourse.calibration._arrays import softmax_rows
-from calibcourse.calibration.report.choice import (_choose, _cross_fit, _fold_counts, _prob_blocks, _progress, _view,
-                                                   as_logits_and_probs, candidate_methods)
+from calibcourse.calibration.report.choice import (_choose, _cross_fit, _fold_counts, _progress, _view,
+                                                   candidate_methods, min_samples)
 from calibcourse.calibration.report.saved import FittedCalibration
+from calibcourse.calibration.report.scores import prob_blocks, read_scores
 
-__all__ = ["MAX_FIT_VALUES", "MAX_FIT_ROWS", "MAX_BOOT_DRAWS", "report_html"]
+__all__ = ["MAX_FIT_VALUES", "MAX_FIT_ROWS", "MAX_BOOT_DRAWS", "SMALL_N", "SMALL_CLASS", "report_html"]
 
 #: The calibrators are cross-fitted, compared and fitted on at most this many scores, samples x
 #: classes (a stratified, seeded subsample of MAX_FIT_VALUES // K rows: 200,000 for a binary model,
@@ -28,6 +29,11 @@ MAX_FIT_ROWS = 20_000
 #: The bootstraps of the page draw at most this many sample indices each (resamples x samples): at
 #: 1e6 samples, 100 resamples instead of 1000 (their intervals are then a fraction of a point wide).
 MAX_BOOT_DRAWS = 10**8
+#: Below this many samples, or ...
+SMALL_N = 300
+#: ... this many in the smallest class, the page warns that the sample is small and says what its
+#: intervals mean there (and the flexible maps are not offered: :func:`min_samples`)
+SMALL_CLASS = 30
 
 
 def _bin_band(conf, outcome, n_bins, n_boot, seed, level=0.95):
@@ -103,7 +109,7 @@ def _per_sample(z, p, y, reliability: str):
     n = len(y)
     conf, outcome = np.empty(n), np.empty(n)
     means = {"NLL": (M.nll, np.empty(n)), "Brier": (M.brier, np.empty(n)), "error": (M.error, np.empty(n))}
-    for i, pk in _prob_blocks(z, p):
+    for i, pk in prob_blocks(z, p):
         j = slice(i, i + len(pk))
         conf[j], outcome[j] = M.confidence_outcome(pk, y[j], reliability)
         for metric, terms in means.values():  # the terms the bootstrap engine resamples, over the columns
@@ -129,7 +135,8 @@ def _measure_rows(per_sample, n_bins: int, n_boot: int, seed: int, progress: boo
     rows = []
     for key in reps:
         plugin = binned[key](conf, outcome) if key in binned else float(means[key].mean())
-        r = stats.interval_from_replicates(plugin, reps[key], 0.95, "hull", len(conf), lower=0.0)
+        upper = {"NLL": None, "Brier": 2.0}.get(key, 1.0)  # every interval inside its measure's range
+        r = stats.interval_from_replicates(plugin, reps[key], 0.95, "hull", len(conf), lower=0.0, upper=upper)
         if key in ("NLL", "Brier"):
             unit, f = (" nats" if key == "NLL" else ""), (lambda v: f"{v:.4f}")
         else:
@@ -149,16 +156,17 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     The page holds (PNG figures embedded, no other file needed) the reliability diagrams
     with a 95 % bootstrap band before and after the recommended calibrator (out of fold);
     ECE, MCE, ACE, NLL and Brier with 95 % intervals (:func:`calibcourse.calibration.stats.interval`);
-    every calibrator of :func:`candidate_methods` compared by :func:`cross_fit`; and the
-    recommended one (:func:`choose`) with the paired interval of its ECE change and of its
-    error change (the cost).
+    every calibrator of :func:`candidate_methods` the data can support, compared by
+    :func:`cross_fit`; and the recommended one (:func:`choose`, by the NLL and the Brier score
+    out of fold) with the paired intervals of its changes and of its error change (the cost).
+    Where the sample is small it says so, and what its intervals mean there.
 
     Parameters
     ----------
     scores : array_like of shape (n, K) or (n,)
         Logits or probabilities of a model on labelled data (a validation or test set).
     labels : array_like of shape (n,)
-        Integer class labels.
+        Class labels, scikit-learn's way: the sorted unique labels name the score columns in order.
     kind : {"auto", "logits", "probs"}, default="auto"
         What ``scores`` are (:func:`as_logits_and_probs`).
     folds : int, default=5
@@ -172,8 +180,8 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     title : str, default="Calibration report"
         The page's title.
     names : dict, optional
-        ``{"scores": ..., "labels": ..., "folds": ...}``: how the arguments are called in error
-        messages (the command line passes its options).
+        ``{"scores": ..., "labels": ..., "folds": ..., "kind": ...}``: how the arguments are called
+        in error messages (the command line passes its options).
     progress : bool, default=False
         Progress bars on stderr for the long steps (tqdm, where installed); the command line
         shows them when stderr is a terminal.
@@ -183,7 +191,8 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     html : str
         The page.
     fitted : FittedCalibration
-        The recommended calibrator, fitted on all the data.
+        The recommended calibrator, fitted on the samples the comparison used (all of them, or
+        the subsample of at most :data:`MAX_FIT_ROWS` rows: ``fitted.n_fit``).
     choice : Choice
         The comparison.
 
@@ -195,28 +204,60 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     >>> html.startswith("<!DOCTYPE html>"), "data:image/png;base64," in html, fitted.name == choice.name
     (True, True, True)
     """
-    names = {"scores": "scores", "labels": "labels", "folds": "folds", **(names or {})}
-    z, p, kind = as_logits_and_probs(scores, kind, names["scores"], _probs=False)
+    names = {"scores": "scores", "labels": "labels", "folds": "folds", "kind": "kind", **(names or {})}
+    z, p, kind, floor, floored = read_scores(scores, kind, names["scores"], _probs=False, kind_name=names["kind"])
     n, k = z.shape
     try:
         y, classes = encode_labels(labels, n, k, names["labels"])
     except ValueError as e:
-        raise ValueError(str(e).replace("the predictions have", f"{names['scores']} has")) from None
-    y = _fold_counts(y, k, folds, names["labels"], names["folds"])
+        msg = str(e).replace("the predictions have", f"{names['scores']} has")
+        if "distinct values" in msg:  # the report's own ending: it has no classes= to offer
+            msg = (msg.split(" but the scores have")[0] + f" but {names['scores']} has {k} columns: the sorted labels "
+                   f"name the score columns, so the labels must hold each of the {k} classes, and no other")
+        raise ValueError(msg) from None
+    y = _fold_counts(y, k, folds, names["labels"], names["folds"], classes)
     with checked():  # the scores and the labels are checked: nothing below checks them again
-        return _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress)
+        return _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress, (floor, floored))
 
 
-def _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress):
-    """:func:`report_html` on checked scores (logits ``z``, probabilities ``p`` or None) and labels ``y``."""
-    import html as H
-
+def _fit_all(z, p, kind, y, classes, choice, methods, skipped, n_fit, n_total):
+    """The recommended calibrator fitted on the comparison's samples, as a :class:`FittedCalibration`."""
     from sklearn.base import clone
+
+    k = z.shape[1]
+    if choice.name == "uncalibrated":
+        return FittedCalibration(None, "probs", kind, "uncalibrated", classes=classes, n_fit=n_fit, n_total=n_total)
+    cal, view = methods[choice.name]
+    fitted = clone(cal).fit(_view(z, p, view), y, classes=range(k))
+    fitted.classes_ = classes  # the calibrator's columns are the report's classes, by name
+    return FittedCalibration(fitted, view, kind, choice.name, classes=classes, n_fit=n_fit, n_total=n_total)
+
+
+def _small_note(n: int, counts, methods: dict, k: int) -> str:
+    """The page's warning for a small sample: what its intervals mean, what is not offered."""
+    smallest = int(counts.min())
+    if n >= SMALL_N and smallest >= SMALL_CLASS:
+        return ""
+    left = [name for name in candidate_methods(k) if name not in methods]
+    need = "; ".join(f"{name} from {min_samples(name, k):,}" for name in left)
+    return f"""<p class="warn"><b>Few samples.</b> {n:,} labelled samples, {smallest:,} in the smallest class:
+every interval on this page is wide, and only approximate. A bootstrap interval shows how a number varies
+over resamples of these same {n:,} samples; with this few it tends to be too narrow (a resample cannot
+hold a kind of error the sample lacks), and the binned measures are biased upwards (the MCE, the error of
+the worst bin, most of all). {"Only the simplest calibrators are compared (" + need + " samples). "
+if left else ""}Read the recommendation as provisional, and label a few hundred samples more
+before relying on it.</p>"""
+
+
+def _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress, read=(None, None)):
+    """:func:`report_html` on checked scores (logits ``z``, probabilities ``p`` or None) and labels ``y``;
+    ``read``: the floor of a written 0 and the probabilities as read with it (the comparison's "uncalibrated")."""
+    floor, floored = read
+    import html as H
 
     n, k = z.shape
     reliability = "positive_class" if k == 2 else "top_label"
-    methods = candidate_methods(k)
-    skipped = {}
+    skipped, separated = {}, []
     sub = _fit_rows(y, max(MAX_FIT_ROWS, MAX_FIT_VALUES // k), seed)  # the calibrators' samples: all, or a subsample
     zs, ys = (z, y) if sub is None else (z[sub], y[sub])
     zs = zs.astype(np.float64)
@@ -224,22 +265,16 @@ def _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress
         ps = softmax_rows(zs)
     else:
         ps = (p if sub is None else p[sub]).astype(np.float64)
+    methods = candidate_methods(k, len(ys))
     with warnings.catch_warnings(record=True) as caught:  # a calibrator's warnings go on the page
         warnings.simplefilter("always")
-        oof = _cross_fit(zs, ps, ys, methods, folds, skipped, progress)
+        oof = _cross_fit(zs, ps, ys, methods, folds, skipped, progress, separated)
+        fit_boot = min(n_boot, max(100, MAX_BOOT_DRAWS // len(ys)))  # the comparisons' bootstraps, bounded
+        # a rounded-off 0 counts in the comparison as what it stands for: no method gains from the rounding
+        as_read = ps if floored is None else (floored if sub is None else floored[sub])
+        choice = _choose(as_read, oof, ys, n_bins, fit_boot, seed)
+        fitted = _fit_all(zs, ps, kind, ys, classes, choice, methods, skipped, len(ys), n)
     notes = sorted({str(w.message) for w in caught})
-    fit_boot = min(n_boot, max(100, MAX_BOOT_DRAWS // len(ys)))  # the comparisons' bootstraps, bounded
-    choice = _choose(ps, oof, ys, n_bins, fit_boot, seed)
-    fitted = FittedCalibration(None, "probs", kind, "uncalibrated")
-    if choice.name != "uncalibrated":
-        cal, view = methods[choice.name]
-        try:
-            fitted = FittedCalibration(clone(cal).fit(_view(zs, ps, view), ys), view, kind, choice.name)
-        except ValueError as exc:  # every fold fitted, all the data cannot: keep the model as given
-            skipped[choice.name] = f"not fitted on all the data: {exc}"
-            choice = choice._replace(name="uncalibrated", ece_change=stats.paired_difference(
-                M.ece, ps, ps, ys, n_boot=fit_boot, seed=seed, n_bins=n_bins, reliability=reliability),
-                error_change=stats.paired_difference(M.error, ps, ps, ys, n_boot=fit_boot, seed=seed))
 
     boot = min(n_boot, max(100, MAX_BOOT_DRAWS // n))  # the bootstraps over all n samples, bounded
     per_sample = _per_sample(z, p, y, reliability)
@@ -251,54 +286,50 @@ def _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress
     fit_note = ("" if sub is None else f" They are cross-fitted, compared and fitted on a stratified subsample of "
                 f"{len(ys):,} of the {n:,} samples (enough to fix a temperature to about 1 %); the measures of the "
                 "model as given use every sample.")
+    if floored is not None:
+        fit_note += (f" The probabilities are written with few decimals: in the comparison a written 0 counts as "
+                     f"{floor:g}, the middle of what rounds to 0, for the model as for the "
+                     "calibrators' logits; the measures of the model as given, and a saved 'no calibration', keep "
+                     "the values as written.")
     what = ("P(y = 1) against the fraction of positives (binary: the reliability of class 1)"
             if k == 2 else "top-label confidence against accuracy")
-    de, dr = choice.ece_change, choice.error_change
-    verdict = stats.verdict(de.low, de.high, direction="below")
-    sentence = {"held": "lowers the ECE: the interval of the change lies below 0",
-                "not held": "does not lower the ECE here: the interval of the change lies above 0",
-                "inconclusive": "may not lower the ECE: the interval of the change contains 0"}[verdict]
     cmp_rows = "".join(
         f"<tr{' class=best' if r['method'] == choice.name else ''}><td>{H.escape(r['method'])}</td>"
-        f"<td>{_pct(r['ece'])}</td><td>[{_pct(r['ece_low'])}, {_pct(r['ece_high'])}]</td>"
-        f"<td>{r['nll']:.4f}</td><td>{r['brier']:.4f}</td><td>{_pct(r['error'])}</td></tr>" for r in choice.table)
+        f"<td>{r['nll']:.4f}</td><td>{_signed(r['nll_change'])}</td><td>{r['brier']:.4f}</td>"
+        f"<td>{_signed(r['brier_change'])}</td><td>{_pct(r['ece'])}</td><td>[{_pct(r['ece_low'])}, "
+        f"{_pct(r['ece_high'])}]</td><td>{_pct(r['error'])}</td></tr>" for r in choice.table)
     meas_rows = "".join(f"<tr><td>{a}</td><td>{b}</td><td>{c}</td></tr>" for a, b, c in rows)
-    if choice.name == "uncalibrated":
-        advice = (
-            "<p>No calibrator is decidedly better than the model as given: each one's out-of-fold ECE is "
-            "above the lowest by more than the noise allows, or its Brier score is above the model's own "
-            "(it would trade the model's ranking for a lower binned ECE). Keep the model's probabilities "
-            "(<code>--save</code> writes this "
-            "choice, and the saved file passes scores through unchanged).</p>"
-        )
-    else:
-        advice = f"""<p>{H.escape(choice.name).capitalize()} is the simplest candidate, no calibration included,
-whose out-of-fold ECE is not decidedly above the lowest (paired interval), and {sentence}
-(<code>--save</code> writes it fitted on all the data). Out of fold, its ECE changes by
-<b>{_pct(de.plugin)} points</b> [{_pct(de.low)}, {_pct(de.high)}] and the error by
-<b>{_pct(dr.plugin)} points</b> [{_pct(dr.low)}, {_pct(dr.high)}] (paired intervals, the same samples
-before and after).</p>"""
+    advice = _advice(choice, fitted, H)
     left_out = "".join(f"<li>{H.escape(name)}: {H.escape(why)}</li>" for name, why in skipped.items())
+    left_out += "".join(f"<li>{H.escape(name)}: not offered, it needs at least {min_samples(name, k):,} samples "
+                        f"(this comparison has {len(ys):,})</li>"
+                        for name in candidate_methods(k) if name not in methods)
     if left_out:
         left_out = f"<p>Left out of the comparison:</p><ul>{left_out}</ul>"
+    if separated:
+        plural = "s" if len(separated) > 1 else ""
+        notes.insert(0, f"The model gets every label right on the training part of fold{plural} "
+                        f"{', '.join(map(str, separated))} of {folds} (it separates them): a temperature fitted to the "
+                        "labels there would be 0: temperature scaling fits Platt's targets there, (N + 1)/(N + 2) "
+                        "for the label's class, and vector scaling's penalties keep it finite.")
     if notes:
         left_out += "<p>Said while fitting the calibrators:</p><ul>" + "".join(
             f"<li>{H.escape(note)}</li>" for note in notes) + "</ul>"
+    named = not (classes.dtype.kind in "iuf" and np.array_equal(classes, np.arange(k)))
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{H.escape(title)}</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}}
 table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #bbb;padding:.25em .6em;text-align:right}}
 td:first-child,th:first-child{{text-align:left}}tr.best{{background:#e8f4e8;font-weight:bold}}
-img{{max-width:100%}}.note{{color:#555;font-size:.9em}}</style></head><body>
+img{{max-width:100%}}.note{{color:#555;font-size:.9em}}.warn{{background:#fff4e0;padding:.5em}}</style></head><body>
 <h1>{H.escape(title)}</h1>
 <p>{n:,} samples, {k} classes{
-        ""
-        if classes.dtype.kind in "iu" and classes[0] == 0 and classes[-1] == k - 1
-        else " (" + H.escape(", ".join(map(str, classes))) + ", the score columns in order)"
+        " (" + H.escape(", ".join(map(str, classes))) + ", the score columns in order)" if named else ""
     }, {"probabilities" if kind == "probs" else "logits"} given. Measured: {what};
 {n_bins} equal-width bins; intervals are 95 % bootstrap intervals ({boot} resamples of the {n:,} samples{
         "" if boot == n_boot else f", at most {MAX_BOOT_DRAWS:.0e} draws"
     }; {fit_boot} for the comparisons).{fit_note}</p>
+{_small_note(len(ys), np.bincount(ys, minlength=k), methods, k)}
 <h2>Recommendation: {"no calibration" if choice.name == "uncalibrated" else H.escape(choice.name)}</h2>
 {advice}
 <h2>Reliability diagrams</h2>
@@ -309,10 +340,42 @@ img{{max-width:100%}}.note{{color:#555;font-size:.9em}}</style></head><body>
 <h2>Post-hoc calibrators, cross-fitted</h2>
 <p class="note">Each sample is calibrated by a map fitted on the other {folds - 1} of {folds} stratified folds
 (scikit-learn's <code>StratifiedKFold</code>, as <code>CalibratedClassifierCV(ensemble=False)</code>),
-so the numbers are out of sample. ECE in %, NLL in nats, error in %.</p>
-<table><tr><th>method</th><th>ECE</th><th>95 % interval</th><th>NLL</th><th>Brier</th><th>error</th></tr>
+so the numbers are out of sample. NLL in nats; "change" is the paired difference from the model as given on
+the same samples, with its 95 % interval; ECE and error in %.</p>
+<table><tr><th>method</th><th>NLL</th><th>change</th><th>Brier</th><th>change</th><th>ECE</th><th>95 % interval</th>
+<th>error</th></tr>
 {cmp_rows}</table>
 {left_out}
 </body></html>
 """
     return page, fitted, choice
+
+
+def _signed(d) -> str:
+    return "" if d is None or d.estimate == 0 and d.low == 0 and d.high == 0 else \
+        f"{d.estimate:+.4f} [{d.low:+.4f}, {d.high:+.4f}]"
+
+
+def _advice(choice, fitted, H) -> str:
+    """The recommendation's paragraph: why this method, and what it changes out of fold."""
+    passed = "".join(f"<li>{H.escape(name if name != 'uncalibrated' else 'no calibration')}: {H.escape(why)}</li>"
+                     for name, why in choice.rejected.items())
+    passed = f"<p>Simpler candidates passed over:</p><ul>{passed}</ul>" if passed else ""
+    where = ("all the data" if fitted.n_fit == fitted.n_total
+             else f"the subsample of {fitted.n_fit:,} of the {fitted.n_total:,} samples")
+    if choice.name == "uncalibrated":
+        return ("<p>No calibrator is decidedly better than the model as given: none has an out-of-fold NLL or "
+                "Brier score below the model's own by more than the noise allows (paired 95 % intervals). "
+                "Keep the model's probabilities (<code>--save</code> writes this choice, and the saved file "
+                "passes scores through unchanged).</p>" + passed)
+    dn, db, de, dr = choice.nll_change, choice.brier_change, choice.ece_change, choice.error_change
+    return f"""<p>{H.escape(choice.name).capitalize()} is the simplest candidate, no calibration included,
+whose out-of-fold NLL and Brier score are both not decidedly above the lowest (paired intervals), and it is
+not decidedly worse than the model as given on either. Out of fold it changes the NLL by
+<b>{_fmt_d(dn, "")}</b>, the Brier score by <b>{_fmt_d(db, "")}</b>, the ECE by
+<b>{_fmt_d(de, " points", 100)}</b> and the error by <b>{_fmt_d(dr, " points", 100)}</b> (paired intervals, the
+same samples before and after). <code>--save</code> writes it fitted on {where}.</p>{passed}"""
+
+
+def _fmt_d(d, unit: str, scale: float = 1.0) -> str:
+    return f"{scale * d.estimate:+.4g}{unit} [{scale * d.low:+.4g}, {scale * d.high:+.4g}]"

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcourse.calibration.report.choice import VIEWS, _view, as_logits_and_probs
+from calibcourse.calibration._validation import checked
+from calibcourse.calibration.report.choice import VIEWS, _view
+from calibcourse.calibration.report.scores import as_logits_and_probs
 
 
 __all__ = ["FittedCalibration", "FORMAT", "save", "load"]
@@ -23,21 +25,37 @@ class FittedCalibration:
         What the scores were (new scores must be the same kind).
     name : str, default=""
         The method's name in the report.
+    classes : array_like of shape (K,), optional
+        The class of each score column (the labels the report was given, sorted); default
+        ``0..K-1``, with ``K`` from the calibrator where it has one.
+    n_fit, n_total : int, optional
+        The samples it was fitted on, and the report's samples (more where the calibrators were
+        fitted on a subsample).
+
+    Attributes
+    ----------
+    classes_ : numpy.ndarray
+        ``classes``: ``predict`` returns them, and new scores must have one column per class.
 
     Examples
     --------
     >>> from calibcourse.calibration.calibrators import TemperatureScaling
     >>> from calibcourse.calibration.synthetic import scaled_logits
     >>> z, y = scaled_logits(500, 3, factor=2.0, seed=0)
-    >>> fc = FittedCalibration(TemperatureScaling().fit(z, y), "logits", "logits")
-    >>> fc.predict_proba(z[:2]).shape
-    (2, 3)
+    >>> fc = FittedCalibration(TemperatureScaling().fit(z, y), "logits", "logits", classes=["a", "b", "c"])
+    >>> fc.predict_proba(z[:2]).shape, fc.predict(z[:2])
+    ((2, 3), array(['c', 'c'], dtype='<U1'))
     """
 
-    def __init__(self, calibrator, view: str, kind: str, name: str = ""):
+    def __init__(self, calibrator, view: str, kind: str, name: str = "", classes=None, n_fit=None, n_total=None):
         if view not in VIEWS:
             raise ValueError(f"view must be one of {VIEWS}; got {view!r}")
         self.calibrator, self.view, self.kind, self.name = calibrator, view, kind, name
+        if classes is None and calibrator is not None:
+            k = 2 if view in ("logit1", "prob1") else getattr(calibrator, "n_features_in_", None)
+            classes = None if k is None else np.arange(k)
+        self.classes_ = None if classes is None else np.asarray(classes)
+        self.n_fit, self.n_total = n_fit, n_total
 
     def predict_proba(self, scores):
         """Calibrated probabilities of shape (n, K) of new scores, of the kind the report was given.
@@ -45,16 +63,39 @@ class FittedCalibration:
         Parameters
         ----------
         scores : array_like of shape (n, K) or (n,)
-            Logits or probabilities, as given to the report.
+            Logits or probabilities, as given to the report: one column per class of ``classes_``
+            (``(n,)`` for a binary model).
 
         Returns
         -------
         numpy.ndarray of shape (n, K)
+            The columns in the order of ``classes_``.
         """
         z, p, _ = as_logits_and_probs(scores, self.kind)
+        if self.classes_ is not None and z.shape[1] != len(self.classes_):
+            raise ValueError(f"scores have {z.shape[1]} classes but this calibration was fitted on "
+                             f"{len(self.classes_)} ({', '.join(map(str, self.classes_[:6]))}"
+                             f"{', ...' if len(self.classes_) > 6 else ''}): give the model's outputs, one column "
+                             "per class, as the report had them")
         if self.calibrator is None:  # the report recommended no calibration
             return p
-        return np.asarray(self.calibrator.predict_proba(_view(z, p, self.view)))
+        with checked():  # the scores are checked, and their kind is known: a row of logits in [0, 1] is no error
+            return np.asarray(self.calibrator.predict_proba(_view(z, p, self.view)))
+
+    def predict(self, scores):
+        """The class of highest calibrated probability, of ``classes_``.
+
+        Parameters
+        ----------
+        scores : array_like of shape (n, K) or (n,)
+            As for :meth:`predict_proba`.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n,)
+        """
+        idx = self.predict_proba(scores).argmax(1)
+        return idx if self.classes_ is None else self.classes_[idx]
 
     def __repr__(self):
         return f"FittedCalibration({self.calibrator!r}, view={self.view!r}, kind={self.kind!r})"
@@ -128,7 +169,8 @@ def save(fitted: FittedCalibration, path) -> None:
     import json
 
     doc = {"format": FORMAT, "name": fitted.name, "view": fitted.view, "kind": fitted.kind,
-           "calibrator": _encode(fitted.calibrator)}
+           "classes": None if fitted.classes_ is None else _encode(fitted.classes_),
+           "fitted_on": fitted.n_fit, "samples": fitted.n_total, "calibrator": _encode(fitted.calibrator)}
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
 
@@ -164,4 +206,7 @@ def load(path) -> FittedCalibration:
         doc = json.load(f)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValueError(f"{path} is not a calibrator file of calibcourse (format {FORMAT!r})")
-    return FittedCalibration(_decode(doc["calibrator"]), doc["view"], doc["kind"], doc.get("name", ""))
+    classes = doc.get("classes")
+    return FittedCalibration(_decode(doc["calibrator"]), doc["view"], doc["kind"], doc.get("name", ""),
+                             classes=None if classes is None else _decode(classes), n_fit=doc.get("fitted_on"),
+                             n_total=doc.get("samples"))
