@@ -104,7 +104,8 @@ def test_calibration_curve():  # test_calibration.py::test_calibration_curve
 
 def test_sigmoid_calibration_differs_on_purpose_in_its_targets():  # test_calibration.py::test_sigmoid_calibration
     """scikit-learn fits Platt's smoothed targets, (N+ + 1)/(N+ + 2) and 1/(N- + 2); we fit the labels
-    themselves (maximum likelihood), as the practitioners' guide's table says."""
+    themselves (maximum likelihood) by default, as the practitioners' guide's table says, and Platt's
+    targets with targets="platt" (what calibcourse report fits): then the two agree."""
     from sklearn.calibration import _sigmoid_calibration
     from sklearn.linear_model import LogisticRegression
 
@@ -116,3 +117,5 @@ def test_sigmoid_calibration_differs_on_purpose_in_its_targets():  # test_calibr
     assert ours.a_ == pytest.approx(mle.coef_[0, 0], rel=1e-6) and ours.b_ == pytest.approx(mle.intercept_[0], rel=1e-5)
     a_sk, b_sk = _sigmoid_calibration(z, y)  # P = 1 / (1 + exp(a z + b)), on the smoothed targets
     assert abs(-a_sk - ours.a_) > 1e-4  # not the same fit
+    platt = C.PlattScaling(input_type="logits", targets="platt").fit(z, y)
+    assert platt.a_ == pytest.approx(-a_sk, rel=1e-5) and platt.b_ == pytest.approx(-b_sk, rel=1e-5, abs=1e-6)

@@ -569,7 +569,7 @@ def _class_values(lab: np.ndarray, name: str) -> None:
             raise ValueError(f"{name} contain NaN or infinite values")
         frac = lab != np.round(lab)
         if frac.any():
-            raise ValueError(f"{name} must be class labels; got non-integer values such as {lab[frac][0]!r} "
+            raise ValueError(f"{name} must be class labels; got non-integer values such as {lab[frac][0].item()!r} "
                              "(Unknown label type: continuous)")
 
 
@@ -587,5 +587,5 @@ def _encode_with_classes(lab: np.ndarray, n_classes: int, name: str, classes):
     idx = np.clip(np.searchsorted(found, lab), 0, found.size - 1)
     unknown = found[idx] != lab
     if unknown.any():
-        raise ValueError(f"{name} hold {lab[unknown][0]!r}, which is not one of classes {found.tolist()}")
+        raise ValueError(f"{name} hold {lab[unknown][0].item()!r}, which is not one of classes {found.tolist()}")
     return idx.astype(np.int64), found

@@ -23,9 +23,18 @@ scikit-learn's conventions
 Every calibrator is a ``sklearn.base.BaseEstimator``: ``get_params(deep=True)``,
 ``set_params`` and ``sklearn.base.clone`` work (``OneVsAll``'s inner method
 included, as ``binary_method__n_bins``), and ``predict_proba`` before ``fit``
-raises scikit-learn's ``NotFittedError``. A fitted calibrator has ``classes_``
-(``0 .. K - 1``) and ``predict`` (the argmax), so scikit-learn's model-selection
-tools (``cross_val_predict``) take it.
+raises scikit-learn's ``NotFittedError``. Labels follow scikit-learn's rule:
+``classes_`` is the sorted unique labels of ``fit`` (or ``fit(..., classes=)``
+where the calibration set lacks a class), the score columns in that order;
+integers are not read by their range. A calibrator is a scikit-learn classifier
+(``is_classifier``): ``predict`` (the argmax, as ``classes_``) and ``score`` (the
+mean log-likelihood, what ``GridSearchCV`` maximizes by default), so
+scikit-learn's model-selection tools take it. Scores of shape ``(n, 1)`` are
+``(n,)``; float32 scores give float32 probabilities.
+
+Platt scaling, temperature scaling and vector / matrix scaling take
+``targets="platt"``: Platt's smoothed targets instead of the labels, as
+scikit-learn's sigmoid calibration fits them.
 
 What the scores are: ``input_type``
 -----------------------------------

@@ -14,6 +14,19 @@ def soft_targets(y: np.ndarray, k: int, sample_weight=None) -> np.ndarray:
     """Platt's targets of multiclass labels, ``(n, K)``: :math:`(N_k + 1)/(N_k + 2)` on the label's
     class :math:`k` and the rest spread evenly over the others (for K = 2, Platt's own).
 
+    Parameters
+    ----------
+    y : numpy.ndarray of shape (n,)
+        Checked integer labels.
+    k : int
+        The number of classes.
+    sample_weight : numpy.ndarray of shape (n,), optional
+        Weights of the counts :math:`N_k`.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, K)
+
     Examples
     --------
     >>> soft_targets(np.array([0, 0, 1]), 2)

@@ -306,6 +306,17 @@ def platt_targets(y: np.ndarray, sample_weight=None) -> np.ndarray:
     sigmoid calibration takes them: Laplace's rule of succession, so a separable calibration set
     still has a finite fit.
 
+    Parameters
+    ----------
+    y : numpy.ndarray of shape (n,)
+        Checked labels 0 and 1.
+    sample_weight : numpy.ndarray of shape (n,), optional
+        Weights of the counts.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,)
+
     Examples
     --------
     >>> platt_targets(np.array([1, 1, 0]))

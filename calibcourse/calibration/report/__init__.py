@@ -2,12 +2,12 @@
 
 :func:`calibration_report` is one model's measures as a table (pandas). The rest is what the
 ``calibcourse report`` command (:mod:`calibcourse.calibration.cli`) does with a model's outputs,
-in parts a chapter can call: :func:`as_logits_and_probs` reads logits or probabilities,
-:func:`cross_fit` calibrates every sample out of fold with every method of
-:func:`candidate_methods`, :func:`choose` picks the simplest method whose out-of-fold ECE is
-not decidedly above the lowest one, with the paired interval of its change, :func:`report_html` writes the
-page, and :func:`save` /
-:func:`load` keep the recommended calibrator in a JSON file.
+in parts a chapter can call: :func:`as_logits_and_probs` reads logits or probabilities (and asks
+where the numbers cannot tell), :func:`cross_fit` calibrates every sample out of fold with every
+method of :func:`candidate_methods` the data can support (:func:`min_samples`), :func:`choose`
+picks the simplest candidate whose out-of-fold NLL and Brier score are not decidedly above the
+lowest ones, with the paired intervals of its changes, :func:`report_html` writes the page, and
+:func:`save` / :func:`load` keep the recommended calibrator in a JSON file.
 """
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 from calibcourse.calibration._validation import check_int, check_labels, check_probs, checked
 from calibcourse.calibration.report.choice import (KINDS, VIEWS, Choice, as_logits_and_probs, candidate_methods,
-                                                   check_folds, choose, cross_fit)
+                                                   check_folds, choose, cross_fit, min_samples)
 from calibcourse.calibration.report.page import MAX_BOOT_DRAWS, MAX_FIT_ROWS, MAX_FIT_VALUES, report_html
 from calibcourse.calibration.report.saved import FORMAT, FittedCalibration, load, save
 
-__all__ = ["calibration_report", "as_logits_and_probs", "candidate_methods", "check_folds", "cross_fit", "choose",
+__all__ = ["calibration_report", "as_logits_and_probs", "candidate_methods", "min_samples", "check_folds",
+           "cross_fit", "choose",
            "Choice", "FittedCalibration", "save", "load", "report_html", "VIEWS", "KINDS", "FORMAT",
            "MAX_FIT_ROWS", "MAX_FIT_VALUES", "MAX_BOOT_DRAWS"]
 
@@ -35,7 +36,7 @@ def calibration_report(probs, labels, n_bins: int = 15, name: str = "model", ci:
     probs : array_like of shape (n, K) or (n,)
         Probabilities: a row per sample that sums to 1, or P(y = 1) of a binary problem.
     labels : array_like of shape (n,)
-        Integer class labels.
+        Integer class labels (the column indices), or class names (sorted, they name the columns).
     n_bins : int, default=15
         Number of bins.
     name : str, default="model"

@@ -412,7 +412,7 @@ def _choose(probs, oof: dict, y, n_bins: int, n_boot: int, seed: int) -> Choice:
         worse = [key for key in scores if _worse(rows[name][f"{key.lower()}_change"])]
         if worse:
             key = worse[0]
-            rejected[name] = f"{key} decidedly above the model's own: {_fmt(rows[name][f'{key.lower()}_change'])}"
+            rejected[name] = f"{key} is decidedly above the model's own: {_fmt(rows[name][f'{key.lower()}_change'])}"
         else:
             safe.append(name)
     best = {key: min(safe, key=s.value) for key, s in scores.items()}  # 2. the lowest of each score
@@ -424,7 +424,7 @@ def _choose(probs, oof: dict, y, n_bins: int, n_boot: int, seed: int) -> Choice:
             chosen = name
             break
         key, d = worse[0]
-        rejected[name] = f"{key} decidedly above that of {best[key]}: {_fmt(d)}"
+        rejected[name] = f"{key} is decidedly above that of {best[key]}: {_fmt(d)}"
     if chosen is None:  # the two scores disagree, each decidedly: the lower NLL
         chosen = best["NLL"]
     rejected = {name: why for name, why in rejected.items()
