@@ -52,6 +52,26 @@ def test_integer_labels_are_never_read_by_their_range():
         C.TemperatureScaling().fit(z, np.r_[y[:-1], 7], classes=range(3))
 
 
+def test_a_program_whose_labels_are_indices_says_so_once():
+    """The course's pages (their setup) declare their integer labels the columns' indices: a small set that
+    lacks a class is fitted as its indices say, as with classes=range(K)."""
+    from calibcourse.calibration._labels import integer_labels_are_indices
+
+    z, y = scaled_logits(600, 3, factor=2.0, seed=2)
+    no2 = y != 2
+    ref = C.TemperatureScaling().fit(z[no2], y[no2], classes=range(3)).temperature_
+    integer_labels_are_indices()
+    try:
+        assert C.TemperatureScaling().fit(z[no2], y[no2]).temperature_ == ref
+        with pytest.raises(ValueError, match="hold 3, which is not one of classes"):
+            C.TemperatureScaling().fit(z, y + 1)  # indices, never names: 1, 2, 3 of three columns is an error
+        assert C.TemperatureScaling().fit(z, np.array(["a", "b", "c"])[y]).classes_.tolist() == ["a", "b", "c"]
+    finally:
+        integer_labels_are_indices(False)
+    with pytest.raises(ValueError, match="2 distinct values"):
+        C.TemperatureScaling().fit(z[no2], y[no2])
+
+
 def test_the_metrics_take_the_labels_a_calibrator_takes():
     z, y = scaled_logits(500, 3, factor=2.0, seed=3)
     names = np.array(["ant", "bee", "cat"])[y]
@@ -64,8 +84,8 @@ def test_the_metrics_take_the_labels_a_calibrator_takes():
     assert M.ece(q, y) == M.ece(q, y.astype(float))  # integer labels, as numbers of any dtype, are indices
     with pytest.raises(ValueError, match="must be < the number of classes"):
         M.ece(q, y + 1)  # indices, not names: never shifted
-    with pytest.raises(ValueError, match="2 distinct values"):
-        M.ece(q, names[y < 2][:0].tolist() + ["ant", "bee"] * 250)
+    with pytest.raises(ValueError, match="2 distinct names .* 3 columns"):
+        M.ece(q, ["ant", "bee"] * 250)
 
 
 # ------------------------------------------------------------------ scikit-learn's classifier contract

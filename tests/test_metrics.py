@@ -364,7 +364,7 @@ GOOD_Y = np.array([0, 1])
     (GOOD_P, np.array([0, 3]), "labels must be < the number of classes"),
     (GOOD_P, np.array([0, -1]), "labels must be >= 0"),
     (GOOD_P, np.array([0.0, 0.5]), "labels must be integer"),
-    (GOOD_P, np.array(["a", "b"]), "labels must be integer"),
+    (GOOD_P, np.array(["a", "b"]), "labels have 2 distinct names .* 3 columns"),
     (GOOD_P, np.array([0, 1, 1]), "labels has 3 entries but the predictions have 2"),
     (np.zeros((0, 3)), np.zeros(0, int), "probs is empty"),
     (np.zeros((2, 2, 2)), GOOD_Y, "probs must have shape"),

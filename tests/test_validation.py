@@ -32,7 +32,8 @@ def value_checks(call) -> collections.Counter:
 
     def profile(frame, event, arg):
         code = frame.f_code
-        if event == "call" and code.co_name in VALUE_CHECKS and code.co_filename.endswith("_validation.py"):
+        if event == "call" and code.co_name in VALUE_CHECKS and code.co_filename.endswith(("_validation.py",
+                                                                                            "_labels.py")):
             counts[_key(frame.f_locals[code.co_varnames[0]])] += 1
 
     sys.setprofile(profile)

@@ -6,8 +6,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from calibcourse.calibration._validation import (check_labels, check_logits, check_sample_weight, checked,
-                                                 encode_labels, is_torch, label_array, to_numpy)
+from calibcourse.calibration._labels import encode_labels
+from calibcourse.calibration._validation import (check_labels, check_logits, check_sample_weight, checked, is_torch,
+                                                 label_array, to_numpy)
 from calibcourse.calibration._arrays import two_logits
 
 EPS = 1e-12

@@ -62,7 +62,8 @@ def fair_footing(runs: dict, seeds, splits, methods=CH6_RUN_OF):
         P[m], P[f"{m} + TS"], temperatures[m] = {k: [] for k in splits}, {k: [] for k in splits}, []
         for s in seeds:
             r = runs[f"ch6/{family}/s{s}"]
-            ts = cal.TemperatureScaling().fit(r.logits("val").astype(np.float64), r.labels("val"))
+            zv = r.logits("val").astype(np.float64)
+            ts = cal.TemperatureScaling().fit(zv, r.labels("val"), classes=range(zv.shape[1]))
             temperatures[m].append(float(ts.temperature_))
             for key, (split, rows) in splits.items():
                 z = r.logits(split)[rows].astype(np.float64)
@@ -145,7 +146,7 @@ def _refit(z, y):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            t = float(cal.TemperatureScaling().fit(z, y).temperature_)
+            t = float(cal.TemperatureScaling().fit(z, y, classes=range(z.shape[1])).temperature_)  # indices
         except ValueError as e:
             if "optimal temperature is 0" not in str(e):
                 raise
@@ -304,7 +305,8 @@ def crossfit_arms(heldout, crossfit) -> dict:
 
     if not np.array_equal(heldout.labels("test"), crossfit.labels("test")):
         raise ValueError("heldout and crossfit must be scored on the same test samples (paired)")
-    ts = TemperatureScaling().fit(heldout.logits("val"), heldout.labels("val"))
+    zv = heldout.logits("val")
+    ts = TemperatureScaling().fit(zv, heldout.labels("val"), classes=range(zv.shape[1]))
     t = float(crossfit.outputs["temperature"])
     z = np.asarray(crossfit.logits("test"), dtype=np.float64)
     out = {CROSSFIT_ARMS[0]: ts.predict_proba(heldout.logits("test")), CROSSFIT_ARMS[1]: softmax(z / t, axis=1)}

@@ -66,6 +66,10 @@ def budget(profile: str, name: str):
 def setup(profile: str, data: str, seed: int = 0, edition: str = "instructor"):
     """Seed numpy/torch/random, set the figure style, and state the profile and data on the page.
 
+    It also declares that integer labels are the columns' indices
+    (:func:`calibcourse.calibration._labels.integer_labels_are_indices`): a page's small
+    calibration set may lack a class, and its runs' labels are class indices by construction.
+
     Parameters
     ----------
     profile : str
@@ -90,6 +94,9 @@ def setup(profile: str, data: str, seed: int = 0, edition: str = "instructor"):
     ValueError: profile must be one of ci, default, full; got 'huge'
     """
     check_profile(profile)
+    from calibcourse.calibration._labels import integer_labels_are_indices
+
+    integer_labels_are_indices()  # the course's labels are its runs' class indices, whatever a small set holds
     random.seed(seed)
     np.random.seed(seed)
     try:
