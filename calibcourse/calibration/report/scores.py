@@ -96,7 +96,7 @@ def row_sum_tolerance(values, n_classes: int) -> float:
 def rounding_floor(values) -> float | None:
     """What a written 0 stands for, among probabilities written with ``d`` decimals: a quarter of the
     last decimal's unit, the middle of the interval ``[0, 0.5 * 10**-d)`` that rounds to 0 (None for
-    full precision).
+    full precision, and for whole numbers: 0s and 1s given as probabilities are hard predictions).
 
     A probability rounded to two decimals (a file, or a random forest of 100 trees, whose
     probabilities are multiples of 0.01) says 0.00 for anything below 0.005; read as exactly 0,
@@ -119,7 +119,7 @@ def rounding_floor(values) -> float | None:
     (0.0025, None)
     """
     d = written_decimals(values)
-    return None if d is None else 0.25 * 10.0**-d
+    return None if d is None or d == 0 else 0.25 * 10.0**-d  # 0s and 1s only: hard predictions, not rounding
 
 
 def _ask(name: str, kind_name: str, why: str) -> ValueError:
