@@ -1,6 +1,6 @@
 """A few cases of the benchmark panel (``bench/bench_report_panel.py``, ``make bench-panel``): the
 recommendation, applied to held-out data, is never worse than no calibration beyond the paired interval.
-The full panel (36 cases, about ten minutes) runs in the bench, not here."""
+The full panel (36 cases, 4 to 9 minutes) runs in the bench, not here."""
 import importlib.util
 from pathlib import Path
 

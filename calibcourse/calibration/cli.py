@@ -5,10 +5,13 @@
     calibcourse report SCORES.npy LABELS.npy [--kind logits|probs] ...
     calibcourse report OUTPUTS.csv [--labels-key y] [--logits-key PREFIX | --probs-key PREFIX] ...
 
-It reads logits or probabilities and labels, writes ``OUT/index.html`` (one self-contained page:
-:func:`calibcourse.calibration.report.report_html`) and, with ``--save``, the recommended
-calibrator fitted on all the data as JSON (read back by ``calibcourse.calibration.load``).
-It needs numpy, scipy, scikit-learn and matplotlib only.
+It reads logits or probabilities and labels (what the scores are is read from the numbers, and
+asked for with ``--kind`` where they cannot tell), writes ``OUT/index.html`` (one self-contained
+page: :func:`calibcourse.calibration.report.report_html`) and, with ``--save``, the recommended
+calibrator as JSON (read back by ``calibcourse.calibration.load``), fitted on the samples the
+comparison used (all, or a stratified subsample of a very large set: the command says which).
+Bad input ends in one line on stderr (exit status 2), never a traceback. It needs numpy, scipy,
+scikit-learn and matplotlib only.
 """
 from __future__ import annotations
 
@@ -47,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
                          "the numbers cannot tell)")
     ap.add_argument("--out", default="report", help="the folder of index.html (default: report)")
     ap.add_argument("--folds", type=int, default=5, help="folds of the cross-fitting (default: 5)")
-    ap.add_argument("--save", metavar="JSON", help="write the recommended calibrator, fitted on all data, here")
+    ap.add_argument("--save", metavar="JSON", help="write the recommended calibrator here (with the class names)")
     ap.add_argument("--n-bins", type=int, default=15, help="bins of ECE/MCE/ACE and the diagrams (default: 15)")
     ap.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples of the intervals (default: 1000)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0)")
@@ -267,7 +270,8 @@ def main(argv=None) -> int:
     Returns
     -------
     int
-        0, or 2 for bad input (the message, naming the argument, goes to stderr).
+        0, 2 for bad input (one line, naming the argument, goes to stderr), 1 for an internal
+        error (one line too: no traceback reaches the user).
 
     Examples
     --------
