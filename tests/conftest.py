@@ -55,7 +55,8 @@ def _startup_threads() -> int:
 FAST_TEST_MODULES = frozenset({
     "test_binning_kernels", "test_brier_decomposition", "test_calibrators", "test_coverage", "test_metrics",
     "test_plots", "test_report_cli", "test_selective_priors", "test_sklearn_peer_tests", "test_stats",
-    "test_validation", "test_audit", "test_package", "test_tiers",
+    "test_validation", "test_audit", "test_package", "test_tiers", "test_labels_and_contract",
+    "test_report_inputs", "test_report_panel", "test_quizzes",
 })
 #: the package folders whose doctests are fast (the toolkit's)
 FAST_DOCTESTS = ("calibcourse/calibration/",)
