@@ -90,6 +90,34 @@ def test_a_zero_meta_rate_and_a_late_start_keep_the_gamma_net_fixed():
     assert not torch.equal(before["W"], t.gamma_net.W)
 
 
+def test_reset_moments_restarts_adam_at_each_epoch_and_is_off_by_default():
+    """With reset_moments="epoch" the first meta step of an epoch is the step of a fresh torch Adam on
+    the same gradient (an independent optimizer); without it the run is the one it was before."""
+    steps = {}
+    for reset in (None, "epoch"):
+        t, model, X, y = _trainer(meta_lr=1e-2, reset_moments=reset)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for i in range(0, 48, 16):  # epoch 1: Adam builds up its moments
+            t.step(X[i:i + 16], y[i:i + 16], opt)
+        t.epoch = 2
+        before = [p.detach().clone() for p in t.gamma_net.parameters()]
+        seen = []
+        real_step = t.opt.step
+        t.opt.step = lambda: (seen.append([p.grad.clone() for p in t.gamma_net.parameters()]), real_step())[1]
+        t.step(X[48:64], y[48:64], opt)
+        fresh = [torch.nn.Parameter(b.clone()) for b in before]
+        adam = torch.optim.Adam(fresh, lr=1e-2)
+        for f, g in zip(fresh, seen[0]):
+            f.grad = g.clone()
+        adam.step()
+        after = list(t.gamma_net.parameters())
+        steps[reset] = all(torch.allclose(a, f, rtol=0, atol=1e-7) for a, f in zip(after, fresh))
+        assert int(t.opt.state[after[0]]["step"]) == (1 if reset else 4)
+    assert steps == {None: False, "epoch": True}
+    with pytest.raises(ValueError, match="reset_moments"):
+        _trainer(reset_moments="decay")
+
+
 def test_a_longer_look_ahead_is_the_one_step_one_unrolled():
     """K = 2 on batches (b1, b2) equals stepping the head by hand twice, then the outer loss."""
     X, y = _data()

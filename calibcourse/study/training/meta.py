@@ -20,7 +20,7 @@ from calibcourse.study.training.results import meta_count
 
 __all__ = ["GammaNet", "MetaTrainer", "lookahead_outer_loss", "lookahead_step", "permuted_labels", "adam_noise_walk",
            "OUTER_LOSSES",
-           "LOOKAHEADS", "LOOKAHEAD_PARAMS", "META_LOSSES", "CONTROLS"]
+           "LOOKAHEADS", "LOOKAHEAD_PARAMS", "META_LOSSES", "CONTROLS", "MOMENT_RESETS"]
 
 OUTER_LOSSES = {"sece": sece_loss, "dece": dece_loss}
 
@@ -29,9 +29,16 @@ OUTER_LOSSES = {"sece": sece_loss, "dece": dece_loss}
 META_LOSSES = ("cal", "ce+cal")
 #: negative controls of the bilevel loop: None (none), "null" (the outer gradient is set to zero:
 #: the gamma-Net keeps its initial output), "permuted" (the outer loss sees the validation labels
-#: permuted once by the run's seed), "placebo" (the outer gradient is replaced by a random direction
-#: of the same norm: the loop moves the gamma-Net as much, and the backbone's accuracy is untouched)
+#: permuted once by the run's seed: not a placebo, since with random labels the meta split looks
+#: badly overconfident and the outer gradient pushes gamma up), "placebo" (the outer gradient is
+#: replaced by a random direction of the same norm: the gamma-Net takes steps of the same size that
+#: carry no information about the meta split; the backbone then trains at whatever gammas these
+#: steps give, so its accuracy and calibration move with them)
 CONTROLS = (None, "null", "permuted", "placebo")
+#: when the meta optimizer's moments are reset: None (never, Adam's usual memory: with beta2 = 0.999
+#: its second moment averages about the last 1,000 squared gradients) or "epoch" (at the first outer
+#: step of every epoch, so that its steps are scaled by the current epoch's gradients only)
+MOMENT_RESETS = (None, "epoch")
 
 
 class GammaNet(nn.Module):
@@ -245,10 +252,11 @@ class MetaTrainer:
 
     The options of the diagnosis (each off by default, so a config without them trains as before):
     ``gamma_bound`` (a bounded gamma-Net, :class:`GammaNet`'s ``bound``), ``control`` (the
-    negative controls ``"null"`` and ``"permuted"``, :data:`CONTROLS`), ``meta_loss`` with
-    ``cal_weight`` (:data:`META_LOSSES`), ``lookahead_params`` (:data:`LOOKAHEAD_PARAMS`) and
+    controls ``"null"``, ``"permuted"`` and ``"placebo"``, :data:`CONTROLS`), ``meta_loss`` with
+    ``cal_weight`` (:data:`META_LOSSES`), ``lookahead_params`` (:data:`LOOKAHEAD_PARAMS`),
     ``meta_val`` (the meta-learner uses only the first ``meta_val`` fraction of the validation
-    split; the rest is left to post-hoc calibration and the baselines' choices).
+    split; the rest is left to post-hoc calibration and the baselines' choices) and
+    ``reset_moments`` (:data:`MOMENT_RESETS`).
 
     ``lookahead``: ``"same"`` steps the look-ahead with the real step's update rule and state
     (Adam when the run trains with Adam), ``"sgd"`` with a plain gradient step at the same
@@ -285,10 +293,11 @@ class MetaTrainer:
         Seed of the draws of validation batches (and of the ``"permuted"`` control's permutation).
     gamma_bound : float, optional
         ``None``: the paper's unbounded gamma-Net; a number: ``gamma_bound * sigmoid(.)``.
-    control : {None, "null", "permuted"}, default=None
+    control : {None, "null", "permuted", "placebo"}, default=None
         ``"null"``: the loop runs but the gamma-Net's gradient is set to zero before each step, so it
         keeps its initial output; ``"permuted"``: the outer loss sees the validation labels permuted
-        once by ``seed`` (:func:`permuted_labels`).
+        once by ``seed`` (:func:`permuted_labels`); ``"placebo"``: the outer gradient is replaced by a
+        random direction of the same norm (:data:`CONTROLS`).
     meta_loss : {"cal", "ce+cal"}, default="cal"
         The outer objective: the calibration loss alone, or cross-entropy plus ``cal_weight`` times it.
     cal_weight : float, default=1.0
@@ -305,6 +314,9 @@ class MetaTrainer:
     start_epoch : int, default=1
         The first epoch with outer updates; before it the gamma-Net keeps its initial output (:attr:`epoch`
         is set by the caller).
+    reset_moments : {None, "epoch"}, default=None
+        Reset the meta optimizer's state (Adam's moments and step count) at the first outer step of
+        every epoch (:data:`MOMENT_RESETS`); None keeps Adam's memory over the whole run.
     log_hypergradient : bool, default=False
         Keep, per outer step, the first-order change of the batch's mean gamma that the outer gradient
         asks for (:attr:`push`; before clipping, also under a zero meta learning rate).
@@ -343,9 +355,11 @@ class MetaTrainer:
                  meta_loss: str = "cal", cal_weight: float = 1.0, lookahead_params: str = "all",
                  meta_val: float | None = None, gamma_limit: float | None = None, horizon: int = 1,
                  start_epoch: int = 1, log_hypergradient: bool = False, reduction: str = "mean",
-                 clip_grad_norm: float | None = None, X_train=None, y_train=None):
+                 clip_grad_norm: float | None = None, X_train=None, y_train=None, reset_moments: str | None = None):
         if control not in CONTROLS:
             raise ValueError(f"meta.control must be one of None, null, permuted, placebo; got {control!r}")
+        if reset_moments not in MOMENT_RESETS:
+            raise ValueError(f"meta.reset_moments must be None or 'epoch'; got {reset_moments!r}")
         for key, v in (("horizon", horizon), ("start_epoch", start_epoch)):
             check_int(v, f"meta.{key}", low=1)
         if horizon > 1 and (lookahead != "sgd" or lookahead_params != "head" or X_train is None):
@@ -393,6 +407,8 @@ class MetaTrainer:
         self.horizon, self.start_epoch, self.epoch = horizon, start_epoch, 1
         self.reduction, self.clip_grad_norm = reduction, clip_grad_norm
         self.X_train, self.y_train = X_train, y_train
+        #: the epoch whose first outer step last reset the meta optimizer (``reset_moments="epoch"``)
+        self.reset_moments, self._reset_epoch = reset_moments, None
         #: per outer step of the current epoch (with ``log_hypergradient``): the first-order change of the
         #: training batch's mean gamma that the outer gradient asks for, ``-g . d(mean gamma)/d(theta)``
         self.push = [] if log_hypergradient else None
@@ -474,6 +490,9 @@ class MetaTrainer:
             self.push.append(-float(sum((p.grad * d).sum() for p, d in zip(params, dmean))))
         if self.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(self.gamma_net.parameters(), self.grad_clip)
+        if self.reset_moments == "epoch" and self._reset_epoch != self.epoch:
+            self.opt.state.clear()  # Adam starts again: step count 0, both moments 0
+            self._reset_epoch = self.epoch
         self.opt.step()
         self.gamma_net.project_()
         if self.push is not None:  # the change of the batch's mean gamma that the step (Adam's) made
