@@ -54,7 +54,7 @@ def test_the_small_profiles_use_none_of_the_full_recipe_keys(profile):
         # and so does the reference recipe (meta-calibration's code), with its diagnosis arms
         # chapter 6's cross-fitting trains the reference recipe's network too
         reference = (name.startswith(("ch5/reference/", "ch6/heldout/", "ch6/crossfit/"))
-                     or name.split("/")[2:3] in (["horizon 5"], ["delayed"], ["placebo"]))
+                     or name.split("/")[2:3] in (["horizon 5"], ["delayed"], ["placebo"], ["placebo (meta lr 0.0001)"]))
         allowed = {"nesterov"} if name.startswith("ch5/diagnosis/SGD ") or reference else set()
         assert not {"augment", "amp", "milestones", "nesterov"} - allowed & set(normalize_config(cfg)), name
 
@@ -114,7 +114,8 @@ def test_chapter_5s_diagnosis_arms_seeds_and_contract_names():
         sgd_grid = {f"SGD CE lr {v:g}" for v in (0.01, 0.03, 0.1)}  # the same names in every profile
         assert arms == {"paper", "null", "permuted", "bounded", "bounded null", "meta lr 1e-4", "meta lr 1e-5",
                         "CE + SECE", "last-layer look-ahead", "SGD CE", "SGD FLgamma-SECE",
-                        "SGD FLgamma-SECE frozen", "horizon 5", "delayed", "placebo"} | sgd_grid
+                        "SGD FLgamma-SECE frozen", "horizon 5", "delayed", "placebo", "placebo (meta lr 0.0001)",
+                        "bounded logged", "bounded reset"} | sgd_grid
         for arm in ("horizon 5", "delayed", "placebo"):  # the reference recipe's arms (issue contract)
             assert {f"ch5/diagnosis/{arm}/s{s}" for s in range(3)} <= set(runs), arm
         for arm in ("paper", "null", "permuted", "bounded", "bounded null"):
@@ -130,6 +131,12 @@ def test_chapter_5s_diagnosis_arms_seeds_and_contract_names():
         assert meta("ch5/diagnosis/permuted/s2") == {**E.CH5_META, "control": "permuted"}
         assert meta("ch5/diagnosis/bounded null/s0") == {**E.CH5_META, "gamma_bound": 5.0, "control": "null"}
         assert meta("ch5/diagnosis/last-layer look-ahead/s0")["lookahead_params"] == "head"
+        # the collapse's arms: the bounded arm logged, and the same with Adam reset each epoch (5 seeds)
+        assert meta("ch5/diagnosis/bounded reset/s4") == {**meta("ch5/diagnosis/bounded logged/s4"),
+                                                          "reset_moments": "epoch"}
+        assert meta("ch5/diagnosis/bounded logged/s0") == {**meta("ch5/diagnosis/bounded/s0"),
+                                                           "log_hypergradient": True}
+        assert "ch5/diagnosis/bounded reset/s5" not in runs
         assert meta("ch5/FLgamma-DECE/s3")["outer"] == "dece" and meta("ch5/FLgamma-DECE/s3")["meta_val"] == 0.5
         # the ablations still vary the paper's set-up (their committed entries stay valid)
         assert runs["ch5/ablation/SGD look-ahead/s0"]["meta"] == {**E.CH5_META, "lookahead": "sgd"}

@@ -179,9 +179,30 @@ def test_registry_names_and_seeds():
         R.ref_name("FLgamma-SECE", R.REF_CHOSEN["FLgamma-SECE"], 0).rsplit("/", 1)[0]}
     assert all(f"ch5/diagnosis/{arm}/s{s}" in runs for arm in ("horizon 5", "delayed", "placebo")
                for s in R.REF_GRID_SEEDS)
+    # the placebo at the chosen rate, on the frozen control's seeds: the chosen FLgamma-SECE with the placebo
+    placebo = {n for n in runs if n.startswith(f"ch5/diagnosis/{R.REF_PLACEBO_LABEL}/")}
+    assert placebo == {f"ch5/diagnosis/{R.REF_PLACEBO_LABEL}/s{s}" for s in range(R.REF_N_SEEDS)}
+    chosen = runs[R.ref_name("FLgamma-SECE", R.REF_CHOSEN["FLgamma-SECE"], 3)]
+    placebo_meta = {**chosen["meta"], "control": "placebo"}
+    assert runs[f"ch5/diagnosis/{R.REF_PLACEBO_LABEL}/s3"] == {**chosen, "meta": placebo_meta}
     cfg = runs[R.ref_name("FLgamma-SECE", 1e-3, 0)]
     assert cfg["meta"]["cal_weight"] == 0.5 and cfg["meta"]["lookahead_params"] == "head"
     assert cfg["reduction"] == "sum" and cfg["clip_grad_norm"] == 2.0 and cfg["optimizer"] == "sgd"
+
+
+def test_every_registered_claim_names_runs_of_the_registry_with_its_seeds():
+    """The claims registered before their runs (metareg.REGISTERED) read runs the default profile has: their
+    new arm (the first pattern) on exactly the seeds they declare, what it is compared with on those at least."""
+    from calibcourse.study.analysis.metareg import REGISTERED
+    from calibcourse.study.runs.experiments import experiments
+
+    names = set(experiments("default"))
+    for cid, c in REGISTERED.items():
+        assert cid.startswith("ch5-") and c["direction"] in ("above", "below") and c["prediction"]
+        for i, pattern in enumerate(c["runs"]):
+            seeds = {s for s in range(100) if pattern.replace("<k>", str(s)) in names}
+            assert (seeds == set(range(c["n_seeds"]))) if i == 0 else (seeds >= set(range(c["n_seeds"]))), \
+                (cid, pattern, sorted(seeds))
 
 
 def test_learns_restates_a_claim_without_credit():

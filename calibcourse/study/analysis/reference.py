@@ -33,6 +33,7 @@ __all__ = [
     "REF_FOCAL_GAMMAS",
     "REF_ARMS",
     "REF_ARM_LR",
+    "REF_PLACEBO_LABEL",
     "REF_PREDICTIONS",
     "REF_CHOSEN",
     "REF_DEPARTURES",
@@ -103,7 +104,8 @@ REF_CHOSEN = {"FLgamma-SECE": 1e-4, "FLgamma-DECE": 1e-3, "Focal": 3.0}
 #: a 5-step look-ahead (the last layer stepped on 4 further training batches: short-horizon bias,
 #: Wu et al. 2018), an outer loop that starts after CE's validation-NLL minimum (epoch 31 of the
 #: measured CE run, the epoch after the first decay), and a placebo whose outer gradient is a random
-#: direction of the same norm (the backbone's accuracy stays what it is)
+#: direction of the same norm (steps of the same size that carry no information; the backbone trains
+#: at the gammas they give, so its accuracy moves with them)
 REF_ARM_LR = 1e-3
 #: the predictions, written down before the arms' runs (each arm against the reference FLgamma-SECE at
 #: :data:`REF_ARM_LR`, paired over the grid's seeds; "final gamma": the mean gamma on the test split at the end)
@@ -117,6 +119,10 @@ REF_PREDICTIONS = {
                "ends at a higher test ECE than the outer gradient",
 }
 REF_ARMS = {"horizon 5": {"horizon": 5}, "delayed": {"start_epoch": 32}, "placebo": {"control": "placebo"}}
+#: the placebo at the reported configuration's rate (:data:`REF_CHOSEN`, 1e-4), on the frozen control's
+#: seeds (``ch5/diagnosis/placebo (meta lr 0.0001)/s<k>``, k < :data:`REF_N_SEEDS`); its claim and
+#: prediction were registered before its runs (:data:`calibcourse.study.analysis.metareg.REGISTERED`)
+REF_PLACEBO_LABEL = f"placebo (meta lr {REF_CHOSEN['FLgamma-SECE']:g})"
 
 #: every departure from the reference code (Bohdal et al.'s ``train.py`` / ``train_utils.py``) and
 #: from the paper, with the reason: (what the reference does, what this study does, why)
@@ -224,7 +230,8 @@ def reference_runs(ci: bool = False, chosen: dict | None = None, **base_changes)
       (the chosen rate on :data:`REF_CLAIM_SEEDS`'s where it names the method);
     - ``CE`` and ``CE-DECE (weight 0.5)`` (:data:`REF_CLAIM_SEEDS`'s seeds) and ``Focal (gamma g)`` (the
       grid's seeds; the chosen gamma on :data:`REF_N_SEEDS`);
-    - the diagnosis's arms ``ch5/diagnosis/<arm>/s<seed>`` (:data:`REF_ARMS`, the grid's seeds).
+    - the diagnosis's arms ``ch5/diagnosis/<arm>/s<seed>`` (:data:`REF_ARMS`, the grid's seeds), and the
+      placebo at the chosen rate (:data:`REF_PLACEBO_LABEL`, :data:`REF_N_SEEDS` seeds).
 
     Parameters
     ----------
@@ -280,6 +287,9 @@ def reference_runs(ci: bool = False, chosen: dict | None = None, **base_changes)
     for arm, change in REF_ARMS.items():
         for s in grid_seeds:
             runs[f"ch5/diagnosis/{arm}/s{s}"] = {**base, **_gamma_net("sece", REF_ARM_LR, **change), "seed": s}
+    for s in all_seeds:  # the placebo at the reported rate, on the frozen control's seeds
+        runs[f"ch5/diagnosis/placebo (meta lr {chosen['FLgamma-SECE']:g})/s{s}"] = {
+            **base, **_gamma_net("sece", chosen["FLgamma-SECE"], control="placebo"), "seed": s}
     return runs
 
 

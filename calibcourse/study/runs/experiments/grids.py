@@ -216,6 +216,10 @@ CH5_ABLATION_SEEDS = {"cap 20, clip 1": (0, 1, 2)}
 #: once by the seed; ``bounded``: gamma = 5 sigmoid(.) from gamma 1, no rescale; then one change each:
 #: the meta learning rate, the meta-loss of meta-calibration (CE + SECE), the look-ahead on the last
 #: layer. ``paper`` is the set-up itself (the runs this study first reported as FLgamma-SECE).
+#: ``bounded logged`` and ``bounded reset`` test why the bounded gamma collapses (5 seeds each,
+#: registered with their claims and predictions before their runs,
+#: :data:`calibcourse.study.analysis.metareg.REGISTERED`): the bounded arm with the hypergradient logged,
+#: and the same with the meta optimizer's Adam state reset at every epoch (``reset_moments``)
 CH5_DIAGNOSIS = {
     "paper": ({}, 3),
     "null": ({"control": "null"}, 3),
@@ -226,6 +230,8 @@ CH5_DIAGNOSIS = {
     "meta lr 1e-5": ({"meta_lr": 1e-5}, 1),
     "CE + SECE": ({"meta_loss": "ce+cal", "cal_weight": 1.0}, 1),
     "last-layer look-ahead": ({"lookahead_params": "head"}, 1),
+    "bounded logged": ({"gamma_bound": 5.0, "log_hypergradient": True}, 5),
+    "bounded reset": ({"gamma_bound": 5.0, "log_hypergradient": True, "reset_moments": "epoch"}, 5),
 }
 
 
