@@ -226,6 +226,14 @@ def test_learns_restates_a_claim_without_credit():
     ok = ledger.claim("y", "A", "wang2023metareg", "d", interval, learns={**frozen, "verdict": "held"})
     assert ok.credited and ok.claim == "A"
     assert "; the γ-Net learns (against its frozen control: ECE +0.1 [-0.2, +0.4] points" in ok.verdict_text()
+    # a γ-Net that ends somewhere else than its control, without a gain shown, is active, not inactive
+    active = ledger.claim("w", "FLγ-SECE has a lower ECE than FLγ-DECE", "wang2023metareg", "d", interval,
+                          learns={**frozen, "verdict": "inconclusive", "gamma": "+3.92 [+3.27, +4.57]",
+                                  "moves": True, "net": "FLγ-DECE", "note": "underconfident in 8 of 10 seeds"})
+    assert active.claim.startswith("γ-Net active but not shown to help (FLγ-DECE's final γ +3.92 [+3.27, +4.57] "
+                                   "against its frozen control's; underconfident in 8 of 10 seeds): FLγ-SECE")
+    assert not active.credited
+    check_claims([active.as_dict()])
 
 
 # --------------------------------------------------------------------------- on the committed cache

@@ -409,7 +409,7 @@ def learns(results: dict, family: str, meta_lr: float, seeds, frozen_family: str
     >>> out = learns(runs("ch5/reference/", "default"), "FLgamma-SECE", REF_CHOSEN["FLgamma-SECE"],
     ...              range(REF_N_SEEDS), n_boot=100)
     >>> sorted(out), out["n_seeds"], out["net"]
-    (['ece', 'gamma', 'gamma0', 'meta_lr', 'n_seeds', 'net', 'verdict'], 10, 'FLγ-SECE')
+    (['ece', 'gamma', 'gamma0', 'meta_lr', 'moves', 'n_seeds', 'net', 'verdict'], 10, 'FLγ-SECE')
     """
     from calibcourse.study.analysis.tables import method_label
 
@@ -476,8 +476,10 @@ def learns_runs(runs, frozen_runs, meta_lr: float, n_boot: int = 1000) -> dict:
     Returns
     -------
     dict
-        ``{"verdict", "ece", "gamma", "gamma0", "meta_lr", "n_seeds"}``: the verdict, both intervals as
-        text, the control's mean final gamma, the rate and the number of seeds.
+        ``{"verdict", "ece", "gamma", "moves", "gamma0", "meta_lr", "n_seeds"}``: the verdict, both intervals
+        as text, whether the final gamma's interval excludes 0 (the gamma-Net ends somewhere else than its
+        control: it is active, whether or not it helps), the control's mean final gamma, the rate and the
+        number of seeds.
 
     Examples
     --------
@@ -502,7 +504,9 @@ def learns_runs(runs, frozen_runs, meta_lr: float, n_boot: int = 1000) -> dict:
     final = lambda rs: np.array([float(r.history["gamma_mean"].iloc[-1]) for r in rs])  # noqa: E731
     d = final(a) - final(b)
     verdict = "not held" if meta_lr == 0 else stats.verdict(ece.low, ece.high, null=0.0, direction="below")
-    gamma = (fmt_difference(seed_t_interval(d), scale=1, unit="", digits=2) if len(d) > 1
+    interval = seed_t_interval(d) if len(d) > 1 else None
+    gamma = (fmt_difference(interval, scale=1, unit="", digits=2) if interval is not None
              else f"{d[0]:+.2f} (one seed, no interval)")
-    return {"verdict": verdict, "ece": fmt_difference(ece), "gamma": gamma,
+    moves = interval is not None and not interval[1] <= 0 <= interval[2]
+    return {"verdict": verdict, "ece": fmt_difference(ece), "gamma": gamma, "moves": bool(moves),
             "gamma0": float(final(b).mean()), "meta_lr": float(meta_lr), "n_seeds": len(a)}

@@ -245,8 +245,10 @@ class Ledger:
         learns : dict, optional
             For a claim about a meta-learned component, its test against the frozen control
             (:func:`calibcourse.study.analysis.reference.learns`). Where that is not "held", the claim is
-            restated as ``"γ-Net inactive (focal loss at γ ≈ γ0): ..."`` (``"γ-Net inactive (FLγ-DECE's:
-            focal loss ..."`` where the test names its ``net``) and credits no method.
+            restated and credits no method: ``"γ-Net inactive (focal loss at γ ≈ γ0): ..."`` (``"γ-Net
+            inactive (FLγ-DECE's: focal loss ..."`` where the test names its ``net``), or, where the test says
+            its γ ``moves`` away from the control's, ``"γ-Net active but not shown to help (FLγ-DECE's final γ
+            +3.9 [...] against its frozen control's; <note>): ..."``.
         """
 
         if any(c.id == id for c in self.claims):
@@ -282,7 +284,12 @@ class Ledger:
             if learns.get("verdict") not in _VERDICT_MARK:
                 raise ValueError(f"claim {id!r}: learns must carry a verdict; got {learns!r}")
             c.learns = dict(learns)
-            if not c.credited:
+            if not c.credited and learns.get("moves"):  # its γ moved away from the control's: active, no gain shown
+                whose = f"{learns['net']}'s" if learns.get("net") else "its"
+                note = f"; {learns['note']}" if learns.get("note") else ""
+                c.claim = (f"γ-Net active but not shown to help ({whose} final γ {learns['gamma']} against its "
+                           f"frozen control's{note}): {claim}")
+            elif not c.credited:
                 whose = f"{learns['net']}'s: " if learns.get("net") else ""
                 c.claim = f"γ-Net inactive ({whose}focal loss at γ ≈ {learns['gamma0']:.2g}): {claim}"
         self.claims.append(c)
