@@ -183,3 +183,21 @@ def test_focal_loss_at_a_fixed_gamma_costs_accuracy_and_stays_overconfident(comm
         temp[g] = cal.TemperatureScaling().fit(r.logits("val"), r.labels("val")).temperature_
     assert err[2] - err[0] > 0.02 and err[3] - err[0] > 0.02
     assert min(temp.values()) > 1 and temp[3] < temp[0]
+
+
+def test_every_paper_claim_carries_its_frozen_control_test_and_bins_is_not_tested():
+    """The claims both chapter-5 pages read (metareg.paper_claims): each about the paper carries learns=,
+    ch5-bins is listed as not tested with the estimator's reason, and the MCE claim names its broken baseline."""
+    from calibcourse.study.analysis.ledger import Ledger
+    from calibcourse.study.analysis.reference import learns
+    from calibcourse.study.runs.experiments import runs
+
+    ref = runs("ch5/reference/", "ci")
+    cmp = MR.reference_comparison(MR.reported_runs(ref), n_boot=0)
+    ln = {f: learns(ref, f, lr, [0], n_boot=0) for f, lr in (("FLgamma-SECE", 1e-4), ("FLgamma-DECE", 1e-3))}
+    specs = MR.paper_claims(cmp, ln, n_boot=0, reps=1)
+    assert all(c["source"] == "wang2023metareg" and c.get("learns") for c in specs)
+    ledger = Ledger(chapter=5, glue=False)
+    claims = {c["id"]: ledger.claim(**c) for c in specs}
+    assert claims["ch5-bins"].verdict == "not tested" and "estimator's" in claims["ch5-bins"].why
+    assert "broken" in claims["ch5-mce-vs-cedece"].claim

@@ -16,8 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["REGISTERED", "COLLAPSED_FROM", "final_gamma", "gamma_spread", "within_seed_spearman", "epoch_window",
-           "calibrated_growth", "underconfident"]
+__all__ = ["REGISTERED", "COLLAPSED_FROM", "COST_MARGIN", "MCE_SIZE", "final_gamma", "gamma_spread",
+           "within_seed_spearman", "epoch_window", "calibrated_growth", "underconfident", "reported_runs",
+           "reference_comparison", "paper_claims", "bins_growth"]
+
+#: the cost claim's margin: FLγ-SECE costs at most 1 point of error against CE (the course's margin)
+COST_MARGIN = 0.01
+#: Table 1's smallest MCE gain of FLγ-SECE over CE-DECE (Tiny-ImageNet, 9.4 points)
+MCE_SIZE = -0.094
 
 #: the first epoch counted as "after the collapse" in the bounded arm: by the end of epoch 10 its mean
 #: gamma was below 0.13 in each of the 3 committed seeds (``ch5/diagnosis/bounded``), from about 1
@@ -318,3 +324,248 @@ def underconfident(probs, labels) -> bool:
 
     conf, pred = M.top_label(np.asarray(probs, dtype=float))
     return bool(conf.mean() < np.mean(pred == np.asarray(labels)))
+
+
+def reported_runs(ref_all: dict, chosen: dict | None = None) -> dict:
+    """The reference recipe's reported methods, by the name a page gives them: ``{name: {seed: RunResult}}``
+    (CE, focal loss at the chosen gamma, CE-DECE, the frozen control, FLγ-DECE and FLγ-SECE at their chosen
+    meta rates), each run's validation split cut to temperature scaling's third (``ref_part``).
+
+    Parameters
+    ----------
+    ref_all : dict
+        ``{run name: RunResult}`` of the runs named ``ch5/reference/...``.
+    chosen : dict, optional
+        The chosen values (default :data:`calibcourse.study.analysis.reference.REF_CHOSEN`).
+
+    Returns
+    -------
+    dict
+        Names ``"CE"``, ``"Focal (gamma g)"``, ``"CE-DECE"``, ``"frozen control"``, ``"FLgamma-DECE"``,
+        ``"FLgamma-SECE"``, in that order; each method's seeds in increasing order.
+
+    Examples
+    --------
+    >>> from calibcourse.study.runs.experiments import runs
+    >>> methods = reported_runs(runs("ch5/reference/", "ci"))
+    >>> list(methods), len(methods["CE"][0].labels("val"))
+    (['CE', 'Focal (gamma 3)', 'CE-DECE', 'frozen control', 'FLgamma-DECE', 'FLgamma-SECE'], 100)
+    """
+    from dataclasses import replace
+
+    from calibcourse.study.analysis.reference import REF_CHOSEN, ref_part
+
+    chosen = {**REF_CHOSEN, **(chosen or {})}
+    focal = f"Focal (gamma {chosen['Focal']:g})"
+    labels = {"CE": "CE", focal: focal, "CE-DECE": "CE-DECE (weight 0.5)",
+              "frozen control": "FLgamma-SECE (meta lr 0)",
+              "FLgamma-DECE": f"FLgamma-DECE (meta lr {chosen['FLgamma-DECE']:g})",
+              "FLgamma-SECE": f"FLgamma-SECE (meta lr {chosen['FLgamma-SECE']:g})"}
+
+    def posthoc(r):
+        z, y = ref_part(r, "posthoc", kind="logits")
+        return replace(r, outputs={**r.outputs, "val_logits": z, "val_labels": y})
+
+    out = {}
+    for name, label in labels.items():
+        prefix = f"ch5/reference/{label}/s"
+        seeds = sorted(int(n[len(prefix):]) for n in ref_all if n.startswith(prefix))
+        if not seeds:
+            raise ValueError(f"no run named {prefix}<seed> in ref_all")
+        out[name] = {s: posthoc(ref_all[f"{prefix}{s}"]) for s in seeds}
+    return out
+
+
+def reference_comparison(methods: dict, n_boot: int, seed: int = 0) -> dict:
+    """The reference recipe's comparison, paired by seed: every measure per seed (with CE + TS, the
+    temperature fitted on each CE seed's post-hoc third), and the paired tests the claims read.
+
+    Parameters
+    ----------
+    methods : dict
+        :func:`reported_runs`'s output.
+    n_boot : int
+        Bootstrap resamples of the test samples behind each paired interval.
+    seed : int, default=0
+        Seed of the bootstraps.
+
+    Returns
+    -------
+    dict
+        ``per_seed`` (:func:`calibcourse.study.analysis.tables.seed_table`'s table), ``P`` (``{name: {seed:
+        probabilities}}``), ``y`` (the test labels), ``focal`` (focal loss's name) and ``tests``:
+        ``{(measure, A, B): PairedSeeds}`` for FLγ-SECE against CE, CE + TS, focal loss, FLγ-DECE and the
+        frozen control (ECE and error), its MCE against CE-DECE, its NLL against CE, and the frozen
+        control's ECE and error against CE.
+
+    Examples
+    --------
+    >>> from calibcourse.study.runs.experiments import runs
+    >>> cmp = reference_comparison(reported_runs(runs("ch5/reference/", "ci")), n_boot=0)
+    >>> sorted(cmp["P"])[:3], ("ECE", "FLgamma-SECE", "CE + TS") in cmp["tests"]
+    (['CE', 'CE + TS', 'CE-DECE'], True)
+    """
+    from calibcourse.calibration import calibrators as cal
+    from calibcourse.calibration import metrics as M
+    from calibcourse.calibration import stats
+    from calibcourse.study.analysis.tables import seed_table
+
+    per_seed, probs = seed_table(methods, post_hoc={"CE + TS": ("CE", cal.TemperatureScaling())})
+    P = {name: dict(zip(per_seed.loc[per_seed["method"] == name, "seed"], p)) for name, p in probs.items()}
+    y = next(iter(next(iter(methods.values())).values())).labels("test")
+    focal = next(m for m in methods if m.startswith("Focal"))
+
+    def compare(metric, a, b):
+        common = sorted(set(P[a]) & set(P[b]))
+        return stats.paired_seeds_difference(metric, [P[a][s] for s in common], [P[b][s] for s in common], y,
+                                             n_boot=n_boot, seed=seed)
+
+    tests = {}
+    for b in ("CE", "CE + TS", focal, "FLgamma-DECE", "frozen control"):
+        tests[("ECE", "FLgamma-SECE", b)] = compare(M.ece, "FLgamma-SECE", b)
+        tests[("Error", "FLgamma-SECE", b)] = compare(M.error, "FLgamma-SECE", b)
+    tests[("MCE", "FLgamma-SECE", "CE-DECE")] = compare(M.mce, "FLgamma-SECE", "CE-DECE")
+    tests[("NLL", "FLgamma-SECE", "CE")] = compare(M.nll, "FLgamma-SECE", "CE")
+    tests[("ECE", "frozen control", "CE")] = compare(M.ece, "frozen control", "CE")
+    tests[("Error", "frozen control", "CE")] = compare(M.error, "frozen control", "CE")
+    return {"per_seed": per_seed, "P": P, "y": y, "focal": focal, "tests": tests}
+
+
+def _growth(metric):
+    def growth(p, y):
+        return metric(p, y, n_bins=1000) - metric(p, y, n_bins=10)
+    return growth
+
+
+def paper_claims(cmp: dict, learns: dict, n_boot: int, reps: int = 10) -> list:
+    """The paper's claims as chapter 5's study tests them: the keyword arguments of
+    :meth:`calibcourse.study.analysis.ledger.Ledger.claim` for each, in the ledger's order.
+
+    Each claim about FLγ-SECE carries its gamma-Net's test against its frozen control (``learns``); the
+    comparison of FLγ-SECE with FLγ-DECE carries the test of the first of the two not shown to learn.
+    ``ch5-bins`` is not tested: the growth of the binned ECE from 10 to 1000 bins is mostly the
+    estimator's (:func:`calibrated_growth`, a perfectly calibrated model at each network's confidences,
+    against the growth measured), so a difference between two methods' growth says little about them.
+
+    Parameters
+    ----------
+    cmp : dict
+        :func:`reference_comparison`'s output.
+    learns : dict
+        ``{"FLgamma-SECE": ..., "FLgamma-DECE": ...}``: each gamma-Net's
+        :func:`calibcourse.study.analysis.reference.learns`.
+    n_boot : int
+        Bootstrap resamples behind the growth's paired interval.
+    reps : int, default=10
+        Repetitions of :func:`calibrated_growth` per seed.
+
+    Returns
+    -------
+    list of dict
+        One dict of keyword arguments per claim (``ch5-bins``'s ``why`` quotes :func:`bins_growth`).
+
+    Examples
+    --------
+    >>> from calibcourse.study.runs.experiments import runs
+    >>> from calibcourse.study.analysis.reference import learns as learns_test
+    >>> ref = runs("ch5/reference/", "ci")
+    >>> cmp = reference_comparison(reported_runs(ref), n_boot=0)
+    >>> ln = {f: learns_test(ref, f, lr, [0], n_boot=0) for f, lr in (("FLgamma-SECE", 1e-4),
+    ...       ("FLgamma-DECE", 1e-3))}
+    >>> [c["id"] for c in paper_claims(cmp, ln, n_boot=0, reps=1)][:3]
+    ['ch5-sece-vs-ce', 'ch5-sece-vs-ts', 'ch5-sece-vs-focal']
+    """
+    from calibcourse.calibration import metrics as M
+    from calibcourse.calibration import stats
+
+    tests, P, y, focal = cmp["tests"], cmp["P"], cmp["y"], cmp["focal"]
+    n_test = len(y)
+    common = sorted(set(P["FLgamma-SECE"]) & set(P["CE"]))
+    sece, ce = [P["FLgamma-SECE"][s] for s in common], [P["CE"][s] for s in common]
+    observed, simulated = (bins_growth(cmp, reps)[k] for k in ("observed", "simulated"))
+    mce_growth = stats.paired_seeds_difference(_growth(M.mce), sece, ce, y, n_boot=n_boot, seed=0)
+    gamma_focal = focal.split("gamma ")[1].rstrip(")")
+    sece_learns = learns["FLgamma-SECE"]
+    both = next((learns[f] for f in ("FLgamma-SECE", "FLgamma-DECE") if learns[f]["verdict"] != "held"), sece_learns)
+    cedece_error = 100 * float(np.mean([M.error(p, y) for p in P["CE-DECE"].values()]))
+    ce_error = 100 * float(np.mean([M.error(p, y) for p in P["CE"].values()]))
+    base = {"source": "wang2023metareg", "n_test": n_test, "section": "sec-metareg-comparison"}
+    cost = lambda b: "error change " + _fmt(tests[("Error", "FLgamma-SECE", b)])  # noqa: E731
+    return [
+        {**base, "id": "ch5-sece-vs-ce", "claim": "FLγ-SECE has a lower ECE than CE (Table 1)",
+         "effect": "ECE(FLγ-SECE) - ECE(CE)", "interval": tests[("ECE", "FLgamma-SECE", "CE")],
+         "cost": cost("CE"), "learns": sece_learns},
+        {**base, "id": "ch5-sece-vs-ts", "claim": "FLγ-SECE has a lower ECE than CE + TS (Table 1)",
+         "effect": "ECE(FLγ-SECE) - ECE(CE + TS)", "interval": tests[("ECE", "FLgamma-SECE", "CE + TS")],
+         "cost": cost("CE + TS"), "learns": sece_learns},
+        {**base, "id": "ch5-sece-vs-focal", "claim": "FLγ-SECE has a lower ECE than focal loss (Table 1)",
+         "effect": f"ECE(FLγ-SECE) - ECE(focal, γ = {gamma_focal})", "interval": tests[("ECE", "FLgamma-SECE", focal)],
+         "cost": cost(focal), "learns": sece_learns},
+        {**base, "id": "ch5-sece-vs-dece", "claim": "FLγ-SECE has a lower ECE than FLγ-DECE (Table 1: on CIFAR-10 "
+         "and Tiny-ImageNet; on CIFAR-100 FLγ-DECE's is lower)", "effect": "ECE(FLγ-SECE) - ECE(FLγ-DECE)",
+         "interval": tests[("ECE", "FLgamma-SECE", "FLgamma-DECE")], "learns": both},
+        {**base, "id": "ch5-mce-vs-cedece", "claim": "FLγ-SECE's MCE is at least 9.4 points below CE-DECE's (Table 1: "
+         "18.6, 15.1 and 9.4 points below on CIFAR-10, CIFAR-100 and Tiny-ImageNet); tested here against a "
+         f"CE-DECE baseline that is broken in this recipe ({cedece_error:.1f} % error, CE {ce_error:.1f} %)",
+         "effect": "MCE(FLγ-SECE) - MCE(CE-DECE)", "interval": tests[("MCE", "FLgamma-SECE", "CE-DECE")],
+         "null": MCE_SIZE, "learns": sece_learns},
+        {**base, "id": "ch5-nll", "claim": "FLγ-SECE has a lower NLL than CE (Table 1)",
+         "effect": "NLL(FLγ-SECE) - NLL(CE)", "interval": tests[("NLL", "FLgamma-SECE", "CE")], "scale": 1,
+         "unit": "", "learns": sece_learns},
+        {**base, "id": "ch5-error-cost", "claim": "FLγ-SECE costs less than 1 point of error against CE (this "
+         "course's margin; Table 1: +0.6, +1.1 and +0.7 points on CIFAR-10, CIFAR-100 and Tiny-ImageNet)",
+         "effect": "error(FLγ-SECE) - error(CE)", "interval": tests[("Error", "FLgamma-SECE", "CE")],
+         "null": COST_MARGIN, "learns": sece_learns},
+        {**base, "id": "ch5-bins", "claim": "FLγ-SECE's ECE grows less than CE's from 10 to 1000 bins (Fig. 5)",
+         "effect": "growth(FLγ-SECE) - growth(CE)", "interval": None, "section": "sec-metareg-bins",
+         "learns": sece_learns, "n_seeds": len(common),
+         "why": "not testable this way: the growth of the binned ECE with the number of bins is the "
+                f"estimator's: FLγ-SECE's growth minus CE's is {observed:+.2f} points, and a perfectly "
+                "calibrated model drawn at each network's own confidences gives "
+                f"{simulated:+.2f}; a debiased calibration measure would test it"},
+        {**base, "id": "ch5-bins-mce", "claim": "FLγ-SECE's MCE grows less than CE's from 10 to 1000 bins (Fig. 5)",
+         "effect": "MCE growth(FLγ-SECE) - MCE growth(CE)", "interval": mce_growth, "section": "sec-metareg-bins",
+         "learns": sece_learns},
+    ]
+
+
+def bins_growth(cmp: dict, reps: int = 10) -> dict:
+    """FLγ-SECE's growth of the binned ECE from 10 to 1000 bins minus CE's, measured and for perfectly
+    calibrated models at the same confidences (:func:`calibrated_growth`), in points, over the seeds the
+    two share (the mean of the per-seed differences).
+
+    Parameters
+    ----------
+    cmp : dict
+        :func:`reference_comparison`'s output.
+    reps : int, default=10
+        Repetitions of :func:`calibrated_growth` per seed (seeded by the seed).
+
+    Returns
+    -------
+    dict
+        ``observed``, ``simulated`` (points) and ``n_seeds``.
+
+    Examples
+    --------
+    >>> from calibcourse.study.runs.experiments import runs
+    >>> out = bins_growth(reference_comparison(reported_runs(runs("ch5/reference/", "ci")), n_boot=0), reps=1)
+    >>> sorted(out), out["n_seeds"]
+    (['n_seeds', 'observed', 'simulated'], 1)
+    """
+    from calibcourse.calibration import metrics as M
+
+    P, y = cmp["P"], cmp["y"]
+    common = sorted(set(P["FLgamma-SECE"]) & set(P["CE"]))
+    pairs = [(s, P["FLgamma-SECE"][s], P["CE"][s]) for s in common]
+    g = _growth(M.ece)
+    observed = 100 * float(np.mean([g(a, y) - g(b, y) for _, a, b in pairs]))
+    simulated = 100 * float(np.mean([calibrated_growth(a, reps=reps, seed=s) - calibrated_growth(b, reps=reps, seed=s)
+                                     for s, a, b in pairs]))
+    return {"observed": observed, "simulated": simulated, "n_seeds": len(common)}
+
+
+def _fmt(d) -> str:
+    from calibcourse.study.analysis.tables import fmt_difference
+
+    return fmt_difference(d, digits=2)
