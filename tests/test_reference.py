@@ -303,7 +303,7 @@ def test_chapter_5s_lecture_is_one_week_of_reading():
     # one week: the study's report (Part II) is not on the schedule
     from calibcourse.study.course.schedule import WEEKS
 
-    week = next(w for w in WEEKS if w.name == "05_meta_regularization")
+    week = next(w for w in WEEKS if w.chapter == "05_meta_regularization")
     assert not week.also and not any("metareg" in name for w in WEEKS for name, _, _ in w.also)
 
 
