@@ -222,11 +222,15 @@ def compute(root, ids=None, entries=None, keys=None) -> dict:
     def anchor(i):
         return entries[i].anchor or f'"{i}"'
 
-    claims = {i: anchor(i) for i in ids if i not in CHOICES}
+    claims = {i: anchor(i) for i in ids if i not in CHOICES and not entries[i].path}
     choices = {i: anchor(i) for i in ids if i in CHOICES}
     decls = declarations(git, claims) if claims else {}
     if choices:
         decls.update(declarations(git, choices, paths=("calibcourse",), suffix=".py"))
+    for path in sorted({entries[i].path for i in ids if entries[i].path and i not in CHOICES}):
+        # claims registered in a module of the package before a page tested them
+        coded = {i: anchor(i) for i in ids if entries[i].path == path and i not in CHOICES}
+        decls.update(declarations(git, coded, paths=(path,), suffix=".py"))
     commits = {int(t): sha for sha, t in (line.split() for line in git("log", "--format=%H %ct").splitlines())}
     return {i: _one(i, entries[i], decls.get(i), list(keys), keys, hist, commits) for i in ids}
 

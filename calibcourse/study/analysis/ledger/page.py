@@ -126,8 +126,11 @@ def short_claim(text: str) -> str:
     'FLγ-SECE has a lower ECE than CE + TS'
     >>> short_claim("γ-Net inactive (focal loss at γ ≈ 2): FLγ-SECE has a lower ECE than focal loss (Table 1)")
     'FLγ-SECE has a lower ECE than focal loss'
+    >>> short_claim("γ-Net active but not shown to help (its final γ 5.1 against its frozen control's): "
+    ...             "FLγ-SECE has a lower ECE than FLγ-DECE")
+    'FLγ-SECE has a lower ECE than FLγ-DECE'
     """
-    text = re.sub(r"^γ-Net inactive \((?:[^()]|\([^()]*\))*\): ", "", text)
+    text = re.sub(r"^γ-Net (?:inactive|active but not shown to help) \((?:[^()]|\([^()]*\))*\): ", "", text)
     while True:
         cut = re.sub(r" ?\([^()]*\)", "", text)
         if cut == text:

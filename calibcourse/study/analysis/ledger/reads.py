@@ -33,12 +33,16 @@ class Reads(NamedTuple):
         reads: its test moved to other runs after a verdict.
     why : str
         Where the mapping is not obvious, what it rests on.
+    path : str or None
+        The module of the package that declares the claim (its id in double quotes), where a
+        notebook does not: a claim registered in code before the page that tests it was written.
     """
 
     runs: tuple = ()
     anchor: str | None = None
     earlier: str | None = None
     why: str = ""
+    path: str | None = None
 
 
 #: chapter 6's methods paired by seed (``ch6/<family>/s<seed>``)
@@ -46,6 +50,7 @@ _CE, _ENS, _MC, _FOCAL = (f"ch6/{f}/s*" for f in ("CE", "ensemble", "dropout", "
 #: chapter 5's reference recipe (``ch5/reference/<method>/s<seed>``): the chosen γ-Nets and baselines
 _REF = "ch5/reference/{}/s*"
 _SECE, _CE5 = _REF.format("FLgamma-SECE (meta lr 0.0001)"), _REF.format("CE")
+_METAREG = "calibcourse/study/analysis/metareg.py"
 _FIRST_RECIPE = ("984a16e0", "the first recipe's runs, replaced by the reference recipe's in 7cc0f169")
 _INLINE_MLP = ("cf10c026", "an MLP the page trained itself, replaced by the cached run ch1/mlp in 33566ae5")
 _CROSSFIT = ("ch6/heldout/n2500/s*", "ch6/crossfit/n2500/s*")
@@ -98,6 +103,13 @@ CLAIM_READS = {
                           why=_FIRST_RECIPE[1]),
     "ch5-gamma-spread": Reads((_SECE,), earlier=_FIRST_RECIPE[0], why=_FIRST_RECIPE[1]),
     "ch5-sgd-sece-vs-ts": Reads(("ch5/diagnosis/SGD FLgamma-SECE/s*", "ch5/diagnosis/SGD CE/s*")),
+    # chapter 5's registered arms, declared in the package (metareg.REGISTERED) before their runs
+    "ch5-collapse-push-up": Reads(("ch5/diagnosis/bounded logged/s*",), path=_METAREG),
+    "ch5-adam-reset": Reads(("ch5/diagnosis/bounded reset/s*", "ch5/diagnosis/bounded logged/s*"),
+                            path=_METAREG),
+    "ch5-placebo-reported-rate": Reads(("ch5/diagnosis/placebo (meta lr 0.0001)/s*",), path=_METAREG,
+                                       why="the new arm's runs; its comparator, FLγ-SECE at the same meta "
+                                           "rate, is the reference recipe's, trained before (no new outcome)"),
     # chapter 6: the rotated digits (CE, ensemble, MC dropout, focal loss over five seeds)
     "ch6-ts-vs-ensemble-interaction": Reads((_CE, _ENS), anchor='f"ch6-ts-vs-{key}-interaction"'),
     "ch6-ts-vs-dropout-interaction": Reads((_CE, _MC), anchor='f"ch6-ts-vs-{key}-interaction"'),
