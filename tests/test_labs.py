@@ -363,8 +363,9 @@ def test_student_edition_built_holds_no_lab_solution_and_the_instructor_edition_
     (tmp_path / "book" / "intro.md").write_text("# Intro\n\nThe labs.\n")
     pages = [(w.chapter, w.chapter_title) for w in schedule.WEEKS]
     pages += [(name, title) for w in schedule.WEEKS for name, title, _ in w.also]
+    pages += sorted({(name, title) for w in schedule.WEEKS for name, title in w.evidence})
     chapters = "".join(f"  - file: book/generated/{name}\n" for name, _ in pages)
-    for name, title in pages:  # the schedule links the chapters and their second pages: stand-ins
+    for name, title in pages:  # the schedule links the chapters and Part II's reports: stand-ins
         (tmp_path / "notebooks" / f"{name}.md").write_text(f"# {title}\n")
     labs = "".join(f"  - file: book/generated/labs/{p.stem}\n" for p in LABS)
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n" + chapters

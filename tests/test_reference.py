@@ -300,11 +300,11 @@ def test_chapter_5s_lecture_is_one_week_of_reading():
     root = Path(__file__).resolve().parents[1]
     words = prose_words(root / "notebooks" / "05_meta_regularization.md")
     assert 3000 < words <= min(MAX_LECTURE_WORDS, 4500), words   # Part I: one week, at most 4,500 words
-    # one week: the study's report (Part II) is not on the schedule
+    # the week reads Part I's chapter alone; the diagnosis is evidence, in Part II, optional reading
     from calibcourse.study.course.schedule import WEEKS
 
-    week = next(w for w in WEEKS if w.chapter == "05_meta_regularization")
-    assert not week.also and not any("metareg" in name for w in WEEKS for name, _, _ in w.also)
+    assert [name for w in WEEKS for name, _, _ in w.also] == []
+    assert [name for name, _ in WEEKS[4].evidence] == ["study_metareg"]
 
 
 def test_seed_t_interval_is_scipys_one_sample_t_interval():

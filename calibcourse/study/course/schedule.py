@@ -16,7 +16,7 @@ from pathlib import Path
 
 
 __all__ = ["Week", "Lab", "WEEKS", "LAB_TABLE", "LABS", "lab_week", "lab_number", "lab_title", "lab_banner",
-           "chapter_lab_sentence", "schedule_page", "write_page", "PAGE"]
+           "chapter_lab_sentence", "schedule_page", "write_page", "PAGE", "STUDY"]
 
 #: the schedule page, relative to the repository root
 PAGE = Path("book") / "schedule.md"
@@ -40,6 +40,10 @@ class Week:
         What a student needs to know before the week.
     also : tuple of (str, str, int)
         Further pages read the same week, after the chapter: ``(page name, title, minutes)``.
+    evidence : tuple of (str, str)
+        The reports of Part II (the study) that hold the evidence for the chapter's results:
+        ``(page name, title)``. Optional reading, for an instructor or a researcher; not counted in
+        the week's time.
 
     Examples
     --------
@@ -53,6 +57,7 @@ class Week:
     reading_minutes: int
     needs: str = ""
     also: tuple = ()
+    evidence: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -91,21 +96,39 @@ class Lab:
     minutes: tuple
 
 
-#: the course, one chapter a week
+#: the reproduction reports of Part II, the study: ``{page name: title}``
+STUDY = {
+    "study_guo2017": "Guo et al. (2017) and the lecture's MNIST practical",
+    "study_temperature": "Temperature scaling: a student project and a tutorial",
+    "study_metareg": "Meta-regularization",
+    "study_shift": "Distribution shift",
+}
+
+
+def _evidence(*names):
+    return tuple((name, STUDY[name]) for name in names)
+
+
+#: the course, one chapter of Part I a week; Part II (the study) is optional reading
 WEEKS = (
     Week(1, "01_theory", "What calibration is, and how we measure it", 120,
-         "probability (conditional expectation, binomial), softmax and cross-entropy, numpy"),
+         "probability (conditional expectation, binomial), softmax and cross-entropy, numpy",
+         evidence=_evidence("study_guo2017")),
     Week(2, "02_causes", "What makes networks miscalibrated", 120,
-         "chapter 1; training a network (Adam or SGD, weight decay, batch normalization)"),
+         "chapter 1; training a network (Adam or SGD, weight decay, batch normalization)",
+         evidence=_evidence("study_guo2017")),
     Week(3, "03_binary", "Calibrating a binary classifier", 120,
-         "chapters 1 and 2; logistic regression, maximum likelihood"),
+         "chapters 1 and 2; logistic regression, maximum likelihood",
+         evidence=_evidence("study_guo2017", "study_temperature")),
     Week(4, "04_multiclass", "Calibrating a multiclass network", 110,
-         "chapter 3; fitting parameters by minimizing the NLL; PyTorch autograd"),
+         "chapter 3; fitting parameters by minimizing the NLL; PyTorch autograd",
+         evidence=_evidence("study_guo2017", "study_temperature")),
     Week(5, "05_meta_regularization", "Calibration at training time: meta-regularization", 120,
-         "chapters 1 to 4; PyTorch autograd (the chapter introduces the bilevel optimization it uses)"),
+         "chapters 1 to 4; PyTorch autograd (the chapter introduces the bilevel optimization it uses)",
+         evidence=_evidence("study_metareg")),
     Week(6, "06_practice", "Calibration in practice: distribution shift", 110,
          "chapters 1, 4 and 5 (ECE, NLL, Brier score; temperature scaling; comparisons paired by seed)",
-         also=(("06b_deployment", "Deploying a calibrated model", 60),)),
+         evidence=_evidence("study_shift")),
 )
 
 #: the labs, in the order they are handed out; each comes no earlier than the chapter that teaches it
@@ -298,8 +321,9 @@ def schedule_page() -> str:
     >>> print(schedule_page().splitlines()[0])
     # Schedule
     """
-    rows = ["| Week | Read | Lab handed out (the chapter it follows) | Time | Due at the end of the week | Needs |",
-            "| --- | --- | --- | --- | --- | --- |"]
+    rows = ["| Week | Read | Lab handed out (the chapter it follows) | Time | Due at the end of the week | Needs "
+            "| Evidence (Part II, optional) |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
     for w in WEEKS:
         chapter = f"{{doc}}`Chapter {int(w.chapter[:2])}: {w.chapter_title} </book/generated/{w.chapter}>`"
         chapter += "".join(f", then {{doc}}`{title} </book/generated/{name}>`" for name, title, _ in w.also)
@@ -310,7 +334,8 @@ def schedule_page() -> str:
         time = f"reading {_hours(w.reading_minutes)}" + "".join(f" + {_hours(m)}" for _, _, m in w.also)
         time += "".join(f"; lab {e.minutes[0]} to {e.minutes[1]} min" for e in out)
         due_text = ", ".join(f"Lab {lab_number(e.name)}" for e in due) or "nothing"
-        rows.append(f"| {w.number} | {chapter} | {lab} | {time} | {due_text} | {w.needs} |")
+        evidence = ", ".join(f"{{doc}}`{title} </book/generated/{name}>`" for name, title in w.evidence) or "none"
+        rows.append(f"| {w.number} | {chapter} | {lab} | {time} | {due_text} | {w.needs} | {evidence} |")
     total = (sum(w.reading_minutes + sum(m for _, _, m in w.also) for w in WEEKS)
              + sum(sum(e.minutes) / 2 for e in LAB_TABLE))
     return "\n".join(
@@ -328,6 +353,12 @@ def schedule_page() -> str:
             *rows,
             "",
             f"In all, about {round(total / 60)} hours of work.",
+            "",
+            "The course is Part I of the book. Part II, the study, is optional reading: one reproduction "
+            "report per source, with the set-up, every claim tested and its verdict, and the diagnosis where "
+            "a method fails. It is where an instructor preparing a lecture, or a student who wants to know "
+            "where a chapter's sentence comes from, finds the evidence; the last column names the reports "
+            "behind each week's chapter. It is not in the times above.",
             "",
             "How to get the labs, run them on your machine and hand them in: {doc}`setup </book/setup>`.",
             "",
