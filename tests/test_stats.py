@@ -362,6 +362,28 @@ def test_rivals_difference_needs_every_rival_beaten_to_hold():
     assert tie.better == ()
 
 
+def test_rivals_decisive_comparison_has_one_level_and_the_same_verdict():
+    """The composite interval joins a Bonferroni lower end to a 95 % upper end; decisive() gives one
+    rival's interval at one level, with the verdict of the composite, in each of the three cases."""
+    q, y = _rival_setup()
+    kw = dict(n_boot=300, reliability="positive_class")
+    cases = {"held": (q, {"+0.06": np.clip(q + 0.06, 0, 1), "+0.12": np.clip(q + 0.12, 0, 1)}),
+             "not held": (np.clip(q + 0.03, 0, 1), {"calibrated": q, "worse": np.clip(q + 0.08, 0, 1)}),
+             "inconclusive": (q, {"itself": q.copy(), "+0.06": np.clip(q + 0.06, 0, 1)})}
+    for expected, (a, rivals) in cases.items():
+        d = stats.rivals_difference(M.ece, a, rivals, y, **kw)
+        rival, one = d.decisive()
+        assert stats.verdict(d.low, d.high) == expected == stats.verdict(one.low, one.high), expected
+        bonferroni = 1 - 0.05 / len(rivals)
+        # both ends from one paired interval, at the level it carries
+        own = stats.paired_difference(M.ece, a, rivals[rival], y, level=one.level, **kw)
+        assert (one.low, one.high) == pytest.approx((own.low, own.high)), expected
+        assert one.level == pytest.approx(0.95 if expected == "held" else bonferroni), expected
+    # the mixed interval really has two levels: its lower end is not the 95 % lower end of its rival
+    d = stats.rivals_difference(M.ece, *cases["not held"], y, **kw)
+    assert d.low != d.per_rival[d.decisive()[0]].low
+
+
 def test_rivals_difference_rejects_bad_rivals():
     q, y = _rival_setup()
     with pytest.raises(ValueError, match="rivals must be a non-empty dict"):

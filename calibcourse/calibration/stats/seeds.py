@@ -340,6 +340,45 @@ class RivalsDifference(NamedTuple):
         """As :meth:`Difference.detectable`, of the closest rival's difference."""
         return self.per_rival[self.closest].detectable(power)
 
+    def decisive(self) -> tuple:
+        """The one rival whose interval decides the verdict, and that interval, at one level.
+
+        The effect's interval ``[low, high]`` joins a lower end at the Bonferroni level to an upper
+        end at ``level``: two levels in one interval, which a table headed "95 % interval" misreads.
+        This is the single comparison that gives the same verdict, with both ends at one level:
+
+        * where every rival's interval lies below 0 (held): the closest rival, at ``level``;
+        * where some rival is reliably better (not held): the rival whose Bonferroni lower end is
+          largest, at the Bonferroni level;
+        * otherwise (inconclusive): the closest rival at the Bonferroni level, which contains 0 (its
+          upper end is at least its upper end at ``level``, at least 0; its lower end is at most the
+          largest Bonferroni lower end, at most 0).
+
+        Returns
+        -------
+        tuple of (str, Difference)
+            The rival and ``metric(a) - metric(rival)`` with its interval (``level`` says which).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from calibcourse.calibration import metrics, stats
+        >>> rng = np.random.default_rng(0)
+        >>> q = rng.uniform(0.5, 1, 4000); y = (rng.random(4000) < q).astype(int)
+        >>> d = stats.rivals_difference(metrics.ece, np.clip(q + 0.1, 0, 1), {"calibrated": q,
+        ...                             "+0.05": np.clip(q + 0.05, 0, 1)}, y, n_boot=200,
+        ...                             reliability="positive_class")
+        >>> rival, one = d.decisive()
+        >>> rival, round(one.level, 3), stats.verdict(one.low, one.high) == stats.verdict(d.low, d.high)
+        ('calibrated', 0.975, True)
+        """
+        if all(d.high < 0 for d in self.per_rival.values()):
+            return self.closest, self.per_rival[self.closest]
+        if self.better:
+            rival = max(self.better, key=lambda r: self.adjusted[r].low)
+            return rival, self.adjusted[rival]
+        return self.closest, self.adjusted[self.closest]
+
 
 def rivals_difference(metric, probs_a, rivals: dict, labels, n_boot: int = 2000, level: float = 0.95,
                       seed: int = 0, **metric_kwargs) -> RivalsDifference:
