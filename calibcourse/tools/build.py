@@ -56,6 +56,7 @@ __all__ = [
     "toc_entries",
     "notebook_pages",
     "fingerprint",
+    "page_reads",
     "execute_book",
     "write_ledger",
     "build_html",
@@ -206,8 +207,43 @@ def _hash_tree(h, base: Path, patterns=("**/*",)) -> None:
         h.update(hashlib.sha256(p.read_bytes()).digest())
 
 
+def page_reads(source: Path) -> list[str]:
+    r"""The pages a page reads when it executes: ``calibcourse: reads: [...]`` in its front matter.
+
+    A report of Part II reads the claims its chapters published in their executed notebooks
+    (:func:`calibcourse.study.course.evidence.published_claims`); it is executed again whenever one
+    of those pages' sources changes (:func:`fingerprint`).
+
+    Parameters
+    ----------
+    source : pathlib.Path
+        A jupytext MyST source.
+
+    Returns
+    -------
+    list of str
+        Page names, e.g. ``["01_theory"]``; empty when it reads none.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "report.md"
+    >>> _ = p.write_text("---\ncalibcourse:\n  reads: [01_theory, 02_causes]\n---\n# A report\n")
+    >>> page_reads(p)
+    ['01_theory', '02_causes']
+    """
+    import re
+
+    import yaml
+
+    m = re.match(r"---\n(.*?)\n---\n", Path(source).read_text(), flags=re.S)
+    meta = (yaml.safe_load(m.group(1)) if m else None) or {}
+    return [str(name) for name in (meta.get("calibcourse") or {}).get("reads", [])]
+
+
 def fingerprint(page: Page, params: dict, root: Path, package_dir: Path | None = None) -> str:
-    """sha256 of the page source, the package, requirements.txt, data/ and the parameters.
+    r"""sha256 of the page source, the package, requirements.txt, data/ and the parameters, and
+    the sources of the pages it reads (:func:`page_reads`).
 
     Parameters
     ----------
@@ -239,9 +275,21 @@ def fingerprint(page: Page, params: dict, root: Path, package_dir: Path | None =
     >>> _ = (root / "data" / "new.csv").write_text("1,2")             # a change in data/ re-executes
     >>> fp == fingerprint(page, {"profile": "ci"}, root)
     False
+    >>> _ = page.source.write_text("---\ncalibcourse:\n  reads: [other]\n---\n# A report")
+    >>> _ = (root / "notebooks" / "other.md").write_text("# A chapter")
+    >>> fp = fingerprint(page, {"profile": "ci"}, root)
+    >>> _ = (root / "notebooks" / "other.md").write_text("# A chapter, changed")  # a page it reads
+    >>> fp == fingerprint(page, {"profile": "ci"}, root)
+    False
     """
     h = hashlib.sha256()
     h.update(page.source.read_bytes())
+    for name in page_reads(page.source):   # what the pages it reads executed from
+        read = root / SOURCES / f"{name}.md"
+        if not read.exists():
+            raise BuildError(f"{page.source.relative_to(root)} reads the page {name}, whose source "
+                             f"{read.relative_to(root)} does not exist")
+        h.update(read.read_bytes())
     h.update(json.dumps(params, sort_keys=True).encode())
     _hash_tree(h, package_dir or root / "calibcourse", ("**/*.py",))
     req = root / "requirements.txt"

@@ -29,24 +29,12 @@ def collect_claims(pages: list) -> list:
     >>> collect_claims([])
     []
     """
-    import ast
-
-    import nbformat
-
-    from calibcourse.study.analysis.ledger import CLAIMS_GLUE_NAME
+    from calibcourse.study.course.evidence import notebook_claims
 
     claims = []
     for page in pages:
-        if not page.output.exists():
-            continue
-        nb = nbformat.read(page.output, as_version=4)
-        for cell in nb.cells:
-            for out in cell.get("outputs", []):
-                meta = out.get("metadata", {}).get("scrapbook", {})
-                if meta.get("name") != CLAIMS_GLUE_NAME:
-                    continue
-                raw = out["data"].get("application/papermill.record/text/plain")
-                claims.extend(json.loads(ast.literal_eval(raw)))
+        if page.output.exists():
+            claims.extend(notebook_claims(page.output))
     return claims
 
 
