@@ -45,18 +45,21 @@ def prose(text: str) -> str:
     >>> page = "---\\nkernel: x\\n---\\n# Title\\n\\n```{code-cell} ipython3\\nx = 1\\n```\\nOne two.\\n$$a+b$$\\n"
     >>> prose(page).split()
     ['#', 'Title', 'One', 'two.']
+    >>> prose("````{exercise} Go\\nThree.\\n```python\\ny = 2\\n```\\n````\\n").split()  # code in a directive
+    ['Three.']
     """
     text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
-    out, skip, fence = [], False, None
+    out, fences = [], []   # the open fences, innermost last: (marker, whether its body is code)
     for line in text.splitlines():
         m = _FENCE.match(line)
-        if m and fence is None:
-            fence, skip = m.group(1), "code-cell" in m.group(2) or m.group(2) in ("", "python", "text", "{math}")
+        if m and fences and line.strip() == fences[-1][0]:
+            fences.pop()
             continue
-        if m and fence is not None and line.strip() == fence:
-            fence, skip = None, False
+        if m and (not fences or m.group(2)):   # a fence opens (inside a directive, only with an info string)
+            info = m.group(2)
+            fences.append((m.group(1), "code-cell" in info or info in ("", "python", "text", "{math}")))
             continue
-        if skip or re.match(r"^:[\w-]+:", line):
+        if any(code for _, code in fences) or re.match(r"^:[\w-]+:", line):
             continue
         out.append(line)
     body = re.sub(r"<!--.*?-->", " ", "\n".join(out), flags=re.S)
