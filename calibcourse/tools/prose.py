@@ -209,8 +209,9 @@ def plumbing(nb, labels=()) -> list:
     Finds run names (``ch2/model/large``), the word "profile" or a profile in backticks, internal
     ids ("reference 002", the ledger), the study's code (``calibcourse.study...``), template names
     (``labels``: the model and data names the runs' configs give, pasted as "1-D CNN, MNIST-1D"),
-    and inline code whose first name is one of the page's own variables or functions, or a name it
-    imports from the study (``found``, ``recipe_net``, ``runs(...)``). The toolkit a student uses
+        and inline code whose first name is one of the page's own variables or functions, or a name it
+    imports from the study (``found``, ``recipe_net``, ``runs(...)``). A table's rows may be named
+    by model and data; a sentence may not. The toolkit a student uses
     (``cal.TemperatureScaling``, ``metrics.ece``, numpy) is not machinery.
 
     Parameters
@@ -235,17 +236,20 @@ def plumbing(nb, labels=()) -> list:
     >>> [finding.split(":")[0] for finding in plumbing(nb, labels=["1-D CNN, MNIST-1D"])]
     ['internal id', 'template name', 'code identifier']
     """
-    text = " ".join(rendered_prose(nb).split())
+    rendered = rendered_prose(nb)
+    text = " ".join(rendered.split())
+    # a table may name its rows by model and data (a transcribed table of a paper does); a sentence may not
+    sentences = " ".join(" ".join(ln for ln in rendered.splitlines() if not ln.lstrip().startswith("|")).split())
     found = []
 
-    def excerpt(m):
-        a, b = max(m.start() - 30, 0), min(m.end() + 30, len(text))
-        return ("..." if a else "") + text[a:b] + ("..." if b < len(text) else "")
+    def excerpt(m, where=text):
+        a, b = max(m.start() - 30, 0), min(m.end() + 30, len(where))
+        return ("..." if a else "") + where[a:b] + ("..." if b < len(where) else "")
 
     for rule, pattern in _PLUMBING:
         found += [f"{rule}: {excerpt(m)}" for m in pattern.finditer(text)]
     for label in labels:
-        found += [f"template name: {excerpt(m)}" for m in re.finditer(re.escape(label), text)]
+        found += [f"template name: {excerpt(m, sentences)}" for m in re.finditer(re.escape(label), sentences)]
     own = _page_names(nb)
     for m in _INLINE_CODE.finditer(text):
         head = re.match(r"([A-Za-z_]\w*)\s*(=?)", m.group(1).strip())
