@@ -132,7 +132,8 @@ def claims_table(claims, chapter_links: bool = True) -> str:
     -3.0 [-4.0, -2.0] points
     held (< 0) |
     """
-    lines = ["| ch. | claim | effect (test samples, seeds) | estimate [95 % interval] | verdict (claimed side) |",
+    lines = ["| ch. | claim | effect (test samples, seeds) | estimate [interval], 95 % unless said | "
+             "verdict (claimed side) |",
              "|---|---|---|---|---|"]
     for d in claims:
         c = _claim(d)
