@@ -22,9 +22,9 @@ REPORT_HEADINGS = ["What the paper claims", "Set-up and departures", "Registered
 
 # ----- TRANSITIONAL: the coordinator deletes this block when the other branches are merged -----
 #: pages rewritten on other branches (chapter 5 and its report: metareg; chapter 6 and its report: shift)
-OTHER_BRANCHES = {"05_meta_regularization", "06_practice", "study_metareg", "study_shift"}
+OTHER_BRANCHES = {"06_practice", "study_shift"}
 #: pages those branches fold into their reports; listed in Part II until then (chapters 5 and 6 link them)
-FOLDED_ON_OTHER_BRANCHES = ("05b_diagnosis", "06b_deployment")
+FOLDED_ON_OTHER_BRANCHES = ("06b_deployment",)
 # ----- end TRANSITIONAL -----
 
 
