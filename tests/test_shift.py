@@ -218,3 +218,83 @@ def test_a_difference_of_differences_over_seeds_alone_is_the_paired_t_interval()
     np.testing.assert_allclose((c.low, c.high), (low, high), rtol=1e-9)
     with pytest.raises(ValueError, match="weights"):
         stats.paired_seeds_contrast(metrics.brier, P, (1, -1), y, n_boot=0)
+
+
+# --------------------------------------------------------------------------- the letters (out of distribution)
+def _raw_test_digits():
+    """The clean test digits of chapter 6's default runs, back in [0, 1] (as the letters are drawn)."""
+    from calibcourse.study.runs.experiments import CH6_DATA
+    from calibcourse.study.training.config import load_data_splits
+
+    *_, X_test, _, (mean, std) = load_data_splits(CH6_DATA, return_stats=True)
+    return X_test * np.asarray(std).reshape(1, -1, 1, 1) + np.asarray(mean).reshape(1, -1, 1, 1)
+
+
+def test_brightness_alone_does_not_separate_the_letters_from_the_digits():
+    """The issue's bar for a non-trivial out-of-distribution set: brightness AUROC below 0.9 (the
+    photographs' patches reach 1.0), computed here with scikit-learn on the images the runs score."""
+    from sklearn.metrics import roc_auc_score
+
+    from calibcourse.study.analysis.deployment import brightness_separation
+    from calibcourse.study.runs.experiments import CH6_LETTERS
+    from calibcourse.study.training.shift import ood_images, ood_letters
+
+    digits = _raw_test_digits()[:, 0].reshape(-1, 28 * 28)
+    letters = ood_letters(CH6_LETTERS["n"], (1, 28, 28))[:, 0].reshape(-1, 28 * 28)
+    group = np.r_[np.ones(len(digits)), np.zeros(len(letters))]
+    features = {"mean intensity": lambda X: X.mean(1), "near-black fraction": lambda X: (X < 0.1).mean(1)}
+    for name, feature in features.items():
+        a = roc_auc_score(group, np.r_[feature(digits), feature(letters)])
+        assert max(a, 1 - a) < 0.9, name
+        assert brightness_separation(digits, letters)[name] == pytest.approx(max(a, 1 - a), abs=1e-12)
+    patches = ood_images(500, (1, 28, 28))[:, 0].reshape(-1, 28 * 28)
+    assert brightness_separation(digits, patches)["near-black fraction"] > 0.99   # the set it replaces
+
+
+def test_the_letters_are_drawn_like_mnist_digits():
+    from calibcourse.study.training.shift import ood_letters
+
+    X = ood_letters(60, (1, 28, 28))[:, 0]
+    assert X.min() >= 0 and X.max() <= 1 and len({x.tobytes() for x in X}) == 60
+    ink = X.sum(axis=(1, 2))
+    rows, cols = np.arange(28)[:, None], np.arange(28)[None, :]
+    cy = (X * rows).sum(axis=(1, 2)) / ink
+    cx = (X * cols).sum(axis=(1, 2)) / ink
+    assert np.all(np.abs(cy - 13.5) <= 0.5) and np.all(np.abs(cx - 13.5) <= 0.5)   # centred by mass, as MNIST
+    on = X > 0
+    height = np.array([np.ptp(np.flatnonzero(o.any(1))) + 1 for o in on])
+    width = np.array([np.ptp(np.flatnonzero(o.any(0))) + 1 for o in on])
+    assert np.all(np.maximum(height, width) <= 21) and np.all(np.maximum(height, width) >= 19)   # a 20-pixel box
+    np.testing.assert_allclose(ood_letters(3, (1, 28, 28), mean=0.5, std=2.0)[:, 0], (X[:3] - 0.5) / 2.0, atol=1e-6)
+    assert ood_letters(2, (3, 28, 28)).shape == (2, 3, 28, 28)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"kind": "fonts", "n": 10}, "ood.kind"),
+    ({"kind": "letters", "n": 0}, "ood.n"),
+    ({"kind": "letters"}, "ood must be"),
+])
+def test_a_bad_ood_section_is_refused_by_name(bad, message):
+    with pytest.raises(ValueError, match=message):
+        normalize_config({**TINY, "ood": bad})
+    with pytest.raises(ValueError, match="not both"):
+        normalize_config({**TINY, "ood": {"kind": "letters", "n": 5}, "shift": {**SHIFT, "ood": 5}})
+
+
+def test_the_letters_runs_store_the_letters_logits():
+    from calibcourse.study.training.shift import OOD_LABEL, OOD_SPLIT, ood_letters
+    from calibcourse.study.training.config import load_data_splits
+
+    cfg = {**TINY, "data": {"name": "mnist5k", "n_train": 100}, "model": {"name": "lenet5"}, "epochs": 1,
+           "ood": {"kind": "letters", "n": 20}}
+    r = train(cfg, progress=False)
+    *_, (mean, std) = load_data_splits(cfg["data"], return_stats=True)
+    np.testing.assert_array_equal(r.labels(OOD_SPLIT), np.full(20, OOD_LABEL))
+    expected = predict_logits(r.model, ood_letters(20, (1, 28, 28), mean, std))
+    np.testing.assert_array_equal(r.logits(OOD_SPLIT), expected.astype(np.float32))
+    assert not any(k.startswith("shift/") for k in r.outputs)
+    names = experiments("default")
+    assert {f"ch6/letters/{m}/s9" for m in ("CE", "ensemble", "dropout", "focal")} <= set(names)
+    # the recipe of the runs under shift, with the letters in place of the rotations
+    base = {k: v for k, v in names["ch6/CE/s3"].items() if k != "shift"}
+    assert {k: v for k, v in names["ch6/letters/CE/s3"].items() if k != "ood"} == base

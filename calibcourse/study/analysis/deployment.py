@@ -14,8 +14,9 @@ from calibcourse.calibration import stats
 from calibcourse.study.analysis.tables import fmt_difference
 from calibcourse.calibration._validation import check_int
 
-__all__ = ["CH6_RUN_OF", "CROSSFIT_ARMS", "CROSSFIT_MEASURES", "crossfit_arms", "crossfit_comparison", "fair_footing",
-           "label_shift_indices", "ood_metric", "recalibration_curve", "with_ood"]
+__all__ = ["CH6_RUN_OF", "CROSSFIT_ARMS", "CROSSFIT_MEASURES", "brightness_separation", "crossfit_arms",
+           "crossfit_comparison", "fair_footing", "label_shift_indices", "ood_metric", "recalibration_curve",
+           "with_ood"]
 
 #: chapter 6's methods and the run family each is read from (``ch6/<family>/s<seed>``)
 CH6_RUN_OF = {"CE": "CE", "Ensemble": "ensemble", "MC dropout": "dropout", "Focal": "focal"}
@@ -208,6 +209,55 @@ def ood_metric(probs, group) -> float:
 
     c, g = confidence(probs), np.asarray(group)
     return auroc(c[g == 1], c[g == 0])
+
+
+#: the brightness features :func:`brightness_separation` scores: name -> function of raw images (n, pixels)
+#: in [0, 1] (the ink, and the share of near-black pixels, below 0.1)
+BRIGHTNESS_FEATURES = {"mean intensity": lambda X: X.mean(axis=1),
+                       "near-black fraction": lambda X: (X < 0.1).mean(axis=1)}
+
+
+def brightness_separation(images_in, images_out) -> dict:
+    """How well brightness alone tells two image sets apart: the AUROC of each brightness feature.
+
+    A test of an out-of-distribution set itself: if a feature as crude as the mean intensity
+    separates it from the in-distribution images, any detector passes the test, and it says little
+    about the network. Each AUROC is taken in the direction that separates better (``max(a, 1 - a)``:
+    0.5 is no separation, 1 perfect).
+
+    Parameters
+    ----------
+    images_in, images_out : array_like of shape (n_in, ...) and (n_out, ...)
+        Raw images with pixels in [0, 1] (black 0), before any normalization.
+
+    Returns
+    -------
+    dict
+        ``{feature: AUROC}`` for each feature of :data:`BRIGHTNESS_FEATURES`.
+
+    Examples
+    --------
+    >>> dark, bright = np.zeros((5, 4, 4)), np.ones((5, 4, 4))
+    >>> brightness_separation(dark, bright)["mean intensity"]
+    1.0
+    >>> rng = np.random.default_rng(0)
+    >>> a = brightness_separation(rng.random((400, 16)), rng.random((400, 16)))["mean intensity"]
+    >>> bool(0.5 <= a < 0.6)
+    True
+    """
+    from calibcourse.calibration.selective import auroc
+
+    a = np.asarray(images_in, dtype=np.float64)
+    b = np.asarray(images_out, dtype=np.float64)
+    if len(a) < 1 or len(b) < 1 or a.shape[1:] != b.shape[1:]:
+        raise ValueError(f"images_in and images_out must be non-empty image sets of one shape; got {a.shape} "
+                         f"and {b.shape}")
+    a, b = a.reshape(len(a), -1), b.reshape(len(b), -1)
+    out = {}
+    for name, f in BRIGHTNESS_FEATURES.items():
+        v = auroc(f(a), f(b))
+        out[name] = float(max(v, 1 - v))
+    return out
 
 
 def label_shift_indices(labels, priors, n: int, seed: int = 0) -> np.ndarray:

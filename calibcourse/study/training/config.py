@@ -45,12 +45,12 @@ DATA_KEYS = {"name", "view", "split", "val_fraction", "n_train", "seed", "mnist1
              "root", "download"}
 #: keys a config may have that are not filled by default (so older configs keep their cache keys)
 OPTIONAL_KEYS = {"meta", "mixup_alpha", "keep_best", "augment", "amp", "milestones", "nesterov", "warmup",
-                 "cross_fit", "shift", "ensemble", "mc_dropout", "reduction", "clip_grad_norm"}
+                 "cross_fit", "shift", "ood", "ensemble", "mc_dropout", "reduction", "clip_grad_norm"}
 #: optional keys dropped from the canonical config when they say "off" (``amp: False``,
 #: ``augment: None``, ``milestones: None``, ``mixup_alpha: None``, ``meta: {}``, ``cross_fit: None``,
 #: ``shift: None``, ...): a config that does not use them hashes as if absent
-_DROPPED_WHEN_OFF = ("augment", "amp", "milestones", "warmup", "mixup_alpha", "meta", "cross_fit", "shift", "ensemble",
-                     "mc_dropout")
+_DROPPED_WHEN_OFF = ("augment", "amp", "milestones", "warmup", "mixup_alpha", "meta", "cross_fit", "shift", "ood",
+                     "ensemble", "mc_dropout")
 #: the augmentation keys and what they mean
 AUGMENT_KEYS = {"crop_padding": "pixels of padding before a random crop back to the input size",
                 "hflip": "flip each image horizontally with probability 1/2"}
@@ -164,12 +164,19 @@ def _check_step_loss(cfg: dict) -> None:
 
 
 def _check_prediction_keys(cfg: dict) -> None:
-    """Validate chapter 6's ``shift`` (:func:`calibcourse.study.training.shift.check_shift`), ``ensemble`` (members)
-    and ``mc_dropout`` (forward passes) when present."""
+    """Validate chapter 6's ``shift`` (:func:`calibcourse.study.training.shift.check_shift`), ``ood``
+    (:func:`calibcourse.study.training.shift.check_ood`), ``ensemble`` (members) and ``mc_dropout`` (forward
+    passes) when present."""
     if "shift" in cfg:
         from calibcourse.study.training.shift import check_shift
 
         check_shift(cfg["shift"])
+    if "ood" in cfg:
+        from calibcourse.study.training.shift import check_ood
+
+        check_ood(cfg["ood"])
+        if "ood" in (cfg.get("shift") or {}):
+            raise ValueError("a config stores one out-of-distribution set: give ood or shift.ood, not both")
     for key, what in (("ensemble", "members"), ("mc_dropout", "forward passes with dropout on")):
         v = cfg.get(key)
         if v is not None:

@@ -7,7 +7,11 @@ by sample. The run stores them beside its test split as ``"shift/<angle>"``
 (``result.logits("shift/30")``, ``result.labels("shift/30")``); the clean test set stays ``"test"``.
 An optional ``"ood": m`` adds ``m`` out-of-distribution images (:func:`ood_images`: patches of the
 two photographs scikit-learn ships, no digit in them), stored as the split ``"ood"`` with the label
-:data:`OOD_LABEL`.
+:data:`OOD_LABEL`. Those patches turned out to be separable from the digits by their brightness alone
+(their mean intensity is three times the digits'), so they test little; a run config's optional
+top-level ``ood`` section, ``{"kind": "letters", "n": m}`` (:func:`check_ood`), stores ``m`` images of
+:func:`ood_letters` instead, letters A-J drawn like MNIST digits (the Not-MNIST idea), under the same
+split name.
 
 Rotation is :func:`scipy.ndimage.rotate` about the image centre, without resizing
 (``reshape=False``), with linear interpolation (``order=1``), deterministic. Images are rotated
@@ -19,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 from calibcourse.calibration._validation import check_int, is_int
 
-__all__ = ["OOD_LABEL", "OOD_SPLIT", "SHIFT_KINDS", "check_shift", "ood_images", "rotate_images", "shifted_sets",
-           "split_name", "shift_levels"]
+__all__ = ["LETTERS", "LETTER_FONTS", "OOD_KINDS", "OOD_LABEL", "OOD_SPLIT", "SHIFT_KINDS", "check_ood", "check_shift",
+           "ood_images", "ood_letters", "ood_set", "rotate_images", "shifted_sets", "split_name", "shift_levels"]
 
 #: the kinds of shift a config may ask for
 SHIFT_KINDS = ("rotate",)
@@ -29,6 +33,17 @@ OOD_SPLIT = "ood"
 OOD_LABEL = -1
 #: the out-of-distribution images' seed: the same images for every run, so that runs pair on them
 OOD_SEED = 0
+#: the kinds of out-of-distribution images a config's ``ood`` section may ask for
+OOD_KINDS = ("photos", "letters")
+#: Not-MNIST's ten letters (Bulatov 2011), which :func:`ood_letters` draws
+LETTERS = "ABCDEFGHIJ"
+#: the fonts :func:`ood_letters` draws them in: every roman, bold and italic text face matplotlib ships
+#: (DejaVu, STIX and Computer Modern), so that nothing is downloaded
+LETTER_FONTS = ("DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "DejaVuSans-Oblique.ttf", "DejaVuSans-BoldOblique.ttf",
+                "DejaVuSansMono.ttf", "DejaVuSansMono-Bold.ttf", "DejaVuSerif.ttf", "DejaVuSerif-Bold.ttf",
+                "DejaVuSerif-Italic.ttf", "DejaVuSerif-BoldItalic.ttf", "STIXGeneral.ttf", "STIXGeneralBol.ttf",
+                "STIXGeneralItalic.ttf", "STIXGeneralBolIta.ttf", "cmr10.ttf", "cmss10.ttf", "cmti10.ttf",
+                "cmtt10.ttf", "cmb10.ttf")
 
 
 def check_shift(spec) -> dict:
@@ -213,6 +228,169 @@ def ood_images(n: int, shape, mean=0.0, std=1.0, seed: int = OOD_SEED) -> np.nda
     mean = np.broadcast_to(np.asarray(mean, dtype=np.float64).reshape(-1), (c,)).reshape(1, c, 1, 1)
     std = np.broadcast_to(np.asarray(std, dtype=np.float64).reshape(-1), (c,)).reshape(1, c, 1, 1)
     return ((out - mean) / std).astype(np.float32)
+
+
+def check_ood(spec) -> dict:
+    """Validate a config's ``ood`` section; return it.
+
+    Parameters
+    ----------
+    spec : dict
+        ``{"kind": one of OOD_KINDS, "n": images >= 1}``: which out-of-distribution images a run
+        scores and stores as the split :data:`OOD_SPLIT` (:func:`ood_set`).
+
+    Returns
+    -------
+    dict
+        ``spec`` itself.
+
+    Raises
+    ------
+    ValueError
+        A missing or unknown key, or a value out of range, named in the message.
+
+    Examples
+    --------
+    >>> check_ood({"kind": "letters", "n": 500})["kind"]
+    'letters'
+    >>> check_ood({"kind": "fonts", "n": 500})
+    Traceback (most recent call last):
+        ...
+    ValueError: ood.kind must be one of photos, letters; got 'fonts'
+    """
+    if not isinstance(spec, dict) or set(spec) != {"kind", "n"}:
+        raise ValueError(f'ood must be a dict {{"kind": "letters", "n": 500}}; got {spec!r}')
+    if spec["kind"] not in OOD_KINDS:
+        raise ValueError(f"ood.kind must be one of {', '.join(OOD_KINDS)}; got {spec['kind']!r}")
+    check_int(spec["n"], "ood.n", low=1)
+    return spec
+
+
+def _letter_font(name: str):
+    import os
+
+    import matplotlib
+    from matplotlib.font_manager import FontProperties
+
+    return FontProperties(fname=os.path.join(matplotlib.get_data_path(), "fonts", "ttf", name))
+
+
+def ood_letters(n: int, shape, mean=0.0, std=1.0, seed: int = OOD_SEED, up: int = 4) -> np.ndarray:
+    """``n`` out-of-distribution images: the letters A-J drawn as MNIST draws its digits (Not-MNIST's idea).
+
+    Each image is one of :data:`LETTERS` in one of :data:`LETTER_FONTS` (both drawn at random),
+    slanted by a shear of up to 0.2 and turned by up to 15 degrees either way, its outline thickened by
+    up to 1.5 pixels, then laid out as MNIST lays out a digit: white on black, scaled to fit a box of
+    20/28 of the image's side, drawn ``up`` times finer and averaged down (anti-aliasing), and moved
+    so that its centre of mass sits at the image's centre. The ink per image is then close to a
+    digit's, so that brightness alone does not tell the letters from the digits (unlike
+    :func:`ood_images`' photographs). Rendered with matplotlib's Agg canvas from the fonts
+    matplotlib ships: no download, the same images for every run. Scaled to [0, 1] like the digits,
+    then normalized with the digits' ``mean`` and ``std``.
+
+    Parameters
+    ----------
+    n : int
+        Number of images (>= 1).
+    shape : tuple of int
+        ``(C, H, W)`` of one image: square (``H == W``, at least 8), C 1 or 3 (grey, repeated).
+    mean, std : float or array_like of shape (C,), default=0, 1
+        The normalization of the network's inputs (the training split's statistics).
+    seed : int, default=OOD_SEED
+        Which letters, fonts and distortions.
+    up : int, default=4
+        The finer drawing's factor.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, C, H, W), float32
+
+    Examples
+    --------
+    >>> X = ood_letters(4, (1, 28, 28))
+    >>> X.shape, X.dtype, bool(0 <= X.min() and X.max() <= 1)
+    ((4, 1, 28, 28), dtype('float32'), True)
+    >>> bool(np.array_equal(ood_letters(4, (1, 28, 28)), X))   # the same images every time
+    True
+    >>> bool(np.all(X[:, :, 0, :] == 0))                          # black around the letter
+    True
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import PathPatch
+    from matplotlib.textpath import TextPath
+    from matplotlib.transforms import Affine2D
+    from scipy import ndimage
+
+    check_int(n, "n", low=1)
+    check_int(up, "up", low=1)
+    c, h, w = (int(v) for v in shape)
+    if c not in (1, 3) or h != w or h < 8:
+        raise ValueError(f"shape must be (C, H, W) with C 1 or 3 and H == W >= 8; got {tuple(shape)}")
+    side, box = h * up, 20 / 28 * h * up
+    fig = Figure(figsize=(1, 1), dpi=side)
+    canvas = FigureCanvasAgg(fig)
+    fig.patch.set_facecolor("black")
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_axis_off()
+    ax.set(xlim=(0, side), ylim=(side, 0))
+    fonts = [_letter_font(f) for f in LETTER_FONTS]
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, h, w))
+    for i in range(n):
+        letter, font = LETTERS[rng.integers(len(LETTERS))], fonts[rng.integers(len(fonts))]
+        turn, shear, thicken = rng.uniform(-15, 15), rng.uniform(-0.2, 0.2), rng.uniform(0, 1.5)
+        path = TextPath((0, 0), letter, size=100, prop=font)
+        t = Affine2D().scale(1, -1).skew(np.arctan(shear), 0).rotate_deg(turn)   # y down, as in an image
+        ext = t.transform_path(path).get_extents()   # the outline's own box (not its curves' control points)
+        lo, hi = np.array([ext.x0, ext.y0]), np.array([ext.x1, ext.y1])
+        # the thickened outline (half its width outside the letter) fits the box too, as a digit's strokes do
+        t += Affine2D().translate(*(-(lo + hi) / 2)).scale((box - thicken * up) / max(hi - lo)).translate(
+            side / 2, side / 2)
+        for p in list(ax.patches):
+            p.remove()
+        # a line width is in points: 72 per inch, and the figure is one inch of `side` pixels
+        ax.add_patch(PathPatch(t.transform_path(path), facecolor="white", edgecolor="white",
+                               linewidth=thicken * up * 72 / side, joinstyle="round"))
+        canvas.draw()
+        img = np.asarray(canvas.buffer_rgba())[..., 0].astype(np.float64) / 255.0
+        img = img.reshape(h, up, w, up).mean(axis=(1, 3))
+        cy, cx = ndimage.center_of_mass(img)
+        out[i] = ndimage.shift(img, (round((h - 1) / 2 - cy), round((w - 1) / 2 - cx)), order=0, cval=0.0)
+    out = np.repeat(out[:, None], c, axis=1)
+    mean = np.broadcast_to(np.asarray(mean, dtype=np.float64).reshape(-1), (c,)).reshape(1, c, 1, 1)
+    std = np.broadcast_to(np.asarray(std, dtype=np.float64).reshape(-1), (c,)).reshape(1, c, 1, 1)
+    return ((out - mean) / std).astype(np.float32)
+
+
+def ood_set(spec: dict, shape, mean=0.0, std=1.0):
+    """The out-of-distribution images and labels a config's ``ood`` section asks for.
+
+    Parameters
+    ----------
+    spec : dict
+        The ``ood`` section (:func:`check_ood`).
+    shape : tuple of int
+        ``(C, H, W)`` of one image.
+    mean, std : float or array_like of shape (C,), default=0, 1
+        The normalization of the network's inputs.
+
+    Returns
+    -------
+    images : numpy.ndarray of shape (n, C, H, W), float32
+        :func:`ood_letters` or :func:`ood_images`.
+    labels : numpy.ndarray of shape (n,)
+        :data:`OOD_LABEL` (no class of the task).
+
+    Examples
+    --------
+    >>> X, y = ood_set({"kind": "letters", "n": 3}, (1, 28, 28))
+    >>> X.shape, y.tolist()
+    ((3, 1, 28, 28), [-1, -1, -1])
+    """
+    check_ood(spec)
+    make = ood_letters if spec["kind"] == "letters" else ood_images
+    return make(spec["n"], shape, mean, std), np.full(spec["n"], OOD_LABEL)
 
 
 def shifted_sets(X_test, y_test, spec: dict, fill=0.0) -> dict:

@@ -27,8 +27,9 @@ code trains), ``clip_grad_norm`` (the backbone's gradient norm clipped to it bef
 ``cross_fit`` (``{"folds": k}``: calibration without a held-out set, chapter 6: ``k`` fold
 networks and a final one, trained by :func:`calibcourse.study.training.crossfit.train_cross_fitted`), and
 chapter 6's ``shift`` (rotated copies of the test images, stored as the splits ``"shift/<angle>"``:
-:mod:`calibcourse.study.training.shift`), ``mc_dropout`` (the stored outputs average that many forward
-passes with dropout on) and ``ensemble`` (that many members trained from derived seeds, their
+:mod:`calibcourse.study.training.shift`), ``ood`` (out-of-distribution images scored and stored as the
+split ``"ood"``: :func:`calibcourse.study.training.shift.check_ood`), ``mc_dropout`` (the stored outputs
+average that many forward passes with dropout on) and ``ensemble`` (that many members trained from derived seeds, their
 softmaxes averaged: :mod:`calibcourse.study.training.predictive`; an ensemble does not checkpoint).
 A run can checkpoint every few epochs and resume from the checkpoint with the same result as
 an uninterrupted run (``train(config, checkpoint=path)``). ``CALIBCOURSE_SMOKE="E:B[:S]"`` caps every run at
@@ -159,25 +160,29 @@ def weights_file(name: str) -> str:
 
 def _predictive_outputs(cfg: dict, model, X: dict, stats, labels: dict) -> dict:
     """Chapter 6's outputs of a trained network: the shifted test sets' logits and labels (``shift``, with
-    its out-of-distribution images where it asks for them), and with ``mc_dropout`` every split's logits
-    replaced by the MC-dropout average (seeded by the run's seed). ``stats``: the inputs' (mean, std)."""
-    if not cfg.get("shift") and not cfg.get("mc_dropout"):
+    its out-of-distribution images where it asks for them, or ``ood``'s), and with ``mc_dropout`` every
+    split's logits replaced by the MC-dropout average (seeded by the run's seed). ``stats``: the inputs'
+    (mean, std)."""
+    if not cfg.get("shift") and not cfg.get("ood") and not cfg.get("mc_dropout"):
         return {}
     from calibcourse.study.training.predictive import STORED_DTYPE, mc_dropout_logits
-    from calibcourse.study.training.shift import OOD_LABEL, OOD_SPLIT, ood_images, shifted_sets
+    from calibcourse.study.training.shift import OOD_LABEL, OOD_SPLIT, ood_images, ood_set, shifted_sets
 
     out, sets = {}, dict(X)
     mean, std = (np.asarray(v, dtype=np.float64) for v in stats)
+    shifted = {}
     if cfg.get("shift"):
         shifted = shifted_sets(X["test"], labels["test"], cfg["shift"], fill=(-mean / std).reshape(-1))
         if cfg["shift"].get("ood"):
             m = cfg["shift"]["ood"]
             shifted[OOD_SPLIT] = (ood_images(m, X["test"].shape[1:], mean, std), np.full(m, OOD_LABEL))
-        for name, (Xs, ys) in shifted.items():
-            sets[name] = Xs
-            out[f"{name}_labels"] = ys
-            # the network computes in float32: its logits are stored as float32 without loss
-            out[f"{name}_logits"] = predict_logits(model, Xs).astype(np.float32)
+    if cfg.get("ood"):
+        shifted[OOD_SPLIT] = ood_set(cfg["ood"], X["test"].shape[1:], mean, std)
+    for name, (Xs, ys) in shifted.items():
+        sets[name] = Xs
+        out[f"{name}_labels"] = ys
+        # the network computes in float32: its logits are stored as float32 without loss
+        out[f"{name}_logits"] = predict_logits(model, Xs).astype(np.float32)
     if cfg.get("mc_dropout"):
         for name, Xs in sets.items():
             out[f"{name}_logits"] = mc_dropout_logits(model, Xs, cfg["mc_dropout"], seed=cfg["seed"]).astype(

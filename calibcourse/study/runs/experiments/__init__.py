@@ -18,7 +18,8 @@ from calibcourse.study.runs.experiments.grids import (CH5_ABLATIONS, CH5_ABLATIO
                                                 CH5_MAIN_METHODS, CH5_MAX_VAL_ERROR_GAP, CH5_META, CH5_META_GRID,
                                                 CH5_META_SAFE, CH5_META_VAL, CH5_METHODS, CH5_N_SEEDS, CH5_PAPER,
                                                 CH5_SGD, CH5_SGD_ARM, CH5_SGD_GRID, CH5_SGD_LR, CH5_SGD_N_SEEDS,
-                                                CH6_CROSSFIT, CH6_DATA, CH6_DROPOUT, CH6_FOCAL_GAMMA, CH6_METHODS,
+                                                CH6_CROSSFIT, CH6_DATA, CH6_DROPOUT, CH6_FOCAL_GAMMA, CH6_LETTERS,
+                                                CH6_LETTERS_SEEDS, CH6_METHODS,
                                                 CH6_N_SEEDS, CH6_SHIFT, DENSENET_WEIGHTS, HE_CIFAR, META_CIFAR,
                                                 N_TEST_MNIST1D, SEEDS)
 from calibcourse.study.runs.experiments.grids import (_chapter1, _chapter2, _chapter3, _chapter4, _chapter5,
@@ -31,7 +32,8 @@ __all__ = ["experiments", "run", "runs", "data_summary", "model_label", "data_la
            "ch5_choice", "ch5_sgd_choice", "ch5_val_part", "HE_CIFAR", "META_CIFAR", "DENSENET_WEIGHTS", "CH6_SHIFT",
            "CH6_METHODS", "CH6_N_SEEDS", "CH6_FOCAL_GAMMA", "CH6_DROPOUT", "CH5_ABLATIONS", "CH5_ABLATION_SEEDS",
            "CH5_BACKBONE", "CH5_CHOICE_PART", "CH5_CHOSEN", "CH5_FIXED_GAMMA", "CH5_GRIDS", "CH5_MAIN_METHODS",
-           "CH5_MAX_VAL_ERROR_GAP", "CH5_META", "CH5_META_GRID", "CH6_CROSSFIT", "CH6_DATA", "N_TEST_MNIST1D"]
+           "CH5_MAX_VAL_ERROR_GAP", "CH5_META", "CH5_META_GRID", "CH6_CROSSFIT", "CH6_DATA", "CH6_LETTERS",
+           "CH6_LETTERS_SEEDS", "N_TEST_MNIST1D"]
 
 
 def ch5_val_part(result, part: str, kind: str = "probs"):
@@ -213,6 +215,8 @@ def experiments(profile: str) -> dict:
         runs.update(_chapter6_shift({**CH6_DATA, "n_train": 300}, epochs=2, seeds=(0,),
                                     shift={**CH6_SHIFT, "levels": [30, 90], "n": 100, "ood": 50}, ensemble=2,
                                     passes=3))
+        runs.update(_chapter6_shift({**CH6_DATA, "n_train": 300}, epochs=2, seeds=(0,), prefix="ch6/letters",
+                                    ood={**CH6_LETTERS, "n": 50}, ensemble=2, passes=3))
         return runs
     if profile == "default":
         runs = _chapter1(epochs=30)
@@ -225,6 +229,8 @@ def experiments(profile: str) -> dict:
         runs.update(reference_runs())
         runs.update(_ch6_crossfit_default())
         runs.update(_chapter6_shift(CH6_DATA, epochs=20, seeds=range(CH6_N_SEEDS), shift=CH6_SHIFT))
+        runs.update(_chapter6_shift(CH6_DATA, epochs=20, seeds=range(CH6_LETTERS_SEEDS), prefix="ch6/letters",
+                                    ood=CH6_LETTERS))
         return runs
     if profile == "full":
         # chapter 5's reference recipe is the same in every profile but ci: its scale is the MNIST-1D regime
