@@ -14,9 +14,9 @@ from calibcourse.calibration import stats
 from calibcourse.study.analysis.tables import fmt_difference
 from calibcourse.calibration._validation import check_int
 
-__all__ = ["CH6_LETTERS_CLAIMS", "CH6_RUN_OF", "CROSSFIT_ARMS", "CROSSFIT_MEASURES", "brightness_separation", "crossfit_arms",
-           "crossfit_comparison", "fair_footing", "label_shift_indices", "ood_metric", "recalibration_curve",
-           "with_ood"]
+__all__ = ["CH6_LETTERS_CLAIMS", "CH6_RUN_OF", "CROSSFIT_ARMS", "CROSSFIT_MEASURES", "brightness_separation",
+           "crossfit_arms", "crossfit_comparison", "fair_footing", "label_shift_indices", "ood_metric",
+           "recalibration_curve", "with_ood"]
 
 #: chapter 6's methods and the run family each is read from (``ch6/<family>/s<seed>``)
 CH6_RUN_OF = {"CE": "CE", "Ensemble": "ensemble", "MC dropout": "dropout", "Focal": "focal"}
