@@ -264,6 +264,28 @@ def test_vector_scaling_matches_a_constrained_fit(bias, tie_weights):
         assert 1 / vs.coef_[0] == pytest.approx(C.TemperatureScaling().fit(z, y).temperature_, abs=1e-5)
 
 
+def test_bias_corrected_temperature_scaling_is_the_nll_minimum_over_a_temperature_and_biases():
+    """An independent computation: NLL(softmax(z / T + b)) minimized by Nelder-Mead over (log T, b[1:])."""
+    from scipy.optimize import minimize
+
+    z, y = overconfident(2000, 4, 2.0, seed=27)
+    z = z + np.array([0.8, 0, -0.4, 0])
+    bcts = C.BiasCorrectedTemperatureScaling().fit(z, y)
+
+    def nll(x):
+        return M.nll(M.softmax(z / np.exp(x[0]) + np.r_[0.0, x[1:]]), y)
+
+    res = minimize(nll, np.zeros(4), method="Nelder-Mead", options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 20000})
+    assert bcts.temperature_ == pytest.approx(np.exp(res.x[0]), rel=1e-3)
+    np.testing.assert_allclose(bcts.intercept_[1:] - bcts.intercept_[0], res.x[1:], atol=1e-3)
+    assert M.nll(bcts.predict_proba(z), y) <= res.fun + 1e-9
+    # the biases fix what a temperature cannot; without them it is temperature scaling
+    ts = C.TemperatureScaling().fit(z, y)
+    assert M.nll(bcts.predict_proba(z), y) < M.nll(ts.predict_proba(z), y)
+    plain = C.BiasCorrectedTemperatureScaling(bias=False).fit(z, y)
+    assert plain.temperature_ == pytest.approx(ts.temperature_, rel=1e-4)
+
+
 def test_vector_and_matrix_scaling_reduce_calibration_nll_in_nested_order():
     z, y = overconfident(3000, 5, 2.0, seed=9)
     z = z + np.array([0.5, 0, 0, -0.3, 0])  # a class bias for vector/matrix scaling to fix
@@ -544,7 +566,7 @@ def test_multiclass_bad_input(cls):
 
 
 @pytest.mark.parametrize("cls", [C.TemperatureScaling, C.VectorScaling, C.MatrixScaling,
-                                 lambda: C.OneVsAll(input_type="logits")])
+                                 C.BiasCorrectedTemperatureScaling, lambda: C.OneVsAll(input_type="logits")])
 def test_probabilities_passed_as_logits_are_an_error(cls):
     z, y = overconfident(300, 4, 2.0, seed=26)
     with pytest.raises(ValueError, match="look like probabilities, not logits"):

@@ -117,6 +117,66 @@ def test_priors_bad_input_names_the_problem():
         PR.em_priors(p, [1 / 3] * 3, max_iter=0)
 
 
+def test_em_is_the_maximum_likelihood_priors_found_by_a_general_optimizer():
+    """An independent computation: the deployed inputs' log-likelihood under the model,
+    sum_x log sum_y p(y | x) pi_y / pi0_y, maximized over the simplex by scipy."""
+    from scipy.optimize import minimize
+
+    p, _ = _multiclass(n=1500, k=4, seed=3)
+    pi0 = np.array([0.4, 0.3, 0.2, 0.1])
+    est, _ = PR.em_priors(p, pi0, tol=1e-12, max_iter=20000)
+
+    def neg_loglik(theta):
+        pi = softmax(np.r_[0.0, theta])
+        return -np.log((p * (pi / pi0)).sum(1)).sum()
+
+    res = minimize(neg_loglik, np.zeros(3), method="BFGS", options={"gtol": 1e-9})
+    np.testing.assert_allclose(est, softmax(np.r_[0.0, res.x]), atol=1e-4)
+
+
+def _replicated_shift(soft_signal, seed=4):
+    """A source set and a target made of its rows, each class's repeated a whole number of times: the
+    target's predictions are then exactly the mixture BBSE solves for, and its priors are known."""
+    rng = np.random.default_rng(seed)
+    k, n = 3, 300
+    y = np.repeat(np.arange(k), n // k)
+    z = rng.normal(size=(n, k)) + soft_signal * np.eye(k)[y]
+    p = softmax(z, axis=1)
+    times = np.array([3, 1, 2])
+    rows = np.concatenate([np.tile(np.flatnonzero(y == j), t) for j, t in enumerate(times)])
+    return p, y, p[rows], y[rows]
+
+
+@pytest.mark.parametrize("soft", [False, True])
+def test_bbse_recovers_the_priors_of_an_exact_mixture(soft):
+    ps, ys, pt, yt = _replicated_shift(soft_signal=2.0)
+    est, adjusted = PR.bbse_priors(ps, ys, pt, soft=soft)
+    truth = np.bincount(yt) / len(yt)        # 3 : 1 : 2
+    np.testing.assert_allclose(est, truth, atol=1e-10)
+    np.testing.assert_allclose(adjusted, PR.adjust_priors(pt, np.bincount(ys) / len(ys), truth), atol=1e-9)
+
+
+def test_bbse_of_a_perfect_classifier_counts_the_predicted_classes():
+    rng = np.random.default_rng(5)
+    ys, yt = rng.integers(0, 4, 400), rng.integers(0, 4, 300)
+    one_hot = lambda y: np.eye(4)[y] * 0.96 + 0.01   # noqa: E731  (rows sum to 1, argmax the class)
+    est, _ = PR.bbse_priors(one_hot(ys), ys, one_hot(yt))
+    np.testing.assert_allclose(est, np.bincount(yt, minlength=4) / 300, atol=1e-12)
+
+
+def test_bbse_bad_input_names_the_problem():
+    p = softmax(np.random.default_rng(6).normal(size=(30, 3)), axis=1)
+    y = np.arange(30) % 3
+    with pytest.raises(ValueError, match="class 2 is absent"):
+        PR.bbse_priors(p, np.arange(30) % 2, p)
+    with pytest.raises(ValueError, match="target_probs must have 3 columns"):
+        PR.bbse_priors(p, y, p[:, :2] / p[:, :2].sum(1, keepdims=True))
+    with pytest.raises(ValueError, match="singular"):
+        PR.bbse_priors(np.tile([[0.8, 0.1, 0.1]], (30, 1)), y, p)
+    with pytest.raises(ValueError, match="soft must be True or False"):
+        PR.bbse_priors(p, y, p, soft="yes")
+
+
 # --------------------------------------------------------------------------- chapter 6's deployment loop
 from calibcourse.study.analysis import deployment  # noqa: E402
 

@@ -14,17 +14,28 @@ posteriors to the current priors (E step), set the priors to the mean adjusted p
 (M step), repeat. It maximizes the likelihood of the deployed inputs under the model, and that
 likelihood's maximum is at the true priors only if the model's probabilities are calibrated;
 Alexandari, Kundaje and Shrikumar (2020) found EM hard to beat on probabilities calibrated by
-bias-corrected temperature scaling (a temperature and one bias per class), with plain temperature
+bias-corrected temperature scaling (a temperature and one bias per class:
+:class:`calibcourse.calibration.calibrators.BiasCorrectedTemperatureScaling`), with plain temperature
 scaling less reliable. The training priors are the frequencies of the data the model was
 calibrated on.
+
+:func:`bbse_priors` is the other estimator: black-box shift estimation (Lipton, Wang and Smola 2018).
+It does not read the probabilities as posteriors. It counts, on labelled data of the training
+distribution, how often the model predicts class :math:`i` for inputs of class :math:`j` (the joint
+confusion matrix :math:`C_{ij}`), counts the predictions on the deployed inputs
+(:math:`\\hat\\mu_i`), and solves :math:`C w = \\hat\\mu` for the weights :math:`w_j = \\pi'_j / \\pi_j`:
+under label shift the deployed predictions are that mixture of the training classes' predictions.
+It needs no calibration, only an invertible confusion matrix, and it wastes what the
+probabilities know beyond the predicted class; its soft variant counts probabilities instead of
+predicted classes.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from calibcourse.calibration._validation import check_int, check_probs, to_numpy
+from calibcourse.calibration._validation import check_int, check_labels, check_probs, to_numpy
 
-__all__ = ["adjust_priors", "em_priors"]
+__all__ = ["adjust_priors", "bbse_priors", "em_priors"]
 
 
 def _priors(priors, k: int, name: str) -> np.ndarray:
@@ -119,3 +130,76 @@ def em_priors(probs, train_priors, max_iter: int = 1000, tol: float = 1e-8):
         if done:
             break
     return pi, _adjust(p, pi / pi0)
+
+
+def bbse_priors(source_probs, source_labels, target_probs, soft: bool = False):
+    """Estimate the deployed class priors by black-box shift estimation (Lipton et al. 2018).
+
+    Solves :math:`C w = \\hat\\mu`, where :math:`C_{ij}` is the share of the labelled source samples
+    that are predicted :math:`i` and of class :math:`j`, and :math:`\\hat\\mu_i` the share of the
+    deployed samples predicted :math:`i`; the deployed priors are :math:`w_j \\pi_j`, with
+    :math:`\\pi` the source labels' frequencies. Weights below 0 (sampling noise) are set to 0 and
+    the priors renormalized, as Lipton et al. do. ``soft=True`` counts each sample's probabilities
+    instead of its predicted class (Alexandari et al. 2020's "soft BBSE").
+
+    Parameters
+    ----------
+    source_probs : array_like of shape (n_source, K)
+        The model's probabilities on labelled data of the training distribution, data it did not
+        train on (a validation split).
+    source_labels : array_like of shape (n_source,)
+        Their labels, every class present.
+    target_probs : array_like of shape (n_target, K)
+        The model's probabilities on the deployed inputs (no labels).
+    soft : bool, default=False
+        Count probabilities rather than predicted classes.
+
+    Returns
+    -------
+    priors : numpy.ndarray of shape (K,)
+        The estimated deployed priors.
+    adjusted : numpy.ndarray of shape (n_target, K)
+        ``target_probs`` adjusted to them from the source priors (:func:`adjust_priors`'s rule).
+
+    Raises
+    ------
+    ValueError
+        Bad input, named; a class absent from ``source_labels``; a confusion matrix that cannot be
+        inverted (a class the model never predicts).
+
+    Examples
+    --------
+    A perfect classifier: the estimate is the share of each predicted class.
+
+    >>> src = np.eye(3)[[0, 0, 1, 1, 2, 2]]
+    >>> tgt = np.eye(3)[[0, 0, 0, 1, 2, 2]]
+    >>> priors, adjusted = bbse_priors(src, [0, 0, 1, 1, 2, 2], tgt)
+    >>> priors.round(3)
+    array([0.5  , 0.167, 0.333])
+    """
+    ps, pt = _probs(source_probs), _probs(target_probs)
+    k = ps.shape[1]
+    if pt.shape[1] != k:
+        raise ValueError(f"target_probs must have {k} columns, as source_probs; got {pt.shape[1]}")
+    if not isinstance(soft, (bool, np.bool_)):
+        raise ValueError(f"soft must be True or False; got {soft!r}")
+    y = check_labels(source_labels, len(ps), k, "source_labels")
+    counts = np.bincount(y, minlength=k)
+    if counts.min() == 0:
+        raise ValueError(f"source_labels must hold every class: class {int(np.argmin(counts))} is absent")
+    pi = counts / len(y)
+    if soft:
+        rs, rt = ps, pt
+    else:
+        rs, rt = np.eye(k)[ps.argmax(axis=1)], np.eye(k)[pt.argmax(axis=1)]
+    joint = rs.T @ np.eye(k)[y] / len(y)           # C[i, j]: predicted (or probability of) i, class j
+    mu = rt.mean(axis=0)
+    if np.linalg.matrix_rank(joint) < k:
+        raise ValueError("the source confusion matrix is singular (a class is never predicted, or two are "
+                         "predicted alike): black-box shift estimation needs it invertible")
+    w = np.clip(np.linalg.solve(joint, mu), 0.0, None)
+    priors = w * pi
+    if priors.sum() <= 0:
+        raise ValueError("every estimated weight is 0: the deployed predictions fit no mixture of the classes")
+    priors = priors / priors.sum()
+    return priors, _adjust(pt, priors / pi)

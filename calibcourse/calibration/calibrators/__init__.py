@@ -12,7 +12,7 @@ logit) and labels in {0, 1}, and ``predict_proba`` returns ``[P(y = 0), P(y = 1)
 of shape ``(n, 2)``, as scikit-learn's classifiers do (``[:, 1]`` is P(y = 1)).
 
 Multiclass methods (:data:`MULTICLASS`: ``TemperatureScaling``,
-``VectorScaling``, ``MatrixScaling``, ``OneVsAll``) take scores of shape
+``VectorScaling``, ``MatrixScaling``, ``OneVsAll``, ``BiasCorrectedTemperatureScaling``) take scores of shape
 ``(n, K)`` and return probabilities of shape ``(n, K)``.
 ``TemperatureScaling``, ``VectorScaling`` and ``MatrixScaling`` scale logits;
 ``TemperatureScaling`` also takes the single logit of a sigmoid network, shape
@@ -52,7 +52,7 @@ from __future__ import annotations
 from sklearn.exceptions import NotFittedError
 
 from calibcourse.calibration.calibrators._base import INPUT_TYPES
-from calibcourse.calibration.calibrators.affine import MatrixScaling, VectorScaling
+from calibcourse.calibration.calibrators.affine import BiasCorrectedTemperatureScaling, MatrixScaling, VectorScaling
 from calibcourse.calibration.calibrators.binary import BBQ, HistogramBinning, IsotonicCalibration, PlattScaling
 from calibcourse.calibration.calibrators.one_vs_all import OneVsAll
 from calibcourse.calibration.calibrators.temperature import TemperatureGrid, TemperatureScaling
@@ -63,10 +63,11 @@ BINARY = {"histogram_binning": HistogramBinning, "isotonic": IsotonicCalibration
           "platt": PlattScaling}
 #: Every multiclass calibrator: ``name -> class`` (scores of shape (n, K), probabilities (n, K) out).
 MULTICLASS = {"temperature": TemperatureScaling, "vector": VectorScaling, "matrix": MatrixScaling,
-              "one_vs_all": OneVsAll}
+              "one_vs_all": OneVsAll, "bcts": BiasCorrectedTemperatureScaling}
 #: All calibrators.
 CALIBRATORS = {**BINARY, **MULTICLASS}
 
 __all__ = ["HistogramBinning", "IsotonicCalibration", "BBQ", "PlattScaling", "TemperatureScaling",
-           "TemperatureGrid", "VectorScaling", "MatrixScaling", "OneVsAll", "NotFittedError", "INPUT_TYPES", "BINARY",
+           "TemperatureGrid", "VectorScaling", "MatrixScaling", "BiasCorrectedTemperatureScaling",
+           "OneVsAll", "NotFittedError", "INPUT_TYPES", "BINARY",
            "MULTICLASS", "CALIBRATORS"]
