@@ -49,13 +49,13 @@ CH6_LETTERS_CLAIMS = {
 }
 
 
-def fair_footing(runs: dict, seeds, splits, methods=CH6_RUN_OF):
+def fair_footing(runs: dict, seeds, splits, methods=CH6_RUN_OF, prefix: str = "ch6"):
     """Every method with and without temperature scaling fitted on its own validation split.
 
     Parameters
     ----------
     runs : dict
-        ``{"ch6/<family>/s<seed>": RunResult}``.
+        ``{"<prefix>/<family>/s<seed>": RunResult}``.
     seeds : sequence of int
         The seeds, paired across methods.
     splits : dict
@@ -64,6 +64,8 @@ def fair_footing(runs: dict, seeds, splits, methods=CH6_RUN_OF):
         ones rotated).
     methods : dict, default=CH6_RUN_OF
         ``{method: run family}``.
+    prefix : str, default="ch6"
+        The runs' names start ``<prefix>/<family>/s<seed>`` (``"ch6/letters"`` for the letters' runs).
 
     Returns
     -------
@@ -89,7 +91,7 @@ def fair_footing(runs: dict, seeds, splits, methods=CH6_RUN_OF):
     for m, family in methods.items():
         P[m], P[f"{m} + TS"], temperatures[m] = {k: [] for k in splits}, {k: [] for k in splits}, []
         for s in seeds:
-            r = runs[f"ch6/{family}/s{s}"]
+            r = runs[f"{prefix}/{family}/s{s}"]
             zv = r.logits("val").astype(np.float64)
             ts = cal.TemperatureScaling().fit(zv, r.labels("val"), classes=range(zv.shape[1]))
             temperatures[m].append(float(ts.temperature_))
