@@ -220,3 +220,19 @@ def test_recalibration_curve_refits_the_nll_temperature_on_the_drawn_labels():
     assert curve["T"].tolist() == [1.0] * 3 and not curve["refitted"].any()
     with pytest.raises(ValueError, match=r"sizes\[0\] \(at most the labelled pool's 200\) must be an integer from 0"):
         deployment.recalibration_curve([z], y, sizes=[201])
+
+
+@pytest.mark.parametrize("target", [0.0, 0.02, 0.1, 0.5])
+def test_risk_threshold_is_the_largest_coverage_at_the_target_risk_by_brute_force(target):
+    p, y = _multiclass(n=600, seed=7, ties=True)
+    conf, right = p.max(1), p.argmax(1) == y
+    best = (float("inf"), 0.0, 0.0)
+    for c in np.unique(conf):                      # every threshold, answered: confidence >= c
+        answered = conf >= c
+        risk = 1 - right[answered].mean()
+        if risk <= target and answered.mean() > best[1]:
+            best = (c, answered.mean(), risk)
+    got = SEL.risk_threshold(p, y, target)
+    assert got[0] == pytest.approx(best[0]) and got[1] == pytest.approx(best[1]) and got[2] == pytest.approx(best[2])
+    with pytest.raises(ValueError, match="target_risk must be a number in"):
+        SEL.risk_threshold(p, y, 1.5)

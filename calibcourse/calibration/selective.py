@@ -9,6 +9,10 @@ say how well the confidence supports that, whatever its calibration:
 - :func:`risk_coverage`: the error among the answered samples (the *risk*) against the fraction
   answered (the *coverage*), as the threshold falls; :func:`aurc` is the area under that curve.
 
+:func:`risk_threshold` turns the curve into a decision: the confidence threshold that answers as
+many labelled samples as it can at a target risk. Set on data of the training distribution, it
+holds there only; under a shift the same threshold answers inputs whose error is higher.
+
 Both depend on the *order* of the confidences only. A transformation that keeps the order
 (any increasing function of the confidence; temperature scaling in the binary case, where the
 confidence is an increasing function of :math:`|z| / T`) leaves them unchanged. In more than two
@@ -25,7 +29,7 @@ import numpy as np
 
 from calibcourse.calibration._validation import check_labels, check_probs, to_numpy
 
-__all__ = ["auroc", "aurc", "confidence", "misclassification_auroc", "risk_coverage"]
+__all__ = ["auroc", "aurc", "confidence", "misclassification_auroc", "risk_coverage", "risk_threshold"]
 
 
 def _scores(x, name: str) -> np.ndarray:
@@ -200,3 +204,51 @@ def aurc(probs, labels) -> float:
     """
     cov, risk = risk_coverage(probs, labels)
     return float(np.sum(risk * np.diff(np.r_[0.0, cov])))
+
+
+def risk_threshold(probs, labels, target_risk: float):
+    """The abstention threshold for a target risk: the lowest confidence threshold whose answered
+    samples have an error of at most ``target_risk``.
+
+    Among the thresholds of :func:`risk_coverage` (each distinct confidence), the one with the
+    largest coverage whose risk is at most ``target_risk``. It is fitted on labelled data and is
+    optimistic there (the in-sample risk); Geifman and El-Yaniv (2017) bound the risk instead, a
+    safer choice with few labels. Deployed on shifted inputs the same threshold can answer inputs
+    at a higher risk: check it on data like the deployed inputs.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n, K) or (n,)
+        Predicted probabilities on labelled data the model did not train on.
+    labels : array_like of shape (n,)
+        True classes.
+    target_risk : float
+        The error allowed among the answered samples, in [0, 1].
+
+    Returns
+    -------
+    threshold : float
+        Answer the samples whose top-label confidence is at least this; ``inf`` when no threshold
+        reaches the target (answer none).
+    coverage : float
+        The fraction of ``probs`` it answers (0 when none).
+    risk : float
+        Their error (0 when none).
+
+    Examples
+    --------
+    >>> p = np.array([[0.9, 0.1], [0.6, 0.4], [0.3, 0.7], [0.8, 0.2]])
+    >>> risk_threshold(p, [0, 1, 1, 0], target_risk=0.0)   # the one error has confidence 0.6
+    (0.7, 0.75, 0.0)
+    >>> risk_threshold(p, [0, 1, 1, 0], target_risk=0.25)
+    (0.6, 1.0, 0.25)
+    """
+    if not (isinstance(target_risk, (int, float, np.floating)) and 0 <= target_risk <= 1):
+        raise ValueError(f"target_risk must be a number in [0, 1]; got {target_risk!r}")
+    conf, ok = _checked(probs, labels)
+    cov, risk = _risk_coverage(conf, ok)
+    good = np.flatnonzero(risk <= target_risk + 1e-12)
+    if len(good) == 0:
+        return float("inf"), 0.0, 0.0
+    i = good[-1]
+    return float(np.sort(np.unique(conf))[::-1][i]), float(cov[i]), float(risk[i])
