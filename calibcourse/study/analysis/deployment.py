@@ -339,7 +339,8 @@ def label_shift_indices(labels, priors, n: int, seed: int = 0) -> np.ndarray:
 #: The names the tables give them (:func:`crossfit_comparison`)
 CROSSFIT_ARMS = ("held-out split + TS", "cross-fitted TS", "fold ensemble")
 #: the measures :func:`crossfit_comparison` compares: name -> (function of (probs, labels), scale)
-CROSSFIT_MEASURES = {"Error (%)": (M.error, 100.0), "ECE (%)": (M.ece, 100.0), "NLL (nats)": (M.nll, 1.0)}
+CROSSFIT_MEASURES = {"Error (%)": (M.error, 100.0), "ECE (%)": (M.ece, 100.0), "NLL (nats)": (M.nll, 1.0),
+                     "Brier": (M.brier, 1.0)}
 
 
 def crossfit_arms(heldout, crossfit) -> dict:
@@ -493,7 +494,7 @@ def crossfit_comparison(heldout: dict, crossfit: dict, n_boot: int = 1000, seed:
                 tests[(n, arm, measure)] = d
                 diff_rows.append({"n": n, "arm": arm, "measure": measure,
                                   "minus held-out [95 % interval]": fmt_difference(
-                                      d, scale=scale, unit="nats" if scale == 1 else "points",
+                                      d, scale=scale, unit={"NLL (nats)": "nats", "Brier": ""}.get(measure, "points"),
                                       digits=3 if scale == 1 else 2),
                                   "seeds above held-out": d.sign_text})
     differences = pd.DataFrame(diff_rows).set_index(["n", "arm", "measure"])
