@@ -274,7 +274,7 @@ def quiz_section(path):
 
 
 # every page with a self-check quiz: the chapters, and chapter 6's second page
-QUIZ_PAGES = CHAPTERS + [ROOT / "notebooks" / "06b_deployment.md"]
+QUIZ_PAGES = CHAPTERS
 
 
 @pytest.mark.parametrize("chapter", QUIZ_PAGES, ids=[p.stem for p in QUIZ_PAGES])

@@ -126,7 +126,7 @@ WEEKS = (
     Week(5, "05_meta_regularization", "Calibration at training time: meta-regularization", 120,
          "chapters 1 to 4; PyTorch autograd (the chapter introduces the bilevel optimization it uses)",
          evidence=_evidence("study_metareg")),
-    Week(6, "06_practice", "Calibration in practice: distribution shift", 110,
+    Week(6, "06_practice", "Calibration in practice", 120,
          "chapters 1, 4 and 5 (ECE, NLL, Brier score; temperature scaling; comparisons paired by seed)",
          evidence=_evidence("study_shift")),
 )
