@@ -191,7 +191,7 @@ def test_the_letters_claims_are_declared_as_registered_before_their_runs():
 
     text = CHAPTER.read_text()
     for cid, spec in CH6_LETTERS_CLAIMS.items():
-        call = re.search(r'ledger\.claim\(id="' + re.escape(cid) + r'",(.*?)\)\n', text, flags=re.S)
+        call = re.search(r'ledger\.claim\("' + re.escape(cid) + r'",(.*?)\)\n', text, flags=re.S)
         assert call, cid
         assert f"null={spec['null']}" in call.group(1) and f'direction="{spec["direction"]}"' in call.group(1), cid
 
