@@ -204,7 +204,9 @@ def label_shift_comparison(networks, target_labels, true_priors):
         A row per (network, calibration, estimator): ``network``, ``calibration``
         (:data:`LABEL_SHIFT_CALIBRATIONS`), ``estimator`` (:data:`LABEL_SHIFT_ESTIMATORS`),
         ``prior error`` (the summed absolute error of the estimated priors), ``NLL`` and ``error``
-        of the corrected predictions, and ``NLL as deployed`` (before the correction).
+        of the corrected predictions, ``NLL as deployed`` (before the correction), and ``failed``:
+        why an estimator gave no estimate (BBSE on a confusion matrix it cannot invert; its numbers
+        are then NaN), empty otherwise.
 
     Examples
     --------
@@ -233,11 +235,17 @@ def label_shift_comparison(networks, target_labels, true_priors):
             f = fitted[name]
             pc, pt = (M.softmax(zc), M.softmax(zt)) if f is None else (f.predict_proba(zc), f.predict_proba(zt))
             for est in LABEL_SHIFT_ESTIMATORS:
-                if est == "EM":
-                    e, adjusted = priors.em_priors(pt, pi0)
+                row = {"network": i, "calibration": name, "estimator": est, "prior error": np.nan, "NLL": np.nan,
+                       "error": np.nan, "NLL as deployed": M.nll(pt, yt), "failed": ""}
+                try:
+                    if est == "EM":
+                        e, adjusted = priors.em_priors(pt, pi0)
+                    else:
+                        e, adjusted = priors.bbse_priors(pc, yc, pt, soft=est == "soft BBSE")
+                except ValueError as exc:     # BBSE's confusion matrix singular: a class never predicted
+                    row["failed"] = str(exc)
                 else:
-                    e, adjusted = priors.bbse_priors(pc, yc, pt, soft=est == "soft BBSE")
-                rows.append({"network": i, "calibration": name, "estimator": est,
-                             "prior error": float(np.abs(e - truth).sum()), "NLL": M.nll(adjusted, yt),
-                             "error": M.error(adjusted, yt), "NLL as deployed": M.nll(pt, yt)})
+                    row.update({"prior error": float(np.abs(e - truth).sum()), "NLL": M.nll(adjusted, yt),
+                                "error": M.error(adjusted, yt)})
+                rows.append(row)
     return pd.DataFrame(rows)
