@@ -81,8 +81,9 @@ def test_a_temperature_fitted_in_distribution_worsens_every_underconfident_metho
     P, y, levels = rotated["P"], rotated["y"], rotated["levels"]
     for m in ("Ensemble", "MC dropout", "Focal"):
         assert max(rotated["temps"][m]) < 1, m                                # underconfident in distribution
-        d = SS.mean_contrast(P, f"{m} + TS", m, levels, y, n_boot=N_BOOT)
-        assert stats.verdict(d.low, d.high, direction="above") == "held", (m, d)
+        for metric in (metrics.ece, metrics.nll):
+            d = SS.mean_contrast(P, f"{m} + TS", m, levels, y, metric, n_boot=N_BOOT)
+            assert stats.verdict(d.low, d.high, direction="above") == "held", (m, metric.__name__, d)
     d_ce = SS.mean_contrast(P, "CE + TS", "CE", levels, y, n_boot=N_BOOT)
     assert d_ce.high < 0
     ens = SS.mean_contrast(P, "Ensemble + TS", "Ensemble", levels, y, n_boot=N_BOOT)
