@@ -20,18 +20,6 @@ PART_TWO = ["study_guo2017", "study_temperature", "study_metareg", "study_shift"
 REPORT_HEADINGS = ["What the paper claims", "Set-up and departures", "Registered claims and verdicts", "Results",
                    "Diagnosis", "What would decide the undecided"]
 
-# ----- TRANSITIONAL: the coordinator deletes this block when the other branches are merged -----
-#: pages rewritten on other branches (chapter 5 and its report: metareg; chapter 6 and its report: shift)
-OTHER_BRANCHES = {"06_practice", "study_shift"}
-#: pages those branches fold into their reports; listed in Part II until then (chapters 5 and 6 link them)
-FOLDED_ON_OTHER_BRANCHES = ("06b_deployment",)
-# ----- end TRANSITIONAL -----
-
-
-def _mark(name):
-    if name in OTHER_BRANCHES:
-        return pytest.param(name, marks=pytest.mark.xfail(strict=False, reason="converted on another branch"))
-    return name
 
 
 def _toc():
@@ -49,7 +37,7 @@ def test_the_toc_has_the_course_then_the_study_then_labs_guides_about():
     assert captions[:2] == ["Part I: the course", "Part II: the study"], captions
     assert captions[2:] == ["Labs", "Guides", "About"], captions
     assert _names(parts[0]) == PART_ONE
-    study = [n for n in _names(parts[1]) if n not in FOLDED_ON_OTHER_BRANCHES]
+    study = _names(parts[1])
     assert study == PART_TWO
     # every page of Part I is a numbered chapter, and no page of Part II is
     assert all(re.match(r"^0[1-6]_", n) for n in _names(parts[0]))
@@ -71,7 +59,7 @@ def test_the_landing_page_and_the_schedule_say_who_each_part_is_for():
 
 
 # --------------------------------------------------------------------------- Part I: length
-@pytest.mark.parametrize("name", [_mark(n) for n in PART_ONE])
+@pytest.mark.parametrize("name", PART_ONE)
 def test_a_chapter_is_at_most_a_weeks_prose(name):
     words = prose_words(ROOT / "notebooks" / f"{name}.md")
     assert words <= MAX_CHAPTER_WORDS, f"{name}: {words} words of prose (at most {MAX_CHAPTER_WORDS})"
@@ -133,13 +121,13 @@ def test_the_plumbing_check_catches_what_it_is_for():
     assert plumbing(clean, labels=["1-D CNN, MNIST-1D"]) == []
 
 
-@pytest.mark.parametrize("name", [_mark(n) for n in PART_ONE])
+@pytest.mark.parametrize("name", PART_ONE)
 def test_a_chapters_rendered_prose_has_no_plumbing(name, executed):
     findings = plumbing(executed(name), labels=_template_names())
     assert findings == [], f"{name}:\n  " + "\n  ".join(findings)
 
 
-@pytest.mark.parametrize("name", [_mark(n) for n in PART_ONE])
+@pytest.mark.parametrize("name", PART_ONE)
 def test_a_chapter_links_its_results_and_leaves_its_claims_table_to_part_two(name):
     text = (ROOT / "notebooks" / f"{name}.md").read_text()
     assert "ledger.table()" not in text and "## What this chapter tested" not in text
@@ -150,7 +138,7 @@ def test_a_chapter_links_its_results_and_leaves_its_claims_table_to_part_two(nam
 
 
 # --------------------------------------------------------------------------- Part II
-@pytest.mark.parametrize("name", [_mark(n) for n in PART_TWO if n.startswith("study_")])
+@pytest.mark.parametrize("name", [n for n in PART_TWO if n.startswith("study_")])
 def test_a_report_has_the_six_sections_in_order(name):
     text = (ROOT / "notebooks" / f"{name}.md").read_text()
     headings = re.findall(r"(?m)^## (.+?)\s*$", text)

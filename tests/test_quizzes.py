@@ -20,13 +20,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: Pages rewritten on another branch while this test was written (issue 47): their quizzes follow
-#: the rules there. DELETE THIS LIST AT MERGE, so that every page is held to the rules.
-REWRITTEN_ELSEWHERE = {
-    "06_practice": "rewritten on another branch",
-    "06b_deployment": "rewritten on another branch",
-    "study_shift": "rewritten on another branch",
-}
 
 _QUESTION = re.compile(r"^\*\*Question (\d+)\*\* \((to compute; )?goal: [^)]+\)\.", re.M)
 _OPTION = re.compile(r"^:::\{dropdown\} ([A-Z])\. ([^\n]*)\n(.*?)^:::[ \t]*$", re.M | re.S)
@@ -123,9 +116,7 @@ def quiz_problems(text: str) -> list[str]:
 def _params():
     out = []
     for page in quiz_pages():
-        marks = ([pytest.mark.xfail(strict=False, reason=REWRITTEN_ELSEWHERE[page.stem])]
-                 if page.stem in REWRITTEN_ELSEWHERE else [])
-        out.append(pytest.param(page, id=page.stem, marks=marks))
+        out.append(pytest.param(page, id=page.stem))
     return out
 
 
