@@ -328,6 +328,55 @@ def test_restamp_finds_the_commit_of_the_entries_code_and_trains_both_codes_for_
     assert R.restamp("ci", committed_root=committed.root, workdir=tmp_path / "work", log=lines.append, jobs=2) == 1
     assert f"commit {first[:12]}" in " ".join(lines)
     assert committed.check(key)["provenance"]["code"] == moved_on and committed.stale() == {}
-    trained = {label: cachemod.Cache(tmp_path / "work" / f"cache-{label}").load(configs["t/a"])
+    trained = {label: cachemod.Cache(tmp_path / "work" / f"code-{stamped}" / f"cache-{label}").load(configs["t/a"])
                for label in ("entries", "current")}
     assert trained["entries"].provenance["code"] == stamped and trained["current"].provenance["code"] == moved_on
+
+
+def test_restamp_checks_each_training_code_of_merged_branches_against_its_own_commit(tmp_path, monkeypatch):
+    """Two branches each changed the training code and trained runs; merged, the stale entries record two
+    codes. Each code's runs are trained with the commit that has it and with the working tree; all agree,
+    so every entry is restamped, each with its own evidence; one run that moves writes nothing."""
+    from pathlib import Path
+
+    import calibcourse.study.runs.experiments as E
+    import calibcourse.tools.restamp as RS
+    from calibcourse.study.training import provenance as P
+
+    configs = {"t/a": {**TINY, "seed": 0}, "t/b": {**TINY, "seed": 1}}
+    monkeypatch.setattr(E, "experiments", lambda profile: configs)
+    committed = cachemod.Cache(tmp_path / "committed")
+    runs = {name: T.train(cfg, progress=False) for name, cfg in configs.items()}
+    code_of = {"t/a": "code-one", "t/b": "code-two"}
+    keys = {name: _stored_copy(runs[name], committed, code=code_of[name]).name for name in runs}
+    monkeypatch.setenv("CALIBCOURSE_CPU_KIND", "a kind no entry has")
+    monkeypatch.setattr(P, "code_fingerprint", lambda entry=P.TRAINING_ENTRY, root=None: "merged")
+    looked_up = []
+    monkeypatch.setattr(RS, "reference_commit", lambda code, repo=None: looked_up.append(code) or "HEAD")
+    monkeypatch.setattr(RS, "_extract", lambda repo, commit, dest: Path(dest))
+    calls = []
+
+    def trainer(moved=()):
+        def train(trees, cfgs, workdir):
+            calls.append(sorted(cfgs))
+            caches = {}
+            for label in trees:
+                caches[label] = cachemod.Cache(workdir / label)
+                for name in cfgs:
+                    r = runs[name]
+                    z = r.outputs["test_logits"] + (1e-6 if label == "current" and name in moved else 0.0)
+                    prov = {**r.provenance, "code": code_of[name] if label == "entries" else "merged"}
+                    caches[label].store(RunResult(r.config, r.history, {**r.outputs, "test_logits": z},
+                                                  dict(r.info), provenance=prov))
+            return caches
+        return train
+
+    with pytest.raises(RuntimeError, match=r"1 of 2 ci runs changed their bits .*\(t/b\)"):
+        R.restamp("ci", committed_root=committed.root, trainer=trainer(moved=("t/b",)), log=lambda line: None)
+    assert set(committed.stale()) == set(keys.values())  # nothing written
+    assert calls == [["t/a"], ["t/b"]] and looked_up == ["code-one", "code-two"]  # one code at a time
+    assert R.restamp("ci", committed_root=committed.root, trainer=trainer(), log=lambda line: None) == 2
+    assert committed.stale() == {}
+    for name, key in keys.items():
+        because = committed.check(key)["restamped"][-1]["because"]
+        assert f"under the entries' code {code_of[name]}" in because and because.startswith("1 ci runs")

@@ -20,6 +20,7 @@ Either way nothing is written unless every compared run agrees; the runs that mo
 
     make restamp                       # python -m calibcourse.tools.reproduce --restamp
     make restamp REF=<commit> JOBS=2   # the entries' code at <commit>; both trainings at once
+    make restamp REF=<c1>,<c2>         # entries of several training codes (merged branches): each its commit
 """
 from __future__ import annotations
 
@@ -129,6 +130,20 @@ def reference_commit(code: str, repo=None, limit: int = 200, workdir=None) -> st
                       "the entries were trained at (make restamp REF=<commit>), or retrain the stale entries")
 
 
+def _commit_for(code: str, refs: list, repo: Path, single: bool, workdir: Path) -> str:
+    """The commit whose training code is ``code``: the one of ``refs`` (given commits) that has it, the only
+    one given where one change is checked (a wrong one is caught when its runs are trained), else the
+    newest in the history (:func:`reference_commit`)."""
+    from calibcourse.study.training.provenance import code_fingerprint
+
+    for commit in refs:
+        if code_fingerprint(root=_extract(repo, commit, workdir / commit[:12]) / "calibcourse") == code:
+            return commit
+    if single and len(refs) == 1:
+        return refs[0]
+    return reference_commit(code, repo)
+
+
 #: what each tree of :func:`_train_trees` holds, for the report
 _TREES = {"entries": "the entries' code", "current": "the working tree's code"}
 
@@ -180,8 +195,9 @@ def restamp(profile: str = "ci", committed_root=None, workdir=None, log=print, r
     log : callable, default=print
         Where the report's lines go.
     reference : str, optional
-        On a CPU of another kind: the commit whose code trained the entries (default: found by
-        :func:`reference_commit`).
+        On a CPU of another kind: the commit whose code trained the entries, or several, comma-separated,
+        where the stale entries record several training codes (each code is checked against the commit
+        that has it; default: found by :func:`reference_commit`).
     jobs : int, default=1
         On a CPU of another kind: 2 trains the entries' code and the working tree's at once.
     trainer : callable, optional
@@ -236,41 +252,40 @@ def restamp(profile: str = "ci", committed_root=None, workdir=None, log=print, r
             fresh = Cache(tmp / "cache")
             train_serial(runs, fresh, log=lambda line: None)
             moved = [n for n, cfg in runs.items() if not compare_runs(entries[n], fresh.load(cfg))["identical"]]
-            because = (f"{len(runs)} {profile} runs retrained byte-identical to their entries on "
-                       f"{here['cpu_kind']} under code {here['code']}")
+            because = dict.fromkeys(codes, f"{len(runs)} {profile} runs retrained byte-identical to their entries "
+                                              f"on {here['cpu_kind']} under code {here['code']}")
         else:
-            if len(codes) > 1:
-                raise RuntimeError(f"the stale {profile} entries record {len(codes)} training codes "
-                                   f"({', '.join(codes)}): restamp proves one change at a time; retrain them instead")
-            code = codes[0]
             log(f"restamp: {len(runs)} stale {profile} entries were trained on {', '.join(kinds)}, under training "
-                f"code {code}; this machine is {here['cpu_kind']}, so their bits are not expected here")
+                f"code {', '.join(codes)}; this machine is {here['cpu_kind']}, so their bits are not expected here")
             repo = _repository()
-            if reference:
-                commit = _git(repo, "rev-parse", "--verify", f"{reference}^{{commit}}").strip()
-            else:
-                commit = reference_commit(code, repo)
-            log(f"restamp: the change is checked on this machine instead: the {len(runs)} runs trained with the "
-                f"entries' code (commit {commit[:12]}) and with the working tree's (training code {here['code']}), "
-                f"then compared bit for bit")
-            trees = {"entries": _extract(repo, commit, tmp / "reference"), "current": repo}
-            # each run as its entry records its config: the entries' code wrote it, and the current one
-            # reads it (a new option absent from it takes its default)
-            stored = {n: entries[n].config for n in runs}
-            caches = (trainer or (lambda t, c, w: _train_trees(t, c, w, jobs=jobs, log=log)))(trees, stored, tmp)
-            moved = []
-            for n, cfg in runs.items():
-                old, new = caches["entries"].load(cfg), caches["current"].load(cfg)
-                if old is None or new is None:
-                    raise RuntimeError(f"{n}: not trained ({'entries' if old is None else 'current'} code)")
-                if old.provenance.get("code") != code:
-                    raise RuntimeError(f"commit {commit[:12]} trains with code {old.provenance.get('code')}, not the "
-                                       f"entries' {code}: name the right commit (make restamp REF=<commit>)")
-                if not compare_runs(old, new)["identical"]:
-                    moved.append(n)
-            because = (f"{len(runs)} {profile} runs trained byte-identical on {here['cpu_kind']} under the "
-                       f"entries' code {code} (commit {commit[:12]}) and under code {here['code']} (entries "
-                       f"trained on {', '.join(kinds)})")
+            refs = [_git(repo, "rev-parse", "--verify", f"{r}^{{commit}}").strip()
+                    for r in (reference.split(",") if reference else ())]
+            moved, because = [], {}
+            for code in codes:  # one change at a time: each code's runs against the commit that has it
+                group = {n: cfg for n, cfg in runs.items() if str(entries[n].provenance.get("code")) == code}
+                commit = _commit_for(code, refs, repo, single=len(codes) == 1, workdir=tmp / "history")
+                log(f"restamp: the change is checked on this machine instead: {len(group)} runs of code {code} "
+                    f"trained with the entries' code (commit {commit[:12]}) and with the working tree's (training "
+                    f"code {here['code']}), then compared bit for bit")
+                trees = {"entries": _extract(repo, commit, tmp / f"reference-{code}"), "current": repo}
+                # each run as its entry records its config: the entries' code wrote it, and the current one
+                # reads it (a new option absent from it takes its default)
+                stored = {n: entries[n].config for n in group}
+                work = tmp / f"code-{code}"
+                work.mkdir(parents=True, exist_ok=True)
+                caches = (trainer or (lambda t, c, w: _train_trees(t, c, w, jobs=jobs, log=log)))(trees, stored, work)
+                for n, cfg in group.items():
+                    old, new = caches["entries"].load(cfg), caches["current"].load(cfg)
+                    if old is None or new is None:
+                        raise RuntimeError(f"{n}: not trained ({'entries' if old is None else 'current'} code)")
+                    if old.provenance.get("code") != code:
+                        raise RuntimeError(f"commit {commit[:12]} trains with code {old.provenance.get('code')}, not "
+                                           f"the entries' {code}: name the right commit (make restamp REF=<commit>)")
+                    if not compare_runs(old, new)["identical"]:
+                        moved.append(n)
+                because[code] = (f"{len(group)} {profile} runs trained byte-identical on {here['cpu_kind']} under "
+                                 f"the entries' code {code} (commit {commit[:12]}) and under code {here['code']} "
+                                 f"(entries trained on {', '.join(kinds)})")
     finally:
         if not workdir:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -279,11 +294,13 @@ def restamp(profile: str = "ci", committed_root=None, workdir=None, log=print, r
                            f"({', '.join(moved[:5])}{', ...' if len(moved) > 5 else ''}): the change moves numbers; "
                            "retrain the stale entries instead of restamping them")
     log(f"restamp: {len(runs)} of {len(runs)} runs byte-identical: the change moved no number")
-    proven = {entries[n].provenance.get("code") for n in runs}
-    keys = [key for key in stale if (committed.check(key).get("provenance") or {}).get("code") in proven]
+    proven = {str(entries[n].provenance.get("code")) for n in runs}
+    keys = [key for key in stale if str((committed.check(key).get("provenance") or {}).get("code")) in proven]
     for key in keys:
-        committed.restamp(key, here, because)
-    log(f"restamped {len(keys)} entries: {because}")
+        committed.restamp(key, here, because[str(committed.check(key)["provenance"].get("code"))])
+    for code, why in because.items():
+        log(f"restamped the entries of code {code}: {why}")
+    log(f"restamped {len(keys)} entries")
     left = len(stale) - len(keys)
     if left:
         log(f"restamp: {left} stale entries record another training code than the one proven and stay stale: "
