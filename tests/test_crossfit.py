@@ -186,7 +186,7 @@ def test_every_profile_but_ci_cross_fits_the_default_profiles_small_pools():
     assert all(full[n] == default[n] for n in names)
     assert default["ch6/crossfit/n2500/s0"]["cross_fit"] == {"folds": 5}
     # the networks are chapter 5's reference backbone (a useful error, not an MLP at 60 % error)
-    from calibcourse.study.analysis.reference import REF_BACKBONE
+    from calibcourse.study.runs.experiments import REF_BACKBONE
     cfg = default["ch6/heldout/n2500/s0"]
     assert cfg["model"] == REF_BACKBONE["model"] and cfg["optimizer"] == REF_BACKBONE["optimizer"]
 

@@ -2,6 +2,7 @@
 recipes."""
 import pytest
 
+from calibcourse.study.analysis import adam as A
 from calibcourse.study.runs import cache as cachemod
 from calibcourse.study.runs import experiments as E
 from calibcourse.study.runs import labels as labelsmod
@@ -21,12 +22,12 @@ def test_every_ci_and_default_run_has_its_committed_entry(profile):
 
 
 def test_chapter_5s_final_weights_are_the_validation_choice_on_the_committed_cache(monkeypatch):
-    """The final runs use CH5_CHOSEN; the chapter computes the choice from the grid's runs and says
+    """The final runs use ADAM_CHOSEN; the chapter computes the choice from the grid's runs and says
     whether they agree. On the committed cache they must: a retrained grid that chooses otherwise
-    means CH5_CHOSEN (and the final runs) must follow it."""
+    means ADAM_CHOSEN (and the final runs) must follow it."""
     monkeypatch.delenv("CALIBCOURSE_CACHE", raising=False)
-    choice = E.ch5_choice("default")
-    assert {family: c["chosen"] for family, c in choice.items()} == E.CH5_CHOSEN
+    choice = A.adam_choice("default")
+    assert {family: c["chosen"] for family, c in choice.items()} == E.ADAM_CHOSEN
 
 
 def test_a_validation_error_exactly_at_the_gap_is_within_it(monkeypatch):
@@ -36,15 +37,15 @@ def test_a_validation_error_exactly_at_the_gap_is_within_it(monkeypatch):
     from calibcourse.calibration import metrics as M
 
     monkeypatch.delenv("CALIBCOURSE_CACHE", raising=False)
-    choice = E.ch5_choice("default")
+    choice = A.adam_choice("default")
     for family in ("FLgamma-SECE", "FLgamma-DECE"):
         c = choice[family]
         row = c["table"].set_index("meta lr").loc[1e-5]
-        n = len(E.ch5_val_part(E.run("ch5/CE/s0", "default"), "meta")[1])
+        n = len(A.adam_part(E.run("ch5/CE/s0", "default"), "meta")[1])
         assert n == 750 and round((row["val error"] - c["ce_val_error"]) * n) == 15 == 0.02 * n
-        assert row["val error"] > c["ce_val_error"] + E.CH5_MAX_VAL_ERROR_GAP  # what the float test saw
+        assert row["val error"] > c["ce_val_error"] + E.ADAM_MAX_VAL_ERROR_GAP  # what the float test saw
         assert row["eligible"] and c["chosen"] == 1e-5
-        assert M.error(*E.ch5_val_part(E.run("ch5/CE/s0", "default"), "meta")) == c["ce_val_error"]
+        assert M.error(*A.adam_part(E.run("ch5/CE/s0", "default"), "meta")) == c["ce_val_error"]
 
 
 @pytest.mark.parametrize("profile", ["ci", "default"])
@@ -97,8 +98,9 @@ def test_full_configs_follow_the_papers_recipes():
     ch5 = full["ch5/CE/s0"]
     assert ch5["model"] == {"name": "resnet18"} and ch5["data"]["name"] == "cifar10"
     assert (ch5["epochs"], ch5["milestones"], ch5["weight_decay"]) == (350, [150, 250], 5e-4)
-    assert full["ch5/diagnosis/paper/s0"]["meta"] == E.CH5_META  # the paper's set-up, kept as the diagnosis's reference
-    assert full["ch5/FLgamma-SECE/s0"]["meta"] == {**E.CH5_META_SAFE, "meta_lr": E.CH5_CHOSEN["FLgamma-SECE"]}
+    # the paper's set-up, kept as the diagnosis's reference
+    assert full["ch5/diagnosis/paper/s0"]["meta"] == E.PAPER_META
+    assert full["ch5/FLgamma-SECE/s0"]["meta"] == {**E.SAFE_META, "meta_lr": E.ADAM_CHOSEN["FLgamma-SECE"]}
     assert full["ch3/frozen_head"]["model"]["backbone"]["pretrained"]["weights"] == E.DENSENET_WEIGHTS
     for name, cfg in full.items():
         normalize_config(cfg)
@@ -127,9 +129,9 @@ def test_chapter_5s_diagnosis_arms_seeds_and_contract_names():
             assert {f"ch5/{method}/s{s}" for s in range(n)} <= set(runs) and f"ch5/{method}/s{n}" not in runs
         assert {f"ch5/grid/FLgamma-{o}ECE (meta lr {v:g})/s0" for o in "SD" for v in (1e-3, 1e-4, 1e-5)} <= set(runs)
         meta = lambda name: runs[name]["meta"]  # noqa: E731
-        assert meta("ch5/diagnosis/null/s1") == {**E.CH5_META, "control": "null"}
-        assert meta("ch5/diagnosis/permuted/s2") == {**E.CH5_META, "control": "permuted"}
-        assert meta("ch5/diagnosis/bounded null/s0") == {**E.CH5_META, "gamma_bound": 5.0, "control": "null"}
+        assert meta("ch5/diagnosis/null/s1") == {**E.PAPER_META, "control": "null"}
+        assert meta("ch5/diagnosis/permuted/s2") == {**E.PAPER_META, "control": "permuted"}
+        assert meta("ch5/diagnosis/bounded null/s0") == {**E.PAPER_META, "gamma_bound": 5.0, "control": "null"}
         assert meta("ch5/diagnosis/last-layer look-ahead/s0")["lookahead_params"] == "head"
         # the collapse's arms: the bounded arm logged, and the same with Adam reset each epoch (5 seeds)
         assert meta("ch5/diagnosis/bounded reset/s4") == {**meta("ch5/diagnosis/bounded logged/s4"),
@@ -139,10 +141,10 @@ def test_chapter_5s_diagnosis_arms_seeds_and_contract_names():
         assert "ch5/diagnosis/bounded reset/s5" not in runs
         assert meta("ch5/FLgamma-DECE/s3")["outer"] == "dece" and meta("ch5/FLgamma-DECE/s3")["meta_val"] == 0.5
         # the ablations still vary the paper's set-up (their committed entries stay valid)
-        assert runs["ch5/ablation/SGD look-ahead/s0"]["meta"] == {**E.CH5_META, "lookahead": "sgd"}
+        assert runs["ch5/ablation/SGD look-ahead/s0"]["meta"] == {**E.PAPER_META, "lookahead": "sgd"}
         assert all(runs[f"ch5/diagnosis/{a}/s0"]["seed"] == 0 for a in arms)
     # the gamma-Net's tuning budget is no larger than a baseline's grid
-    assert all(len(E.CH5_GRIDS[f][1]) <= 3 for f in E.CH5_GRIDS)
+    assert all(len(E.ADAM_GRIDS[f][1]) <= 3 for f in E.ADAM_GRIDS)
 
 
 def test_chapter_5s_sgd_arm_is_the_reported_ce_and_flgamma_sece_under_the_papers_sgd_recipe():
@@ -185,27 +187,27 @@ def test_chapter_5s_sgd_arm_is_the_reported_ce_and_flgamma_sece_under_the_papers
 
 
 def test_chapter_5s_sgd_rate_is_the_grid_rule_on_the_committed_cache(monkeypatch):
-    """The arm uses CH5_SGD_LR; recomputed from the grid runs by the rule (the lowest post-hoc-half
+    """The arm uses SGD_LR; recomputed from the grid runs by the rule (the lowest post-hoc-half
     validation error), against the same measure taken here from the runs' validation outputs."""
     import numpy as np
 
     monkeypatch.delenv("CALIBCOURSE_CACHE", raising=False)
     for profile in ("ci", "default"):
-        choice = E.ch5_sgd_choice(profile)
+        choice = A.sgd_lr_choice(profile)
         t = choice["table"]
         assert list(t["lr"]) == [0.01, 0.03, 0.1]
         errors = []
         for lr in t["lr"]:
             r = E.run(f"ch5/diagnosis/SGD CE lr {lr:g}/s0", profile)
             y = r.labels("val")
-            k = round(E.CH5_META_VAL * len(y))
+            k = round(E.ADAM_META_VAL * len(y))
             errors.append(np.mean(r.probs("val")[k:].argmax(1) != y[k:]))
         assert np.allclose(t["val error"], errors)
         assert choice["chosen"] == t["lr"][int(np.argmin(errors))]
-    assert E.ch5_sgd_choice("default")["chosen"] == E.CH5_SGD_LR
-    monkeypatch.setattr(E, "experiments", lambda profile: {"ch5/CE/s0": {}})
+    assert A.sgd_lr_choice("default")["chosen"] == E.SGD_LR
+    monkeypatch.setattr(A, "experiments", lambda profile: {"ch5/CE/s0": {}})
     with pytest.raises(KeyError, match="no run starting with"):
-        E.ch5_sgd_choice("ci")
+        A.sgd_lr_choice("ci")
 
 
 def test_chapter_5s_validation_parts_split_the_validation_set_and_the_choice_uses_them(monkeypatch):
@@ -213,20 +215,20 @@ def test_chapter_5s_validation_parts_split_the_validation_set_and_the_choice_use
 
     monkeypatch.delenv("CALIBCOURSE_CACHE", raising=False)
     r = E.run("ch5/CE/s0", "ci")
-    pm, ym = E.ch5_val_part(r, "meta")
-    pp, yp = E.ch5_val_part(r, "posthoc")
+    pm, ym = A.adam_part(r, "meta")
+    pp, yp = A.adam_part(r, "posthoc")
     y = r.labels("val")
-    assert len(ym) == round(E.CH5_META_VAL * len(y)) and np.array_equal(np.concatenate([ym, yp]), y)
+    assert len(ym) == round(E.ADAM_META_VAL * len(y)) and np.array_equal(np.concatenate([ym, yp]), y)
     assert np.array_equal(np.concatenate([pm, pp]), r.probs("val"))
-    zp, _ = E.ch5_val_part(r, "posthoc", kind="logits")
+    zp, _ = A.adam_part(r, "posthoc", kind="logits")
     assert np.array_equal(zp, r.logits("val")[len(ym):])
     with pytest.raises(ValueError, match="part must be"):
-        E.ch5_val_part(r, "test")
-    choice = E.ch5_choice("ci")
+        A.adam_part(r, "test")
+    choice = A.adam_choice("ci")
     assert choice["FLgamma-SECE"]["part"] == "meta" and choice["Focal"]["part"] == "posthoc"
     for family, c in choice.items():
         t = c["table"]
         pool = t[t["eligible"]] if t["eligible"].any() else t
-        assert c["chosen"] == pool.loc[pool["val ECE"].idxmin(), E.CH5_GRIDS[family][0]]
+        assert c["chosen"] == pool.loc[pool["val ECE"].idxmin(), E.ADAM_GRIDS[family][0]]
     # the meta-learner of a meta_val run saw only the first part: the runs say so in their config
-    assert E.experiments("ci")["ch5/FLgamma-SECE/s0"]["meta"]["meta_val"] == E.CH5_META_VAL
+    assert E.experiments("ci")["ch5/FLgamma-SECE/s0"]["meta"]["meta_val"] == E.ADAM_META_VAL

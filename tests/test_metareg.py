@@ -7,7 +7,8 @@ from scipy.stats import spearmanr
 
 from calibcourse.calibration import metrics as M
 from calibcourse.study.analysis import metareg as MR
-from calibcourse.study.analysis.reference import ref_name, seed_t_interval
+from calibcourse.study.analysis.reference import seed_t_interval
+from calibcourse.study.runs.experiments import ref_name
 from calibcourse.study.training.results import RunResult
 
 

@@ -77,7 +77,7 @@ def test_the_package_has_no_import_circle():
 
 def test_import_circle_detection_sees_function_level_imports(tmp_path):
     # the check above must not be blind to `from .x import y` inside a function
-    assert "study.runs.cache" in _imports("study.runs.experiments")
+    assert "study.runs.cache" in _imports("study.runs.experiments.registry")
     assert "study.runs.experiments" in _imports("tools.cli")
 
 
@@ -155,3 +155,47 @@ def test_integer_arguments_have_one_check():
     for bad in (True, np.bool_(True), 3.0, "3", None, 1):
         with pytest.raises(ValueError, match=r"^k must be an integer >= 2; got "):
             check_int(bad, "k", low=2)
+
+
+#: a chapter number in an identifier: ``CH5_METHODS``, ``_chapter3``, ``ch5_val_part``, ``ch6``
+_CHAPTER_NUMBER = re.compile(r"(?:^|_)(?:ch|chapter)_?\d", re.I)
+
+
+def _identifiers(tree: ast.AST):
+    """Every name a module binds or reads: functions, classes, arguments, variables, attributes, keyword
+    arguments, imported names and the modules they come from, with the line of each."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.name, node.lineno
+        elif isinstance(node, ast.Name):
+            yield node.id, node.lineno
+        elif isinstance(node, ast.Attribute):
+            yield node.attr, node.lineno
+        elif isinstance(node, ast.arg):
+            yield node.arg, node.lineno
+        elif isinstance(node, ast.keyword) and node.arg:
+            yield node.arg, node.value.lineno
+        elif isinstance(node, ast.alias):
+            yield from ((part, node.lineno) for part in [*node.name.split("."), node.asname] if part)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield from ((part, node.lineno) for part in node.module.split("."))
+
+
+def test_no_identifier_names_a_chapter():
+    """Names say what a thing is, not which chapter uses it (issue 50): a chapter moves and every name
+    would lie. Run names, claim ids and glue keys are strings (the public contract) and keep theirs."""
+    found = [f"{p.relative_to(PACKAGE.parent)}: the module's name" for p in PACKAGE.rglob("*.py")
+             if _CHAPTER_NUMBER.search(p.stem)]
+    for p in sorted(PACKAGE.rglob("*.py")):
+        found += [f"{p.relative_to(PACKAGE.parent)}:{line}: {name}"
+                  for name, line in _identifiers(ast.parse(p.read_text())) if _CHAPTER_NUMBER.search(name)]
+    assert not found, "identifiers with a chapter number:\n" + "\n".join(found)
+
+
+def test_the_chapter_number_check_sees_every_kind_of_name():
+    source = ("from calibcourse.study.ch5 import CH5_METHODS as m\nimport calibcourse.chapter3\n"
+              "def _chapter3(ch5_val_part):\n    return x.ch6_data(chapter1=1)\nclass Ch4Table: pass\n")
+    names = {n for n, _ in _identifiers(ast.parse(source)) if _CHAPTER_NUMBER.search(n)}
+    assert names == {"ch5", "CH5_METHODS", "chapter3", "_chapter3", "ch5_val_part", "ch6_data", "chapter1",
+                     "Ch4Table"}
+    assert not any(_CHAPTER_NUMBER.search(n) for n in ("batch2", "epoch5", "lab3", "nine1d_runs", "mnist1d", "ch_x"))

@@ -1,4 +1,4 @@
-"""Chapter 5's reference recipe: the gamma-Net's new options against closed forms and controls, the
+"""The reference recipe: the gamma-Net's new options against closed forms and controls, the
 registry, the choice rule and the frozen-control test on the committed cache."""
 import copy
 
@@ -9,6 +9,7 @@ import torch
 from calibcourse.calibration import metrics as M
 from calibcourse.study.analysis import reference as R
 from calibcourse.study.analysis.ledger import Ledger, check_claims
+from calibcourse.study.runs.experiments import reference as X
 from calibcourse.study.training.meta import GammaNet, MetaTrainer, lookahead_outer_loss
 from calibcourse.study.training.models import MLP
 from calibcourse.study.training.steps import PlainStep, LOSSES
@@ -161,31 +162,31 @@ def test_summed_loss_and_clipping_follow_the_reference_code():
 
 
 def test_registry_names_and_seeds():
-    runs = R.reference_runs()
+    runs = X.reference_runs()
     for method in ("FLgamma-SECE", "FLgamma-DECE"):
-        for lr in R.REF_META_LRS:
-            assert all(R.ref_name(method, lr, s) in runs for s in R.REF_GRID_SEEDS)
-        assert all(R.ref_name(method, R.REF_CHOSEN[method], s) in runs for s in range(R.REF_N_SEEDS))
-    assert all(R.ref_name("FLgamma-SECE", 0.0, s) in runs for s in range(R.REF_N_SEEDS))
+        for lr in X.REF_META_LRS:
+            assert all(X.ref_name(method, lr, s) in runs for s in X.REF_GRID_SEEDS)
+        assert all(X.ref_name(method, X.REF_CHOSEN[method], s) in runs for s in range(X.REF_N_SEEDS))
+    assert all(X.ref_name("FLgamma-SECE", 0.0, s) in runs for s in range(X.REF_N_SEEDS))
     # the claims' extra seeds: the chosen FLgamma-SECE, CE and CE-DECE, and nothing else beyond REF_N_SEEDS
-    n = R.REF_CLAIM_SEEDS
-    assert n["FLgamma-SECE"] > R.REF_N_SEEDS and min(n.values()) > R.REF_N_SEEDS
-    assert R.ref_name("FLgamma-SECE", R.REF_CHOSEN["FLgamma-SECE"], n["FLgamma-SECE"] - 1) in runs
-    assert R.ref_name("FLgamma-SECE", R.REF_CHOSEN["FLgamma-SECE"], n["FLgamma-SECE"]) not in runs
+    n = X.REF_CLAIM_SEEDS
+    assert n["FLgamma-SECE"] > X.REF_N_SEEDS and min(n.values()) > X.REF_N_SEEDS
+    assert X.ref_name("FLgamma-SECE", X.REF_CHOSEN["FLgamma-SECE"], n["FLgamma-SECE"] - 1) in runs
+    assert X.ref_name("FLgamma-SECE", X.REF_CHOSEN["FLgamma-SECE"], n["FLgamma-SECE"]) not in runs
     for label in ("CE", "CE-DECE (weight 0.5)"):
-        assert {s for s in range(100) if R.ref_name(label, seed=s) in runs} == set(range(n[label]))
-    beyond = {name.rsplit("/", 1)[0] for name in runs if int(name.rsplit("/s", 1)[1]) >= R.REF_N_SEEDS}
-    assert beyond == {R.ref_name(label, seed=0).rsplit("/", 1)[0] for label in ("CE", "CE-DECE (weight 0.5)")} | {
-        R.ref_name("FLgamma-SECE", R.REF_CHOSEN["FLgamma-SECE"], 0).rsplit("/", 1)[0]}
+        assert {s for s in range(100) if X.ref_name(label, seed=s) in runs} == set(range(n[label]))
+    beyond = {name.rsplit("/", 1)[0] for name in runs if int(name.rsplit("/s", 1)[1]) >= X.REF_N_SEEDS}
+    assert beyond == {X.ref_name(label, seed=0).rsplit("/", 1)[0] for label in ("CE", "CE-DECE (weight 0.5)")} | {
+        X.ref_name("FLgamma-SECE", X.REF_CHOSEN["FLgamma-SECE"], 0).rsplit("/", 1)[0]}
     assert all(f"ch5/diagnosis/{arm}/s{s}" in runs for arm in ("horizon 5", "delayed", "placebo")
-               for s in R.REF_GRID_SEEDS)
+               for s in X.REF_GRID_SEEDS)
     # the placebo at the chosen rate, on the frozen control's seeds: the chosen FLgamma-SECE with the placebo
-    placebo = {n for n in runs if n.startswith(f"ch5/diagnosis/{R.REF_PLACEBO_LABEL}/")}
-    assert placebo == {f"ch5/diagnosis/{R.REF_PLACEBO_LABEL}/s{s}" for s in range(R.REF_N_SEEDS)}
-    chosen = runs[R.ref_name("FLgamma-SECE", R.REF_CHOSEN["FLgamma-SECE"], 3)]
+    placebo = {n for n in runs if n.startswith(f"ch5/diagnosis/{X.REF_PLACEBO_LABEL}/")}
+    assert placebo == {f"ch5/diagnosis/{X.REF_PLACEBO_LABEL}/s{s}" for s in range(X.REF_N_SEEDS)}
+    chosen = runs[X.ref_name("FLgamma-SECE", X.REF_CHOSEN["FLgamma-SECE"], 3)]
     placebo_meta = {**chosen["meta"], "control": "placebo"}
-    assert runs[f"ch5/diagnosis/{R.REF_PLACEBO_LABEL}/s3"] == {**chosen, "meta": placebo_meta}
-    cfg = runs[R.ref_name("FLgamma-SECE", 1e-3, 0)]
+    assert runs[f"ch5/diagnosis/{X.REF_PLACEBO_LABEL}/s3"] == {**chosen, "meta": placebo_meta}
+    cfg = runs[X.ref_name("FLgamma-SECE", 1e-3, 0)]
     assert cfg["meta"]["cal_weight"] == 0.5 and cfg["meta"]["lookahead_params"] == "head"
     assert cfg["reduction"] == "sum" and cfg["clip_grad_norm"] == 2.0 and cfg["optimizer"] == "sgd"
 
@@ -251,7 +252,7 @@ def committed():
 
 
 def test_ce_is_overconfident_on_the_reference_backbone(committed):
-    ce = [committed[R.ref_name("CE", seed=s)] for s in range(R.REF_N_SEEDS)]
+    ce = [committed[X.ref_name("CE", seed=s)] for s in range(X.REF_N_SEEDS)]
     err = np.mean([M.error(r.probs("test"), r.labels("test")) for r in ce])
     ece = np.mean([M.ece(r.probs("test"), r.labels("test")) for r in ce])
     assert err <= 0.10 and ece >= 0.03, (err, ece)
@@ -259,18 +260,18 @@ def test_ce_is_overconfident_on_the_reference_backbone(committed):
 
 def test_the_chosen_values_are_the_rules(committed):
     for family in ("FLgamma-SECE", "FLgamma-DECE", "Focal"):
-        assert R.ref_choice(committed, family)["chosen"] == R.REF_CHOSEN[family], family
+        assert R.ref_choice(committed, family)["chosen"] == X.REF_CHOSEN[family], family
 
 
 def test_the_frozen_control_is_one_network_for_both_outer_losses(committed):
     """At meta rate 0 the outer loss never acts: FLgamma-DECE's control is FLgamma-SECE's, bit for bit."""
-    for s in R.REF_GRID_SEEDS:
-        a, b = committed[R.ref_name("FLgamma-SECE", 0.0, s)], committed[R.ref_name("FLgamma-DECE", 0.0, s)]
+    for s in X.REF_GRID_SEEDS:
+        a, b = committed[X.ref_name("FLgamma-SECE", 0.0, s)], committed[X.ref_name("FLgamma-DECE", 0.0, s)]
         assert np.array_equal(a.logits("test"), b.logits("test"))
 
 
 def test_learns_at_rate_zero_is_not_held(committed):
-    out = R.learns(committed, "FLgamma-SECE", 0.0, R.REF_GRID_SEEDS)
+    out = R.learns(committed, "FLgamma-SECE", 0.0, X.REF_GRID_SEEDS)
     assert out["verdict"] == "not held" and out["gamma"].startswith("+0.00 [+0.00, +0.00]")
 
 

@@ -223,10 +223,10 @@ def test_a_difference_of_differences_over_seeds_alone_is_the_paired_t_interval()
 # --------------------------------------------------------------------------- the letters (out of distribution)
 def _raw_test_digits():
     """The clean test digits of chapter 6's default runs, back in [0, 1] (as the letters are drawn)."""
-    from calibcourse.study.runs.experiments import CH6_DATA
+    from calibcourse.study.runs.experiments import SHIFT_DATA
     from calibcourse.study.training.config import load_data_splits
 
-    *_, X_test, _, (mean, std) = load_data_splits(CH6_DATA, return_stats=True)
+    *_, X_test, _, (mean, std) = load_data_splits(SHIFT_DATA, return_stats=True)
     return X_test * np.asarray(std).reshape(1, -1, 1, 1) + np.asarray(mean).reshape(1, -1, 1, 1)
 
 
@@ -236,11 +236,11 @@ def test_brightness_alone_does_not_separate_the_letters_from_the_digits():
     from sklearn.metrics import roc_auc_score
 
     from calibcourse.study.analysis.deployment import brightness_separation
-    from calibcourse.study.runs.experiments import CH6_LETTERS
+    from calibcourse.study.runs.experiments import LETTERS_OOD
     from calibcourse.study.training.shift import ood_images, ood_letters
 
     digits = _raw_test_digits()[:, 0].reshape(-1, 28 * 28)
-    letters = ood_letters(CH6_LETTERS["n"], (1, 28, 28))[:, 0].reshape(-1, 28 * 28)
+    letters = ood_letters(LETTERS_OOD["n"], (1, 28, 28))[:, 0].reshape(-1, 28 * 28)
     group = np.r_[np.ones(len(digits)), np.zeros(len(letters))]
     features = {"mean intensity": lambda X: X.mean(1), "near-black fraction": lambda X: (X < 0.1).mean(1)}
     for name, feature in features.items():

@@ -59,11 +59,11 @@ def test_mean_contrast_is_the_mean_of_per_angle_differences():
 @pytest.fixture(scope="module")
 def rotated():
     """Chapter 6's fair footing on the committed default runs, as the chapter computes it."""
-    from calibcourse.study.analysis.deployment import CH6_RUN_OF, fair_footing
+    from calibcourse.study.analysis.deployment import SHIFT_RUN_OF, fair_footing
     from calibcourse.study.runs.experiments import experiments, runs
     from calibcourse.study.training.shift import shift_levels
 
-    R = {k: v for f in CH6_RUN_OF.values() for k, v in runs(f"ch6/{f}/", "default").items()}
+    R = {k: v for f in SHIFT_RUN_OF.values() for k, v in runs(f"ch6/{f}/", "default").items()}
     seeds = sorted(int(n.rsplit("s", 1)[1]) for n in R if n.startswith("ch6/CE/"))
     cfg = experiments("default")["ch6/CE/s0"]
     levels = shift_levels(cfg)
@@ -188,10 +188,10 @@ def test_the_chapter_no_longer_says_a_temperature_rescales_every_confidence_alik
 
 def test_the_letters_claims_are_declared_as_registered_before_their_runs():
     """The chapter's ledger calls keep the margins and sides declared in the package before the runs."""
-    from calibcourse.study.analysis.deployment import CH6_LETTERS_CLAIMS
+    from calibcourse.study.analysis.deployment import LETTERS_CLAIMS
 
     text = CHAPTER.read_text()
-    for cid, spec in CH6_LETTERS_CLAIMS.items():
+    for cid, spec in LETTERS_CLAIMS.items():
         call = re.search(r'ledger\.claim\("' + re.escape(cid) + r'",(.*?)\)\n', text, flags=re.S)
         assert call, cid
         assert f"null={spec['null']}" in call.group(1) and f'direction="{spec["direction"]}"' in call.group(1), cid

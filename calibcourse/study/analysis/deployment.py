@@ -14,15 +14,15 @@ from calibcourse.calibration import stats
 from calibcourse.study.analysis.tables import fmt_difference
 from calibcourse.calibration._validation import check_int
 
-__all__ = ["CH6_LETTERS_CLAIMS", "CH6_RUN_OF", "CROSSFIT_ARMS", "CROSSFIT_MEASURES", "brightness_separation",
+__all__ = ["LETTERS_CLAIMS", "SHIFT_RUN_OF", "CROSSFIT_ARMS", "CROSSFIT_MEASURES", "brightness_separation",
            "crossfit_arms", "crossfit_comparison", "fair_footing", "label_shift_indices", "ood_metric",
            "recalibration_curve", "with_ood"]
 
 #: chapter 6's methods and the run family each is read from (``ch6/<family>/s<seed>``)
-CH6_RUN_OF = {"CE": "CE", "Ensemble": "ensemble", "MC dropout": "dropout", "Focal": "focal"}
+SHIFT_RUN_OF = {"CE": "CE", "Ensemble": "ensemble", "MC dropout": "dropout", "Focal": "focal"}
 
 #: chapter 6's claims on the letters, declared before their runs (``ch6/letters/<family>/s<seed>``,
-#: seeds 0-9 of :data:`calibcourse.study.runs.experiments.CH6_LETTERS_SEEDS`). They replace the retired
+#: seeds 0-9 of :data:`calibcourse.study.runs.experiments.LETTERS_SEEDS`). They replace the retired
 #: ``ch6-ood-ensemble``, ``ch6-ood-ts`` and ``ch6-ood-ts-lower``, whose images of no digit (patches of two
 #: photographs) brightness alone told from the digits (AUROC 1.0). Each effect is a difference of OOD
 #: AUROCs (the top-label confidence separating the 1,000 clean test digits, group 1, from the 500
@@ -33,7 +33,7 @@ CH6_RUN_OF = {"CE": "CE", "Ensemble": "ensemble", "MC dropout": "dropout", "Foca
 #: claims. The prediction written with them: the ensemble and MC dropout separate the letters better
 #: than CE (both held, as Lakshminarayanan et al. and Ovadia et al. report averaging helps on Not-MNIST),
 #: and temperature scaling moves CE's AUROC by less than 0.01 either way (both held)
-CH6_LETTERS_CLAIMS = {
+LETTERS_CLAIMS = {
     "ch6-letters-ensemble": {"a": "Ensemble", "b": "CE", "null": 0.0, "direction": "above",
                              "claim": "a deep ensemble separates the letters from the digits better than CE "
                                       "(a higher OOD AUROC of the confidence)"},
@@ -49,7 +49,7 @@ CH6_LETTERS_CLAIMS = {
 }
 
 
-def fair_footing(runs: dict, seeds, splits, methods=CH6_RUN_OF, prefix: str = "ch6"):
+def fair_footing(runs: dict, seeds, splits, methods=SHIFT_RUN_OF, prefix: str = "ch6"):
     """Every method with and without temperature scaling fitted on its own validation split.
 
     Parameters
@@ -62,7 +62,7 @@ def fair_footing(runs: dict, seeds, splits, methods=CH6_RUN_OF, prefix: str = "c
         ``{key: (split name, rows)}``: which stored logits to score under ``key`` (e.g. an angle),
         ``rows`` a slice or index array of that split (the clean test split's first digits are the
         ones rotated).
-    methods : dict, default=CH6_RUN_OF
+    methods : dict, default=SHIFT_RUN_OF
         ``{method: run family}``.
     prefix : str, default="ch6"
         The runs' names start ``<prefix>/<family>/s<seed>`` (``"ch6/letters"`` for the letters' runs).

@@ -336,7 +336,7 @@ def reported_runs(ref_all: dict, chosen: dict | None = None) -> dict:
     ref_all : dict
         ``{run name: RunResult}`` of the runs named ``ch5/reference/...``.
     chosen : dict, optional
-        The chosen values (default :data:`calibcourse.study.analysis.reference.REF_CHOSEN`).
+        The chosen values (default :data:`calibcourse.study.runs.experiments.reference.REF_CHOSEN`).
 
     Returns
     -------
@@ -353,7 +353,8 @@ def reported_runs(ref_all: dict, chosen: dict | None = None) -> dict:
     """
     from dataclasses import replace
 
-    from calibcourse.study.analysis.reference import REF_CHOSEN, ref_part
+    from calibcourse.study.analysis.reference import ref_part
+    from calibcourse.study.runs.experiments.reference import REF_CHOSEN
 
     chosen = {**REF_CHOSEN, **(chosen or {})}
     focal = f"Focal (gamma {chosen['Focal']:g})"

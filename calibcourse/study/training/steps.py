@@ -30,7 +30,7 @@ def _nll(log_probs, y, **kw):
     return F.nll_loss(log_probs, y, **kw)
 
 
-def _chapter5_losses():
+def _calibration_losses():
     from calibcourse.study.training import losses as L
 
     return {"focal": L.focal_loss, "flsd53": L.flsd53_loss, "label_smoothing": L.label_smoothing_loss,
@@ -38,7 +38,7 @@ def _chapter5_losses():
 
 
 #: name -> fn(logits, labels, **loss_kwargs) -> scalar loss
-LOSSES = {"ce": _ce, "bce": _bce, "nll": _nll, **_chapter5_losses()}
+LOSSES = {"ce": _ce, "bce": _bce, "nll": _nll, **_calibration_losses()}
 _BUILTIN_LOSSES = frozenset(LOSSES)
 
 

@@ -102,6 +102,16 @@ def kind_of(claim: dict) -> str:
     """The claim's kind (:data:`KINDS`): retired and sanity checks by their lists in
     :mod:`~calibcourse.study.analysis.ledger.reads`, the course's own claims by their source.
 
+    Parameters
+    ----------
+    claim : dict
+        A published claim (``id`` and ``source`` are read).
+
+    Returns
+    -------
+    str
+        ``"retired"``, ``"sanity check"``, ``"course"`` or ``"paper"``.
+
     Examples
     --------
     >>> kind_of({"id": "ch6-error-rises", "source": "ovadia2019can"})
@@ -119,6 +129,16 @@ def kind_of(claim: dict) -> str:
 def short_claim(text: str) -> str:
     """A claim's text without its parentheses and, where what is left before a colon or semicolon says
     enough, what follows it: the restatement of the page's tables.
+
+    Parameters
+    ----------
+    text : str
+        A claim's text.
+
+    Returns
+    -------
+    str
+        The short form (the text itself where nothing can go).
 
     Examples
     --------
@@ -169,6 +189,18 @@ def with_registration(claims: list, records: dict) -> list:
     Adds ``kind``, ``registration`` (``"registered"``, ``"post hoc"``, ``"amended"``; None where the claim
     has no record), ``registration_why``, ``declared``, ``first_run``, ``n_runs``, ``amendments`` (texts) and
     ``added_seeds`` (the planned seeds, those added after a verdict, and the interval on them alone).
+
+    Parameters
+    ----------
+    claims : list of dict
+        The published claims.
+    records : dict
+        ``{claim id: record}``, :func:`calibcourse.tools.registration`'s records.
+
+    Returns
+    -------
+    list of dict
+        Each claim with those keys added, in the order given.
 
     Examples
     --------

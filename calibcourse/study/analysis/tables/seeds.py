@@ -135,7 +135,7 @@ def grid_choice_view(choice: dict, params: dict):
     ----------
     choice : dict
         ``{family: {"chosen": value, "table": DataFrame}}`` as
-        :func:`calibcourse.study.runs.experiments.ch5_choice` returns (each table with the grid parameter's
+        :func:`calibcourse.study.analysis.adam.adam_choice` returns (each table with the grid parameter's
         column, ``val error``, ``val ECE`` as fractions and ``eligible``).
     params : dict
         ``{family: parameter name}``.
