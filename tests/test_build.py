@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from calibcourse.tools import build
+from calibcourse.tools import build, whatheld
 
 HEADER = textwrap.dedent("""\
     ---
@@ -269,5 +269,5 @@ def test_bib_titles_name_the_first_author_year_and_title(tmp_path):
     bib.write_text("@inproceedings{a2017,\n  title = {On {C}alibration},\n  author = {Guo, Chuan and Pleiss, Geoff and"
                    " Sun, Yu},\n  year = {2017}\n}\n\n@misc{b2024,\n  title = {Project},\n  author = {Mu\\~noz, Ana and"
                    " Lee, Bo},\n  year = {2024}\n}\n")
-    assert build._bib_titles(bib) == {"a2017": "Guo et al. (2017), On Calibration",
+    assert whatheld.bib_titles(bib) == {"a2017": "Guo et al. (2017), On Calibration",
                                       "b2024": "Muñoz and Lee (2024), Project"}

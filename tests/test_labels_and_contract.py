@@ -55,19 +55,22 @@ def test_integer_labels_are_never_read_by_their_range():
 def test_a_program_whose_labels_are_indices_says_so_once():
     """The course's pages (their setup) declare their integer labels the columns' indices: a small set that
     lacks a class is fitted as its indices say, as with classes=range(K)."""
-    from calibcourse.calibration._labels import integer_labels_are_indices
+    from calibcourse.calibration import config_context, get_config, set_config
 
     z, y = scaled_logits(600, 3, factor=2.0, seed=2)
     no2 = y != 2
     ref = C.TemperatureScaling().fit(z[no2], y[no2], classes=range(3)).temperature_
-    integer_labels_are_indices()
+    with config_context(integer_labels="indices"):
+        assert C.TemperatureScaling().fit(z[no2], y[no2]).temperature_ == ref
+    assert get_config() == {"integer_labels": "sorted"}  # restored after the block
+    set_config(integer_labels="indices")
     try:
         assert C.TemperatureScaling().fit(z[no2], y[no2]).temperature_ == ref
         with pytest.raises(ValueError, match="hold 3, which is not one of classes"):
             C.TemperatureScaling().fit(z, y + 1)  # indices, never names: 1, 2, 3 of three columns is an error
         assert C.TemperatureScaling().fit(z, np.array(["a", "b", "c"])[y]).classes_.tolist() == ["a", "b", "c"]
     finally:
-        integer_labels_are_indices(False)
+        set_config(integer_labels="sorted")
     with pytest.raises(ValueError, match="2 distinct values"):
         C.TemperatureScaling().fit(z[no2], y[no2])
 

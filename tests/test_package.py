@@ -82,23 +82,123 @@ def test_import_circle_detection_sees_function_level_imports(tmp_path):
 
 
 @pytest.mark.parametrize("module", MODULES)
-def test_all_names_exist_and_private_names_stay_home(module):
+def test_all_names_exist(module):
     mod = importlib.import_module(f"calibcourse.{module}")
     for name in getattr(mod, "__all__", []):
         assert hasattr(mod, name), f"calibcourse.{module}.__all__ lists {name!r}, which does not exist"
-    source = _path(module).read_text()
-    # `M._x`, `binning._x`, ...: another module's private name (modules starting with _ are shared helpers;
-    # a name two modules share, `cli`, is left out)
-    last = [m.split(".")[-1] for m in MODULES]
-    aliases = ({"M": "calibration.metrics", "C": "calibration.calibrators", "L": "study.training.losses"}
-               | {m.split(".")[-1]: m for m in MODULES if last.count(m.split(".")[-1]) == 1})
-    for alias, target in aliases.items():
-        if len(alias) > 1 and not re.search(rf"(from calibcourse[\w.]* import [^\n]*\b{alias}\b|"
-                                            rf"import calibcourse[\w.]*\.{alias}\b)", source):
-            continue  # `choice._replace` on a variable named like a module: only an imported module counts
-        for use in re.findall(rf"\b{alias}\.(_[a-z]\w*)", source):
-            if target != module and not module.startswith(target + "."):
-                pytest.fail(f"calibcourse.{module} uses {alias}.{use}, a private name of calibcourse.{target}")
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.endswith("__")
+
+
+def _package_of(module: str) -> str:
+    """The package a module sits in: ``calibration.metrics`` for ``calibration.metrics.binned`` and for the
+    sub-package ``calibration.metrics`` itself (its ``__init__``)."""
+    return module if _path(module).name == "__init__.py" else module.rpartition(".")[0]
+
+
+def _may_use(user: str, owner: str) -> bool:
+    """Whether module ``user`` may use a private name defined in module ``owner`` (both ``layer.module``).
+
+    A private name stays in its module, except that a module whose name starts with ``_`` (``_core``,
+    ``_base``, ``_engine``) and a package's ``__init__`` hold what their package shares: every module of
+    that package (and of its sub-packages) may use their private names."""
+    if user == owner:
+        return True
+    shared = _path(owner).name == "__init__.py" or _private(owner.rpartition(".")[2])
+    home = _package_of(owner)
+    return shared and (user == home or user.startswith(home + "."))
+
+
+def _private_uses(module: str, tree: ast.AST):
+    """``(line, owner, name)`` for every private name of another calibcourse module that ``module`` imports
+    (``from calibcourse.x import _y``) or reads off an imported module (``x._y``, ``calibcourse.x._y``). A
+    private module itself (``_validation``) may be named: its public names are the package's to share
+    (``check_int``); its private ones are checked like any other's."""
+    bound = {}  # local name -> the calibcourse module it is bound to
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # from . import x / from .x import y
+                base = ".".join(_package_of(module).split(".")[: len(_package_of(module).split(".")) - node.level + 1]
+                                + ([base] if base else []))
+            elif base == "calibcourse" or base.startswith("calibcourse."):
+                base = base.partition(".")[2]
+            else:
+                continue
+            for a in node.names:
+                sub = f"{base}.{a.name}" if base else a.name
+                if sub in MODULES:
+                    bound[a.asname or a.name] = sub
+                elif _private(a.name) and base in MODULES:
+                    yield node.lineno, base, a.name
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("calibcourse."):
+                    bound[a.asname or "calibcourse"] = a.name.partition(".")[2] if a.asname else ""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            chain, base = [], node.value
+            while isinstance(base, ast.Attribute):
+                chain.append(base.attr)
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in bound:
+                target = ".".join(p for p in [bound[base.id], *reversed(chain)] if p)
+                if target in MODULES and f"{target}.{node.attr}" not in MODULES:
+                    yield node.lineno, target, node.attr
+
+
+def _private_crossings(module: str) -> dict:
+    """``{(module, owner, name): where}`` for each private name ``module`` takes from a module it may not."""
+    tree = ast.parse(_path(module).read_text())
+    return {(module, owner, name): f"calibcourse.{module}:{line} uses {name}, a private name of calibcourse.{owner}"
+            for line, owner, name in _private_uses(module, tree) if not _may_use(module, owner)}
+
+
+#: crossings left while ``tools/assignments/sandbox.py`` is rewritten on another branch (psutil, issue 50):
+#: its private helpers and the two it takes from ``code_questions``; once merged, they become public
+#: names and this set empties (the test fails on an entry that no longer crosses)
+_SANDBOX_PENDING = {
+    ("tools.assignments.sandbox", "tools.assignments.code_questions", "_defined_names"),
+    ("tools.assignments.sandbox", "tools.assignments.code_questions", "_exercise"),
+    ("tools.assignments.batch", "tools.assignments.code_questions", "_exercise"),
+    *(("tools.assignments.batch", "tools.assignments.sandbox", n)
+      for n in ("_child_env", "_kill_tree", "_rmtree", "_rss_bytes", "_tree")),
+    *(("tools.assignments.cli", "tools.assignments.sandbox", n) for n in ("_kill_tree", "_limit_self")),
+}
+
+
+def test_private_names_stay_home():
+    """CONTRIBUTING: a private name (``_x``) stays in its module; a package's ``_``-modules and its
+    ``__init__`` hold what its modules share. The AST sees every form: imported, read off a module,
+    a module bound by ``import ... as``."""
+    crossings = {}
+    for m in MODULES:
+        crossings |= _private_crossings(m)
+    left = [where for key, where in sorted(crossings.items()) if key not in _SANDBOX_PENDING]
+    assert not left, "\n".join(left)
+    assert not _SANDBOX_PENDING - set(crossings), "no longer crossing: remove from _SANDBOX_PENDING"
+
+
+def test_the_private_name_check_sees_every_form(tmp_path, monkeypatch):
+    """The check finds ``from x import _y``, ``x._y`` on an imported module (also under another name and
+    through a chain), and lets siblings share through a ``_`` module."""
+    source = ("from calibcourse.calibration.report.choice import _choose, VIEWS\n"
+              "from calibcourse.calibration.report import choice as c\n"
+              "from calibcourse.calibration import metrics\n"
+              "from calibcourse.calibration.metrics._core import _prepare\n"
+              "from calibcourse.calibration._validation import check_int\n"
+              "from calibcourse.calibration import _validation as V\n"
+              "def f(x):\n    return c._view(x), metrics.binned._x, x._private, V._torch_view(x), V.checked()\n")
+    uses = {(owner, name) for _, owner, name in _private_uses("study.course.notebook", ast.parse(source))}
+    assert uses == {("calibration.report.choice", "_choose"), ("calibration.report.choice", "_view"),
+                    ("calibration.metrics.binned", "_x"), ("calibration.metrics._core", "_prepare"),
+                    ("calibration._validation", "_torch_view")}
+    assert _may_use("calibration.metrics.binned", "calibration.metrics._core")
+    assert _may_use("calibration.metrics.binned", "calibration.metrics")
+    assert not _may_use("calibration.report.page", "calibration.report.choice")
+    assert not _may_use("study.course.labs", "study.course.checks._harness")
 
 
 #: Modules whose public API is documented numpydoc-style; a module joins when it is.
@@ -136,20 +236,54 @@ def test_public_api_has_numpydoc_sections_and_examples(module):
     assert inspect.getdoc(importlib.import_module(f"calibcourse.{module}")), "a module docstring"
 
 
-#: a hand-written integer check: ``isinstance(x, bool) or not isinstance(x, int)`` and its variants
-_HAND_INT = re.compile(r"isinstance\(\w+, (int|numbers\.Integral|\(int, np\.integer\))\)")
+_INTEGER_TYPES = {"int", "Integral", "integer", "signedinteger", "unsignedinteger"}
+_NUMBER_TYPES = {"float", "Real", "Number", "number", "floating", "complex"}
+
+
+def _type_names(node: ast.AST) -> set:
+    """The names of the types an ``isinstance`` or ``type(x) is`` test names: ``int``, ``np.integer``, ..."""
+    if isinstance(node, ast.Tuple):
+        return set().union(*(_type_names(e) for e in node.elts))
+    if isinstance(node, ast.Name):
+        return {node.id}
+    if isinstance(node, ast.Attribute):
+        return {node.attr}
+    return set()
+
+
+def _hand_integer_checks(tree: ast.AST):
+    """``(line, text)`` of every test that a value is an integer written by hand: ``isinstance(x, int)``
+    (any argument: a name, ``cfg["epochs"]``, ``args.n``), ``isinstance(x, (int, np.integer))``,
+    ``isinstance(x, numbers.Integral)`` and ``type(x) is int``. A test for a number
+    (``isinstance(x, (int, float))``) is not one."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance" \
+                and len(node.args) == 2:
+            names = _type_names(node.args[1])
+        elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Call) \
+                and isinstance(node.left.func, ast.Name) and node.left.func.id == "type":
+            names = set().union(*(_type_names(c) for c in node.comparators))
+        else:
+            continue
+        if names & _INTEGER_TYPES and not names & _NUMBER_TYPES:
+            yield node.lineno, ast.unparse(node)
 
 
 def test_integer_arguments_have_one_check():
     """Issue 38: one integer check (``check_int``), not one per module, so that ``np.int64(3)`` is an
-    integer everywhere and ``True`` nowhere."""
-    from calibcourse.calibration._validation import check_int
-
-    assert _HAND_INT.search("if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:")
-    hand = [f"{m}: {line.strip()}" for m in MODULES for line in _path(m).read_text().splitlines()
-            if _HAND_INT.search(line) and not m.endswith("_validation")]
-    assert not hand, "\n".join(hand)
+    integer everywhere and ``True`` nowhere; the AST sees a subscripted or an attribute argument too."""
+    found = lambda src: [text for _, text in _hand_integer_checks(ast.parse(src))]  # noqa: E731
+    assert found("if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2: pass") == [
+        "isinstance(folds, (int, np.integer))"]
+    assert found("ok = isinstance(cfg['epochs'], int) and type(args.n) is int and isinstance(k, numbers.Integral)"
+                 ) == ["isinstance(cfg['epochs'], int)", "type(args.n) is int", "isinstance(k, numbers.Integral)"]
+    assert found("ok = isinstance(v, (int, float)) and isinstance(b, bool)") == []
+    hand = [f"calibcourse.{m}:{line}: {text}" for m in MODULES if not m.endswith("._validation")
+            for line, text in _hand_integer_checks(ast.parse(_path(m).read_text()))]
+    assert not hand, "use calibcourse.calibration._validation.check_int:\n" + "\n".join(hand)
     import numpy as np
+
+    from calibcourse.calibration._validation import check_int
 
     assert check_int(np.int64(3), "k", low=2) == 3 and check_int(np.uint8(0), "k") == 0
     for bad in (True, np.bool_(True), 3.0, "3", None, 1):

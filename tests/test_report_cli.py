@@ -35,7 +35,7 @@ def test_cross_fit_matches_sklearn_cross_val_predict(k):
     methods = R.candidate_methods(k)
     oof = R.cross_fit(z, p, y, methods, folds=5)
     for name, (cal, view) in methods.items():
-        ref = cross_val_predict(cal, R.choice._view(z, p, view), y, cv=StratifiedKFold(5), method="predict_proba")
+        ref = cross_val_predict(cal, R._compare._view(z, p, view), y, cv=StratifiedKFold(5), method="predict_proba")
         np.testing.assert_allclose(oof[name], ref, atol=1e-12, err_msg=name)
 
 
@@ -110,7 +110,7 @@ def test_every_candidate_survives_save_and_load(tmp_path, k):
     s, y = binary_logits(600, 6) if k == 2 else scaled_logits(600, 3, factor=2.0, seed=6)
     z, p, kind = R.as_logits_and_probs(s)
     for name, (cal, view) in R.candidate_methods(k).items():
-        fc = R.FittedCalibration(clone(cal).fit(R.choice._view(z, p, view), y), view, kind, name)
+        fc = R.FittedCalibration(clone(cal).fit(R._compare._view(z, p, view), y), view, kind, name)
         R.save(fc, tmp_path / "c.json")
         back = R.load(tmp_path / "c.json")
         np.testing.assert_array_equal(back.predict_proba(s), fc.predict_proba(s), err_msg=name)

@@ -3,8 +3,12 @@
 Importing it (or any of its modules but ``losses``) needs numpy, scipy, scikit-learn and
 matplotlib only, never torch; torch tensors are accepted where torch is installed.
 ``load`` reads a calibrator written by ``calibcourse report --save``
-(:func:`calibcourse.calibration.report.load`).
+(:func:`calibcourse.calibration.report.load`); ``set_config``, ``get_config`` and
+``config_context`` are the toolkit's settings (:mod:`calibcourse.calibration.config`).
 """
+from calibcourse.calibration.config import config_context, get_config, set_config
+
+__all__ = ["config_context", "get_config", "set_config", "load"]
 
 
 def __getattr__(name):

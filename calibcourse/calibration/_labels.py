@@ -1,45 +1,14 @@
 """Class labels, scikit-learn's way: the sorted unique labels (or the ``classes`` given) name the score
 columns in order (:func:`encode_labels`), and a program whose integer labels are always the columns'
-indices says so once (:func:`integer_labels_are_indices`)."""
+indices says so once (``set_config(integer_labels="indices")``, :mod:`calibcourse.calibration.config`)."""
 from __future__ import annotations
 
 import numpy as np
 
 from calibcourse.calibration._validation import assumed_checked, check_labels, label_array
+from calibcourse.calibration.config import get_config
 
-__all__ = ["integer_labels_are_indices", "encode_labels"]
-
-#: Whether integer labels are the columns' indices by default (:func:`integer_labels_are_indices`)
-_LABELS = {"indices": False}
-
-
-def integer_labels_are_indices(on: bool = True) -> None:
-    """Declare that integer labels are the score columns' indices, torch's convention (``on``), or not.
-
-    By default a calibrator's ``fit`` follows scikit-learn's rule (:func:`encode_labels`): the
-    sorted unique labels are the classes, so a calibration set that lacks a class needs
-    ``classes=``. A program whose labels are always the columns' indices ``0..K-1`` (the course's
-    pages: their runs' labels are, by construction) declares it once here: integer labels are
-    then read as ``classes=range(K)``, every time, whatever classes a set happens to hold, and a
-    label outside ``0..K-1`` is an error. Strings are names either way.
-
-    Parameters
-    ----------
-    on : bool, default=True
-        True: integer labels are indices; False: scikit-learn's rule.
-
-    Returns
-    -------
-    None
-
-    Examples
-    --------
-    >>> integer_labels_are_indices(); encode_labels([0, 2, 2], 3, 3)[1]
-    array([0, 1, 2])
-    >>> integer_labels_are_indices(False)
-    """
-    _LABELS["indices"] = bool(on)
-
+__all__ = ["encode_labels"]
 
 def encode_labels(labels, n: int, n_classes: int, name: str = "labels", classes=None):
     """Class labels as indices ``0..K-1`` of the score columns, and ``classes_``: scikit-learn's rule.
@@ -51,7 +20,8 @@ def encode_labels(labels, n: int, n_classes: int, name: str = "labels", classes=
     absent from the labels must be named with ``classes`` (``classes=range(K)`` where the labels
     are the columns' indices), else the labels do not say which column is whose. A program whose
     integer labels are always the columns' indices declares it once with
-    :func:`integer_labels_are_indices` (the course's pages do).
+    ``set_config(integer_labels="indices")`` (:func:`calibcourse.calibration.config.set_config`; the
+    course's pages do).
 
     Parameters
     ----------
@@ -99,7 +69,7 @@ def encode_labels(labels, n: int, n_classes: int, name: str = "labels", classes=
         raise ValueError(f"{name} must be class labels (numbers or strings); got dtype {lab.dtype}")
     if not assumed_checked():
         _class_values(lab, name)
-    if classes is None and _LABELS["indices"] and lab.dtype.kind in "iuf":  # declared: the columns' indices
+    if classes is None and get_config()["integer_labels"] == "indices" and lab.dtype.kind in "iuf":  # declared
         classes = np.arange(n_classes)
     if classes is not None:
         return _encode_with_classes(lab, n_classes, name, classes)

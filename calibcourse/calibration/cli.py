@@ -309,7 +309,7 @@ def _run(args) -> int:
 
     scores, labels, kind, names = read_outputs(args.inputs, args.labels_key, args.logits_key, args.probs_key,
                                                args.kind)
-    if isinstance(args.n_boot, int) and args.n_boot < 10:
+    if args.n_boot < 10:  # an int: argparse's type
         raise ValueError(f"--n-boot must be >= 10; got {args.n_boot}")
     if args.n_bins < 1:
         raise ValueError(f"--n-bins must be >= 1; got {args.n_bins}")

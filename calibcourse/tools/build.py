@@ -46,7 +46,7 @@ from pathlib import Path
 
 from calibcourse.study.runs.profiles import PROFILES
 from calibcourse.tools._layout import CLAIMS_JSON, GENERATED, LEDGER_PAGE, BuildError  # noqa: F401 (build.X)
-from calibcourse.tools.whatheld import _bib_titles, collect_claims, write_ledger  # noqa: F401 (build.x)
+from calibcourse.tools.whatheld import collect_claims, write_ledger  # noqa: F401 (build.x)
 
 __all__ = [
     "EDITIONS",

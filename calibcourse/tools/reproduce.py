@@ -171,13 +171,13 @@ def reproduce(profile: str = "ci", jobs: int = 1, threads: int | None = None, wo
             f"tolerance {TOLERANCE}")
         changed, n_claims, t_ledger = None, None, 0.0
         if ledger:
-            from calibcourse.tools.smoke import _copy_book
+            from calibcourse.tools.smoke import copy_book
 
             t0 = time.perf_counter()
             claims = {}
             for label, root in (("committed", committed.root), ("retrained", fresh.root)):
                 log(f"the ledger from the {label} cache:")
-                claims[label] = _ledger(_copy_book(tmp / f"book-{label}"), profile, root, log)
+                claims[label] = _ledger(copy_book(tmp / f"book-{label}"), profile, root, log)
             t_ledger = time.perf_counter() - t0
             changed = changed_verdicts(claims["committed"], claims["retrained"])
             n_claims = len(claims["retrained"])

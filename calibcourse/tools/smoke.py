@@ -160,7 +160,7 @@ def _write_fake_weights(folder: Path) -> None:
     torch.save(densenet121(weights=None).state_dict(), folder / DENSENET_WEIGHTS)
 
 
-def _copy_book(dest: Path) -> Path:
+def copy_book(dest: Path) -> Path:
     """The book's sources (``_config.yml``, ``_toc.yml``, ``book/`` without its generated pages,
     ``notebooks/``) copied to ``dest``, so that the smoke build writes nothing into the repository."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -262,7 +262,7 @@ def smoke(profile: str = "full", workdir=None, html: bool = True, processes: int
         log(f"smoke {profile}: {len(configs)} runs trained ({SMOKE_CAPS} epochs:batches:samples, {processes} "
             f"processes) in {time.perf_counter() - t:.1f} s")
         t = time.perf_counter()
-        root = _copy_book(work / "book")
+        root = copy_book(work / "book")
         build.execute_book(root, profile=profile, force=True, log=log)
         build.write_ledger(root, build.notebook_pages(root), log=log)
         if html:

@@ -38,7 +38,7 @@ def collect_claims(pages: list) -> list:
     return claims
 
 
-def _bib_titles(bib: Path) -> dict:
+def bib_titles(bib: Path) -> dict:
     """``{key: "Guo et al. (2017), On Calibration of Modern Neural Networks"}`` from a .bib file."""
     from calibcourse.tools.bibliography import read_bib
 
@@ -116,8 +116,10 @@ def write_ledger(root: Path, pages: list, log=print) -> list:
     page.parent.mkdir(parents=True, exist_ok=True)
     docs = {p.stem for p in (root / "notebooks").glob("*.md")}
     choices = {i: {**r, "why_choice": CHOICES[i].why} for i, r in records.items() if i in CHOICES}
-    page.write_text(ledger_page(claims, _bib_titles(bib) if bib.exists() else {}, docs=docs, choices=choices))
-    counts = {v: sum(c["verdict"] == v for c in claims) for v in ("held", "not held", "inconclusive")}
+    page.write_text(ledger_page(claims, bib_titles(bib) if bib.exists() else {}, docs=docs, choices=choices))
+    from calibcourse.calibration.stats import VERDICTS
+
+    counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
     log(f"claims: {len(claims)} -> {CLAIMS_JSON} ({counts['held']} held, {counts['not held']} not held, "
         f"{counts['inconclusive']} inconclusive)")
     return claims

@@ -3,12 +3,14 @@ and torch out."""
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
+from scipy.special import logit as _logit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from calibcourse.calibration._labels import encode_labels
-from calibcourse.calibration._validation import (check_labels, check_logits, check_sample_weight, checked, is_torch,
-                                                 label_array, to_numpy)
+from calibcourse.calibration._validation import (check_choice, check_labels, check_logits, check_sample_weight, checked,
+                                                 is_torch, label_array, to_numpy)
 from calibcourse.calibration._arrays import two_logits
 
 EPS = 1e-12
@@ -280,3 +282,42 @@ def _multiclass_data(logits, labels, name="logits"):
         raise ValueError(f"labels of the calibration set contain one class only ({y[0]}); "
                          "a calibrator needs at least two")
     return z, y, binary
+
+
+class _BinaryCalibrator(_Calibrator):
+    _columns_are_classes = False  # (n,) and (n, 2) probabilities are the same input
+
+    def __sklearn_tags__(self):
+        # X is one score per sample, shape (n,): scikit-learn's estimator checks, written for
+        # feature matrices, declare themselves inapplicable (SkipTestWarning)
+        tags = super().__sklearn_tags__()
+        tags.input_tags.one_d_array = True
+        tags.input_tags.two_d_array = False
+        return tags
+
+    def _n_classes(self, scores) -> int:
+        self._check_scores(scores)
+        return 2
+
+    def _check_scores(self, scores, want="probabilities") -> np.ndarray:
+        """Validated scores of shape (n,), converted to ``want`` (probabilities or logits)."""
+        check_choice(self.input_type, INPUT_TYPES, "input_type")
+        s = to_numpy(scores, "scores")
+        if s.ndim == 2 and s.shape[1] == 2 and self.input_type == "probabilities":
+            s = s[:, 1]  # (n, 2) probabilities: use P(y = 1)
+        s = check_logits(s, "scores", ndim=1, reject_probabilities=self.input_type == "logits")
+        if self.input_type == "probabilities":
+            if s.min() < 0 or s.max() > 1:
+                raise ValueError(f"scores must be probabilities of class 1 in [0, 1] for "
+                                 f"input_type='probabilities'; got values from {s.min():g} to {s.max():g} "
+                                 "(pass input_type='logits' for real-valued scores)")
+            return s if want == "probabilities" else _logit(np.clip(s, EPS, 1 - EPS))
+        return expit(s) if want == "probabilities" else s
+
+    def _fit_data(self, scores, labels, want="probabilities"):
+        s = self._check_scores(scores, want=want)
+        y = check_labels(labels, s.shape[0], 2)
+        if np.unique(y).size < 2:
+            raise ValueError(f"labels of the calibration set contain one class only ({y[0]}); "
+                             "a binary calibrator needs both classes")
+        return s, y

@@ -11,8 +11,8 @@ from calibcourse.calibration import stats
 from calibcourse.calibration._labels import encode_labels
 from calibcourse.calibration._validation import checked
 from calibcourse.calibration._arrays import softmax_rows
-from calibcourse.calibration.report.choice import (_choose, _cross_fit, _fold_counts, _progress, _view,
-                                                   candidate_methods, min_samples)
+from calibcourse.calibration.report._compare import _choose, _cross_fit, _fold_counts, _progress, _view
+from calibcourse.calibration.report.choice import candidate_methods, min_samples
 from calibcourse.calibration.report.saved import FittedCalibration
 from calibcourse.calibration.report.scores import prob_blocks, read_scores
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from calibcourse.calibration._validation import checked
-from calibcourse.calibration.report.choice import VIEWS, _view
+from calibcourse.calibration.report._compare import _view
+from calibcourse.calibration.report.choice import VIEWS
 from calibcourse.calibration.report.scores import as_logits_and_probs
 
 

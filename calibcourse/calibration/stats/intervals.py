@@ -6,8 +6,9 @@ import numpy as np
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration._validation import checked
 from calibcourse.calibration.stats._engine import (Difference, _check_bias_corrected, _check_common, _check_metric,
-                                                    _check_pair, _check_probs_of, _finite, _resampler,
-                                                    interval_from_replicates, metric_range, resample_indices)
+                                                    _check_pair, _check_probs_of, _check_seed_list, _finite,
+                                                    _resampler, interval_from_replicates, metric_range,
+                                                    resample_indices)
 
 __all__ = ["interval", "paired_difference", "seeds_difference", "seeds_interval", "bootstrap_statistic"]
 
@@ -143,21 +144,6 @@ def paired_difference(metric, probs_a, probs_b, labels, n_boot: int = 2000, leve
 def _relative(a, b):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.float64(a) / np.float64(b) - 1.0
-
-
-def _check_seed_list(probs_list, labels, name, y=None):
-    """The checked arrays of ``probs_list`` and the checked labels (``y``, where they are already)."""
-    if isinstance(probs_list, np.ndarray) or not hasattr(probs_list, "__len__") or len(probs_list) < 1:
-        raise ValueError(f"{name} must be a list with one array of probabilities per seed")
-    if y is None:
-        first, y = _check_pair(probs_list[0], labels, f"{name}[0]")
-    else:
-        first = _check_probs_of(probs_list[0], y, f"{name}[0]")
-    out = [first] + [_check_probs_of(p, y, f"{name}[{s}]") for s, p in enumerate(probs_list) if s]
-    if len({p.shape for p in out}) > 1:
-        raise ValueError(f"every array of {name} must have the same shape (the same test samples); got "
-                         f"{sorted({p.shape for p in out})}")
-    return out, y
 
 
 def seeds_difference(metric, probs_a_list, probs_b_list, labels, n_boot: int = 2000, level: float = 0.95,

@@ -384,9 +384,9 @@ def resplit_table(run, temperatures, n_resplits: int, seed: int = 0) -> str:
 
 # ============================================================================ Lab 3
 def _paired_ece(pa, pb, y, boot_idx, n_bins=15):
-    from calibcourse.study.course.checks.lab3 import _paired_reference
+    from calibcourse.study.course.checks.lab3 import paired_reference
 
-    return _paired_reference(pa, pb, y, boot_idx, n_bins)[:3]
+    return paired_reference(pa, pb, y, boot_idx, n_bins)[:3]
 
 
 def calibrator_table(run, yours: dict, paired=None, n_boot: int = 1000, seed: int = 0) -> str:

@@ -67,7 +67,7 @@ def setup(profile: str, data: str, seed: int = 0, edition: str = "instructor"):
     """Seed numpy/torch/random, set the figure style, and state the profile and data on the page.
 
     It also declares that integer labels are the columns' indices
-    (:func:`calibcourse.calibration._labels.integer_labels_are_indices`): a page's small
+    (``set_config(integer_labels="indices")``, :mod:`calibcourse.calibration.config`): a page's small
     calibration set may lack a class, and its runs' labels are class indices by construction; and
     it keeps the toolkit's warning that an unregularized vector or matrix scaling did not converge
     off the pages (chapter 4 shows matrix scaling overfitting on purpose).
@@ -96,9 +96,9 @@ def setup(profile: str, data: str, seed: int = 0, edition: str = "instructor"):
     ValueError: profile must be one of ci, default, full; got 'huge'
     """
     check_profile(profile)
-    from calibcourse.calibration._labels import integer_labels_are_indices
+    from calibcourse.calibration import set_config
 
-    integer_labels_are_indices()  # the course's labels are its runs' class indices, whatever a small set holds
+    set_config(integer_labels="indices")  # the course's labels are its runs' class indices, whatever a set holds
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning

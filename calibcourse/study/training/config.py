@@ -133,8 +133,7 @@ def normalize_config(config: dict) -> dict:
     if cfg["schedule"] not in ("none", "cosine", "step"):
         raise ValueError(f"schedule must be 'none', 'cosine' or 'step'; got {cfg['schedule']!r}")
     for key in ("epochs", "batch_size"):
-        if not isinstance(cfg[key], int) or isinstance(cfg[key], bool) or cfg[key] < 1:
-            raise ValueError(f"{key} must be an integer >= 1; got {cfg[key]!r}")
+        check_int(cfg[key], key, low=1)
     for key, positive in (("lr", True), ("weight_decay", False), ("momentum", False), ("mixup_alpha", True)):
         v = cfg.get(key)
         if v is None:  # an optional key that is off (dropped above)
@@ -215,7 +214,7 @@ def _check_recipe_keys(cfg: dict) -> None:
         raise ValueError(f"amp must be True (mixed precision on CUDA) or absent; got {cfg['amp']!r}")
     warm = cfg.get("warmup")
     if warm is not None and (not isinstance(warm, dict) or set(warm) != {"epochs", "lr"}
-                             or not isinstance(warm["epochs"], int) or not 0 < warm["epochs"] < cfg["epochs"]
+                             or not is_int(warm["epochs"], low=1, high=cfg["epochs"] - 1)
                              or not warm["lr"] > 0):
         raise ValueError(f"warmup must be {{'epochs': k, 'lr': rate}} with 0 < k < epochs; got {warm!r}")
     ms = cfg.get("milestones")

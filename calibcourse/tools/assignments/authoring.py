@@ -9,7 +9,7 @@ from pathlib import Path
 
 from calibcourse.tools.editions import BEGIN, STUB
 from calibcourse.tools.assignments.code_questions import Question, hidden_seed, lab_sources, questions
-from calibcourse.tools.assignments.code_questions import _fmt, ROOT, DEFAULT_SECRET
+from calibcourse.tools.assignments.code_questions import fmt_points, ROOT, DEFAULT_SECRET
 from calibcourse.tools.assignments.written import written_questions
 
 __all__ = ["master_notebook", "write_assignment", "write_assignments"]
@@ -34,7 +34,7 @@ def _test_cell(q: Question, points: float, hidden: bool, seed: int, variant: str
     args = f"{q.function}, seed={seed}, strict=True" if hidden else f"{q.function}, strict=True"
     args += f", variant={variant!r}" if variant is not None else ""
     return nbformat.v4.new_code_cell(
-        f'""" # BEGIN TEST CONFIG\npoints: {_fmt(points)}\nhidden: {str(hidden).lower()}\n""" # END TEST CONFIG\n'
+        f'""" # BEGIN TEST CONFIG\npoints: {fmt_points(points)}\nhidden: {str(hidden).lower()}\n""" # END TEST CONFIG\n'
         f"def test_{'hidden' if hidden else 'public'}({q.function}):\n"
         f"    from calibcourse.study.course import checks\n"
         f"    checks.{q.check}({args})")
@@ -103,7 +103,7 @@ def master_notebook(src, secret: str = DEFAULT_SECRET):
             manual = None
         if cell.cell_type == "markdown" and cell.source in written:
             manual = written[cell.source]
-            cells += [raw(f"# BEGIN QUESTION\nname: {manual.name}\nmanual: true\npoints: {_fmt(manual.points)}"),
+            cells += [raw(f"# BEGIN QUESTION\nname: {manual.name}\nmanual: true\npoints: {fmt_points(manual.points)}"),
                       cell]
             continue
         q = qs.get(id(cell))
@@ -116,7 +116,7 @@ def master_notebook(src, secret: str = DEFAULT_SECRET):
         solution.metadata.pop("points", None)
         seed = hidden_seed(src.stem, q.name, secret)
         variant = course_variant(src.stem, q.check, secret)
-        cells += [raw(f"# BEGIN QUESTION\nname: {q.name}\npoints: [{_fmt(q.public)}, {_fmt(q.hidden)}]\n"
+        cells += [raw(f"# BEGIN QUESTION\nname: {q.name}\npoints: [{fmt_points(q.public)}, {fmt_points(q.hidden)}]\n"
                       "check_cell: false"), prompt,
                   raw("# BEGIN SOLUTION"), solution, raw("# END SOLUTION"),
                   raw("# BEGIN TESTS"), _test_cell(q, q.public, False, 0, variant),

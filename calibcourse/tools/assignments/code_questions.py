@@ -364,7 +364,8 @@ def hidden_seed(lab: str, question: str, secret: str = DEFAULT_SECRET) -> int:
     return 1 + int.from_bytes(digest[:4], "big") % (2**31 - 2)
 
 
-def _fmt(x: float) -> str:
+def fmt_points(x: float) -> str:
+    """A number of points as a grade sheet writes it: ``1``, ``0.5``, ``2.25``."""
     return f"{x:g}"
 
 

@@ -14,7 +14,7 @@ from calibcourse.study.analysis.ledger._texts import (
     _what_would_decide_paired,
 )
 from calibcourse.calibration._validation import check_int
-from calibcourse.study.analysis.tables.summaries import _signed, fmt_difference
+from calibcourse.study.analysis.tables.summaries import fmt_difference, fmt_signed
 
 __all__ = ["Claim", "Ledger"]
 
@@ -127,7 +127,7 @@ class Claim:
         rounds to zero has no sign)."""
         if value is None:
             return "-"
-        return _signed(self.scale * value, self.digits) if self.signed else f"{self.scale * value:.{self.digits}f}"
+        return fmt_signed(self.scale * value, self.digits) if self.signed else f"{self.scale * value:.{self.digits}f}"
 
     @property
     def interval_text(self) -> str:

@@ -160,10 +160,10 @@ def sweep_table(results: dict, key_of, n_boot: int = 1000):
 
 
 
-def _signed(value: float, digits: int) -> str:
+def fmt_signed(value: float, digits: int) -> str:
     """``value`` with its sign and ``digits`` decimals; one that rounds to zero has no sign (never ``-0.0``).
 
-    >>> _signed(1.25, 1), _signed(-0.04, 1), _signed(-0.04, 2), _signed(0.0, 1)
+    >>> fmt_signed(1.25, 1), fmt_signed(-0.04, 1), fmt_signed(-0.04, 2), fmt_signed(0.0, 1)
     ('+1.2', '0.0', '-0.04', '0.0')
     """
     text = f"{value:+.{digits}f}"
@@ -220,7 +220,7 @@ def fmt_difference(d, scale: float = 100.0, unit: str = "points", digits: int = 
     unit = f" {unit}" if unit else ""
 
     def f(v):
-        return _signed(scale * v, digits) if signed else f"{scale * v:.{digits}f}"
+        return fmt_signed(scale * v, digits) if signed else f"{scale * v:.{digits}f}"
 
     return f"{f(est)} [{f(low)}, {f(high)}]{unit}"
 

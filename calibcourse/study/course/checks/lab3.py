@@ -214,8 +214,8 @@ def _paired_case(seed, i):
 
 @functools.lru_cache(maxsize=8)  # the grader checks a seed once; a test checks several functions on it
 def _paired_expected(seed, i, n_bins):
-    """``(estimate, low, high)`` of :func:`_paired_reference` on case ``i`` of ``seed``."""
-    return _paired_reference(*_paired_case(seed, i), n_bins)[:3]
+    """``(estimate, low, high)`` of :func:`paired_reference` on case ``i`` of ``seed``."""
+    return paired_reference(*_paired_case(seed, i), n_bins)[:3]
 
 
 def _top_label_eces(p, y, boot_idx, n_bins):
@@ -229,8 +229,13 @@ def _top_label_eces(p, y, boot_idx, n_bins):
     return ece_from_sums(count, sum_conf, sum_out, "l1")
 
 
-def _paired_reference(pa, pb, y, boot_idx, n_bins):
-    """The paired bootstrap of the top-label ECE difference of two binary scores (chapter 3's convention)."""
+def paired_reference(pa, pb, y, boot_idx, n_bins):
+    """The paired bootstrap of the top-label ECE difference of two binary scores: the reference answer.
+
+    ``(estimate, low, high, replicates)``: the plug-in difference of ``metrics.ece(..., reliability="top_label")``
+    on all the samples, the 2.5th and 97.5th percentiles of its recomputation on each row of ``boot_idx``, and
+    those recomputations (what :func:`check_paired_difference` grades, and the lab's own table shows).
+    """
     def ece(p, labels):
         return M.ece(p, labels, n_bins=n_bins, reliability="top_label")
     est = ece(pa, y) - ece(pb, y)
