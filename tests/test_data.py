@@ -124,7 +124,7 @@ def test_mnist_loader_reads_idx_files(tmp_path):
     for split in ("train", "t10k"):
         write_idx(raw / f"{split}-images-idx3-ubyte", imgs[split])
         write_idx(raw / f"{split}-labels-idx1-ubyte", labels[split])
-    X, y, Xt, yt = DL.load_mnist(tmp_path)
+    X, y, Xt, yt = DL.load_full("mnist", tmp_path)
     assert X.shape == (12, 1, 28, 28) and Xt.shape == (5, 1, 28, 28)
     np.testing.assert_allclose(X[:, 0] * 255, imgs["train"], atol=1e-4)
     np.testing.assert_array_equal(y, labels["train"])
@@ -153,7 +153,7 @@ def write_cifar(root, hundred=False):
 
 def test_cifar10_loader_reads_pickle_batches(tmp_path):
     written = write_cifar(tmp_path)
-    X, y, Xt, yt = DL.load_cifar10(tmp_path, verify=False)
+    X, y, Xt, yt = DL.load_full("cifar10", tmp_path, verify=False)
     assert X.shape == (20, 3, 32, 32) and Xt.shape == (4, 3, 32, 32)
     data, labels = written["data_batch_1"]
     np.testing.assert_allclose(X[0] * 255, data[0].reshape(3, 32, 32), atol=1e-4)
@@ -166,14 +166,14 @@ def test_cifar10_loader_reads_pickle_batches(tmp_path):
 
 def test_cifar100_loader_reads_pickles(tmp_path):
     written = write_cifar(tmp_path, hundred=True)
-    X, y, Xt, yt = DL.load_cifar100(tmp_path, verify=False)
+    X, y, Xt, yt = DL.load_full("cifar100", tmp_path, verify=False)
     assert X.shape == (4, 3, 32, 32) and y.tolist() == written["train"][1]
 
 
 def test_cifar_with_checksums_rejects_files_that_are_not_the_real_ones(tmp_path):
     write_cifar(tmp_path)
     with pytest.raises(DL.DatasetNotFoundError):
-        DL.load_cifar10(tmp_path)  # md5 verification on by default
+        DL.load_full("cifar10", tmp_path)  # md5 verification on by default
 
 
 @pytest.mark.parametrize("name,expect", [("mnist", "train-images-idx3-ubyte"),

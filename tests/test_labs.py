@@ -203,7 +203,6 @@ def test_every_lab_follows_the_chapter_that_teaches_it_and_is_due_within_the_cou
     for lab in schedule.LAB_TABLE:
         assert lab.out >= weeks[lab.chapter], lab  # never handed out before its chapter is read
         assert lab.out < lab.due <= len(schedule.WEEKS), lab
-        assert schedule.lab_week(lab.name).number == lab.out
     outs = [lab.out for lab in schedule.LAB_TABLE]
     assert outs == sorted(outs), "labs are numbered in the order they are handed out"
     page = schedule.schedule_page()

@@ -156,17 +156,26 @@ def test_post_hoc_table_reads_a_binary_run_through_the_sigmoid():
     assert df.loc[0, "nll"] == pytest.approx(M.nll(expit(z[200:]), y[200:]))
 
 
-def test_post_hoc_binary_fits_on_validation_and_scores_on_test():
+def _binary_predictions(r, methods):
+    """``{(model, method): (P(y = 1) on test, labels)}``: each calibrator fitted on the run's validation split,
+    as chapter 3 makes them for :func:`binary_scores`."""
+    y_val, y_test = r.labels("val"), r.labels("test")
+    out = {("m", "uncalibrated"): (r.probs("test"), y_test)}
+    for name, cal in methods.items():
+        out[("m", name)] = (cal.clone().fit(r.probs("val"), y_val).predict_proba(r.probs("test"))[:, 1], y_test)
+    return out
+
+
+def test_binary_scores_measure_each_prediction_top_label_with_its_interval():
     from scipy.special import expit
-    from sklearn.isotonic import IsotonicRegression
 
     from calibcourse.calibration import calibrators as C
 
     z, y, r = binary_run(1, 600, scale=3, temperature=2)
-    table, preds = R.post_hoc_binary({"m": r}, {"isotonic": C.IsotonicCalibration()},
-                                     score=lambda res, split: res.probs(split), n_boot=20)
-    iso = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(expit(z[:300]), y[:300])
-    np.testing.assert_allclose(preds[("m", "isotonic")][0], iso.predict(expit(z[300:])), atol=1e-9)
+    preds = _binary_predictions(r, {"isotonic": C.IsotonicCalibration()})
+    table = R.binary_scores(preds, n_val={"m": 300}, n_boot=20)
+    assert table.index.tolist() == [("m", "uncalibrated"), ("m", "isotonic")]
+    assert table.loc[("m", "isotonic"), "nll"] == pytest.approx(M.nll(*preds[("m", "isotonic")]))
     row = table.loc[("m", "uncalibrated")]
     assert row["mce"] == pytest.approx(M.mce(expit(z[300:]), y[300:], reliability="top_label"))  # chapter 3's view
     assert row["test_errors"] == int(round(M.error(expit(z[300:]), y[300:]) * 300))
@@ -193,7 +202,7 @@ def test_post_hoc_binary_view_states_units_and_matches_the_table():
     from calibcourse.calibration import calibrators as C
 
     _, _, r = binary_run(2, 600, scale=3, temperature=2)
-    table, _ = R.post_hoc_binary({"m": r}, {"Platt": C.PlattScaling()}, score=lambda res, s: res.probs(s), n_boot=20)
+    table = R.binary_scores(_binary_predictions(r, {"Platt": C.PlattScaling()}), n_val={"m": 300}, n_boot=20)
     view = R.post_hoc_binary_view(table)
     assert list(view.columns) == ["test errors", "ECE (%) [95 % interval]", "MCE (%)", "NLL (nats)"]
     row = table.loc[("m", "Platt")]
@@ -231,23 +240,3 @@ def test_seed_table_measures_every_seed_and_fits_post_hoc_rows_on_validation():
         R.seed_table({"CE": ce}, post_hoc={"x": ("focal", C.TemperatureScaling())})
     with pytest.raises(ValueError, match="another test set"):
         R.seed_table({"a": {0: fake_run(0, 1.0)}, "b": {0: fake_run(1, 1.0)}})
-
-
-def test_paired_table_and_comparisons_view_agree_with_stats():
-    from calibcourse.calibration import stats
-
-    ref, other = fake_run(0, 1.0, shared_test=True), fake_run(0, 3.0, shared_test=True)
-    y = ref.labels()
-    table, tests = R.paired_table({("sharp", 0): (other, ref)}, y, reference="base", n_boot=50,
-                                  extra=lambda r, rr: {"factor": 3})
-    d = stats.paired_difference(M.ece, other.probs(), ref.probs(), y, n_boot=50, seed=0)
-    assert tests[("sharp", 0, "ECE")][:3] == pytest.approx(d[:3])
-    assert table.loc[("sharp", 0), "ECE - base (points)"] == R.fmt_difference(d, unit="", digits=2)
-    assert table.loc[("sharp", 0), "ECE (%)"] == pytest.approx(100 * M.ece(other.probs(), y))
-    assert table.loc[("sharp", 0), "factor"] == 3
-    view = R.comparisons_view({("ECE", "sharp", "base"): d,
-                               ("NLL", "sharp", "base"): tests[("sharp", 0, "ECE")]._replace(estimate=0.5)})
-    ece_row, nll_row = view.loc[("ECE", "sharp", "base")], view.loc[("NLL", "sharp", "base")]
-    assert ece_row["verdict (A below B)"] == stats.verdict(d.low, d.high)
-    assert ece_row["A - B [95 % interval]"].endswith("points")
-    assert nll_row["A - B [95 % interval]"].startswith("+0.500") and nll_row["A - B [95 % interval]"].endswith("nats")

@@ -11,6 +11,7 @@ from calibcourse.calibration import metrics as M
 from calibcourse.calibration._arrays import ece_from_sums, two_columns
 from calibcourse.calibration._validation import check_int, check_labels, check_probs
 
+#: what :func:`verdict` returns (the claims ledger counts and tallies them in this order)
 VERDICTS = ("held", "not held", "inconclusive")
 DIRECTIONS = ("below", "above")
 METHODS = ("hull", "bc", "basic", "percentile")
@@ -135,7 +136,23 @@ def _check_probs_of(probs, y, name):
     return p
 
 
+def _check_seed_list(probs_list, labels, name, y=None):
+    """The checked arrays of ``probs_list`` and the checked labels (``y``, where they are already)."""
+    if isinstance(probs_list, np.ndarray) or not hasattr(probs_list, "__len__") or len(probs_list) < 1:
+        raise ValueError(f"{name} must be a list with one array of probabilities per seed")
+    if y is None:
+        first, y = _check_pair(probs_list[0], labels, f"{name}[0]")
+    else:
+        first = _check_probs_of(probs_list[0], y, f"{name}[0]")
+    out = [first] + [_check_probs_of(p, y, f"{name}[{s}]") for s, p in enumerate(probs_list) if s]
+    if len({p.shape for p in out}) > 1:
+        raise ValueError(f"every array of {name} must have the same shape (the same test samples); got "
+                         f"{sorted({p.shape for p in out})}")
+    return out, y
+
+
 # --------------------------------------------------------------------------- fast resampling
+
 def per_sample_terms(metric, p, y, kwargs):
     """Per-sample terms whose mean is ``metric(p, y, **kwargs)`` (error, NLL, Brier), else None.
 

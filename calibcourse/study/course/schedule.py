@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-__all__ = ["Week", "Lab", "WEEKS", "LAB_TABLE", "LABS", "lab_week", "lab_number", "lab_title", "lab_banner",
+__all__ = ["Week", "Lab", "WEEKS", "LAB_TABLE", "LABS", "lab_number", "lab_title", "lab_banner",
            "chapter_lab_sentence", "schedule_page", "write_page", "PAGE", "STUDY"]
 
 #: the schedule page, relative to the repository root
@@ -154,31 +154,6 @@ def _check_lab(lab: str) -> Lab:
         if entry.name == lab:
             return entry
     raise ValueError(f"lab must be one of {', '.join(LABS)}; got {lab!r}")
-
-
-def lab_week(lab: str) -> Week:
-    """The week a lab is handed out.
-
-    Parameters
-    ----------
-    lab : str
-        The lab's page name, e.g. ``"lab1_ece"``.
-
-    Returns
-    -------
-    Week
-        The week it is handed out; an unknown lab raises ``ValueError``.
-
-    Examples
-    --------
-    >>> lab_week("lab3_binning").number
-    4
-    >>> lab_week("lab9")
-    Traceback (most recent call last):
-        ...
-    ValueError: lab must be one of lab1_ece, lab2_temperature, lab3_binning, lab4_sece_focal; got 'lab9'
-    """
-    return WEEKS[_check_lab(lab).out - 1]
 
 
 def lab_number(lab: str) -> int:

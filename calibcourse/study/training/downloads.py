@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["load_full", "load_mnist", "load_cifar10", "load_cifar100", "DatasetNotFoundError", "required_files",
+__all__ = ["load_full", "DatasetNotFoundError", "required_files",
            "check_available", "CIFAR10_CLASSES"]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
@@ -204,91 +204,3 @@ def load_full(name: str, root="~/data", download: bool = False, verify: bool = T
         y = ds.targets.numpy() if hasattr(ds.targets, "numpy") else np.asarray(ds.targets)
         out += [(X / 255.0).astype(np.float32), y.astype(np.int64)]
     return tuple(out)
-
-
-def load_mnist(root="~/data", download: bool = False):
-    """Full MNIST (60,000 / 10,000) from ``root``; see :func:`load_full`.
-
-    Parameters
-    ----------
-    root : str or path, default='~/data'
-        The folder that holds the data set (``~`` is expanded).
-    download : bool, default=False
-        Fetch the data set first if it is missing (needs internet).
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``X_train, y_train, X_test, y_test``: float32 images in [0, 1] of shape (n, C, H, W) and int64 labels.
-
-    Examples
-    --------
-    The data set is not here (no download at run time), so the call is skipped:
-
-    >>> X, y, X_test, y_test = load_mnist("~/data")  # doctest: +SKIP
-    >>> X.shape, X_test.shape  # doctest: +SKIP
-    ((60000, 1, 28, 28), (10000, 1, 28, 28))
-    """
-    return load_full("mnist", root, download)
-
-
-def load_cifar10(root="~/data", download: bool = False, verify: bool = True):
-    """CIFAR-10 (50,000 / 10,000) from ``root``; see :func:`load_full`.
-
-    Parameters
-    ----------
-    root : str or path, default='~/data'
-        The folder that holds the data set (``~`` is expanded).
-    download : bool, default=False
-        Fetch the data set first if it is missing (needs internet).
-    verify : bool, default=True
-        Check the md5 of the CIFAR files (False: only that they exist).
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``X_train, y_train, X_test, y_test``: float32 images in [0, 1] of shape (n, C, H, W) and int64 labels.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> load_cifar10(tempfile.mkdtemp())  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-        ...
-    calibcourse.study.training.downloads.DatasetNotFoundError: cifar10 not found under ...cifar-10-batches-py...
-
-    Where the data set is (skipped here):
-
-    >>> X, y, X_test, y_test = load_cifar10("~/data")  # doctest: +SKIP
-    >>> X.shape, CIFAR10_CLASSES[y[0]]  # doctest: +SKIP
-    ((50000, 3, 32, 32), 'frog')
-    """
-    return load_full("cifar10", root, download, verify)
-
-
-def load_cifar100(root="~/data", download: bool = False, verify: bool = True):
-    """CIFAR-100 (50,000 / 10,000) from ``root``, with the 100 fine labels; see :func:`load_full`.
-
-    Parameters
-    ----------
-    root : str or path, default='~/data'
-        The folder that holds the data set (``~`` is expanded).
-    download : bool, default=False
-        Fetch the data set first if it is missing (needs internet).
-    verify : bool, default=True
-        Check the md5 of the CIFAR files (False: only that they exist).
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``X_train, y_train, X_test, y_test``: float32 images in [0, 1] of shape (n, C, H, W) and int64 labels.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> load_cifar100(tempfile.mkdtemp())  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-        ...
-    calibcourse.study.training.downloads.DatasetNotFoundError: cifar100 not found under ...cifar-100-python...
-    """
-    return load_full("cifar100", root, download, verify)

@@ -310,7 +310,7 @@ def _summary(title: str, sources: tuple, group: list, page, docs) -> list:
 
 def _tally(claims: list) -> list:
     """The tally's table, like with like."""
-    verdicts = ("held", "not held", "inconclusive", "not tested")
+    verdicts = (*stats.VERDICTS, "not tested")
     rows = []
     for label, pick in (
             ("registered tests of the papers' claims",

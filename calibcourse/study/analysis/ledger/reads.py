@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["Reads", "CLAIM_READS", "CHOICES", "SANITY_CHECKS", "RETIRED", "reads_of", "anchor_of"]
+__all__ = ["Reads", "CLAIM_READS", "CHOICES", "SANITY_CHECKS", "RETIRED"]
 
 
 class Reads(NamedTuple):
@@ -36,6 +36,11 @@ class Reads(NamedTuple):
     path : str or None
         The module of the package that declares the claim (its id in double quotes), where a
         notebook does not: a claim registered in code before the page that tests it was written.
+
+    Examples
+    --------
+    >>> CLAIM_READS["ch6-ood-ts"].runs, CLAIM_READS["ch6-ood-ts"].anchor is None
+    (('ch6/CE/s*',), True)
     """
 
     runs: tuple = ()
@@ -161,27 +166,3 @@ SANITY_CHECKS = frozenset({"ch6-error-rises"})
 RETIRED = frozenset({"ch6-ts-gain-shrinks",
                      # the photo patches were told apart by brightness alone (AUROC 0.99): the letters replace them
                      "ch6-ood-ensemble", "ch6-ood-ts", "ch6-ood-ts-lower"})
-
-
-def reads_of(claim_id: str) -> Reads | None:
-    """The entry of ``claim_id`` in :data:`CLAIM_READS` or :data:`CHOICES` (None if it has none).
-
-    Examples
-    --------
-    >>> reads_of("ch6-ood-ts").runs, reads_of("nope") is None
-    (('ch6/CE/s*',), True)
-    """
-    return CLAIM_READS.get(claim_id) or CHOICES.get(claim_id)
-
-
-def anchor_of(claim_id: str) -> str:
-    """The text that declares ``claim_id`` in its notebook: its mapping's ``anchor``, else the id in
-    double quotes.
-
-    Examples
-    --------
-    >>> anchor_of("ch6-ood-ts"), anchor_of("ch2-depth")
-    ('"ch6-ood-ts"', 'f"ch2-{name}"')
-    """
-    entry = reads_of(claim_id)
-    return entry.anchor if entry is not None and entry.anchor else f'"{claim_id}"'

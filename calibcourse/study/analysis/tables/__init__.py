@@ -11,16 +11,13 @@ from __future__ import annotations
 from calibcourse.study.analysis.tables.diagnosis import diagnosis_table, seed_paired_view
 from calibcourse.study.analysis.tables.post_hoc import (
     binary_scores,
-    post_hoc_binary,
     post_hoc_binary_view,
     post_hoc_table,
     post_hoc_view,
 )
 from calibcourse.study.analysis.tables.seeds import (
     SEED_MEASURES,
-    comparisons_view,
     grid_choice_view,
-    paired_table,
     seed_table,
     seeds_view,
 )
@@ -41,7 +38,6 @@ __all__ = [
     "fmt_difference",
     "method_label",
     "post_hoc_table",
-    "post_hoc_binary",
     "binary_scores",
     "post_hoc_view",
     "post_hoc_binary_view",
@@ -49,8 +45,6 @@ __all__ = [
     "seed_table",
     "seeds_view",
     "grid_choice_view",
-    "paired_table",
-    "comparisons_view",
     "diagnosis_table",
     "seed_paired_view",
 ]

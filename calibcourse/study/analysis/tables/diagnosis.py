@@ -107,8 +107,7 @@ def diagnosis_table(arms: dict, reference: dict, labels, n_boot: int = 200, seed
 
 def seed_paired_view(tests: dict, units: dict | None = None, nulls: dict | None = None):
     """Seed-paired comparisons as a table: A - B with its 95 % interval, the sign count and the
-    verdict of "A - B lies below its bound" (chapter 5's comparison; :func:`comparisons_view`
-    without seeds).
+    verdict of "A - B lies below its bound" (the meta-regularization study's comparison).
 
     Parameters
     ----------

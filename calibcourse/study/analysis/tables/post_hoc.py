@@ -6,11 +6,11 @@ from calibcourse.calibration import stats
 
 from calibcourse.study.analysis.tables.summaries import fmt_ci
 
-__all__ = ["post_hoc_table", "post_hoc_binary", "binary_scores", "post_hoc_binary_view", "post_hoc_view"]
+__all__ = ["post_hoc_table", "binary_scores", "post_hoc_binary_view", "post_hoc_view"]
 
 
 def _post_hoc_row(model, method, p, y, n_bins: int, n_boot: int, seed: int, **ece_kwargs) -> dict:
-    """The columns :func:`post_hoc_table` and :func:`post_hoc_binary` share, for one calibrated model."""
+    """The columns :func:`post_hoc_table` and :func:`binary_scores` share, for one calibrated model."""
     ci = stats.interval(M.ece, p, y, n_boot=n_boot, seed=seed, n_bins=n_bins, **ece_kwargs)
     return {"model": model, "method": method, "ece": ci.estimate, "ece_low": ci.low, "ece_high": ci.high,
             "ece_plugin": ci.plugin, "error": M.error(p, y), "nll": M.nll(p, y)}
@@ -75,64 +75,8 @@ def post_hoc_table(models: dict, methods: dict, n_bins: int = 15, n_boot: int = 
     return (pd.DataFrame(rows), predictions) if return_predictions else pd.DataFrame(rows)
 
 
-def post_hoc_binary(models: dict, methods: dict, score, n_bins: int = 15, n_boot: int = 1000, seed: int = 0):
-    """Chapter 3's table: every binary calibrator fitted on each run's validation split, scored on test.
-
-    Parameters
-    ----------
-    models : dict
-        ``{row name: RunResult}`` of binary runs.
-    methods : dict
-        ``{column name: binary calibrator}``, each cloned and fitted per run.
-    score : callable
-        ``score(result, split)`` gives the score a calibrator takes (e.g. P(positive)); the test
-        split's score is also the "uncalibrated" row, so it must be a probability.
-    n_bins : int, default=15
-        Bins of the ECE and MCE.
-    n_boot : int, default=1000
-        Bootstrap resamples of each ECE's interval.
-    seed : int, default=0
-        Seed of the resampling.
-
-    Returns
-    -------
-    table : pandas.DataFrame
-        Indexed by (model, method), "uncalibrated" first: ``ece`` (plug-in), ``ece_low``, ``ece_high``
-        (:func:`calibcourse.calibration.stats.interval`), ``ece_plugin``, ``mce`` (plug-in), ``nll``, ``error`` (the
-        names of :func:`post_hoc_table`, plus ``mce``), ``test_errors``, ``n_test``, ``n_val``;
-        :func:`post_hoc_binary_view` formats it.
-    predictions : dict
-        ``{(model, method): (probs, labels)}`` of the test split.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from calibcourse.calibration.calibrators import PlattScaling
-    >>> from calibcourse.study.training.results import RunResult
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=2000); y = (rng.random(2000) < 1 / (1 + np.exp(-z))).astype(int)
-    >>> r = RunResult({}, pd.DataFrame(), {"val_logits": 3 * z[:1000], "val_labels": y[:1000],
-    ...                                    "test_logits": 3 * z[1000:], "test_labels": y[1000:]})
-    >>> from scipy.special import expit
-    >>> table, preds = post_hoc_binary({"net": r}, {"Platt": PlattScaling()},
-    ...                                score=lambda r, split: expit(r.logits(split)), n_boot=50)
-    >>> table.index.tolist(), bool(table.nll["net", "Platt"] < table.nll["net", "uncalibrated"])
-    ([('net', 'uncalibrated'), ('net', 'Platt')], True)
-    """
-    predictions, n_val = {}, {}
-    for model_name, r in models.items():
-        s_val, y_val, s_test, y_test = score(r, "val"), r.labels("val"), score(r, "test"), r.labels("test")
-        n_val[model_name] = len(y_val)
-        predictions[(model_name, "uncalibrated")] = (s_test, y_test)
-        for method_name, method in methods.items():  # P(y = 1)
-            predictions[(model_name, method_name)] = (method.clone().fit(s_val, y_val).predict_proba(s_test)[:, 1],
-                                                      y_test)
-    return binary_scores(predictions, n_val=n_val, n_bins=n_bins, n_boot=n_boot, seed=seed), predictions
-
-
 def binary_scores(predictions: dict, n_val: dict | None = None, n_bins: int = 15, n_boot: int = 1000, seed: int = 0):
-    """The table of :func:`post_hoc_binary` from test predictions already made: every binary measure, top-label.
+    """The table of :func:`binary_scores` from test predictions already made: every binary measure, top-label.
 
     Parameters
     ----------
@@ -150,7 +94,7 @@ def binary_scores(predictions: dict, n_val: dict | None = None, n_bins: int = 15
     Returns
     -------
     pandas.DataFrame
-        The table of :func:`post_hoc_binary`, indexed by (model, method).
+        The table of :func:`binary_scores`, indexed by (model, method).
 
     Examples
     --------
@@ -177,12 +121,12 @@ def binary_scores(predictions: dict, n_val: dict | None = None, n_bins: int = 15
 
 
 def post_hoc_binary_view(table, digits: int = 2):
-    """:func:`post_hoc_binary`'s table for the page: units in the headers, the ECE with its interval.
+    """:func:`binary_scores`'s table for the page: units in the headers, the ECE with its interval.
 
     Parameters
     ----------
     table : pandas.DataFrame
-        The table of :func:`post_hoc_binary`.
+        The table of :func:`binary_scores`.
     digits : int, default=2
         Decimals of the ECE and MCE.
 

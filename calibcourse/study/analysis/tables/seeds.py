@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from calibcourse.calibration import metrics as M
-from calibcourse.calibration import stats
 
-from calibcourse.study.analysis.tables.summaries import fmt_difference, method_label
+from calibcourse.study.analysis.tables.summaries import method_label
 
-__all__ = ["SEED_MEASURES", "seed_table", "seeds_view", "grid_choice_view", "paired_table", "comparisons_view"]
+__all__ = ["SEED_MEASURES", "seed_table", "seeds_view", "grid_choice_view"]
 
 
 SEED_MEASURES = {"Error (%)": (M.error, 100.0), "NLL (nats)": (M.nll, 1.0), "ECE (%)": (M.ece, 100.0),
@@ -173,99 +172,3 @@ def grid_choice_view(choice: dict, params: dict):
             )
         )
     return pd.concat(parts, ignore_index=True).set_index(["baseline", "value"])
-
-
-def paired_table(pairs: dict, labels, measures: dict | None = None, reference: str = "reference",
-                 n_boot: int = 1000, seed: int = 0, extra=None):
-    """Runs against a reference run on the same test samples, one row each (chapter 5's ablations).
-
-    Parameters
-    ----------
-    pairs : dict
-        ``{(name, seed): (result, reference_result)}``.
-    labels : array_like of shape (n,)
-        The shared test labels.
-    measures : dict, optional
-        ``{label: metric}`` compared by :func:`calibcourse.calibration.stats.paired_difference` (default: ECE and
-        error); each gives a column ``"<label> - <reference> (points)"`` with its 95 % interval.
-    reference : str
-        The reference's name in those columns.
-    n_boot, seed
-        The bootstrap of the paired intervals.
-    extra : callable, optional
-        ``extra(result, reference_result) -> dict`` of more columns (e.g. the final mean gamma).
-
-    Returns
-    -------
-    table : pandas.DataFrame
-        Indexed by (name, seed): ``Error (%)``, ``ECE (%)``, ``MCE (%)``, the differences,
-        ``train s/epoch`` and the ``extra`` columns.
-    tests : dict
-        ``{(name, seed, label): calibcourse.calibration.stats.Difference}``.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> from calibcourse.study.training.results import RunResult
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(400, 3)); y = rng.integers(0, 3, 400)
-    >>> run = lambda zz: RunResult({}, pd.DataFrame(), {"test_logits": zz, "test_labels": y})
-    >>> table, tests = paired_table({("half", 0): (run(z / 2), run(z))}, y, reference="full", n_boot=50)
-    >>> list(table.columns)[:4]
-    ['Error (%)', 'ECE (%)', 'MCE (%)', 'ECE - full (points)']
-    >>> tests[("half", 0, "Error")].estimate  # the same argmax: no change of error
-    0.0
-    """
-    import pandas as pd
-
-    measures = measures or {"ECE": M.ece, "Error": M.error}
-    y = np.asarray(labels)
-    rows, tests = [], {}
-    for (name, s), (r, ref) in pairs.items():
-        p, p_ref = r.probs(), ref.probs()
-        row = {"name": name, "seed": s, "Error (%)": 100 * M.error(p, y), "ECE (%)": 100 * M.ece(p, y),
-               "MCE (%)": 100 * M.mce(p, y)}
-        for label, metric in measures.items():
-            d = stats.paired_difference(metric, p, p_ref, y, n_boot=n_boot, seed=seed)
-            tests[(name, s, label)] = d
-            row[f"{label} - {reference} (points)"] = fmt_difference(d, unit="", digits=2)
-        row["train s/epoch"] = _s_per_epoch(r)
-        if extra is not None:
-            row.update(extra(r, ref))
-        rows.append(row)
-    return pd.DataFrame(rows).set_index(["name", "seed"]), tests
-
-
-def comparisons_view(tests: dict, units: dict | None = None):
-    """Paired comparisons as a table: the difference A - B with its 95 % interval in the measure's
-    unit, and the verdict of "A is below B" (:func:`calibcourse.calibration.stats.verdict`).
-
-    Parameters
-    ----------
-    tests : dict
-        ``{(measure, A, B): calibcourse.calibration.stats.Difference}``.
-    units : dict, optional
-        ``{measure: (scale, unit)}``; by default NLL in nats (scale 1) and every other measure
-        in percentage points.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Indexed by (measure, A, B): ``A - B [95 % interval]`` and ``verdict (A below B)``.
-
-    Examples
-    --------
-    >>> d = stats.Difference(-0.012, -0.02, -0.004, 0.95, n=1000)
-    >>> comparisons_view({("ECE", "A", "B"): d}).loc[("ECE", "A", "B")].tolist()
-    ['-1.20 [-2.00, -0.40] points', 'held']
-    """
-    import pandas as pd
-
-    units = {"NLL": (1.0, "nats"), **(units or {})}
-    rows = []
-    for (measure, a, b), d in tests.items():
-        scale, unit = units.get(measure, (100.0, "points"))
-        rows.append({"measure": measure, "A": a, "B": b,
-                     "A - B [95 % interval]": fmt_difference(d, scale=scale, unit=unit, digits=3 if scale == 1 else 2),
-                     "verdict (A below B)": stats.verdict(d.low, d.high)})
-    return pd.DataFrame(rows).set_index(["measure", "A", "B"])

@@ -288,14 +288,6 @@ def _grid_cases(seed):
            f"{grid.size} temperatures", flat, rng.integers(0, k, n), grid, 10)
 
 
-def _screen(zv, yv, grid, n_bins, variant, weighted=True):
-    """:func:`_criterion` for every T of ``grid`` at once (the search's quick screen of candidates; a
-    candidate it finds is confirmed with :func:`_criterion`)."""
-    d = zv - zv.max(axis=1, keepdims=True)
-    conf = 1.0 / np.exp(d[None] / grid[:, None, None]).sum(axis=2)  # (T, n): the top label's probability
-    return _screen_conf(conf, (zv.argmax(axis=1) == yv).astype(float), n_bins, variant, weighted)
-
-
 def _screen_conf(conf, ok, n_bins, variant, weighted=True):
     g, n = conf.shape
     if variant == "equal-mass":
