@@ -604,19 +604,6 @@ def test_temperature_scaling_without_signal_warns_and_returns_the_documented_fin
     assert ts.nll_ == pytest.approx(M.nll(M.softmax(z), y), abs=1e-12)
 
 
-@pytest.mark.parametrize("k,factor,n", [(2, 0.5, 3000), (10, 2.5, 20000), (100, 1.7, 5000)])
-def test_temperature_numpy_and_torch_paths_agree(k, factor, n):
-    z, y = overconfident(n, k, factor, seed=k)
-    zc = z - z.max(1, keepdims=True)
-    zc_y = zc[np.arange(n), y]
-    b_np, nll_np = C.temperature._solve_beta(zc, zc_y, 1e-10, 200, 2048)
-    b_t, nll_t = C.temperature._solve_beta(torch.from_numpy(zc), torch.from_numpy(zc_y), 1e-10, 200, 2048)
-    assert abs(1 / b_np - 1 / b_t) <= 1e-12 * (1 / b_t)
-    assert nll_np == pytest.approx(nll_t, rel=1e-12)
-    t_ref = C.TemperatureScaling().fit(z, y).temperature_  # what fit returns (torch is installed here)
-    assert 1 / b_np == pytest.approx(t_ref, rel=1e-12)
-
-
 def test_temperature_scaling_of_separated_logits_is_an_error():
     rng = np.random.default_rng(1)
     z = rng.normal(size=(20_000, 3))

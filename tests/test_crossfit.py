@@ -226,3 +226,22 @@ def test_crossfit_comparison_pairs_by_size_and_seed_and_matches_a_paired_t_inter
         crossfit_comparison(heldout, dict(list(crossfit.items())[:3]), n_boot=0)
     with pytest.raises(ValueError, match="must end in n<pool size>/s<seed>"):
         crossfit_comparison({"ch6/heldout/s0": heldout["ch6/heldout/n300/s0"]}, crossfit, n_boot=0)
+
+
+@pytest.mark.parametrize("k,factor,n", [(2, 0.5, 3000), (10, 2.5, 20000), (100, 1.7, 5000)])
+def test_the_runs_temperature_in_torch_is_the_toolkits_in_numpy(k, factor, n):
+    """A cross-fitted run fits its temperatures in torch (training code); the toolkit's numpy fit finds
+    the same optimum, to 1e-12, and so does a bounded search of the NLL (scipy)."""
+    from scipy.optimize import minimize_scalar
+
+    from calibcourse.calibration import metrics as M
+    from calibcourse.calibration.synthetic import scaled_logits
+
+    z, y = scaled_logits(n, k, factor=factor, seed=k)
+    t_torch = CF.temperature_torch(z, y)
+    assert t_torch == pytest.approx(TemperatureScaling().fit(z, y).temperature_, rel=1e-12)
+    ref = minimize_scalar(lambda t: M.nll(M.softmax(z / t), y), bounds=(0.05, 20), method="bounded",
+                          options={"xatol": 1e-9}).x
+    assert t_torch == pytest.approx(ref, rel=1e-6)
+    with pytest.raises(ValueError, match="perfectly separated"):
+        CF.temperature_torch(z, z.argmax(1))

@@ -457,3 +457,20 @@ def test_adam_noise_walk_validates_its_arguments():
         args = {"start": [0.2], "steps": 2, "reps": 2, **kw}
         with pytest.raises(ValueError, match=word):
             adam_noise_walk(**args)
+
+
+def test_gaussian_kernel_sums_are_the_dense_formula_and_sece_is_differentiable():
+    rng = np.random.default_rng(3)
+    x, y, t = rng.uniform(size=300), rng.integers(0, 2, 300).astype(float), np.linspace(0, 1, 50)
+    w = np.stack([y, np.ones(300)], 1)
+    s = L.gaussian_kernel_sums(torch.from_numpy(t), torch.from_numpy(x), torch.from_numpy(w), 0.07)
+    dense = np.exp(-((t[:, None] - x[None, :]) ** 2) / (2 * 0.07**2)) @ w  # the formula in numpy
+    np.testing.assert_allclose(s.numpy(), dense, rtol=1e-13)
+    conf = torch.rand(300, dtype=torch.float64, requires_grad=True)
+    correct = (torch.rand(300, dtype=torch.float64) < conf.detach()).double()
+    val = L.sece_exact_torch(conf, correct, bandwidth=0.1, chunk=64)  # several chunks
+    c, a = conf.detach().numpy(), correct.numpy()
+    k = np.exp(-((c[:, None] - c[None, :]) ** 2) / (2 * 0.1**2))
+    assert float(val) == pytest.approx(np.mean(np.abs(k @ a / k.sum(1) - c)), rel=1e-12)  # Wang et al.'s SECE
+    val.backward()
+    assert conf.grad is not None and torch.isfinite(conf.grad).all() and conf.grad.abs().sum() > 0

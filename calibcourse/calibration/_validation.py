@@ -151,8 +151,7 @@ def check_probs(probs, name: str = "probs", allow_1d: bool = True, eps: float | 
     """
     p = probs_array(probs, name, allow_1d)
     if not _CHECKED.get():
-        lo, hi = _min_max(p)
-        check_prob_values(p, name, lo, hi, row_sums=_row_sums if p.ndim == 2 else None,
+        check_prob_values(p, name, p.min(), p.max(), row_sums=_row_sums if p.ndim == 2 else None,
                           eps=input_eps(probs) if eps is None else eps)
     return p
 
@@ -207,73 +206,6 @@ def check_prob_values(p: np.ndarray, name: str, lo: float, hi: float, row_sums=N
             worst = int(dev.argmax())
             raise ValueError(f"rows of {name} must sum to 1 (tolerance {tol:g} for {held} with "
                              f"{k} classes); row {worst} sums to {s[worst]:.6g}")
-
-
-
-#: Where the toolkit's numeric passes over numpy arrays run: "numpy" (one thread, the default) or
-#: "torch" (torch's intra-op thread pool, where torch is installed): :func:`use_torch`.
-_BACKEND = {"name": "numpy"}
-
-
-def use_torch(on: bool = True) -> None:
-    """Run the toolkit's passes over numpy arrays on torch's threads (``on``), or in numpy.
-
-    By default every pass runs single-threaded in numpy: on a machine whose cores are busy,
-    torch's thread pool makes a 20 ms temperature fit take a second. Torch tensors handed to a
-    calibrator are computed in torch whatever this says.
-
-    Parameters
-    ----------
-    on : bool, default=True
-        True: torch, where it can be imported; False: numpy.
-
-    Returns
-    -------
-    None
-
-    Examples
-    --------
-    >>> use_torch(False); torch_or_none() is None
-    True
-    """
-    _BACKEND["name"] = "torch" if on else "numpy"
-
-
-def torch_or_none():
-    """The torch module where the caller asked for it (:func:`use_torch`) and it can be imported, else
-    None: numpy does it all, in one thread."""
-    if _BACKEND["name"] != "torch":
-        return None
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
-
-
-def _torch_view(a: np.ndarray):
-    """A zero-copy torch view of a float array (torch reduces in one multi-threaded pass)."""
-    if a.dtype not in (np.float32, np.float64) or not a.flags.c_contiguous:
-        return None
-    torch = torch_or_none()
-    return None if torch is None else torch.from_numpy(a)
-
-
-def _min_max(a: np.ndarray):
-    t = _torch_view(a)
-    if t is None:
-        return a.min(), a.max()
-    lo, hi = t.aminmax()
-    return float(lo), float(hi)
-
-
-def _row_sums(a: np.ndarray) -> np.ndarray:
-    t = _torch_view(a)
-    if t is None:
-        return a.sum(axis=1, dtype=np.float64)
-    import torch
-
-    return (t @ torch.ones(t.shape[1], dtype=t.dtype)).double().numpy()  # a matrix-vector product: one fast pass
 
 
 def check_labels(labels, n: int, n_classes: int | None, name: str = "labels") -> np.ndarray:
@@ -443,7 +375,7 @@ def check_logits(logits, name: str = "logits", ndim: int | None = 2,
 
 def _logit_values(z: np.ndarray, name: str, reject_probabilities: bool) -> None:
     """The value checks of :func:`check_logits`: finite, and (``reject_probabilities``) not probabilities."""
-    lo, hi = _min_max(z)
+    lo, hi = z.min(), z.max()
     if not (np.isfinite(lo) and np.isfinite(hi)):
         check_finite(z, name)  # names NaN or inf and counts them
     if reject_probabilities and lo >= 0 and hi <= 1:
@@ -453,6 +385,11 @@ def _logit_values(z: np.ndarray, name: str, reject_probabilities: bool) -> None:
         if z.ndim == 2 and np.abs(_row_sums(z) - 1.0).max() <= SUM_TOL:
             raise ValueError(f"{name} look like probabilities, not logits: every row lies in [0, 1] and "
                              "sums to 1; pass the network's logits (or numpy.log of the probabilities)")
+
+
+def _row_sums(a: np.ndarray) -> np.ndarray:
+    """The sums of the rows of ``a``, in float64."""
+    return a.sum(axis=1, dtype=np.float64)
 
 
 def is_torch(x) -> bool:

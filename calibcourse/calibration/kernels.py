@@ -6,8 +6,8 @@ curve of :mod:`calibcourse.calibration.plots` all smooth weights placed at score
 :math:`x_j \\in [0, 1]` with a Gaussian kernel
 :math:`K_h(t, x) = e^{-(t - x)^2 / 2h^2}`. Two ways to do it live here:
 
-* dense: every pair ``(t_i, x_j)``, exact, in torch (differentiable; chapter 5
-  trains through it): :func:`gaussian_kernel_sums`, :func:`kernel_regression`;
+* dense: every pair ``(t_i, x_j)``, exact: :func:`kernel_regression` (the differentiable
+  torch version that training uses is :func:`calibcourse.study.training.losses.gaussian_kernel_sums`);
 * on a grid: linear binning of the scores onto ``linspace(0, 1, grid)``
   (:func:`linear_binning`), then an FFT convolution, O(n + grid log grid):
   :func:`gaussian_smooth` (kernel truncated at 8h, zero outside [0, 1]) and
@@ -20,41 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 
-__all__ = ["gaussian_kernel_sums", "kernel_regression", "linear_binning", "gaussian_smooth",
+__all__ = ["kernel_regression", "linear_binning", "gaussian_smooth",
            "reflected_gaussian_smooth", "fixed_point_bandwidth"]
-
-
-def gaussian_kernel_sums(points, centers, weights, bandwidth: float):
-    r"""Dense Gaussian kernel sums :math:`S_{ic} = \sum_j e^{-(t_i - x_j)^2 / 2h^2}\,w_{jc}` (torch).
-
-    Parameters
-    ----------
-    points : torch.Tensor of shape (m,)
-        Where to evaluate, :math:`t_i`.
-    centers : torch.Tensor of shape (n,)
-        The scores :math:`x_j`. Gradients flow through ``points`` and ``centers``.
-    weights : torch.Tensor of shape (n, c)
-        ``c`` weights per score, summed in one matrix product.
-    bandwidth : float
-        The kernel's standard deviation ``h``.
-
-    Returns
-    -------
-    torch.Tensor of shape (m, c)
-        The sums. Memory is ``m * n``: chunk ``points`` for large inputs.
-
-    Examples
-    --------
-    >>> import torch
-    >>> x = torch.tensor([0.2, 0.4], dtype=torch.float64)
-    >>> w = torch.stack([torch.tensor([1.0, 0.0], dtype=torch.float64), torch.ones(2, dtype=torch.float64)], 1)
-    >>> gaussian_kernel_sums(torch.tensor([0.3], dtype=torch.float64), x, w, 0.1)
-    tensor([[0.6065, 1.2131]], dtype=torch.float64)
-    """
-    import torch
-
-    scale = -0.5 / bandwidth**2
-    return torch.exp((points[:, None] - centers[None, :]).square() * scale) @ weights
 
 
 def kernel_regression(t, x, y, bandwidth: float, min_density: float = 1e-8):
@@ -89,15 +56,8 @@ def kernel_regression(t, x, y, bandwidth: float, min_density: float = 1e-8):
     array([0. , 0.5, 1. ])
     """
     t, x, y = (np.asarray(v, dtype=np.float64) for v in (t, x, y))
-    try:
-        import torch
-    except ImportError:  # the same dense sums in numpy
-        k = np.exp((t[:, None] - x[None, :]) ** 2 * (-0.5 / bandwidth**2))
-        sums = k @ np.stack([y, np.ones_like(y)], 1)
-    else:
-        sums = gaussian_kernel_sums(torch.as_tensor(t), torch.as_tensor(x),
-                                    torch.as_tensor(np.stack([y, np.ones_like(y)], 1)), bandwidth).numpy()
-    num, den = sums[:, 0], sums[:, 1]
+    k = np.exp((t[:, None] - x[None, :]) ** 2 * (-0.5 / bandwidth**2))
+    num, den = (k @ np.stack([y, np.ones_like(y)], 1)).T
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > min_density, num / den, np.nan), den
 

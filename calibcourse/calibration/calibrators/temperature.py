@@ -6,78 +6,21 @@ from typing import NamedTuple
 import numpy as np
 
 from calibcourse.calibration import metrics as M
-from calibcourse.calibration._validation import (is_torch, torch_or_none)
 
 from calibcourse.calibration.calibrators._base import _multiclass_data, _Calibrator, _like
+from calibcourse.calibration.calibrators._newton import SUBSAMPLE, Separated, solve_beta
 
 __all__ = ["TemperatureScaling", "TemperatureGrid"]
 
 
-class _Separated(ValueError):
-    """The NLL keeps decreasing as T -> 0: every label is the argmax."""
-
-
-def _newton_in_beta(moments, beta: float, tol: float, max_iter: int):
-    """Safeguarded Newton on the convex NLL(beta) from ``beta``: returns (beta, NLL at the last evaluation).
-
-    ``moments(beta) -> (dNLL/dbeta, d2NLL/dbeta2, NLL)``. g < 0 left of the optimum and
-    g > 0 right of it bracket it; a Newton step that leaves the bracket is replaced by
-    bisection (or by quadrupling while there is no upper end). Stops when a step is below
-    ``tol * max(1, beta)`` or the bracket is narrower than ``tol``.
-    """
-    lo, hi, nll = 0.0, np.inf, np.nan
-    for _ in range(max_iter):
-        g, h, nll = moments(beta)
-        if h > 0 and abs(g / h) < tol * max(1.0, beta):  # converged: take the last, tiny Newton step
-            return beta - g / h, nll
-        if g < 0:
-            lo = beta
-        else:
-            hi = beta
-        new = beta - g / h if h > 0 else np.inf
-        if not (lo < new < hi):
-            new = beta * 4 if hi == np.inf else (lo + hi) / 2
-        if new > 1e12:
-            raise _Separated("the optimal temperature is 0: the calibration set is perfectly "
-                             "separated by the logits (every label is the argmax)")
-        step = abs(new - beta)
-        beta = new
-        if step < tol * max(1.0, beta) or hi - lo < tol:
-            break
-    return beta, nll
-
-
-def _moments_torch(a, a_y, w=None):
-    """``at(beta) -> (dNLL/dbeta, d2NLL/dbeta2, NLL)`` over the torch tensors ``a`` (rows shifted by
-    their max) and ``a_y`` (the label's entry), computed in ``a``'s dtype (float32 is ~2x faster);
-    ``w``: row weights summing to 1 (None: the mean)."""
-    import torch
-
-    wt = None if w is None else torch.as_tensor(w, dtype=torch.float64)
-
-    def mean(x):
-        return float(x.double().mean()) if wt is None else float((x.double() * wt).sum())
-
-    rows = max(1, 2**18 // a.shape[1])  # a block of rows whose temporaries stay in the cache
-    buf = torch.empty(min(rows, a.shape[0]), a.shape[1], dtype=a.dtype)
-    sums = torch.empty(3, a.shape[0], dtype=a.dtype)
-
-    def at(beta):
-        for i in range(0, a.shape[0], rows):  # s_j = sum_k a^j exp(beta a), j = 0, 1, 2, per row
-            blk = a[i: i + rows]
-            q = buf[: blk.shape[0]]
-            torch.mul(blk, beta, out=q).exp_()
-            torch.sum(q, 1, out=sums[0, i: i + rows])
-            torch.sum(q.mul_(blk), 1, out=sums[1, i: i + rows])
-            torch.sum(q.mul_(blk), 1, out=sums[2, i: i + rows])
-        s = sums[0]
-        m1, m2 = sums[1] / s, sums[2] / s
-        return mean(m1 - a_y), mean(m2 - m1 * m1), mean(s.log() - beta * a_y)
-    return at
+def _float32(a: np.ndarray) -> np.ndarray:
+    return a.astype(np.float32)
 
 
 def _moments_numpy(a, a_y, w=None):
-    """:func:`_moments_torch` in numpy (one thread), block by block."""
+    """``at(beta) -> (dNLL/dbeta, d2NLL/dbeta2, NLL)`` over ``a`` (rows shifted by their max) and ``a_y`` (the
+    label's entry), in ``a``'s dtype (float32 is about twice as fast), block by block in one thread; ``w``:
+    row weights summing to 1 (None: the mean)."""
     rows = max(1, 2**18 // a.shape[1])
     sums = np.empty((3, a.shape[0]), dtype=a.dtype)
 
@@ -98,29 +41,6 @@ def _moments_numpy(a, a_y, w=None):
         m1, m2 = sums[1] / s, sums[2] / s
         return mean(m1 - a_y), mean(m2 - m1 * m1), mean(np.log(s) - beta * a_y)
     return at
-
-
-def _solve_beta(zc, zc_y, tol: float, max_iter: int, subsample: int, w=None):
-    """The NLL-optimal ``beta = 1/T`` and the NLL there, from row-shifted logits ``zc`` (float64, torch
-    or numpy: the same steps in either), the label's entries ``zc_y`` and row weights ``w`` (sum 1, or None)."""
-    if isinstance(zc, np.ndarray):
-        moments, zc32, zc_y32 = _moments_numpy, zc.astype(np.float32), zc_y.astype(np.float32)
-    else:
-        moments, zc32, zc_y32 = _moments_torch, zc.float(), zc_y.float()
-    beta = 1.0
-    stride = len(zc_y) // subsample
-    if stride >= 4:  # a starting point from every stride-th row: a few cheap passes instead of full ones
-        try:
-            ws = None if w is None else w[::stride] / w[::stride].sum()
-            beta, _ = _newton_in_beta(moments(zc32[::stride], zc_y32[::stride], ws), beta, 1e-3, max_iter)
-        except _Separated:
-            beta = 1.0
-    try:  # float32 until the step is below 1e-4, then float64 (float32 brackets may be off by rounding)
-        beta, _ = _newton_in_beta(moments(zc32, zc_y32, w), beta, 1e-4, max_iter)
-        beta, nll = _newton_in_beta(moments(zc, zc_y, w), beta, tol, max_iter)
-    except _Separated as exc:
-        raise _Separated(str(exc)) from None
-    return beta, nll
 
 
 class TemperatureScaling(_Calibrator):
@@ -157,9 +77,8 @@ class TemperatureScaling(_Calibrator):
     :math:`N_k + 2`", not :math:`T = 0`. On large sets the two fits agree
     (the targets differ from the labels by :math:`1/(N_k + 2)`).
 
-    The passes run in numpy, single-threaded, unless the logits are a torch tensor or
-    the caller asked for torch (:func:`calibcourse.calibration._validation.use_torch`);
-    both give the same temperature (to 1e-12).
+    The passes run in numpy, single-threaded (torch tensors are read as numpy arrays, and the
+    probabilities come back as a tensor).
 
     Parameters
     ----------
@@ -192,8 +111,6 @@ class TemperatureScaling(_Calibrator):
     """
 
     _fitted_attr = "temperature_"
-    #: rows of the subsample that finds the starting point
-    _SUBSAMPLE = 2048
     #: The temperature fitted to logits without signal (with a ``UserWarning``): the logits unchanged.
     NO_SIGNAL_TEMPERATURE = 1.0
 
@@ -211,42 +128,31 @@ class TemperatureScaling(_Calibrator):
         if self.targets == "platt":
             return self._fit_targets(z, y, sample_weight)
         try:
-            return self._fit_labels(logits, z, y, sample_weight)
-        except _Separated:  # the labels' optimum is T = 0; Platt's targets' is finite
+            return self._fit_labels(z, y, sample_weight)
+        except Separated:  # the labels' optimum is T = 0; Platt's targets' is finite
             if self.targets == "auto":
                 return self._fit_targets(z, y, sample_weight)
             raise
 
-    def _fit_labels(self, logits, z, y, sample_weight):
-        """The maximum-likelihood temperature of the labels (:class:`_Separated` where it is 0)."""
+    def _fit_labels(self, z, y, sample_weight):
+        """The maximum-likelihood temperature of the labels (:class:`Separated` where it is 0)."""
         w = None if sample_weight is None else sample_weight / sample_weight.sum()
         live = slice(None) if w is None else w > 0  # rows of weight 0 take no part
-        # torch runs the passes where the caller handed torch tensors or asked for it (use_torch); else numpy
-        torch = torch_or_none()
-        if torch is None and is_torch(logits):
-            import torch
         # shift each row by its max: beta * (z - max z) <= 0 never overflows, and the shift
         # cancels in E_q[z] - z_y
-        if torch is not None:
-            zt = torch.from_numpy(z)
-            zc = zt - zt.max(1, keepdim=True).values
-            zc_y = zc[torch.arange(len(y)), torch.from_numpy(y)]
-            gap = (zc.mean(1) - zc_y).double().numpy()
-            separated = bool((zc_y.numpy() == 0)[live].all())
-        else:
-            zc = z - z.max(1, keepdims=True)
-            zc_y = zc[np.arange(len(y)), y]
-            gap = zc.mean(1) - zc_y
-            separated = bool((zc_y == 0)[live].all())
+        zc = z - z.max(1, keepdims=True)
+        zc_y = zc[np.arange(len(y)), y]
+        gap = zc.mean(1) - zc_y
+        separated = bool((zc_y == 0)[live].all())
         slope0 = float(np.mean(gap)) if w is None else float(np.dot(w, gap))
         if separated:  # the NLL decreases all the way to T = 0
-            raise _Separated("the optimal temperature is 0: the calibration set is perfectly separated by "
+            raise Separated("the optimal temperature is 0: the calibration set is perfectly separated by "
                              "the logits (every label is the argmax)")
         if slope0 >= 0:  # dNLL/dbeta at beta = 0: the NLL is smallest at T = infinity
             self.temperature_ = self._no_signal()
             self.nll_ = M.nll(M.softmax(z / self.temperature_), y, sample_weight=sample_weight)
             return self
-        beta, self.nll_ = _solve_beta(zc, zc_y, self.tol, self.max_iter, self._SUBSAMPLE, w)
+        beta, self.nll_ = solve_beta(zc, zc_y, _moments_numpy, _float32, self.tol, self.max_iter, SUBSAMPLE, w)
         self.temperature_ = 1.0 / beta
         return self
 
@@ -274,7 +180,7 @@ class TemperatureScaling(_Calibrator):
         if slope0 >= 0:  # no signal even in the targets: T = infinity
             self.temperature_ = self._no_signal()
         else:
-            beta, _ = _solve_beta(zc, zc_t, self.tol, self.max_iter, self._SUBSAMPLE, wn)
+            beta, _ = solve_beta(zc, zc_t, _moments_numpy, _float32, self.tol, self.max_iter, SUBSAMPLE, wn)
             self.temperature_ = 1.0 / beta
         self.nll_ = M.nll(M.softmax(z / self.temperature_), y, sample_weight=sample_weight)
         return self

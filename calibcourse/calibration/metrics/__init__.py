@@ -47,7 +47,7 @@ from calibcourse.calibration.metrics._core import (NORMS, PROB_EPS, RELIABILITIE
 from calibcourse.calibration.metrics.binned import ace, classwise_ece, debiased_ece, ece, mce
 from calibcourse.calibration.metrics.proper import BrierDecomposition, accuracy, brier, brier_decomposition, error, nll
 from calibcourse.calibration.metrics.resampling import binned_on_confidence, confidence_outcome
-from calibcourse.calibration.metrics.smooth import sece, sece_exact_torch, smooth_ece, smooth_ece_bandwidth
+from calibcourse.calibration.metrics.smooth import sece, smooth_ece, smooth_ece_bandwidth
 
 __all__ = [
     "binned_on_confidence",
@@ -66,7 +66,6 @@ __all__ = [
     "classwise_ece",
     "debiased_ece",
     "sece",
-    "sece_exact_torch",
     "smooth_ece",
     "smooth_ece_bandwidth",
     "nll",

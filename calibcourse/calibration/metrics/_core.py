@@ -20,7 +20,6 @@ from calibcourse.calibration._validation import (
     is_torch,
     probs_array,
     to_numpy,
-    torch_or_none,
 )
 
 NORMS = ("l1", "l2", "max")
@@ -281,10 +280,6 @@ def top_label(probs):
     p = to_numpy(probs, "probs")
     if p.ndim == 1:
         return np.maximum(p, 1.0 - p).astype(np.float64), (p > 0.5).astype(np.int64)
-    torch = torch_or_none() if p.dtype in (np.float32, np.float64) and p.flags.c_contiguous else None
-    if torch is not None:  # one multi-threaded pass for max and argmax (first maximum on ties, as numpy)
-        conf, pred = torch.from_numpy(p).max(dim=1)
-        return conf.double().numpy(), pred.numpy()
     pred = p.argmax(axis=1)
     conf = np.take_along_axis(p, pred[:, None], axis=1)[:, 0]
     return conf.astype(np.float64), pred

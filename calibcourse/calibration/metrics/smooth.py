@@ -5,61 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from calibcourse.calibration import kernels
-from calibcourse.calibration._validation import (
-    check_choice,
-    torch_or_none,
-)
+from calibcourse.calibration._validation import check_choice
 
 from calibcourse.calibration.metrics._core import (_prepare)
 
-__all__ = ["sece_exact_torch", "sece", "smooth_ece_bandwidth", "smooth_ece"]
+__all__ = ["sece", "smooth_ece_bandwidth", "smooth_ece"]
 
 
-def sece_exact_torch(confidence, correct, bandwidth: float = 0.05, chunk: int = 1024):
-    r"""Exact, differentiable SECE in torch (the loss of chapter 5), O(n^2) in chunks.
-
-    .. math:: \mathrm{SACC}_i = \frac{\sum_j K(c_i, c_j)\,a_j}{\sum_j K(c_i, c_j)},\quad
-              K(c_i, c_j) = e^{-(c_i - c_j)^2 / 2h^2},\quad
-              \mathrm{SECE} = \frac1n \sum_i |\mathrm{SACC}_i - c_i|
-
-    Parameters
-    ----------
-    confidence : torch.Tensor of shape (n,)
-        Top-label confidences; gradients flow through them.
-    correct : torch.Tensor of shape (n,)
-        1 where the prediction is correct, else 0.
-    bandwidth : float, default=0.05
-        The kernel bandwidth ``h``.
-    chunk : int, default=1024
-        Rows of the ``n x n`` kernel matrix held in memory at once.
-
-    Returns
-    -------
-    torch.Tensor
-        A scalar (0-dimensional) tensor.
-
-    Examples
-    --------
-    >>> import torch
-    >>> c = torch.tensor([0.6, 0.9], dtype=torch.float64)
-    >>> float(sece_exact_torch(c, torch.tensor([1.0, 1.0], dtype=torch.float64)))  # mean of 1 - c
-    0.25
-    """
-    import torch
-
-    c = confidence.reshape(-1)
-    a = correct.reshape(-1).to(c.dtype)
-    rhs = torch.stack([a, torch.ones_like(a)], dim=1)  # numerator and denominator in one matmul
-    total = c.new_zeros(())
-    for start in range(0, c.shape[0], chunk):
-        ci = c[start: start + chunk]
-        num_den = kernels.gaussian_kernel_sums(ci, c, rhs, bandwidth)
-        total = total + (num_den[:, 0] / num_den[:, 1] - ci).abs().sum()
-    return total / c.shape[0]
-
-
-def _sece_exact_numpy(c: np.ndarray, a: np.ndarray, bandwidth: float, chunk: int = 1024) -> float:
-    """:func:`sece_exact_torch` in numpy, for where torch is not installed."""
+def _sece_exact(c: np.ndarray, a: np.ndarray, bandwidth: float, chunk: int = 1024) -> float:
+    """SECE summed over all n^2 pairs, ``chunk`` rows of the kernel matrix at a time (the differentiable
+    torch version that training uses is :func:`calibcourse.study.training.losses.sece_exact_torch`)."""
     total = 0.0
     for start in range(0, c.shape[0], chunk):
         ci = c[start: start + chunk]
@@ -92,7 +47,7 @@ def sece(probs, labels, bandwidth: float = 0.05, method: str = "auto",
     bandwidth : float, default=0.05
         The kernel bandwidth ``h`` > 0.
     method : {"auto", "exact", "fast"}, default="auto"
-        ``"exact"`` sums all n^2 pairs (:func:`sece_exact_torch`); ``"fast"`` bins onto a grid of spacing at
+        ``"exact"`` sums all n^2 pairs; ``"fast"`` bins onto a grid of spacing at
         most h/40 and convolves by FFT (:func:`calibcourse.calibration.kernels.gaussian_smooth`; error below
         1e-5 for h >= 0.01, tested against exact on n = 20,000); ``"auto"`` is exact below 2,000 samples.
     reliability : {"top_label", "positive_class"}, optional
@@ -116,10 +71,7 @@ def sece(probs, labels, bandwidth: float = 0.05, method: str = "auto",
     check_choice(method, ("auto", "exact", "fast"), "method")
     conf, outcome = _prepare(probs, labels, reliability)
     if method == "exact" or (method == "auto" and conf.shape[0] < 2000):
-        torch = torch_or_none()
-        if torch is None:  # the same sums in numpy
-            return float(_sece_exact_numpy(conf, outcome, bandwidth))
-        return float(sece_exact_torch(torch.from_numpy(conf), torch.from_numpy(outcome), bandwidth))
+        return float(_sece_exact(conf, outcome, bandwidth))
     grid = _default_sece_grid(bandwidth)
     num, den = kernels.gaussian_smooth(conf, [outcome, np.ones_like(conf)], bandwidth, grid)
     t = np.linspace(0.0, 1.0, grid)

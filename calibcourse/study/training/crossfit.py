@@ -26,7 +26,7 @@ import time
 import numpy as np
 from calibcourse.calibration.folds import fold_indices
 
-__all__ = ["ensemble_predict", "out_of_fold", "train_cross_fitted"]
+__all__ = ["ensemble_predict", "out_of_fold", "temperature_torch", "train_cross_fitted"]
 
 
 def out_of_fold(fit_predict, y, folds: int, seed: int) -> np.ndarray:
@@ -111,6 +111,92 @@ def ensemble_predict(fold_logits, fold_temperatures) -> np.ndarray:
     return np.mean([softmax(zf / tf) for zf, tf in zip(z, t)], axis=0)
 
 
+def _moments_torch(a, a_y, w=None):
+    """``at(beta) -> (dNLL/dbeta, d2NLL/dbeta2, NLL)`` over the torch tensors ``a`` (rows shifted by
+    their max) and ``a_y`` (the label's entry), computed in ``a``'s dtype (float32 is ~2x faster);
+    ``w``: row weights summing to 1 (None: the mean). The toolkit's numpy moments, in torch."""
+    import torch
+
+    wt = None if w is None else torch.as_tensor(w, dtype=torch.float64)
+
+    def mean(x):
+        return float(x.double().mean()) if wt is None else float((x.double() * wt).sum())
+
+    rows = max(1, 2**18 // a.shape[1])  # a block of rows whose temporaries stay in the cache
+    buf = torch.empty(min(rows, a.shape[0]), a.shape[1], dtype=a.dtype)
+    sums = torch.empty(3, a.shape[0], dtype=a.dtype)
+
+    def at(beta):
+        for i in range(0, a.shape[0], rows):  # s_j = sum_k a^j exp(beta a), j = 0, 1, 2, per row
+            blk = a[i: i + rows]
+            q = buf[: blk.shape[0]]
+            torch.mul(blk, beta, out=q).exp_()
+            torch.sum(q, 1, out=sums[0, i: i + rows])
+            torch.sum(q.mul_(blk), 1, out=sums[1, i: i + rows])
+            torch.sum(q.mul_(blk), 1, out=sums[2, i: i + rows])
+        s = sums[0]
+        m1, m2 = sums[1] / s, sums[2] / s
+        return mean(m1 - a_y), mean(m2 - m1 * m1), mean(s.log() - beta * a_y)
+    return at
+def _float32(t):
+    return t.float()
+
+
+def temperature_torch(logits, labels) -> float:
+    """The maximum-likelihood temperature of logits, fitted in torch as the runs' temperatures are.
+
+    The toolkit's :class:`calibcourse.calibration.calibrators.TemperatureScaling` fit (rows shifted
+    by their max, safeguarded Newton in ``beta = 1/T`` from a subsample's start, float32 then
+    float64 to 1e-10) with torch's sums instead of numpy's: a cross-fitted run's ``temperature``
+    and ``fold_temperatures`` are outputs of the run, so their arithmetic is training code. The
+    two agree to about one unit in the last place.
+
+    Parameters
+    ----------
+    logits : numpy.ndarray of shape (n, K)
+        Logits, K >= 2.
+    labels : numpy.ndarray of shape (n,)
+        Class indices in ``[0, K)``.
+
+    Returns
+    -------
+    float
+        The temperature ``T``; 1.0 where the logits carry no signal about the labels (the
+        toolkit's choice, with its warning).
+
+    Examples
+    --------
+    >>> from calibcourse.calibration.calibrators import TemperatureScaling
+    >>> from calibcourse.calibration.synthetic import scaled_logits
+    >>> z, y = scaled_logits(3000, 10, factor=2.5, seed=0)
+    >>> t = temperature_torch(z, y)
+    >>> round(t, 2), abs(t - TemperatureScaling().fit(z, y).temperature_) < 1e-12
+    (2.5, True)
+    """
+    import torch
+
+    from calibcourse.calibration.calibrators._newton import SUBSAMPLE, solve_beta
+
+    z = np.asarray(logits, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.int64)
+    if z.ndim != 2 or z.shape[1] < 2 or y.shape != (z.shape[0],):
+        raise ValueError(f"logits must have shape (n, K), K >= 2, and labels (n,); got {z.shape} and {y.shape}")
+    zt = torch.from_numpy(z)
+    zc = zt - zt.max(1, keepdim=True).values  # beta * (z - max z) <= 0 never overflows
+    zc_y = zc[torch.arange(len(y)), torch.from_numpy(y)]
+    gap = (zc.mean(1) - zc_y).double().numpy()
+    if bool((zc_y.numpy() == 0).all()):
+        raise ValueError("the optimal temperature is 0: the calibration set is perfectly separated by the logits "
+                         "(every label is the argmax)")
+    if float(np.mean(gap)) >= 0:  # dNLL/dbeta at beta = 0: no finite T lowers the NLL
+        import warnings
+
+        warnings.warn("the logits carry no signal about the labels: temperature 1", UserWarning, stacklevel=2)
+        return 1.0
+    beta, _ = solve_beta(zc, zc_y, _moments_torch, _float32, 1e-10, 200, SUBSAMPLE)
+    return 1.0 / beta
+
+
 def train_cross_fitted(config: dict, train_network):
     """Train a run with ``"cross_fit": {"folds": k}``: ``k`` fold networks, then one on the whole pool.
 
@@ -156,7 +242,6 @@ def train_cross_fitted(config: dict, train_network):
     >>> float(r.outputs["temperature"]) > 0
     True
     """
-    from calibcourse.calibration.calibrators import TemperatureScaling
     from calibcourse.study.training.config import load_data_splits, normalize_config
     from calibcourse.study.training.results import RunResult
 
@@ -170,20 +255,15 @@ def train_cross_fitted(config: dict, train_network):
     X, y = np.concatenate([Xtr, Xva]), np.concatenate([ytr, yva])
     fold_t, fold_time, fold_test = [], [], []
 
-    def temperature_of(logits, labels):  # fitted in torch, as the run trains: not on the toolkit's default backend
-        import torch
-
-        return float(TemperatureScaling().fit(torch.from_numpy(logits), torch.from_numpy(labels)).temperature_)
-
     def fit_predict(train, held):
         r = train_network(base, (X[train], y[train], X[held], y[held], Xte, yte, stats))
-        fold_t.append(temperature_of(r.logits("val"), y[held]))
+        fold_t.append(temperature_torch(r.logits("val"), y[held]))
         fold_time.append(r.info["wall_time_s"])
         fold_test.append(np.asarray(r.logits("test"), dtype=np.float32))
         return r.logits("val")
 
     oof = out_of_fold(fit_predict, y, k, cfg["seed"])
-    temperature = temperature_of(oof, y)
+    temperature = temperature_torch(oof, y)
     # the final network has no validation split: the pool stands in for it, and its columns are emptied
     final = train_network(base, (X, y, X, y, Xte, yte, stats))
     history = final.history.assign(val_error=np.nan, val_nll=np.nan)
