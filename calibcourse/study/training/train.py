@@ -319,136 +319,228 @@ def train(config: dict, progress: bool | None = None, checkpoint=None, checkpoin
 
 def _train(config: dict, progress: bool | None, checkpoint, checkpoint_every: int, on_checkpoint=None,
            data=None) -> RunResult:
-    import pandas as pd
-    import torch
+    """One network's run: set it up, resume it from its checkpoint if there is one, train its epochs
+    (checkpointing every ``checkpoint_every``), and return its outputs. ``data``: the splits a
+    cross-fitted run hands its fold networks (:mod:`calibcourse.study.training.crossfit`)."""
     from tqdm.auto import tqdm
 
     cfg = normalize_config(config)
-    caps = smoke_caps()
-    # the loop, the schedule and the step see the capped epochs; the result keeps the config
-    run_cfg = cfg if caps is None else {**cfg, "epochs": min(cfg["epochs"], caps[0])}
-    if caps is not None and "milestones" in run_cfg:
-        run_cfg["milestones"] = [m for m in run_cfg["milestones"] if m < run_cfg["epochs"]] or None
-    if caps is not None and caps[2] and run_cfg.get("meta"):  # the meta-learner's validation batch too
-        run_cfg["meta"] = {**run_cfg["meta"], "val_batch": min(run_cfg["meta"].get("val_batch", 256), caps[2])}
-    max_batches, max_rows = (None, None) if caps is None else caps[1:]
+    run_cfg, caps = _smoke_capped(cfg)
     if progress is None:
         progress = not os.environ.get("CALIBCOURSE_QUIET")
     start = time.perf_counter()
-    torch.manual_seed(cfg["seed"])
-    np.random.seed(cfg["seed"])
-    dev = default_device(cfg["device"])
-    # ``data``: the splits a cross-fitted run hands its fold networks (:mod:`calibcourse.study.training.crossfit`)
-    Xtr, ytr, Xva, yva, Xte, yte, (mean, std) = data or load_data_splits(cfg["data"], return_stats=True)
-    num_classes = 1 if cfg["loss"] == "bce" else int(max(ytr.max(), yte.max()) + 1)
-    model = make_model(cfg, Xtr.shape[1:], num_classes, dev)
-    if _PERTURB_INIT.get():
-        with torch.no_grad():
-            for p in model.parameters():
-                p.copy_(torch.where(p != 0, torch.nextafter(p, torch.full_like(p, float("inf"))), p))
-    opt, sched = make_optimizer(run_cfg, model)
-    Xtr_t, ytr_t = torch.from_numpy(Xtr), torch.from_numpy(ytr)
-    Xva_t, Xte_t = torch.from_numpy(Xva), torch.from_numpy(Xte)
-    gen = torch.Generator().manual_seed(cfg["seed"])
-    step = make_step(run_cfg, model, opt, Xva, yva, gen, Xtr, ytr)
-    gens = {"data": gen}
-    augment = cfg.get("augment")
-    if augment:
-        if Xtr.ndim != 4:
-            raise ValueError(f"augment needs images (n, C, H, W); data {cfg['data']['name']!r} has shape {Xtr.shape}")
-        # the data sets fit in GPU memory: move the training split once, augment each batch there
-        Xtr_t, ytr_t = Xtr_t.to(dev), ytr_t.to(dev)
-        aug_gen = torch.Generator().manual_seed(cfg["seed"] + 2)
-        gens["augment"] = aug_gen
-        fill = (-np.asarray(mean) / np.asarray(std)).reshape(-1)  # a black pixel, normalized
-    if cfg.get("amp") and dev.type == "cuda" and not cfg.get("meta"):
-        step.scaler = torch.amp.GradScaler("cuda")
-    has_bn = any(isinstance(m, torch.nn.BatchNorm1d | torch.nn.BatchNorm2d) for m in model.modules())
-    rows, epoch_logits, step_time, best, first = [], {"val": [], "test": []}, 0.0, {}, 1
-    if checkpoint is not None and os.path.isfile(checkpoint):
-        state = torch.load(checkpoint, map_location=dev, weights_only=False)
-        if state["config"] != cfg:
-            raise ValueError(f"checkpoint {checkpoint} belongs to another config; remove it")
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        if sched is not None:
-            sched.load_state_dict(state["scheduler"])
-        if step.scaler is not None and state["scaler"] is not None:
-            step.scaler.load_state_dict(state["scaler"])
-        step.load_state_dict(state["step"])
-        _set_rng_state(state["rng"], dev, gens)
-        rows, best, epoch_logits = state["rows"], state["best"], state["epoch_logits"]
-        step_time, first = state["step_time"], state["epoch"] + 1
+    run = _Run(cfg, run_cfg, data)
+    first = run.resume(checkpoint) if checkpoint is not None and os.path.isfile(checkpoint) else 1
     bar = tqdm(range(first, run_cfg["epochs"] + 1), disable=not progress, leave=False,
                desc=f"{cfg['model']['name']} on {cfg['data']['name']}")
-    zva = zte = None
-    warmup = cfg.get("warmup")
     for epoch in bar:
+        train_loss = run.train_epoch(epoch, caps)
+        test = run.evaluate(epoch, train_loss)
+        bar.set_postfix(err=f"{test['error']:.3f}", ece=f"{test['ece']:.3f}")
+        if checkpoint is not None and epoch % max(1, checkpoint_every) == 0 and epoch < run_cfg["epochs"]:
+            run.save(checkpoint, epoch)
+            if on_checkpoint is not None:
+                on_checkpoint(epoch)
+    return run.result(start, first, caps)
+
+
+def _smoke_capped(cfg: dict):
+    """The config the loop runs (``CALIBCOURSE_SMOKE``'s caps on the epochs, the milestones and the
+    meta-learner's validation batch; the result keeps the config itself) and the caps, or None."""
+    caps = smoke_caps()
+    if caps is None:
+        return cfg, None
+    run_cfg = {**cfg, "epochs": min(cfg["epochs"], caps[0])}
+    if "milestones" in run_cfg:
+        run_cfg["milestones"] = [m for m in run_cfg["milestones"] if m < run_cfg["epochs"]] or None
+    if caps[2] and run_cfg.get("meta"):
+        run_cfg["meta"] = {**run_cfg["meta"], "val_batch": min(run_cfg["meta"].get("val_batch", 256), caps[2])}
+    return run_cfg, caps
+
+
+def _perturb_init(model) -> None:
+    """Move every non-zero weight of ``model`` one float up (``train(..., perturb_init=True)``)."""
+    import torch
+
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.where(p != 0, torch.nextafter(p, torch.full_like(p, float("inf"))), p))
+
+
+class _Run:
+    """One network's run, in the order its random numbers are drawn: the seeds, the data, the model,
+    the optimizer and the per-batch step, the augmentation; then its epochs, each a pass over the
+    training split and a measure of the validation and test splits."""
+
+    def __init__(self, cfg: dict, run_cfg: dict, data=None):
+        import torch
+
+        self.cfg, self.run_cfg = cfg, run_cfg
+        torch.manual_seed(cfg["seed"])
+        np.random.seed(cfg["seed"])
+        self.dev = default_device(cfg["device"])
+        self.Xtr, self.ytr, self.Xva, self.yva, self.Xte, self.yte, self.stats = (
+            data or load_data_splits(cfg["data"], return_stats=True))
+        self._network()
+        self._augmentation()
+        self.rows, self.epoch_logits, self.step_time, self.best = [], {"val": [], "test": []}, 0.0, {}
+        self.zva = self.zte = None
+
+    def _network(self) -> None:
+        """The model, its optimizer and schedule, the data-order generator and the per-batch step."""
+        import torch
+
+        cfg = self.cfg
+        num_classes = 1 if cfg["loss"] == "bce" else int(max(self.ytr.max(), self.yte.max()) + 1)
+        self.model = make_model(cfg, self.Xtr.shape[1:], num_classes, self.dev)
+        if _PERTURB_INIT.get():
+            _perturb_init(self.model)
+        self.opt, self.sched = make_optimizer(self.run_cfg, self.model)
+        self.Xtr_t, self.ytr_t = torch.from_numpy(self.Xtr), torch.from_numpy(self.ytr)
+        self.Xva_t, self.Xte_t = torch.from_numpy(self.Xva), torch.from_numpy(self.Xte)
+        self.gen = torch.Generator().manual_seed(cfg["seed"])
+        self.step = make_step(self.run_cfg, self.model, self.opt, self.Xva, self.yva, self.gen, self.Xtr, self.ytr)
+        self.gens = {"data": self.gen}
+
+    def _augmentation(self) -> None:
+        """Random crops and flips drawn on the device (``augment``), the gradient scaler of mixed
+        precision (``amp``, CUDA only), and whether the model has batch norm."""
+        import torch
+
+        cfg = self.cfg
+        self.augment, self.aug_gen, self.fill = cfg.get("augment"), None, None
+        if self.augment:
+            if self.Xtr.ndim != 4:
+                raise ValueError(f"augment needs images (n, C, H, W); data {cfg['data']['name']!r} has shape "
+                                 f"{self.Xtr.shape}")
+            # the data sets fit in GPU memory: move the training split once, augment each batch there
+            self.Xtr_t, self.ytr_t = self.Xtr_t.to(self.dev), self.ytr_t.to(self.dev)
+            self.aug_gen = torch.Generator().manual_seed(cfg["seed"] + 2)
+            self.gens["augment"] = self.aug_gen
+            mean, std = self.stats
+            self.fill = (-np.asarray(mean) / np.asarray(std)).reshape(-1)  # a black pixel, normalized
+        if cfg.get("amp") and self.dev.type == "cuda" and not cfg.get("meta"):
+            self.step.scaler = torch.amp.GradScaler("cuda")
+        self.has_bn = any(isinstance(m, torch.nn.BatchNorm1d | torch.nn.BatchNorm2d) for m in self.model.modules())
+
+    def resume(self, path) -> int:
+        """Restore the run from its checkpoint (every state and random state); the first epoch to train."""
+        import torch
+
+        state = torch.load(path, map_location=self.dev, weights_only=False)
+        if state["config"] != self.cfg:
+            raise ValueError(f"checkpoint {path} belongs to another config; remove it")
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+        if self.sched is not None:
+            self.sched.load_state_dict(state["scheduler"])
+        if self.step.scaler is not None and state["scaler"] is not None:
+            self.step.scaler.load_state_dict(state["scaler"])
+        self.step.load_state_dict(state["step"])
+        _set_rng_state(state["rng"], self.dev, self.gens)
+        self.rows, self.best, self.epoch_logits = state["rows"], state["best"], state["epoch_logits"]
+        self.step_time = state["step_time"]
+        return state["epoch"] + 1
+
+    def _warm_up(self, epoch: int) -> None:
+        """He et al.'s ResNet-110: a smaller rate until training starts to converge, then the schedule's."""
+        warmup = self.cfg.get("warmup")
         if warmup and epoch <= warmup["epochs"] + 1:
-            # He et al.'s ResNet-110: a smaller rate until training starts to converge, then the schedule's
-            for group in opt.param_groups:
-                group["lr"] = warmup["lr"] if epoch <= warmup["epochs"] else run_cfg["lr"]
-        model.train()
-        perm = torch.randperm(len(ytr_t), generator=gen)
+            for group in self.opt.param_groups:
+                group["lr"] = warmup["lr"] if epoch <= warmup["epochs"] else self.run_cfg["lr"]
+
+    def _batches(self, perm, caps):
+        """The index batches of one epoch, in the order ``perm`` draws them (the smoke caps' batches and
+        rows at most; a batch of one is skipped where batch norm would break on it)."""
+        max_batches, max_rows = (None, None) if caps is None else caps[1:]
+        size = self.cfg["batch_size"]
+        for n_batch, i in enumerate(range(0, len(perm), size)):
+            if max_batches is not None and n_batch >= max_batches:
+                return
+            b = perm[i: i + size][:max_rows]
+            if len(b) < 2 and self.has_bn:
+                continue
+            yield b
+
+    def train_epoch(self, epoch: int, caps) -> float:
+        """One pass over the training split in a new random order; the mean training loss."""
+        import torch
+
+        self._warm_up(epoch)
+        self.model.train()
+        perm = torch.randperm(len(self.ytr_t), generator=self.gen)
         total, seen = 0.0, 0
         t0 = time.perf_counter()
-        for n_batch, i in enumerate(range(0, len(perm), cfg["batch_size"])):
-            if max_batches is not None and n_batch >= max_batches:
-                break
-            b = perm[i: i + cfg["batch_size"]][:max_rows]
-            if len(b) < 2 and has_bn:
-                continue  # a batch of one breaks batch norm
-            xb, yb = Xtr_t[b.to(Xtr_t.device)].to(dev), ytr_t[b.to(ytr_t.device)].to(dev)
-            if augment:
-                xb = augment_batch(xb, augment, aug_gen, fill)
-            total += step(xb, yb) * len(b)
+        for b in self._batches(perm, caps):
+            xb, yb = self.Xtr_t[b.to(self.Xtr_t.device)].to(self.dev), self.ytr_t[b.to(self.ytr_t.device)].to(self.dev)
+            if self.augment:
+                xb = augment_batch(xb, self.augment, self.aug_gen, self.fill)
+            total += self.step(xb, yb) * len(b)
             seen += len(b)
-        step_time += time.perf_counter() - t0
+        self.step_time += time.perf_counter() - t0
         if not np.isfinite(total):
             raise FloatingPointError(f"training diverged in epoch {epoch}: the training loss is {total}; "
                                      "lower the learning rate or regularize")
-        if sched is not None:
-            sched.step()
-        zva, zte = predict_logits(model, Xva_t), predict_logits(model, Xte_t)
-        s_te, s_va = epoch_measures(zte, yte), epoch_measures(zva, yva)
-        rows.append({"epoch": epoch, "train_loss": total / max(seen, 1), "val_error": s_va["error"],
-                     "val_nll": s_va["nll"], "test_error": s_te["error"], "test_nll": s_te["nll"],
-                     "test_ece": s_te["ece"], **step.epoch_end(epoch, Xte_t, zte, yte)})
-        if cfg.get("keep_best") == "val_nll" and s_va["nll"] < best.get("val_nll", np.inf):
+        if self.sched is not None:
+            self.sched.step()
+        return total / max(seen, 1)
+
+    def evaluate(self, epoch: int, train_loss: float) -> dict:
+        """The epoch's row of the history (and the logits ``keep_best`` and ``keep_epoch_logits`` keep);
+        the test split's measures."""
+        self.zva, self.zte = predict_logits(self.model, self.Xva_t), predict_logits(self.model, self.Xte_t)
+        s_te, s_va = epoch_measures(self.zte, self.yte), epoch_measures(self.zva, self.yva)
+        self.rows.append({"epoch": epoch, "train_loss": train_loss, "val_error": s_va["error"],
+                          "val_nll": s_va["nll"], "test_error": s_te["error"], "test_nll": s_te["nll"],
+                          "test_ece": s_te["ece"], **self.step.epoch_end(epoch, self.Xte_t, self.zte, self.yte)})
+        if self.cfg.get("keep_best") == "val_nll" and s_va["nll"] < self.best.get("val_nll", np.inf):
             # early stopping on the validation NLL, kept beside the final epoch (chapter 2)
-            best = {"val_nll": s_va["nll"], "epoch": epoch, "val_logits": zva, "test_logits": zte}
-        if cfg["keep_epoch_logits"]:
-            epoch_logits["val"].append(zva.astype(np.float32))
-            epoch_logits["test"].append(zte.astype(np.float32))
-        bar.set_postfix(err=f"{s_te['error']:.3f}", ece=f"{s_te['ece']:.3f}")
-        if checkpoint is not None and epoch % max(1, checkpoint_every) == 0 and epoch < run_cfg["epochs"]:
-            _save_checkpoint(checkpoint, {
-                "config": cfg, "epoch": epoch, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                "scheduler": sched.state_dict() if sched is not None else None,
-                "scaler": step.scaler.state_dict() if step.scaler is not None else None,
-                "step": step.state_dict(), "rng": _rng_state(dev, gens), "rows": rows, "best": best,
-                "epoch_logits": epoch_logits, "step_time": step_time})
-            if on_checkpoint is not None:
-                on_checkpoint(epoch)
-    outputs = {"val_logits": zva, "val_labels": yva, "test_logits": zte, "test_labels": yte,
-               **step.outputs(Xte_t)}
-    outputs.update(_predictive_outputs(cfg, model, {"val": Xva, "test": Xte}, stats=(mean, std),
-                                       labels={"val": yva, "test": yte}))
-    if best:
-        outputs.update({"best_val_logits": best["val_logits"], "best_test_logits": best["test_logits"],
-                        "best_epoch": np.array(best["epoch"])})
-    if cfg["keep_epoch_logits"]:
-        outputs["epoch_val_logits"] = np.stack(epoch_logits["val"])
-        outputs["epoch_test_logits"] = np.stack(epoch_logits["test"])
-    info = {"device": str(dev),
-            "wall_time_s": round(time.perf_counter() - start, 3),
-            "step_time_s": round(step_time, 3),
-            "n_parameters": int(sum(p.numel() for p in model.parameters())),
-            "n_train": int(len(ytr)), "n_val": int(len(yva)), "n_test": int(len(yte))}
-    if first > 1:
-        info["resumed_at_epoch"] = first
-    if caps is not None:
-        info["smoke"] = (f"{run_cfg['epochs']} epochs of at most {max_batches} batches"
-                         + (f" of at most {max_rows} samples" if max_rows else ""))
-    provenance = current(threads=torch.get_num_threads(), device=dev)
-    return RunResult(cfg, pd.DataFrame(rows), outputs, info, provenance=provenance, model=model)
+            self.best = {"val_nll": s_va["nll"], "epoch": epoch, "val_logits": self.zva, "test_logits": self.zte}
+        if self.cfg["keep_epoch_logits"]:
+            self.epoch_logits["val"].append(self.zva.astype(np.float32))
+            self.epoch_logits["test"].append(self.zte.astype(np.float32))
+        return s_te
+
+    def save(self, path, epoch: int) -> None:
+        """Checkpoint the run after ``epoch``: every state a resumed run needs to equal this one."""
+        sched, scaler = self.sched, self.step.scaler
+        _save_checkpoint(path, {
+            "config": self.cfg, "epoch": epoch, "model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
+            "scheduler": sched.state_dict() if sched is not None else None,
+            "scaler": scaler.state_dict() if scaler is not None else None,
+            "step": self.step.state_dict(), "rng": _rng_state(self.dev, self.gens), "rows": self.rows,
+            "best": self.best, "epoch_logits": self.epoch_logits, "step_time": self.step_time})
+
+    def _outputs(self) -> dict:
+        """The final epoch's logits and labels, the step's own outputs, the predictive ones (shift, OOD,
+        MC dropout), the kept best epoch's and every epoch's logits where the config asks."""
+        outputs = {"val_logits": self.zva, "val_labels": self.yva, "test_logits": self.zte, "test_labels": self.yte,
+                   **self.step.outputs(self.Xte_t)}
+        outputs.update(_predictive_outputs(self.cfg, self.model, {"val": self.Xva, "test": self.Xte},
+                                           stats=self.stats, labels={"val": self.yva, "test": self.yte}))
+        if self.best:
+            outputs.update({"best_val_logits": self.best["val_logits"], "best_test_logits": self.best["test_logits"],
+                            "best_epoch": np.array(self.best["epoch"])})
+        if self.cfg["keep_epoch_logits"]:
+            outputs["epoch_val_logits"] = np.stack(self.epoch_logits["val"])
+            outputs["epoch_test_logits"] = np.stack(self.epoch_logits["test"])
+        return outputs
+
+    def result(self, start: float, first: int, caps) -> RunResult:
+        """The run's :class:`RunResult`: history, outputs, the facts of the run and its provenance."""
+        import pandas as pd
+        import torch
+
+        outputs = self._outputs()
+        info = {"device": str(self.dev),
+                "wall_time_s": round(time.perf_counter() - start, 3),
+                "step_time_s": round(self.step_time, 3),
+                "n_parameters": int(sum(p.numel() for p in self.model.parameters())),
+                "n_train": int(len(self.ytr)), "n_val": int(len(self.yva)), "n_test": int(len(self.yte))}
+        if first > 1:
+            info["resumed_at_epoch"] = first
+        if caps is not None:
+            info["smoke"] = (f"{self.run_cfg['epochs']} epochs of at most {caps[1]} batches"
+                             + (f" of at most {caps[2]} samples" if caps[2] else ""))
+        provenance = current(threads=torch.get_num_threads(), device=self.dev)
+        return RunResult(self.cfg, pd.DataFrame(self.rows), outputs, info, provenance=provenance, model=self.model)
