@@ -124,9 +124,9 @@ def main():
         return budget_rows(*args.budget_rows)
     if args.budget:
         return one_read_ratio()
+    import relplot
     from netcal.metrics import ECE as NetcalECE
     from torchmetrics.functional.classification import multiclass_calibration_error
-    import relplot
 
     print(f"torch threads: {torch.get_num_threads()}, cores: {os.cpu_count()}, numpy {np.__version__}")
     one_read_ratio()

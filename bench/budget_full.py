@@ -35,8 +35,8 @@ def forward_flops(cfg) -> float:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from calibcourse.study.training.train import make_model
     from calibcourse.study.training.config import normalize_config
+    from calibcourse.study.training.train import make_model
 
     c = normalize_config(cfg)
     name = c["data"]["name"]

@@ -160,10 +160,10 @@ def vector_scaling_diverges():
 
 
 def platt_targets():
+    import bench_report_panel as P
     from sklearn.calibration import CalibratedClassifierCV
     from sklearn.frozen import FrozenEstimator
 
-    import bench_report_panel as P
     from calibcourse.calibration.calibrators import PlattScaling
 
     X, y = P.load("breast_cancer")

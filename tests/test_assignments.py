@@ -13,7 +13,6 @@ from pathlib import Path
 
 import jupytext
 import nbformat
-
 import pytest
 
 from calibcourse.tools import assignments as A

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from calibcourse.study.runs import cache as cachemod
+from calibcourse.study.runs.experiments import experiments
 from calibcourse.study.training import train as T
 from calibcourse.study.training.config import normalize_config
-from calibcourse.study.runs.experiments import experiments
 
 CFG = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 1, "seed": 0}
 

@@ -8,10 +8,10 @@ import torch
 from scipy.optimize import minimize_scalar
 
 from calibcourse.calibration import calibrators as C
+from calibcourse.calibration import metrics as M
 from calibcourse.study.course import checks
 from calibcourse.study.course.checks._harness import first_failure_stops
 from calibcourse.study.training import losses as L
-from calibcourse.calibration import metrics as M
 
 
 # ------------------------------------------------------------------ what a student might write

@@ -11,8 +11,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
 from calibcourse.calibration.calibrators import TemperatureScaling
-from calibcourse.study.runs import cache as cachemod
 from calibcourse.calibration.folds import fold_indices
+from calibcourse.study.runs import cache as cachemod
 from calibcourse.study.training import crossfit as CF
 from calibcourse.study.training import train as T
 from calibcourse.study.training.config import normalize_config
@@ -198,8 +198,8 @@ def test_crossfit_comparison_pairs_by_size_and_seed_and_matches_a_paired_t_inter
 
     from calibcourse.calibration import metrics as M
     from calibcourse.calibration.synthetic import scaled_logits
-    from calibcourse.study.training.results import RunResult
     from calibcourse.study.analysis.deployment import CROSSFIT_ARMS, crossfit_comparison
+    from calibcourse.study.training.results import RunResult
 
     zt, yt = scaled_logits(800, 4, factor=2.5, seed=100)
     heldout, crossfit, ref = {}, {}, []

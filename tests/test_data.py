@@ -6,10 +6,10 @@ import struct
 import numpy as np
 import pytest
 
+from calibcourse.calibration import metrics as M
 from calibcourse.calibration.synthetic import SyntheticCalibration
 from calibcourse.study.training import data as D
 from calibcourse.study.training import downloads as DL
-from calibcourse.calibration import metrics as M
 
 
 def test_mnist5k_is_shuffled_balanced_and_scaled():

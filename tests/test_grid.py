@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("submitit")
 
 from calibcourse.study.runs import cache as cachemod  # noqa: E402
-from calibcourse.tools import cli, grid  # noqa: E402
 from calibcourse.study.training import train as T  # noqa: E402
+from calibcourse.tools import cli, grid  # noqa: E402
 
 TINY = {"data": {"name": "digits"}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 2, "seed": 0}
 

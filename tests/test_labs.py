@@ -223,6 +223,7 @@ def test_setup_page_commands_exist_and_run(tmp_path):
     installing anything (the install itself is measured, and the page says how)."""
     import subprocess
     import sys
+
     import tomllib
 
     page = (ROOT / "book" / "setup.md").read_text()

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from calibcourse.study.training import losses as L
 from calibcourse.calibration import metrics as M
+from calibcourse.study.training import losses as L
 from calibcourse.study.training.meta import GammaNet, MetaTrainer, adam_noise_walk, lookahead_outer_loss, lookahead_step
 from calibcourse.study.training.models import MLP
 

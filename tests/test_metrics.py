@@ -645,8 +645,8 @@ def test_the_toolkit_runs_without_torch():
 
 
 def _compare_without_torch(out, z, y, p):
-    from calibcourse.calibration import kernels, stats
     from calibcourse.calibration import calibrators as C
+    from calibcourse.calibration import kernels, stats
 
     assert out["ece"] == pytest.approx(M.ece(p, y), abs=1e-12)
     assert out["sece"] == pytest.approx(M.sece(p[:500], y[:500]), abs=1e-12)

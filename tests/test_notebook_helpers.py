@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from calibcourse.study.runs import experiments as E
 from calibcourse.study.course import notebook
+from calibcourse.study.runs import experiments as E
 
 
 def test_glue_value_converts_numpy_scalars_and_booleans(monkeypatch):

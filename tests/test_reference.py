@@ -12,7 +12,7 @@ from calibcourse.study.analysis.ledger import Ledger, check_claims
 from calibcourse.study.runs.experiments import reference as X
 from calibcourse.study.training.meta import GammaNet, MetaTrainer, lookahead_outer_loss
 from calibcourse.study.training.models import MLP
-from calibcourse.study.training.steps import PlainStep, LOSSES
+from calibcourse.study.training.steps import LOSSES, PlainStep
 
 
 def _data(n=96, d=5, k=3, seed=0):
@@ -240,8 +240,8 @@ def test_learns_restates_a_claim_without_credit():
 # --------------------------------------------------------------------------- on the committed cache
 @pytest.fixture(scope="module")
 def committed():
-    from calibcourse.study.runs.experiments import experiments
     from calibcourse.study.runs.cache import Cache
+    from calibcourse.study.runs.experiments import experiments
 
     cache = Cache()
     runs = {n: c for n, c in experiments("default").items() if n.startswith(("ch5/reference/", "ch5/diagnosis/"))}

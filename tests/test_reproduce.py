@@ -9,9 +9,9 @@ import pytest
 
 from calibcourse.study.runs import cache as cachemod
 from calibcourse.study.training import provenance as P
-from calibcourse.tools import reproduce as R
 from calibcourse.study.training import train as T
 from calibcourse.study.training.results import RunResult
+from calibcourse.tools import reproduce as R
 
 TINY = {"data": {"name": "digits", "n_train": 300}, "model": {"name": "mlp", "depth": 1, "width": 16}, "epochs": 2}
 

@@ -8,8 +8,8 @@ from scipy.special import softmax
 
 from calibcourse.calibration import metrics, stats
 from calibcourse.study.runs.cache import config_key
-from calibcourse.study.training.config import normalize_config
 from calibcourse.study.runs.experiments import experiments, run
+from calibcourse.study.training.config import normalize_config
 from calibcourse.study.training.models import LeNet5
 from calibcourse.study.training.predictive import log_mean_softmax, mc_dropout_logits, member_config
 from calibcourse.study.training.results import predict_logits
@@ -282,8 +282,8 @@ def test_a_bad_ood_section_is_refused_by_name(bad, message):
 
 
 def test_the_letters_runs_store_the_letters_logits():
-    from calibcourse.study.training.shift import OOD_LABEL, OOD_SPLIT, ood_letters
     from calibcourse.study.training.config import load_data_splits
+    from calibcourse.study.training.shift import OOD_LABEL, OOD_SPLIT, ood_letters
 
     cfg = {**TINY, "data": {"name": "mnist5k", "n_train": 100}, "model": {"name": "lenet5"}, "epochs": 1,
            "ood": {"kind": "letters", "n": 20}}

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from calibcourse.study.runs import cache as cachemod
+from calibcourse.study.runs.experiments import experiments
 from calibcourse.study.training import downloads as DL
 from calibcourse.tools import smoke as S
-from calibcourse.study.runs.experiments import experiments
 
 
 def test_fake_data_are_read_by_the_real_loaders(tmp_path):

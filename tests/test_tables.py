@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 
 from calibcourse.calibration import metrics as M
+from calibcourse.calibration.calibrators import TemperatureScaling
 from calibcourse.study.analysis import ledger as ledgermod
 from calibcourse.study.analysis import tables as R
-from calibcourse.calibration.calibrators import TemperatureScaling
 from calibcourse.study.training.results import RunResult
 
 

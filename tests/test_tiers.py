@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import FAST_DOCTESTS, FAST_TEST_MODULES, is_fast
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,7 +1,7 @@
 """calibcourse.study.training.train: one config -> a reproducible run with its history and outputs."""
 import numpy as np
-import torch
 import pytest
+import torch
 
 from calibcourse.study.training import train as T
 from calibcourse.study.training.config import load_data_splits, normalize_config

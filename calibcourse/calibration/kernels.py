@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 __all__ = ["kernel_regression", "linear_binning", "gaussian_smooth",
            "reflected_gaussian_smooth", "fixed_point_bandwidth"]
 

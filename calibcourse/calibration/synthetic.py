@@ -7,6 +7,7 @@ while the model reports ``factor * z``, so the best temperature is ``factor``.
 from __future__ import annotations
 
 import numpy as np
+
 from calibcourse.calibration._validation import check_int
 
 __all__ = ["SyntheticCalibration", "scaled_logits"]

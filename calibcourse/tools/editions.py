@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 
-
 __all__ = ["BEGIN", "END", "STUB", "strip_solution", "set_edition", "to_edition"]
 
 #: the markers of a solution in a code cell, and what the student edition puts in its place

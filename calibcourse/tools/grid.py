@@ -33,10 +33,10 @@ import time
 import traceback
 from pathlib import Path
 
-from calibcourse.tools._env import environ
+from calibcourse.calibration._validation import check_int
 from calibcourse.study.runs.cache import Cache, CacheError, config_key
 from calibcourse.study.training.provenance import resolve_threads
-from calibcourse.calibration._validation import check_int
+from calibcourse.tools._env import environ
 
 __all__ = [
     "TrainJob",

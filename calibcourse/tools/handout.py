@@ -25,9 +25,9 @@ import re
 import sys
 from pathlib import Path
 
-from calibcourse.tools.editions import to_edition
 from calibcourse.tools.assignments.code_questions import DEFAULT_SECRET, Question, lab_sources, questions
 from calibcourse.tools.assignments.written import written_questions
+from calibcourse.tools.editions import to_edition
 
 __all__ = ["VARIANTS", "course_variant", "course_version", "prompt_rules", "lab_notebook", "write_labs",
            "write_editions", "main", "secret_from_env"]

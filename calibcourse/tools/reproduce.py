@@ -31,13 +31,12 @@ import tempfile
 import time
 from pathlib import Path
 
-
-from calibcourse.tools._env import environ, in_pinned_process
 from calibcourse.study.runs.profiles import PROFILES
-from calibcourse.study.training.provenance import PINNED_PROFILES
 from calibcourse.study.runs.stability import TOLERANCE, run_metrics
-from calibcourse.tools.retrained import compare_runs, within_tolerance
+from calibcourse.study.training.provenance import PINNED_PROFILES
+from calibcourse.tools._env import environ, in_pinned_process
 from calibcourse.tools.restamp import restamp
+from calibcourse.tools.retrained import compare_runs, within_tolerance
 
 __all__ = ["TOLERANCE", "run_metrics", "compare_runs", "within_tolerance", "changed_verdicts", "reproduce", "restamp",
            "main"]
@@ -133,8 +132,8 @@ def reproduce(profile: str = "ci", jobs: int = 1, threads: int | None = None, wo
     """
     from calibcourse.study.runs.cache import Cache
     from calibcourse.study.runs.experiments import experiments
-    from calibcourse.tools.grid import train_local, train_serial, unique_runs
     from calibcourse.study.training.provenance import current
+    from calibcourse.tools.grid import train_local, train_serial, unique_runs
 
     committed = Cache(committed_root)
     runs = unique_runs(experiments(profile))

@@ -238,9 +238,9 @@ def smoke(profile: str = "full", workdir=None, html: bool = True, processes: int
         ...
     ValueError: ...
     """
-    from calibcourse.tools import build
     from calibcourse.study.runs.experiments import experiments
     from calibcourse.study.runs.profiles import check_profile
+    from calibcourse.tools import build
 
     check_profile(profile)
     processes = processes or min(2, os.cpu_count() or 1)
@@ -273,8 +273,8 @@ def smoke(profile: str = "full", workdir=None, html: bool = True, processes: int
 
 
 def main(argv=None) -> int:
-    from calibcourse.tools.build import BuildError
     from calibcourse.study.runs.profiles import PROFILES
+    from calibcourse.tools.build import BuildError
 
     ap = argparse.ArgumentParser(prog="python -m calibcourse.tools.smoke", description=__doc__.split("\n")[0])
     ap.add_argument("--profile", default="full", choices=PROFILES)

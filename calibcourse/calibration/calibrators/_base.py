@@ -8,10 +8,18 @@ from scipy.special import logit as _logit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from calibcourse.calibration._labels import encode_labels
-from calibcourse.calibration._validation import (check_choice, check_labels, check_logits, check_sample_weight, checked,
-                                                 is_torch, label_array, to_numpy)
 from calibcourse.calibration._arrays import two_logits
+from calibcourse.calibration._labels import encode_labels
+from calibcourse.calibration._validation import (
+    check_choice,
+    check_labels,
+    check_logits,
+    check_sample_weight,
+    checked,
+    is_torch,
+    label_array,
+    to_numpy,
+)
 
 EPS = 1e-12
 #: What the scores given to a binary method or to ``OneVsAll`` are.

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibcourse.calibration import metrics as M
-
-from calibcourse.calibration.calibrators._base import _multiclass_data, _Calibrator, _like
+from calibcourse.calibration.calibrators._base import _Calibrator, _like, _multiclass_data
 
 __all__ = ["VectorScaling", "MatrixScaling", "BiasCorrectedTemperatureScaling", "soft_targets"]
 

@@ -7,10 +7,9 @@ import numpy as np
 from scipy.special import expit, gammaln, logsumexp
 
 from calibcourse.calibration import binning
-from calibcourse.calibration._validation import check_choice, check_n_bins
-
-from calibcourse.calibration.calibrators._base import EPS, _BinaryCalibrator, _like
 from calibcourse.calibration._arrays import two_columns
+from calibcourse.calibration._validation import check_choice, check_n_bins
+from calibcourse.calibration.calibrators._base import EPS, _BinaryCalibrator, _like
 
 __all__ = ["HistogramBinning", "IsotonicCalibration", "BBQ", "PlattScaling", "TARGETS", "platt_targets"]
 

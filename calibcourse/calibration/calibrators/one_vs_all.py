@@ -4,8 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibcourse.calibration import metrics as M
-from calibcourse.calibration._validation import (check_choice, check_labels, check_logits, check_probs)
-
+from calibcourse.calibration._validation import check_choice, check_labels, check_logits, check_probs
 from calibcourse.calibration.calibrators._base import INPUT_TYPES, _BinaryCalibrator, _Calibrator, _like
 from calibcourse.calibration.calibrators.binary import HistogramBinning
 

@@ -6,8 +6,7 @@ from typing import NamedTuple
 import numpy as np
 
 from calibcourse.calibration import metrics as M
-
-from calibcourse.calibration.calibrators._base import _multiclass_data, _Calibrator, _like
+from calibcourse.calibration.calibrators._base import _Calibrator, _like, _multiclass_data
 from calibcourse.calibration.calibrators._newton import SUBSAMPLE, Separated, solve_beta
 
 __all__ = ["TemperatureScaling", "TemperatureGrid"]

@@ -41,9 +41,18 @@ an ``(n, 2)`` matrix (its column 1).
 """
 from __future__ import annotations
 
-from calibcourse.calibration.metrics._core import (NORMS, PROB_EPS, RELIABILITIES, ReliabilityBins, log_softmax,
-                                                   logits_to_probs, probs_to_logits, reliability_bins, softmax,
-                                                   top_label)
+from calibcourse.calibration.metrics._core import (
+                                                   NORMS,
+                                                   PROB_EPS,
+                                                   RELIABILITIES,
+                                                   ReliabilityBins,
+                                                   log_softmax,
+                                                   logits_to_probs,
+                                                   probs_to_logits,
+                                                   reliability_bins,
+                                                   softmax,
+                                                   top_label,
+)
 from calibcourse.calibration.metrics.binned import ace, classwise_ece, debiased_ece, ece, mce
 from calibcourse.calibration.metrics.proper import BrierDecomposition, accuracy, brier, brier_decomposition, error, nll
 from calibcourse.calibration.metrics.resampling import binned_on_confidence, confidence_outcome

@@ -12,9 +12,7 @@ from calibcourse.calibration._validation import (
     check_probs,
     check_sample_weight,
 )
-
-from calibcourse.calibration.metrics._core import (NORMS, _binned_error, _positive_class, _prepare,
-                                                   _resolve_reliability)
+from calibcourse.calibration.metrics._core import NORMS, _binned_error, _positive_class, _prepare, _resolve_reliability
 
 __all__ = ["ece", "mce", "ace", "classwise_ece", "debiased_ece"]
 

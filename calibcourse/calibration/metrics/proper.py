@@ -6,13 +6,12 @@ from collections import namedtuple
 import numpy as np
 
 from calibcourse.calibration import binning
+from calibcourse.calibration._arrays import two_columns
 from calibcourse.calibration._validation import (
     check_labels,
     check_probs,
     check_sample_weight,
 )
-
-from calibcourse.calibration._arrays import two_columns
 from calibcourse.calibration.metrics._core import _checked_top_label
 
 __all__ = ["nll", "brier", "brier_decomposition", "accuracy", "error"]

@@ -2,8 +2,7 @@
 confidences and outcomes, which it draws once."""
 from __future__ import annotations
 
-from calibcourse.calibration.metrics._core import (_binned_error, _prepare)
-
+from calibcourse.calibration.metrics._core import _binned_error, _prepare
 from calibcourse.calibration.metrics.binned import ace, ece, mce
 
 __all__ = ["binned_on_confidence", "confidence_outcome"]

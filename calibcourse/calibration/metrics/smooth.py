@@ -6,8 +6,7 @@ import numpy as np
 
 from calibcourse.calibration import kernels
 from calibcourse.calibration._validation import check_choice
-
-from calibcourse.calibration.metrics._core import (_prepare)
+from calibcourse.calibration.metrics._core import _prepare
 
 __all__ = ["sece", "smooth_ece_bandwidth", "smooth_ece"]
 

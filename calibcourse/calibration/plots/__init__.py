@@ -8,9 +8,14 @@ smoothing: :mod:`calibcourse.calibration.kernels`).
 from __future__ import annotations
 
 from calibcourse.calibration.plots._common import ACC_COLOR, GAP_COLOR, SMALL_FONT  # noqa: F401 (plots.X)
-from calibcourse.calibration.plots.curves import MAP_GRID  # noqa: F401 (plots.MAP_GRID)
-from calibcourse.calibration.plots.curves import (bilevel_diagram, calibration_maps, ece_vs_bins, sweep_plot,
-                                                  training_curves)
+from calibcourse.calibration.plots.curves import (
+                                                  MAP_GRID,  # noqa: F401 (plots.MAP_GRID)
+                                                  bilevel_diagram,
+                                                  calibration_maps,
+                                                  ece_vs_bins,
+                                                  sweep_plot,
+                                                  training_curves,
+)
 from calibcourse.calibration.plots.reliability import reliability_diagram, reliability_grid, smooth_reliability_diagram
 
 __all__ = ["reliability_diagram", "reliability_grid", "smooth_reliability_diagram",

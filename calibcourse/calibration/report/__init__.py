@@ -16,8 +16,17 @@ import inspect
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 from calibcourse.calibration._validation import check_int, check_labels, check_probs, checked
-from calibcourse.calibration.report.choice import (KINDS, VIEWS, Choice, as_logits_and_probs, candidate_methods,
-                                                   check_folds, choose, cross_fit, min_samples)
+from calibcourse.calibration.report.choice import (
+    KINDS,
+    VIEWS,
+    Choice,
+    as_logits_and_probs,
+    candidate_methods,
+    check_folds,
+    choose,
+    cross_fit,
+    min_samples,
+)
 from calibcourse.calibration.report.page import MAX_BOOT_DRAWS, MAX_FIT_ROWS, MAX_FIT_VALUES, report_html
 from calibcourse.calibration.report.saved import FORMAT, FittedCalibration, load, save
 

@@ -8,9 +8,9 @@ import numpy as np
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
+from calibcourse.calibration._arrays import softmax_rows
 from calibcourse.calibration._labels import encode_labels
 from calibcourse.calibration._validation import checked
-from calibcourse.calibration._arrays import softmax_rows
 from calibcourse.calibration.report._compare import _choose, _cross_fit, _fold_counts, _progress, _view
 from calibcourse.calibration.report.choice import candidate_methods, min_samples
 from calibcourse.calibration.report.saved import FittedCalibration

@@ -8,7 +8,6 @@ from calibcourse.calibration.report._compare import _view
 from calibcourse.calibration.report.choice import VIEWS
 from calibcourse.calibration.report.scores import as_logits_and_probs
 
-
 __all__ = ["FittedCalibration", "FORMAT", "save", "load"]
 
 

@@ -59,14 +59,32 @@ replaces.
 """
 from __future__ import annotations
 
-from calibcourse.calibration.stats._engine import (DIRECTIONS, METHODS, VERDICTS, Difference, ece_replicates,
-                                                    per_sample_terms, verdict)
-from calibcourse.calibration.stats._engine import (interval_from_replicates, metric_range,  # noqa: F401 (stats.x)
-                                                    resample_indices)
-from calibcourse.calibration.stats.intervals import (bootstrap_statistic, interval, paired_difference,
-                                                     seeds_difference, seeds_interval)
-from calibcourse.calibration.stats.seeds import (PairedSeeds, RivalsDifference, paired_seeds_contrast,
-                                                 paired_seeds_difference, rivals_difference)
+from calibcourse.calibration.stats._engine import (  # noqa: F401 (stats.x)
+                                                    DIRECTIONS,
+                                                    METHODS,
+                                                    VERDICTS,
+                                                    Difference,
+                                                    ece_replicates,
+                                                    interval_from_replicates,
+                                                    metric_range,
+                                                    per_sample_terms,
+                                                    resample_indices,
+                                                    verdict,
+)
+from calibcourse.calibration.stats.intervals import (
+                                                    bootstrap_statistic,
+                                                    interval,
+                                                    paired_difference,
+                                                    seeds_difference,
+                                                    seeds_interval,
+)
+from calibcourse.calibration.stats.seeds import (
+                                                    PairedSeeds,
+                                                    RivalsDifference,
+                                                    paired_seeds_contrast,
+                                                    paired_seeds_difference,
+                                                    rivals_difference,
+)
 
 __all__ = ["Difference", "interval", "paired_difference", "seeds_difference", "seeds_interval",
            "bootstrap_statistic", "verdict", "per_sample_terms", "ece_replicates", "VERDICTS", "DIRECTIONS", "METHODS",

@@ -5,10 +5,20 @@ import numpy as np
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration._validation import checked
-from calibcourse.calibration.stats._engine import (Difference, _check_bias_corrected, _check_common, _check_metric,
-                                                    _check_pair, _check_probs_of, _check_seed_list, _finite,
-                                                    _resampler, interval_from_replicates, metric_range,
-                                                    resample_indices)
+from calibcourse.calibration.stats._engine import (
+    Difference,
+    _check_bias_corrected,
+    _check_common,
+    _check_metric,
+    _check_pair,
+    _check_probs_of,
+    _check_seed_list,
+    _finite,
+    _resampler,
+    interval_from_replicates,
+    metric_range,
+    resample_indices,
+)
 
 __all__ = ["interval", "paired_difference", "seeds_difference", "seeds_interval", "bootstrap_statistic"]
 

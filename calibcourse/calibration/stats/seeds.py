@@ -7,9 +7,18 @@ from typing import NamedTuple
 import numpy as np
 
 from calibcourse.calibration._validation import checked, is_int
-from calibcourse.calibration.stats._engine import (Difference, _check_common, _check_metric, _check_pair,
-                                                    _check_probs_of, _check_seed_list, _finite, _resampler,
-                                                    interval_from_replicates, resample_indices)
+from calibcourse.calibration.stats._engine import (
+    Difference,
+    _check_common,
+    _check_metric,
+    _check_pair,
+    _check_probs_of,
+    _check_seed_list,
+    _finite,
+    _resampler,
+    interval_from_replicates,
+    resample_indices,
+)
 
 __all__ = ["PairedSeeds", "paired_seeds_difference", "paired_seeds_contrast", "RivalsDifference", "rivals_difference"]
 

@@ -7,8 +7,14 @@ say whether the configured value is still the rule's choice.
 from __future__ import annotations
 
 from calibcourse.study.runs.experiments import experiments, run
-from calibcourse.study.runs.experiments.adam import (ADAM_CHOICE_PART, ADAM_GRIDS, ADAM_MAX_VAL_ERROR_GAP,
-                                                     ADAM_META_VAL, SGD_LR_GRID, grid_label)
+from calibcourse.study.runs.experiments.adam import (
+    ADAM_CHOICE_PART,
+    ADAM_GRIDS,
+    ADAM_MAX_VAL_ERROR_GAP,
+    ADAM_META_VAL,
+    SGD_LR_GRID,
+    grid_label,
+)
 
 __all__ = ["adam_part", "adam_choice", "sgd_lr_choice"]
 

@@ -21,8 +21,8 @@ import numpy as np
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-from calibcourse.calibration.synthetic import SyntheticCalibration
 from calibcourse.calibration._validation import check_int
+from calibcourse.calibration.synthetic import SyntheticCalibration
 
 __all__ = ["SineMiscalibration", "expected_ece", "coverage_single", "equally_calibrated_pair",
            "false_held_rate", "PAIR_KINDS", "coverage_paired_seeds"]

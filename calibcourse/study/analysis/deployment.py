@@ -11,8 +11,8 @@ import numpy as np
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-from calibcourse.study.analysis.tables import fmt_difference
 from calibcourse.calibration._validation import check_int
+from calibcourse.study.analysis.tables import fmt_difference
 
 __all__ = ["LETTERS_CLAIMS", "SHIFT_RUN_OF", "CROSSFIT_ARMS", "CROSSFIT_MEASURES", "brightness_separation",
            "crossfit_arms", "crossfit_comparison", "fair_footing", "label_shift_indices", "ood_metric",

@@ -10,8 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcourse.study.runs.experiments.reference import (REF_FOCAL_GAMMAS, REF_GRID_SEEDS, REF_MAX_ERROR_GAP,
-                                                          REF_META, REF_META_LRS, REF_PARTS, ref_name)
+from calibcourse.study.runs.experiments.reference import (
+    REF_FOCAL_GAMMAS,
+    REF_GRID_SEEDS,
+    REF_MAX_ERROR_GAP,
+    REF_META,
+    REF_META_LRS,
+    REF_PARTS,
+    ref_name,
+)
 
 __all__ = ["ref_part", "ref_choice", "learns", "learns_runs", "seed_t_interval"]
 

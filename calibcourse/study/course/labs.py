@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from calibcourse.calibration import calibrators, metrics
-from calibcourse.calibration.synthetic import SyntheticCalibration
 from calibcourse.calibration._validation import check_int
+from calibcourse.calibration.synthetic import SyntheticCalibration
 
 __all__ = ["ece_bias_table", "digit_predictions", "measures_table", "grid_against_nll", "resplit_table",
            "calibrator_table", "small_set_table", "focal_gradient_table", "loss_comparison", "LAB2_RUN",
@@ -216,8 +216,8 @@ def digit_predictions(profile: str = "default"):
     """
     from sklearn.linear_model import LogisticRegression
 
-    from calibcourse.study.training.data import load_mnist5k, stratified_split
     from calibcourse.study.course.notebook import budget
+    from calibcourse.study.training.data import load_mnist5k, stratified_split
 
     n_train, n_test = budget(profile, "lab_split_sizes")
     X, y = load_mnist5k()

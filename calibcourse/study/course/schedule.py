@@ -14,7 +14,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-
 __all__ = ["Week", "Lab", "WEEKS", "LAB_TABLE", "LABS", "lab_number", "lab_title", "lab_banner",
            "chapter_lab_sentence", "schedule_page", "write_page", "PAGE", "STUDY"]
 

@@ -45,9 +45,18 @@ from pathlib import Path
 
 import numpy as np
 
-from calibcourse.study.runs._entry import (FILES, FORMAT, CacheError, _manifest_text, _npz_bytes, _package_versions,
-                                           _sha256, config_key, narrow_outputs, retired_outputs)
-
+from calibcourse.study.runs._entry import (
+    FILES,
+    FORMAT,
+    CacheError,
+    _manifest_text,
+    _npz_bytes,
+    _package_versions,
+    _sha256,
+    config_key,
+    narrow_outputs,
+    retired_outputs,
+)
 
 __all__ = ["Cache", "CacheError", "config_key", "get_or_train", "REPOSITORY_CACHE", "default_root",
            "narrow_outputs"]
@@ -209,8 +218,8 @@ class Cache:
         """
         import pandas as pd
 
-        from calibcourse.study.training.results import RunResult
         from calibcourse.study.training.config import normalize_config
+        from calibcourse.study.training.results import RunResult
 
         key = config_key(config)
         if not self.path(key).exists():

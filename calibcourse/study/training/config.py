@@ -13,8 +13,8 @@ import copy
 import json
 import os
 
-from calibcourse.study.training.steps import LOSSES
 from calibcourse.calibration._validation import check_int, is_int
+from calibcourse.study.training.steps import LOSSES
 
 __all__ = ["DEFAULT_CONFIG", "normalize_config", "load_data_splits", "DATASETS"]
 

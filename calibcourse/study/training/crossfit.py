@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+
 from calibcourse.calibration.folds import fold_indices
 
 __all__ = ["ensemble_predict", "out_of_fold", "temperature_torch", "train_cross_fitted"]

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 __all__ = ["data_root", "load_mnist5k", "load_digits", "load_mnist1d", "one_vs_rest", "two_class_subset",
            "stratified_split", "normalize"]
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-
 __all__ = ["focal_loss", "flsd53_loss", "label_smoothing_loss", "mixup_batch", "mixup_loss",
            "mmce_penalty", "ce_mmce_loss", "dece_loss", "ce_dece_loss", "gaussian_kernel_sums", "sece_exact_torch",
            "sece_loss"]

@@ -13,9 +13,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from calibcourse.study.training.losses import dece_loss, focal_loss, sece_loss
-from calibcourse.study.training.lookahead import LOOKAHEAD_PARAMS, LOOKAHEADS, lookahead_outer_loss, lookahead_step
 from calibcourse.calibration._validation import check_int
+from calibcourse.study.training.lookahead import LOOKAHEAD_PARAMS, LOOKAHEADS, lookahead_outer_loss, lookahead_step
+from calibcourse.study.training.losses import dece_loss, focal_loss, sece_loss
 from calibcourse.study.training.results import meta_count
 
 __all__ = ["GammaNet", "MetaTrainer", "lookahead_outer_loss", "lookahead_step", "permuted_labels", "adam_noise_walk",

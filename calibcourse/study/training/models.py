@@ -13,7 +13,6 @@ from pathlib import Path
 import torch
 from torch import nn
 
-
 __all__ = ["LeNet5", "CifarResNet", "MLP", "CNN1D", "resnet18_small", "densenet121_small",
            "FrozenFeatureClassifier", "build_model", "load_weights", "count_parameters", "MODELS",
            "INPUT_ARGS"]

@@ -15,6 +15,7 @@ ask for them; :func:`calibcourse.study.training.train.train` calls :func:`train_
 from __future__ import annotations
 
 import numpy as np
+
 from calibcourse.calibration._validation import check_int
 
 __all__ = ["log_mean_softmax", "mc_dropout_logits", "member_seed", "member_config", "combine_members",

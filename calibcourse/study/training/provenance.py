@@ -41,6 +41,7 @@ import os
 import platform
 from functools import lru_cache
 from pathlib import Path
+
 from calibcourse.calibration._validation import check_int
 
 __all__ = ["DEFAULT_THREADS", "KEYS", "TOOLKIT_TRAINING_CODE", "PINNED_ENV", "PINNED_PROFILES", "CPU_KIND_ENV",

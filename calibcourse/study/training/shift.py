@@ -21,6 +21,7 @@ with the per-channel affine normalization, so this equals normalizing the rotate
 from __future__ import annotations
 
 import numpy as np
+
 from calibcourse.calibration._validation import check_int, is_int
 
 __all__ = ["LETTERS", "LETTER_FONTS", "OOD_KINDS", "OOD_LABEL", "OOD_SPLIT", "SHIFT_KINDS", "check_ood", "check_shift",

@@ -41,9 +41,18 @@ from __future__ import annotations
 from calibcourse.tools.assignments.authoring import master_notebook, write_assignment, write_assignments
 from calibcourse.tools.assignments.batch import grade
 from calibcourse.tools.assignments.cli import main
-from calibcourse.tools.assignments.code_questions import (ALWAYS_FORBIDDEN, DEFAULT_MEMORY_MB, DEFAULT_SECRET,
-                                                          DEFAULT_TIMEOUT, GRADE_PROFILE, Question, forbidden_uses,
-                                                          hidden_seed, lab_sources, questions)
+from calibcourse.tools.assignments.code_questions import (
+                                                          ALWAYS_FORBIDDEN,
+                                                          DEFAULT_MEMORY_MB,
+                                                          DEFAULT_SECRET,
+                                                          DEFAULT_TIMEOUT,
+                                                          GRADE_PROFILE,
+                                                          Question,
+                                                          forbidden_uses,
+                                                          hidden_seed,
+                                                          lab_sources,
+                                                          questions,
+)
 from calibcourse.tools.assignments.sandbox import cell_names
 
 __all__ = ["Question", "questions", "forbidden_uses", "ALWAYS_FORBIDDEN", "hidden_seed", "lab_sources",

@@ -7,10 +7,17 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from calibcourse.tools.editions import BEGIN, STUB
-from calibcourse.tools.assignments.code_questions import Question, hidden_seed, lab_sources, questions
-from calibcourse.tools.assignments.code_questions import fmt_points, ROOT, DEFAULT_SECRET
+from calibcourse.tools.assignments.code_questions import (
+    DEFAULT_SECRET,
+    ROOT,
+    Question,
+    fmt_points,
+    hidden_seed,
+    lab_sources,
+    questions,
+)
 from calibcourse.tools.assignments.written import written_questions
+from calibcourse.tools.editions import BEGIN, STUB
 
 __all__ = ["master_notebook", "write_assignment", "write_assignments"]
 

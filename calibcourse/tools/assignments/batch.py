@@ -17,13 +17,19 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from calibcourse.calibration._validation import check_int
 from calibcourse.tools.assignments.authoring import write_assignments
-from calibcourse.tools.assignments.code_questions import (DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ROOT, _exercise,
-                                                          lab_sources, questions)
+from calibcourse.tools.assignments.code_questions import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT,
+    ROOT,
+    _exercise,
+    lab_sources,
+    questions,
+)
 from calibcourse.tools.assignments.code_questions import fmt_points as _fmt
 from calibcourse.tools.assignments.sandbox import OUTPUT_LIMIT, _child_env, _kill_tree, _rmtree, _rss_bytes, _tree
-from calibcourse.tools.assignments.written import mark_of, read_marks, written_questions, answers, write_sheet
-from calibcourse.calibration._validation import check_int
+from calibcourse.tools.assignments.written import answers, mark_of, read_marks, write_sheet, written_questions
 
 __all__ = ["grade"]
 

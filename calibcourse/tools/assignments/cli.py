@@ -6,8 +6,8 @@ import os
 import sys
 
 from calibcourse.tools.assignments.authoring import write_assignments
-from calibcourse.tools.assignments.code_questions import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT
 from calibcourse.tools.assignments.batch import grade
+from calibcourse.tools.assignments.code_questions import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT
 from calibcourse.tools.assignments.sandbox import _kill_tree, _limit_self, run_submission
 
 __all__ = ["main"]

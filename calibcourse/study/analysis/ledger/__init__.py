@@ -7,8 +7,13 @@ its registration against the history (:mod:`calibcourse.tools.registration`), is
 """
 from __future__ import annotations
 
-from calibcourse.study.analysis.ledger._texts import (CLAIM_KEYS, CLAIMS_GLUE_NAME, MAX_SEEDS, MAX_TEST_FACTOR,
-                                             UNDERPOWERED_RATIO)
+from calibcourse.study.analysis.ledger._texts import (
+                                             CLAIM_KEYS,
+                                             CLAIMS_GLUE_NAME,
+                                             MAX_SEEDS,
+                                             MAX_TEST_FACTOR,
+                                             UNDERPOWERED_RATIO,
+)
 from calibcourse.study.analysis.ledger.claims import Claim, Ledger
 from calibcourse.study.analysis.ledger.page import check_claims, kind_of, ledger_page, with_registration
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from calibcourse.calibration import stats
+from calibcourse.calibration._validation import check_int
 from calibcourse.study.analysis.ledger._texts import (
+    _VERDICT_MARK,
     CLAIM_KEYS,
     CLAIMS_GLUE_NAME,
     UNDERPOWERED_RATIO,
-    _VERDICT_MARK,
     _unit,
     _what_would_decide,
     _what_would_decide_paired,
 )
-from calibcourse.calibration._validation import check_int
 from calibcourse.study.analysis.tables.summaries import fmt_difference, fmt_signed
 
 __all__ = ["Claim", "Ledger"]

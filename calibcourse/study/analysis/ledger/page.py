@@ -5,10 +5,10 @@ import re
 
 from calibcourse.calibration import stats
 from calibcourse.study.analysis.ledger._texts import (
-    CLAIM_KEYS,
-    UNDERPOWERED_RATIO,
     _METHOD_TEXT,
     _VERDICT_MARK,
+    CLAIM_KEYS,
+    UNDERPOWERED_RATIO,
     _scale_limit,
 )
 from calibcourse.study.analysis.ledger.claims import Claim

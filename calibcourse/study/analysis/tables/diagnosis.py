@@ -5,7 +5,6 @@ import numpy as np
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-
 from calibcourse.study.analysis.tables.summaries import fmt_difference, method_label
 
 __all__ = ["diagnosis_table", "seed_paired_view"]

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-
 from calibcourse.study.analysis.tables.summaries import fmt_ci
 
 __all__ = ["post_hoc_table", "binary_scores", "post_hoc_binary_view", "post_hoc_view"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from calibcourse.calibration import metrics as M
-
 from calibcourse.study.analysis.tables.summaries import method_label
 
 __all__ = ["SEED_MEASURES", "seed_table", "seeds_view", "grid_choice_view"]

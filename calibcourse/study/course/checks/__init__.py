@@ -38,8 +38,12 @@ from calibcourse.study.course.checks.lab2 import (
     check_softmax_temperature,
     check_temperature_scaling,
 )
-from calibcourse.study.course.checks.lab3 import (check_histogram_binning, check_isotonic, check_paired_difference,
-                                           check_platt)
+from calibcourse.study.course.checks.lab3 import (
+    check_histogram_binning,
+    check_isotonic,
+    check_paired_difference,
+    check_platt,
+)
 from calibcourse.study.course.checks.lab4 import check_classwise_ece, check_flsd53, check_focal_loss, check_sece
 
 CheckFailure.__module__ = __name__  # its public name, in tracebacks and the docs

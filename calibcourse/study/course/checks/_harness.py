@@ -6,6 +6,7 @@ import contextlib
 import re
 
 import numpy as np
+
 from calibcourse.calibration._validation import check_int
 from calibcourse.study.course.checks.rules import Watch, rules_of
 

@@ -16,8 +16,15 @@ from scipy.optimize import minimize_scalar
 from calibcourse.calibration import calibrators as C
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration.synthetic import scaled_logits
-from calibcourse.study.course.checks._harness import (_as_float_array, _call, _close, _first_difference, _memo, _short,
-                                                     _start)
+from calibcourse.study.course.checks._harness import (
+    _as_float_array,
+    _call,
+    _close,
+    _first_difference,
+    _memo,
+    _short,
+    _start,
+)
 
 __all__ = ["check_softmax_temperature", "check_temperature_scaling", "check_grid_temperature",
            "check_nll_temperature", "VARIANTS"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from calibcourse.calibration import metrics as M
-from calibcourse.study.course.checks._harness import _call, _close, _first_difference, _memo, _start
 from calibcourse.study.course.checks._binned import _check_binned, _random_cases
+from calibcourse.study.course.checks._harness import _call, _close, _first_difference, _memo, _start
 
 __all__ = ["check_sece", "check_focal_loss", "check_flsd53", "check_classwise_ece"]
 

@@ -11,24 +11,74 @@ importable from this package.
 """
 from __future__ import annotations
 
-from calibcourse.study.runs.experiments.adam import (ABLATION_FIXED_GAMMA, ABLATION_SEEDS, ADAM_BACKBONE,
-                                                     ADAM_CHOICE_PART, ADAM_CHOSEN, ADAM_GRIDS, ADAM_MAIN_METHODS,
-                                                     ADAM_MAX_VAL_ERROR_GAP, ADAM_META_VAL, ADAM_METHODS,
-                                                     ADAM_N_SEEDS, META_LR_GRID, PAPER_ABLATIONS, PAPER_DIAGNOSIS,
-                                                     PAPER_META, PAPER_SETUP, SAFE_META, SGD_ARM, SGD_ARM_SEEDS,
-                                                     SGD_BACKBONE, SGD_LR, SGD_LR_GRID)
+from calibcourse.study.runs.experiments.adam import (
+                                                     ABLATION_FIXED_GAMMA,
+                                                     ABLATION_SEEDS,
+                                                     ADAM_BACKBONE,
+                                                     ADAM_CHOICE_PART,
+                                                     ADAM_CHOSEN,
+                                                     ADAM_GRIDS,
+                                                     ADAM_MAIN_METHODS,
+                                                     ADAM_MAX_VAL_ERROR_GAP,
+                                                     ADAM_META_VAL,
+                                                     ADAM_METHODS,
+                                                     ADAM_N_SEEDS,
+                                                     META_LR_GRID,
+                                                     PAPER_ABLATIONS,
+                                                     PAPER_DIAGNOSIS,
+                                                     PAPER_META,
+                                                     PAPER_SETUP,
+                                                     SAFE_META,
+                                                     SGD_ARM,
+                                                     SGD_ARM_SEEDS,
+                                                     SGD_BACKBONE,
+                                                     SGD_LR,
+                                                     SGD_LR_GRID,
+)
 from calibcourse.study.runs.experiments.crossfit import CROSSFIT
 from calibcourse.study.runs.experiments.full import DENSENET_WEIGHTS, HE_CIFAR, META_CIFAR
 from calibcourse.study.runs.experiments.guo import N_TEST_MNIST1D, SEEDS
-from calibcourse.study.runs.experiments.reference import (REF_ARM_LR, REF_ARMS, REF_BACKBONE, REF_CHOSEN,
-                                                          REF_CLAIM_SEEDS, REF_DEPARTURES, REF_FOCAL_GAMMAS,
-                                                          REF_GRID_SEEDS, REF_MAX_ERROR_GAP, REF_META, REF_META_LRS,
-                                                          REF_N_SEEDS, REF_PARTS, REF_PLACEBO_LABEL, REF_PREDICTIONS,
-                                                          REF_SIZE_MEASURED, ref_name, reference_runs)
-from calibcourse.study.runs.experiments.registry import (data_label, data_summary, experiments, model_label, run, runs,
-                                                         sweep_axis, sweep_levels, sweep_value)
-from calibcourse.study.runs.experiments.shift import (LETTERS_OOD, LETTERS_SEEDS, MC_DROPOUT, SHIFT_DATA,
-                                                      SHIFT_FOCAL_GAMMA, SHIFT_METHODS, SHIFT_N_SEEDS, SHIFT_TESTS)
+from calibcourse.study.runs.experiments.reference import (
+                                                     REF_ARM_LR,
+                                                     REF_ARMS,
+                                                     REF_BACKBONE,
+                                                     REF_CHOSEN,
+                                                     REF_CLAIM_SEEDS,
+                                                     REF_DEPARTURES,
+                                                     REF_FOCAL_GAMMAS,
+                                                     REF_GRID_SEEDS,
+                                                     REF_MAX_ERROR_GAP,
+                                                     REF_META,
+                                                     REF_META_LRS,
+                                                     REF_N_SEEDS,
+                                                     REF_PARTS,
+                                                     REF_PLACEBO_LABEL,
+                                                     REF_PREDICTIONS,
+                                                     REF_SIZE_MEASURED,
+                                                     ref_name,
+                                                     reference_runs,
+)
+from calibcourse.study.runs.experiments.registry import (
+                                                     data_label,
+                                                     data_summary,
+                                                     experiments,
+                                                     model_label,
+                                                     run,
+                                                     runs,
+                                                     sweep_axis,
+                                                     sweep_levels,
+                                                     sweep_value,
+)
+from calibcourse.study.runs.experiments.shift import (
+                                                     LETTERS_OOD,
+                                                     LETTERS_SEEDS,
+                                                     MC_DROPOUT,
+                                                     SHIFT_DATA,
+                                                     SHIFT_FOCAL_GAMMA,
+                                                     SHIFT_METHODS,
+                                                     SHIFT_N_SEEDS,
+                                                     SHIFT_TESTS,
+)
 from calibcourse.study.runs.profiles import PROFILES
 
 __all__ = [

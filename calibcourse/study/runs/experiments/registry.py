@@ -14,11 +14,24 @@ from calibcourse.study.runs import labels
 from calibcourse.study.runs.experiments.adam import adam_study_runs
 from calibcourse.study.runs.experiments.crossfit import crossfit_default_runs, crossfit_runs
 from calibcourse.study.runs.experiments.full import full_runs
-from calibcourse.study.runs.experiments.guo import (N_TEST_MNIST1D, SEEDS, binary_runs, causes_runs, digits_mlp_runs,
-                                                    nine1d_runs, tutorial_recipe_runs)
+from calibcourse.study.runs.experiments.guo import (
+    N_TEST_MNIST1D,
+    SEEDS,
+    binary_runs,
+    causes_runs,
+    digits_mlp_runs,
+    nine1d_runs,
+    tutorial_recipe_runs,
+)
 from calibcourse.study.runs.experiments.reference import REF_BACKBONE, reference_runs
-from calibcourse.study.runs.experiments.shift import (LETTERS_OOD, LETTERS_SEEDS, SHIFT_DATA, SHIFT_N_SEEDS,
-                                                      SHIFT_TESTS, shift_runs)
+from calibcourse.study.runs.experiments.shift import (
+    LETTERS_OOD,
+    LETTERS_SEEDS,
+    SHIFT_DATA,
+    SHIFT_N_SEEDS,
+    SHIFT_TESTS,
+    shift_runs,
+)
 from calibcourse.study.runs.profiles import PROFILES
 
 __all__ = ["experiments", "run", "runs", "data_summary", "model_label", "data_label", "sweep_value", "sweep_axis",
