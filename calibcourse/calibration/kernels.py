@@ -1,9 +1,9 @@
-"""Gaussian kernel smoothing of scores in [0, 1]: the numerics of the kernel measures and curves.
+r"""Gaussian kernel smoothing of scores in [0, 1]: the numerics of the kernel measures and curves.
 
 The kernel calibration measures of :mod:`calibcourse.calibration.metrics` (SECE of Wang et
 al. 2023, smECE of Błasiok and Nakkiran 2023) and the smoothed reliability
 curve of :mod:`calibcourse.calibration.plots` all smooth weights placed at scores
-:math:`x_j \\in [0, 1]` with a Gaussian kernel
+:math:`x_j \in [0, 1]` with a Gaussian kernel
 :math:`K_h(t, x) = e^{-(t - x)^2 / 2h^2}`. Two ways to do it live here:
 
 * dense: every pair ``(t_i, x_j)``, exact: :func:`kernel_regression` (the differentiable

@@ -1,12 +1,12 @@
-"""Label shift: the class priors change, the classes' inputs do not (chapter 6).
+r"""Label shift: the class priors change, the classes' inputs do not (chapter 6).
 
-Under label shift the deployed data has other class frequencies :math:`\\pi'` than the training
-data's :math:`\\pi`, while :math:`p(x \\mid y)` stays the same. Bayes' rule then fixes the new
+Under label shift the deployed data has other class frequencies :math:`\pi'` than the training
+data's :math:`\pi`, while :math:`p(x \mid y)` stays the same. Bayes' rule then fixes the new
 posteriors from the old ones without any label (:func:`adjust_priors`):
 
 .. math::
 
-    p'(y \\mid x) \\propto p(y \\mid x)\\, \\pi'_y / \\pi_y.
+    p'(y \mid x) \propto p(y \mid x)\, \pi'_y / \pi_y.
 
 The new priors themselves are unknown. :func:`em_priors` estimates them from unlabelled
 deployed inputs by the EM algorithm of Saerens, Latinne and Decaestecker (2002): adjust the
@@ -23,7 +23,7 @@ calibrated on.
 It does not read the probabilities as posteriors. It counts, on labelled data of the training
 distribution, how often the model predicts class :math:`i` for inputs of class :math:`j` (the joint
 confusion matrix :math:`C_{ij}`), counts the predictions on the deployed inputs
-(:math:`\\hat\\mu_i`), and solves :math:`C w = \\hat\\mu` for the weights :math:`w_j = \\pi'_j / \\pi_j`:
+(:math:`\hat\mu_i`), and solves :math:`C w = \hat\mu` for the weights :math:`w_j = \pi'_j / \pi_j`:
 under label shift the deployed predictions are that mixture of the training classes' predictions.
 It needs no calibration, only an invertible confusion matrix, and it wastes what the
 probabilities know beyond the predicted class; its soft variant counts probabilities instead of
@@ -133,12 +133,12 @@ def em_priors(probs, train_priors, max_iter: int = 1000, tol: float = 1e-8):
 
 
 def bbse_priors(source_probs, source_labels, target_probs, soft: bool = False):
-    """Estimate the deployed class priors by black-box shift estimation (Lipton et al. 2018).
+    r"""Estimate the deployed class priors by black-box shift estimation (Lipton et al. 2018).
 
-    Solves :math:`C w = \\hat\\mu`, where :math:`C_{ij}` is the share of the labelled source samples
-    that are predicted :math:`i` and of class :math:`j`, and :math:`\\hat\\mu_i` the share of the
-    deployed samples predicted :math:`i`; the deployed priors are :math:`w_j \\pi_j`, with
-    :math:`\\pi` the source labels' frequencies. Weights below 0 (sampling noise) are set to 0 and
+    Solves :math:`C w = \hat\mu`, where :math:`C_{ij}` is the share of the labelled source samples
+    that are predicted :math:`i` and of class :math:`j`, and :math:`\hat\mu_i` the share of the
+    deployed samples predicted :math:`i`; the deployed priors are :math:`w_j \pi_j`, with
+    :math:`\pi` the source labels' frequencies. Weights below 0 (sampling noise) are set to 0 and
     the priors renormalized, as Lipton et al. do. ``soft=True`` counts each sample's probabilities
     instead of its predicted class (Alexandari et al. 2020's "soft BBSE").
 

@@ -112,9 +112,9 @@ class SyntheticCalibration:
         return probs, labels
 
     def true_binned_ece(self, n_bins: int = 15) -> float:
-        """The population value of the binned top-label ECE with ``n_bins`` equal-width bins.
+        r"""The population value of the binned top-label ECE with ``n_bins`` equal-width bins.
 
-        :math:`\\sum_m |\\int_{B_m} (P(\\text{correct} \\mid c) - c)\\, dF(c)|`: what
+        :math:`\sum_m |\int_{B_m} (P(\text{correct} \mid c) - c)\, dF(c)|`: what
         :func:`calibcourse.calibration.metrics.ece`
         estimates, at most :meth:`true_ece` (gaps of opposite sign inside a bin cancel).
 
@@ -147,7 +147,7 @@ class SyntheticCalibration:
         return float(total)
 
     def true_ece(self) -> float:
-        """The population top-label ECE :math:`\\int |P(\\text{correct} \\mid c) - c|\\, dF(c)`.
+        r"""The population top-label ECE :math:`\int |P(\text{correct} \mid c) - c|\, dF(c)`.
 
         Returns
         -------

@@ -41,10 +41,12 @@ class Entry(NamedTuple):
 
     @property
     def cite(self) -> str:
+        """How a page cites the entry: ``Guo et al. 2017``."""
         return f"{self.who} {self.year}".strip()
 
     @property
     def reference(self) -> str:
+        """The entry in a reference list: ``Guo et al. (2017), On Calibration ...``."""
         return f"{self.who} ({self.year}), {self.title}"
 
 

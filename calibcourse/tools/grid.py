@@ -141,6 +141,7 @@ class TrainJob(_Checkpointable):
 
     def __call__(self, config: dict, cache_root: str, threads: int | None = None, checkpoint_every: int = 5,
                  kill_after_epoch: int | None = None):
+        """Train ``config`` into the cache at ``cache_root``, in one job of the grid."""
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         os.environ.setdefault("CALIBCOURSE_QUIET", "1")
         cache = Cache(cache_root)

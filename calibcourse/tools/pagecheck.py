@@ -1,4 +1,4 @@
-"""The rendered-page check: every page of the built book, opened in headless Chromium.
+r"""The rendered-page check: every page of the built book, opened in headless Chromium.
 
 ``python -m calibcourse.tools.pagecheck [_build/html]`` (``make check-pages``) opens each ``.html``
 page of the book (``_static/`` and ``_sources/`` aside) in Debian's ``chromium`` through
@@ -6,7 +6,7 @@ Selenium and ``chromium-driver``, waits for MathJax to finish, and reports every
 seven rules, one line each:
 
 ``math``
-    raw TeX left in the text after MathJax ran: ``\\(``, ``\\[``, ``$$``, ``\\begin{`` or a
+    raw TeX left in the text after MathJax ran: ``\(``, ``\[``, ``$$``, ``\begin{`` or a
     ``$`` followed by a backslash, outside code (``pre``/``code``), where TeX is meant literally;
 ``image``
     an ``<img>`` that did not load (``naturalWidth`` 0);
@@ -85,6 +85,7 @@ class Problem:
     detail: str
 
     def __str__(self) -> str:
+        """``page: rule: detail``."""
         return f"{self.page}: {self.rule}: {self.detail}"
 
 
@@ -94,7 +95,7 @@ def _context(text: str, match: re.Match, width: int = 40) -> str:
 
 
 def text_problems(page: str, text: str, prose: str, attributes: str = "") -> list[Problem]:
-    """The ``math``, ``path`` and ``warning`` problems of one page from its text.
+    r"""The ``math``, ``path`` and ``warning`` problems of one page from its text.
 
     Parameters
     ----------
@@ -115,7 +116,7 @@ def text_problems(page: str, text: str, prose: str, attributes: str = "") -> lis
 
     Examples
     --------
-    >>> sorted({p.rule for p in text_problems("x.html", "see /work/x", r"a \\(b\\) c")})
+    >>> sorted({p.rule for p in text_problems("x.html", "see /work/x", r"a \(b\) c")})
     ['math', 'path']
     >>> text_problems("x.html", "ECE = 2.1 % (warnings are off)", "ECE = 2.1 %")
     []
@@ -272,7 +273,7 @@ def _check_one(drv, path: Path, name: str, timeout: float) -> list[Problem]:
 
 def check_pages(pages, root=None, timeout: float = 30.0, chromium: str | None = None,
                 driver: str | None = None) -> list[Problem]:
-    """Open each page in one headless Chromium and return every problem found.
+    r"""Open each page in one headless Chromium and return every problem found.
 
     Parameters
     ----------
@@ -298,7 +299,7 @@ def check_pages(pages, root=None, timeout: float = 30.0, chromium: str | None = 
     >>> from pathlib import Path
     >>> root = Path(tempfile.mkdtemp())
     >>> _ = (root / "page.html").write_text(
-    ...     '<html><body><p>ECE = \\(\\sum_m |B_m|\\)</p>'
+    ...     '<html><body><p>ECE = \(\sum_m |B_m|\)</p>'
     ...     '<figure><img src="missing.png" alt="a diagram"><figcaption>Look.</figcaption></figure></body></html>')
     >>> [problem.rule for problem in check_pages([root / "page.html"], root=root, timeout=120)]
     ['math', 'math', 'image', 'console']

@@ -1,4 +1,4 @@
-"""The book as one PDF (``make pdf``): Jupyter Book's LaTeX builder, then a check of what it holds.
+r"""The book as one PDF (``make pdf``): Jupyter Book's LaTeX builder, then a check of what it holds.
 
     python -m calibcourse.tools.pdf [--profile default] [--check-only]
 
@@ -12,7 +12,7 @@ at build time. Two departures from Jupyter Book's defaults, both for LaTeX's sak
   exercise's solution box stops LaTeX ("Not in outer par mode");
 - Jupyter Book's LaTeX class asks for the ``bbm`` package (double-struck digits), which Debian
   ships only in its 1.4 GB ``texlive-fonts-extra``; the book never uses it, and a stand-in
-  package maps its one command to ``amssymb``'s ``\\mathbb``.
+  package maps its one command to ``amssymb``'s ``\mathbb``.
 
 The PDF lands in ``_build/pdf/calibcourse.pdf`` and is then checked (:func:`check_pdf`): every
 chapter's title is in it, each with at least one figure before the next chapter starts.

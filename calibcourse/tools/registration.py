@@ -199,6 +199,14 @@ def compute(root, ids=None, entries=None, keys=None) -> dict:
         A mapping entry matches no run, or reads a run never committed, or names an unknown commit.
     GitError
         No history, or git failed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> compute(tempfile.mkdtemp())
+    Traceback (most recent call last):
+        ...
+    calibcourse.tools._history.GitError: no history to read: not a git repository
     """
     from calibcourse.study.analysis.ledger.reads import CHOICES, CLAIM_READS
 
@@ -236,7 +244,27 @@ def compute(root, ids=None, entries=None, keys=None) -> dict:
 
 
 def write(root, records: dict) -> Path:
-    """Write ``records`` to ``data/registration.json`` under ``root`` (sorted, one claim per block)."""
+    """Write ``records`` to ``data/registration.json`` under ``root`` (sorted, one claim per block).
+
+    Parameters
+    ----------
+    root : path-like
+        The repository.
+    records : dict
+        ``{id: record}`` of :func:`compute`.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> write(root, {"x": {"registration": "registered", "seeds": [0, 1]}}).name, load(root)["x"]["seeds"]
+    ('registration.json', [0, 1])
+    """
     path = Path(root) / REGISTRATION_JSON
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(dict(sorted(records.items())), indent=1, ensure_ascii=False)
@@ -247,7 +275,24 @@ def write(root, records: dict) -> Path:
 
 
 def load(root) -> dict:
-    """The committed records (``data/registration.json``), or ``{}`` where there is none."""
+    """The committed records (``data/registration.json``), or ``{}`` where there is none.
+
+    Parameters
+    ----------
+    root : path-like
+        The repository.
+
+    Returns
+    -------
+    dict
+        ``{id: record}``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> load(tempfile.mkdtemp())
+    {}
+    """
     path = Path(root) / REGISTRATION_JSON
     return json.loads(path.read_text()) if path.is_file() else {}
 
@@ -270,10 +315,28 @@ def registration(root, ids=None, log=print) -> dict:
     """The records the build uses: computed from the history where there is one, else read from
     ``data/registration.json`` (saying so once with ``log``); a stale committed file is reported.
 
+    Parameters
+    ----------
+    root : path-like
+        The repository.
+    ids : iterable of str, optional
+        The claims (default: every entry).
+    log : callable, default=print
+        Where the one line goes.
+
     Returns
     -------
     dict
         ``{id: record}`` (:func:`compute`); a claim the committed file lacks has no record.
+
+    Examples
+    --------
+    A copy without history (a shallow clone's export, say) reads the committed file:
+
+    >>> import tempfile
+    >>> registration(tempfile.mkdtemp())
+    registration: read from data/registration.json (not a git repository)
+    {}
     """
     reason = history_missing(root)
     if reason:
@@ -296,6 +359,25 @@ def _line(cid: str, rec: dict) -> str:
 
 
 def main(argv=None) -> int:
+    """``python -m calibcourse.tools.registration``: compute every claim's registration and write the file.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: the command line's): ``--root``, and ``--check`` (exit 1 if the
+        committed file is stale) or ``--show`` (print, write nothing).
+
+    Returns
+    -------
+    int
+        The exit status: 0, 1 (stale, with ``--check``) or 2 (no history to read).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> main(["--root", tempfile.mkdtemp(), "--show"])
+    2
+    """
     p = argparse.ArgumentParser(prog="python -m calibcourse.tools.registration",
                                 description="Check each claim's pre-registration against the history.")
     p.add_argument("--root", default=".", help="the repository (default: the current folder)")

@@ -98,6 +98,7 @@ class FittedCalibration:
         return idx if self.classes_ is None else self.classes_[idx]
 
     def __repr__(self):
+        """The calibrator, its view of the scores and their kind."""
         return f"FittedCalibration({self.calibrator!r}, view={self.view!r}, kind={self.kind!r})"
 
 

@@ -60,11 +60,11 @@ def written_decimals(values) -> int | None:
 
 
 def row_sum_tolerance(values, n_classes: int) -> float:
-    """How far from 1 a row of ``n_classes`` probabilities may sum, given how they were written.
+    r"""How far from 1 a row of ``n_classes`` probabilities may sum, given how they were written.
 
     The dtype's tolerance (:func:`calibcourse.calibration._validation.sum_tolerance`: 1e-3 for
     float32 and float64), or, for values written with ``d`` decimals, ``K`` half-units of the
-    last decimal, :math:`K \\cdot 0.5 \\cdot 10^{-d}`, where that is larger: each of the K
+    last decimal, :math:`K \cdot 0.5 \cdot 10^{-d}`, where that is larger: each of the K
     values of a row is off by at most half a unit of its last decimal.
 
     Parameters

@@ -70,7 +70,8 @@ class PairedSeeds(NamedTuple):
     df: float
     replicates: np.ndarray | None = None
 
-    def __repr__(self) -> str:  # the replicates are thousands of numbers: not printed
+    def __repr__(self) -> str:
+        """The fields without the replicates (thousands of numbers)."""
         fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._fields if k != "replicates")
         return f"PairedSeeds({fields})"
 

@@ -32,7 +32,7 @@ PAIR_KINDS = ("shifted", "calibrated")
 
 
 def _int_abs_sin(x: float) -> float:
-    """:math:`\\int_0^x |\\sin t|\\,dt` for ``x >= 0``: 2 per half period, plus the partial one."""
+    r""":math:`\int_0^x |\sin t|\,dt` for ``x >= 0``: 2 per half period, plus the partial one."""
     k = np.floor(x / np.pi)
     return float(2.0 * k + 1.0 - np.cos(x - k * np.pi))
 

@@ -130,14 +130,14 @@ class Cache:
         """The folder of entry ``key``.
 
 
-    Parameters
-    ----------
-    key : str
+        Parameters
+        ----------
+        key : str
         A key of :func:`config_key`.
 
-    Returns
-    -------
-    pathlib.Path
+        Returns
+        -------
+        pathlib.Path
         ``root / key`` (which may not exist).
 
         """
@@ -147,9 +147,9 @@ class Cache:
         """The keys of every entry, sorted.
 
 
-    Returns
-    -------
-    list of str
+        Returns
+        -------
+        list of str
         Folder names under ``root`` (temporary folders of writes in progress excluded).
 
         """
@@ -433,14 +433,14 @@ class Cache:
         """Where a run of ``key`` keeps its checkpoint while it trains (never an entry).
 
 
-    Parameters
-    ----------
-    key : str
+        Parameters
+        ----------
+        key : str
         The entry.
 
-    Returns
-    -------
-    pathlib.Path
+        Returns
+        -------
+        pathlib.Path
         ``root/.checkpoints/<key>.pt`` (which may not exist).
 
         """
@@ -492,9 +492,9 @@ class Cache:
         """Check every entry.
 
 
-    Returns
-    -------
-    list of (str, str)
+        Returns
+        -------
+        list of (str, str)
         ``(key, problem)`` for every bad entry; empty when all are good.
 
         """
@@ -559,9 +559,9 @@ class Cache:
         """Remove the cache folder.
 
 
-    Returns
-    -------
-    int
+        Returns
+        -------
+        int
         The number of entries removed.
 
         """
@@ -574,9 +574,9 @@ class Cache:
         """Total size of the files under ``root``.
 
 
-    Returns
-    -------
-    int
+        Returns
+        -------
+        int
         Bytes.
 
         """

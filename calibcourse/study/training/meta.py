@@ -128,6 +128,7 @@ class GammaNet(nn.Module):
         self._scale = None  # set on the first batch so that mean gamma starts at init_gamma
 
     def forward(self, x):
+        """The per-sample gamma of each row of features ``x``."""
         p = torch.softmax(x @ self.A, dim=1)
         xt = p @ self.A.T
         if self.bound is not None:

@@ -78,6 +78,7 @@ class LeNet5(_WithFeatures):
         self.head = nn.Linear(84, num_classes)
 
     def features(self, x):
+        """The features the head classifies: the convolutions and the hidden layers."""
         return self.fc(self.conv(x))
 
 
@@ -154,6 +155,7 @@ class CifarResNet(_WithFeatures):
         self.head = nn.Linear(cin, num_classes)
 
     def features(self, x):
+        """The features the head classifies: the pooled output of the last stage."""
         return self.body(x)
 
 
@@ -200,6 +202,7 @@ class MLP(_WithFeatures):
         self.head = nn.Linear(d, num_classes)
 
     def features(self, x):
+        """The features the head classifies: the last hidden layer."""
         return self.body(x)
 
 
@@ -244,6 +247,7 @@ class CNN1D(_WithFeatures):
         self.head = nn.Linear(128, num_classes)
 
     def features(self, x):
+        """The features the head classifies: the pooled convolutions."""
         return self.body(x)
 
 
@@ -389,12 +393,14 @@ class FrozenFeatureClassifier(nn.Module):
         self.head = nn.Sequential(nn.Linear(hidden, num_classes), nn.LogSoftmax(dim=1))
 
     def features(self, x):
+        """The frozen backbone's features, in evaluation mode and without gradients."""
         self.backbone.eval()
         with torch.no_grad():
             f = self.backbone.features(x)
         return self.mlp(f)
 
     def forward(self, x):
+        """The head's logits on the frozen features."""
         return self.head(self.features(x))
 
 

@@ -176,6 +176,7 @@ class Step:
         raise NotImplementedError(f"{type(self).__name__} must define loss(xb, yb) or __call__(xb, yb)")
 
     def __call__(self, xb, yb) -> float:
+        """One optimizer step on the batch ``(xb, yb)`` (mixed precision with a scaler); its loss."""
         import torch
 
         if self.scaler is None:
@@ -240,6 +241,7 @@ class PlainStep(Step):
         self.loss_fn, self.loss_kwargs = loss_fn, dict(loss_kwargs or {})
 
     def loss(self, xb, yb):
+        """The configured loss of the batch, on float32 logits."""
         # float32 logits into the loss, also under autocast (the losses' logs and powers need it)
         return self.loss_fn(self.model(xb).float(), yb, **self.loss_kwargs)
 
@@ -277,6 +279,7 @@ class MixupStep(Step):
         self.alpha, self.generator = alpha, generator
 
     def loss(self, xb, yb):
+        """The mixup loss of the batch mixed with a permutation of itself."""
         from calibcourse.study.training.losses import mixup_batch, mixup_loss
 
         xm, ya, yb2, lam = mixup_batch(xb, yb, self.alpha, generator=self.generator)
@@ -342,9 +345,11 @@ class MetaStep(Step):
         self.snapshots = {"gammas": [], "p_true": []}
 
     def __call__(self, xb, yb) -> float:
+        """One bilevel step on the batch: the gamma-Net's, then the network's; its loss."""
         return self.trainer.step(xb, yb, self.optimizer)
 
     def epoch_end(self, epoch, X_test, test_logits, y_test) -> dict:
+        """The epoch's gamma summaries on the test split (and the hypergradient's, where logged)."""
         from calibcourse.calibration.metrics import softmax
 
         g = self.trainer.gammas(X_test)
@@ -385,12 +390,14 @@ class MetaStep(Step):
         return row
 
     def state_dict(self) -> dict:
+        """The meta-learner's state: epoch, gamma-Net, its optimizer and generator, the logs."""
         t = self.trainer
         return {"epoch": t.epoch, "gamma_net": t.gamma_net.state_dict(), "gamma_scale": t.gamma_net._scale,
                 "meta_optimizer": t.opt.state_dict(), "meta_generator": t.gen.get_state(),
                 "hist": list(self.hist), "snapshots": {k: list(v) for k, v in self.snapshots.items()}}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore the meta-learner's state of :meth:`state_dict`."""
         t = self.trainer
         t.gamma_net.load_state_dict(state["gamma_net"])
         t.gamma_net._scale = state["gamma_scale"]
@@ -401,6 +408,7 @@ class MetaStep(Step):
         self.snapshots = {k: list(v) for k, v in state["snapshots"].items()}
 
     def outputs(self, X_test) -> dict:
+        """The gamma histograms, the test gammas and their snapshots."""
         out = {"gamma_hist": np.stack(self.hist), "gamma_bins": self.GAMMA_BINS,
                "test_gammas": self.trainer.gammas(X_test)}
         if self.snapshots["gammas"]:

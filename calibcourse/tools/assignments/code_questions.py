@@ -73,6 +73,7 @@ class Question:
 
     @property
     def points(self) -> float:
+        """The question's points: public checks and hidden tests together."""
         return self.public + self.hidden
 
 

@@ -9,7 +9,6 @@ import shutil
 import signal
 import time
 from pathlib import Path
-
 from calibcourse.tools.assignments.code_questions import GRADE_PROFILE, ROOT, _defined_names, _exercise
 
 __all__ = ["OUTPUT_LIMIT", "cell_names", "KILL_WAIT", "FILE_SIZE_LIMIT"]

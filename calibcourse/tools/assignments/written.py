@@ -59,6 +59,7 @@ class WrittenQuestion:
 
     @property
     def number(self) -> int:
+        """The question's number (``q5`` -> 5)."""
         return int(self.name[1:])
 
 
@@ -216,7 +217,7 @@ def _sheet_layout(header: list[str], qs: list[WrittenQuestion]):
 
 
 def read_marks(path, qs: list[WrittenQuestion]) -> dict:
-    """The marks of a filled marking sheet: ``{file: {name: [mark or None per rubric line]}}``.
+    r"""The marks of a filled marking sheet: ``{file: {name: [mark or None per rubric line]}}``.
 
     A blank cell is a line not marked yet. A mark that is not a number from 0 to its line's
     points, a sheet whose columns are not the lab's, or a file named twice raises
@@ -239,10 +240,10 @@ def read_marks(path, qs: list[WrittenQuestion]) -> dict:
     >>> import tempfile, pathlib
     >>> q = WrittenQuestion("q5", 2.0, "", ((1.0, "a"), (1.0, "b")))
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "lab1_ece-written.csv"
-    >>> _ = p.write_text("file,q5.1 (of 1): a,q5.2 (of 1): b,q5 answer\\nalice.ipynb,1,0.5,...\\nbob.ipynb,,,...\\n")
+    >>> _ = p.write_text("file,q5.1 (of 1): a,q5.2 (of 1): b,q5 answer\nalice.ipynb,1,0.5,...\nbob.ipynb,,,...\n")
     >>> read_marks(p, [q])
     {'alice.ipynb': {'q5': [1.0, 0.5]}, 'bob.ipynb': {'q5': [None, None]}}
-    >>> _ = p.write_text("file,q5.1 (of 1): a,q5.2 (of 1): b,q5 answer\\nalice.ipynb,2,1,...\\n")
+    >>> _ = p.write_text("file,q5.1 (of 1): a,q5.2 (of 1): b,q5 answer\nalice.ipynb,2,1,...\n")
     >>> read_marks(p, [q])
     Traceback (most recent call last):
         ...

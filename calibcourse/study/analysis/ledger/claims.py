@@ -302,6 +302,7 @@ class Ledger:
         return c
 
     def __getitem__(self, id: str) -> Claim:
+        """The claim with this id (``KeyError`` if none)."""
         for c in self.claims:
             if c.id == id:
                 return c
