@@ -218,7 +218,7 @@ def _uniform_bin_sums(x: np.ndarray, weights, n_bins: int):
         ic = index[: xc.shape[0]]
         _uniform_index_into(xc, edges, ic)
         count += np.bincount(ic, minlength=n_bins)
-        for total, w in zip(sums, weights):
+        for total, w in zip(sums, weights, strict=True):
             total += np.bincount(ic, weights=np.asarray(w[i: i + _INDEX_CHUNK], dtype=np.float64),
                                  minlength=n_bins)
     return count, sums

@@ -136,7 +136,7 @@ class SyntheticCalibration:
         lo = 1.0 / k
         edges = np.linspace(0.0, 1.0, n_bins + 1)
         total = 0.0
-        for a, b in zip(edges[:-1], edges[1:]):
+        for a, b in zip(edges[:-1], edges[1:], strict=True):
             ua, ub = max((a - lo) / (1 - lo), 0.0), max((b - lo) / (1 - lo), 0.0)
             if ub <= ua:
                 continue

@@ -77,13 +77,15 @@ def read_bib(path) -> dict:
         key, body = m.group(1).strip(), m.group(2) + "\n"
         for tex, char in _ACCENTS:
             body = body.replace(tex, char)
-
-        def field(name):
-            f = re.search(name + r"\s*=\s*\{(.*?)\}\s*,?\s*\n", body, flags=re.S)
-            return re.sub(r"[{}]", "", f.group(1)).strip() if f else ""
-        authors = [a.strip() for a in field("author").split(" and ") if a.strip()]
+        authors = [a.strip() for a in _field(body, "author").split(" and ") if a.strip()]
         last = authors[0].split(",")[0].strip() if authors else key
         who = last + (" et al." if len(authors) > 2 else f" and {authors[1].split(',')[0].strip()}"
                       if len(authors) == 2 else "")
-        entries[key] = Entry(who, field("year"), field("title"))
+        entries[key] = Entry(who, _field(body, "year"), _field(body, "title"))
     return entries
+
+
+def _field(body: str, name: str) -> str:
+    """The value of field ``name`` of a .bib entry's ``body``, its braces removed ("" if it has none)."""
+    f = re.search(name + r"\s*=\s*\{(.*?)\}\s*,?\s*\n", body, flags=re.S)
+    return re.sub(r"[{}]", "", f.group(1)).strip() if f else ""

@@ -145,7 +145,7 @@ def course_version(nb, lab: str, secret: str = DEFAULT_SECRET):
     qs = questions(nb)
     graded = [i for i, c in enumerate(nb.cells) if "points" in c.get("metadata", {})]
     changed = []
-    for q, i in zip(qs, graded):
+    for q, i in zip(qs, graded, strict=True):
         variant = course_variant(lab, q.check, secret)
         cells = _variant_cells(nb, i)
         if variant is None or variant == VARIANTS[q.check][0]:
@@ -248,7 +248,7 @@ def lab_notebook(src, edition: str = "student", secret: str = DEFAULT_SECRET):
     nb = course_version(jupytext.read(src), src.stem, secret)
     qs = questions(nb)
     graded = [i for i, c in enumerate(nb.cells) if "points" in c.get("metadata", {})]
-    for q, i in zip(qs, graded):
+    for q, i in zip(qs, graded, strict=True):
         prompt = nb.cells[i - 1]
         if prompt.cell_type != "markdown":
             raise ValueError(f"{src.name}, {q.name}: a graded exercise follows the markdown cell of its prompt")

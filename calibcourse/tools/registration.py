@@ -84,19 +84,9 @@ def _seeds(matched: dict, when) -> set | None:
 
 def _one(cid, entry, decl, names, keys, hist, commits) -> dict:
     """The record of one claim (see :func:`compute`)."""
-    matched = _runs(entry.runs, names)
-    missing = [p for p, ns in matched.items() if not ns]
-    if missing:
-        raise ValueError(f"claim {cid!r}: no run of the default profile matches {missing} "
-                         "(calibcourse/study/analysis/ledger/reads.py)")
-    runs = sorted({n for ns in matched.values() for n in ns})
-    ehist = {n: hist.get(keys[n]) for n in runs}
-    unknown = [n for n, e in ehist.items() if e is None or e.first is None]
-    if unknown:
-        raise ValueError(f"claim {cid!r}: runs never committed to data/cache: {unknown[:3]}")
+    matched, runs, ehist = _committed_runs(cid, entry, names, keys, hist)
     first_name = min(runs, key=lambda n: (ehist[n].first, n)) if runs else None
     first = ehist[first_name].first if first_name else None
-    d_time = decl.time if decl else None
     rec = {"registration": None, "declared": None, "first_run": None, "runs": len(runs), "seeds": None,
            "planned_seeds": None, "seeds_added": None, "amendments": [], "why": ""}
     if decl:
@@ -107,66 +97,100 @@ def _one(cid, entry, decl, names, keys, hist, commits) -> dict:
     if seeds_now is not None:
         rec["seeds"] = sorted(seeds_now)
     amend = rec["amendments"]
-    # the first verdict: the first commit holding the declaration and a complete seed (or every run)
-    verdict_t = None
     if decl and runs:
-        def done(seed):  # when every run of a seed was committed
-            return max(ehist[n].committed for n in runs if n.endswith(f"/s{seed}"))
-        ready = min(done(s) for s in seeds_now) if seeds_now else max(ehist[n].committed for n in runs)
-        verdict_t = max(decl.time, ready)
-        if seeds_now:
-            # a seed was planned when some run of it was committed by the first verdict (a run retrained or a
-            # level added later is a change of the runs, not a seed added); the others came after it
-            planned = {s for s in seeds_now if any(ehist[n].committed <= verdict_t for n in runs
-                                                   if n.endswith(f"/s{s}"))}
-            rec["planned_seeds"] = sorted(planned)
-            added = seeds_now - planned
-            if added:
-                t_add = min(done(s) for s in added)
-                rec["seeds_added"] = {"commit": commits.get(t_add, "")[:10], "date": _date(t_add),
-                                      "seeds": sorted(added)}
-                amend.append({"date": _date(t_add), "what": f"seeds added after a verdict: {len(planned)} at its "
-                              f"first verdict ({_when(verdict_t)}), {len(seeds_now)} now"})
-        for n in runs:
-            for t, changed in ehist[n].rekeys:
-                if t > verdict_t and changed:
-                    text = f"runs retrained under a changed config ({', '.join(changed)})"
-                    if not any(a["what"] == text for a in amend):
-                        amend.append({"date": _date(t), "what": text})
+        _after_the_first_verdict(rec, decl, runs, ehist, seeds_now, commits)
     if decl and first is not None:
-        for t, sha, terms in decl.terms[1:]:
-            if t > first:
-                before = next(x for tt, _, x in reversed(decl.terms) if tt < t)
-                change = ", ".join(f"{k} {before[k]} -> {terms[k]}" for k in terms if terms[k] != before[k])
-                amend.append({"date": _date(t), "what": f"its {change} (commit {sha[:10]}), after runs existed"})
+        _changed_terms(amend, decl, first)
     if entry.earlier and decl:
-        e_sha, e_t = entry.earlier, next((t for t, s in commits.items() if s.startswith(entry.earlier)), None)
-        if e_t is None:
-            raise ValueError(f"claim {cid!r}: its earlier commit {e_sha!r} is not in the history")
-        if e_t < decl.time:
-            raise ValueError(f"claim {cid!r}: its earlier commit {e_sha!r} precedes its declaration "
-                             f"({decl.commit[:10]}): no verdict existed then")
-        if first is not None and e_t < first:
-            why = f": {entry.why}" if entry.why else ""
-            amend.insert(0, {"date": _date(e_t), "what": f"first decided on runs it no longer reads (commit {e_sha}); "
-                             f"its current runs came {_gap(e_t, first)} later{why}"})
+        _earlier_runs(amend, cid, entry, decl, first, commits)
     amend.sort(key=lambda a: a["date"] or "")
-    # the status
-    if decl is None:
-        rec["registration"] = "post hoc" if runs else "registered"
-        rec["why"] = ("not committed yet: " + ("its runs exist already" if runs else
-                                               "declared before any run (commit it before training them)"))
-    elif not runs:
-        rec["registration"] = "post hoc"
-        rec["why"] = (f"declared {_when(d_time)}; its numbers come from a computation the page runs, so no "
-                      "committed run dates them after the declaration")
-    elif first <= d_time:
-        rec["registration"] = "post hoc"
-        rec["why"] = f"declared {_gap(first, d_time)} after its first run ({first_name}, {_when(first)})"
-    else:
-        rec["registration"] = "amended" if amend else "registered"
-        rec["why"] = f"declared {_gap(d_time, first)} before its first run ({first_name}, {_when(first)})"
+    rec["registration"], rec["why"] = _status(decl, runs, first, first_name, amend)
     return rec
+
+
+def _committed_runs(cid, entry, names, keys, hist):
+    """The runs a claim reads (by pattern, and all of them) and their history in the cache; a pattern
+    that matches no run, or a run never committed, is a ``ValueError``."""
+    matched = _runs(entry.runs, names)
+    missing = [p for p, ns in matched.items() if not ns]
+    if missing:
+        raise ValueError(f"claim {cid!r}: no run of the default profile matches {missing} "
+                         "(calibcourse/study/analysis/ledger/reads.py)")
+    runs = sorted({n for ns in matched.values() for n in ns})
+    ehist = {n: hist.get(keys[n]) for n in runs}
+    unknown = [n for n, e in ehist.items() if e is None or e.first is None]
+    if unknown:
+        raise ValueError(f"claim {cid!r}: runs never committed to data/cache: {unknown[:3]}")
+    return matched, runs, ehist
+
+
+def _after_the_first_verdict(rec, decl, runs, ehist, seeds_now, commits) -> None:
+    """The seeds planned at the first verdict (the first commit holding the declaration and a complete
+    seed, or every run), those added after it, and the runs retrained under a changed config since."""
+    amend = rec["amendments"]
+
+    def done(seed):  # when every run of a seed was committed
+        return max(ehist[n].committed for n in runs if n.endswith(f"/s{seed}"))
+    ready = min(done(s) for s in seeds_now) if seeds_now else max(ehist[n].committed for n in runs)
+    verdict_t = max(decl.time, ready)
+    if seeds_now:
+        # a seed was planned when some run of it was committed by the first verdict (a run retrained or a
+        # level added later is a change of the runs, not a seed added); the others came after it
+        planned = {s for s in seeds_now if any(ehist[n].committed <= verdict_t for n in runs
+                                               if n.endswith(f"/s{s}"))}
+        rec["planned_seeds"] = sorted(planned)
+        added = seeds_now - planned
+        if added:
+            t_add = min(done(s) for s in added)
+            rec["seeds_added"] = {"commit": commits.get(t_add, "")[:10], "date": _date(t_add),
+                                  "seeds": sorted(added)}
+            amend.append({"date": _date(t_add), "what": f"seeds added after a verdict: {len(planned)} at its "
+                          f"first verdict ({_when(verdict_t)}), {len(seeds_now)} now"})
+    for n in runs:
+        for t, changed in ehist[n].rekeys:
+            if t > verdict_t and changed:
+                text = f"runs retrained under a changed config ({', '.join(changed)})"
+                if not any(a["what"] == text for a in amend):
+                    amend.append({"date": _date(t), "what": text})
+
+
+def _changed_terms(amend: list, decl, first) -> None:
+    """A margin, side, test or number of seeds written differently after runs existed: an amendment each."""
+    for t, sha, terms in decl.terms[1:]:
+        if t > first:
+            before = next(x for tt, _, x in reversed(decl.terms) if tt < t)
+            change = ", ".join(f"{k} {before[k]} -> {terms[k]}" for k in terms if terms[k] != before[k])
+            amend.append({"date": _date(t), "what": f"its {change} (commit {sha[:10]}), after runs existed"})
+
+
+def _earlier_runs(amend: list, cid, entry, decl, first, commits) -> None:
+    """A claim first decided on runs it no longer reads (its entry's ``earlier`` commit): an amendment."""
+    e_sha, e_t = entry.earlier, next((t for t, s in commits.items() if s.startswith(entry.earlier)), None)
+    if e_t is None:
+        raise ValueError(f"claim {cid!r}: its earlier commit {e_sha!r} is not in the history")
+    if e_t < decl.time:
+        raise ValueError(f"claim {cid!r}: its earlier commit {e_sha!r} precedes its declaration "
+                         f"({decl.commit[:10]}): no verdict existed then")
+    if first is not None and e_t < first:
+        why = f": {entry.why}" if entry.why else ""
+        amend.insert(0, {"date": _date(e_t), "what": f"first decided on runs it no longer reads (commit {e_sha}); "
+                         f"its current runs came {_gap(e_t, first)} later{why}"})
+
+
+def _status(decl, runs, first, first_name, amend) -> tuple:
+    """The registration (:data:`STATUSES`) and the sentence that says why."""
+    d_time = decl.time if decl else None
+    if decl is None:
+        return ("post hoc" if runs else "registered",
+                "not committed yet: " + ("its runs exist already" if runs else
+                                         "declared before any run (commit it before training them)"))
+    if not runs:
+        return ("post hoc", f"declared {_when(d_time)}; its numbers come from a computation the page runs, so no "
+                            "committed run dates them after the declaration")
+    if first <= d_time:
+        return "post hoc", f"declared {_gap(first, d_time)} after its first run ({first_name}, {_when(first)})"
+    return ("amended" if amend else "registered",
+            f"declared {_gap(d_time, first)} before its first run ({first_name}, {_when(first)})")
 
 
 def compute(root, ids=None, entries=None, keys=None) -> dict:

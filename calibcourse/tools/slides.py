@@ -326,25 +326,27 @@ def _source_sections(source: str, nb, glued: dict, bib: dict, name: str) -> list
     unglued = [k for k in _GLUE.findall(source) if k not in glued]
     if unglued:
         raise ValueError(f"{name} uses the glued value {unglued[0]!r}, which the executed chapter does not glue")
-    sections = []
-    for slide in parse_slides(source, name):
-        shown, captions = [], []
+    return [_slide_section(slide, figures, glued, bib) for slide in parse_slides(source, name)]
 
-        def keep(m):
-            cell = figures[m.group(2)]
-            shown.append(f'<img alt="{html.escape(m.group(1) or "figure")}" src="data:image/png;base64,{_png(cell)}">')
-            caption = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption", "")
-            if caption:
-                captions.append(caption)
-            return f"\n\nFIGURE{len(shown) - 1}FIGURE\n\n"
-        body = _FIGURE.sub(keep, slide.body)
-        body = _to_html(_to_markdown(body, glued, bib))
-        body = re.sub(r"<p>FIGURE(\d+)FIGURE</p>", lambda m: shown[int(m.group(1))], body)
-        notes = slide.notes + "".join(f"\n\n*The book's caption:* {c}" for c in captions)
-        aside = f'<aside class="notes">{_to_html(_to_markdown(notes, glued, bib))}</aside>' if notes.strip() else ""
-        kind = "figure" if shown else "text"
-        sections.append(f'<section class="{kind}"><h2>{_inline(slide.title)}</h2>{body}{aside}</section>')
-    return sections
+
+def _slide_section(slide, figures: dict, glued: dict, bib: dict) -> str:
+    """One slide's ``<section>``: its body with its figures (their captions go to the speaker notes)."""
+    shown, captions = [], []
+
+    def keep(m):
+        cell = figures[m.group(2)]
+        shown.append(f'<img alt="{html.escape(m.group(1) or "figure")}" src="data:image/png;base64,{_png(cell)}">')
+        caption = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption", "")
+        if caption:
+            captions.append(caption)
+        return f"\n\nFIGURE{len(shown) - 1}FIGURE\n\n"
+    body = _FIGURE.sub(keep, slide.body)
+    body = _to_html(_to_markdown(body, glued, bib))
+    body = re.sub(r"<p>FIGURE(\d+)FIGURE</p>", lambda m: shown[int(m.group(1))], body)
+    notes = slide.notes + "".join(f"\n\n*The book's caption:* {c}" for c in captions)
+    aside = f'<aside class="notes">{_to_html(_to_markdown(notes, glued, bib))}</aside>' if notes.strip() else ""
+    kind = "figure" if shown else "text"
+    return f'<section class="{kind}"><h2>{_inline(slide.title)}</h2>{body}{aside}</section>'
 
 
 def _figure(cell, glued, bib) -> str:

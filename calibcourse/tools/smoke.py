@@ -117,7 +117,7 @@ def write_fake_data(root, seed: int = 0, sizes: dict | None = None) -> Path:
     raw = root / "MNIST" / "raw"
     raw.mkdir(parents=True, exist_ok=True)
     mnist_templates = rng.integers(0, 256, (10, 28, 28))
-    for split, n in zip(("train", "t10k"), sizes["mnist"]):
+    for split, n in zip(("train", "t10k"), sizes["mnist"], strict=True):
         labels = _balanced_labels(n, 10, rng)
         for kind, arr in (("images-idx3-ubyte", images(labels, mnist_templates)), ("labels-idx1-ubyte", labels)):
             (raw / f"{split}-{kind}.gz").write_bytes(gzip.compress(_idx_bytes(arr)))

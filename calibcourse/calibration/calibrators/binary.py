@@ -254,7 +254,7 @@ class BBQ(_BinaryCalibrator):
     def _predict_proba(self, scores):
         p = self._check_scores(scores)
         out = np.zeros_like(p)
-        for w, edges, values in zip(self.model_weights_, self.bin_edges_, self.bin_values_):
+        for w, edges, values in zip(self.model_weights_, self.bin_edges_, self.bin_values_, strict=True):
             out += w * values[binning.bin_index(p, edges)]
         return _like(two_columns(out), scores)
 

@@ -49,7 +49,7 @@ def ece_vs_bins(models: dict, bins=(10, 15, 20, 50, 100, 200, 500, 1000), strate
         m = [100 * M.mce(p, y, n_bins=b, strategy=strategy, reliability="top_label") for b in bins]
         axes[0].plot(bins, e, marker="o", label=str(name))
         axes[1].plot(bins, m, marker="o", label=str(name))
-    for a, what in zip(axes, ("ECE", "MCE")):
+    for a, what in zip(axes, ("ECE", "MCE"), strict=True):
         a.set_xscale("log")
         a.set_xlabel("number of bins")
         a.set_ylabel(f"{what} (%)")
@@ -167,7 +167,7 @@ def sweep_plot(table, xlabel: str, columns=("error", "ece", "temperature"), logx
     fig = axes[0].figure
     values = list(table.index)
     x = np.arange(len(values), dtype=float) if categorical else np.asarray(values, dtype=float)
-    for i, (ax, col) in enumerate(zip(axes, columns)):
+    for i, (ax, col) in enumerate(zip(axes, columns, strict=False)):  # the caller's axes may hold more panels
         scale = 100.0 if col in percent else 1.0
         y = scale * table[col].to_numpy(dtype=float)
         err = scale * table[f"{col}_std"].to_numpy(dtype=float) if f"{col}_std" in table else None
@@ -263,7 +263,7 @@ def calibration_maps(calibrators: dict, scores, labels, n_bins: int = 15, ax=Non
                                                   np.clip(centre + half - freq, 0, None)],
                 fmt="o", color="black", ms=4, capsize=2, lw=0.8, zorder=4,
                 label=f"calibration set: fraction of positives per bin\n({n_bins} bins, 95 % interval, count beside)")
-    for x, f, c in zip(rb.confidence[full], freq, n):
+    for x, f, c in zip(rb.confidence[full], freq, n, strict=True):
         ax.annotate(f"{int(c)}", (x, f), xytext=(4, -10 if f > 0.5 else 5), textcoords="offset points",
                     fontsize=SMALL_FONT, color="dimgray")
     ax.plot([0, 1], [0, 1], ":", color="gray", lw=1, label="identity (the score unchanged)")

@@ -246,7 +246,7 @@ def _seeds_difference(metric, a_list, b_list, y, n_boot, level, seed, relative, 
     # mean (a difference: +1 and -1; a relative change a / b - 1, by the delta method: 1 / b, -a / b^2)
     grads = (1.0, -1.0) if not (relative and fb) else (1.0 / vb.mean(), -va.mean() / vb.mean() ** 2)
     parts = [(g ** 2 * vals.var(ddof=1) / len(vals), len(vals) - 1)
-             for vals, g in zip((va, vb), grads) if len(vals) > 1]
+             for vals, g in zip((va, vb), grads, strict=True) if len(vals) > 1]
     v_seed = sum(v for v, _ in parts)
     if v_seed > 0:
         total = v_test + v_seed

@@ -267,7 +267,7 @@ def _contrast(metric, lists, w, y, n_boot, level, seed, metric_kwargs) -> Paired
 
     def contrast(values):  # sum_j w_j v_j, the first term as it is (so that (1, -1) is exactly a - b)
         out = values[0] if w[0] == 1 else w[0] * values[0]
-        for wj, v in zip(w[1:], values[1:]):
+        for wj, v in zip(w[1:], values[1:], strict=True):
             out = out - v if wj == -1 else out + (v if wj == 1 else wj * v)
         return out
 

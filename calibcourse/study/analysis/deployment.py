@@ -473,7 +473,8 @@ def crossfit_comparison(heldout: dict, crossfit: dict, n_boot: int = 1000, seed:
             raise ValueError(f"the seeds of pool size {n} must share one test set; seed {s} has another")
         labels[n] = y
         arms = crossfit_arms(h[(n, s)], c[(n, s)])
-        temps = dict(zip(CROSSFIT_ARMS, arms.pop("temperatures")))
+        # two temperatures, or three with the folds' mean (the fold ensemble): the arms that have one
+        temps = dict(zip(CROSSFIT_ARMS, arms.pop("temperatures"), strict=False))
         for arm, p in arms.items():
             probs.setdefault((n, arm), []).append(p)
             rows.append({"n": n, "seed": s, "arm": arm,
@@ -484,7 +485,7 @@ def crossfit_comparison(heldout: dict, crossfit: dict, n_boot: int = 1000, seed:
     cols = list(CROSSFIT_MEASURES) + ["T"]
     mean, std = g[cols].mean(), g[cols].std(ddof=1)
     summary = pd.DataFrame({c_: [("" if np.isnan(m) else f"{m:.2f}") + ("" if np.isnan(sd) else f" ± {sd:.2f}")
-                                 for m, sd in zip(mean[c_], std[c_])] for c_ in cols}, index=mean.index)
+                                 for m, sd in zip(mean[c_], std[c_], strict=True)] for c_ in cols}, index=mean.index)
     tests, diff_rows = {}, []
     for n in labels:
         for arm in [a for a in CROSSFIT_ARMS[1:] if (n, a) in probs]:

@@ -202,7 +202,7 @@ def within_seed_spearman(runs: dict, labels) -> dict:
     for r in runs.values():
         g.append(np.asarray(r.outputs["test_gammas"], dtype=float))
         p.append(r.probs("test")[np.arange(len(y)), y])
-    rho = np.array([spearmanr(a, b)[0] for a, b in zip(g, p)])
+    rho = np.array([spearmanr(a, b)[0] for a, b in zip(g, p, strict=True)])
     return {"per_seed": rho, "mean": float(rho.mean()), "positive": int(np.sum(rho > 0)), "n": int(rho.size),
             "pooled": float(spearmanr(np.concatenate(g), np.concatenate(p))[0])}
 
@@ -412,7 +412,7 @@ def reference_comparison(methods: dict, n_boot: int, seed: int = 0) -> dict:
     from calibcourse.study.analysis.tables import seed_table
 
     per_seed, probs = seed_table(methods, post_hoc={"CE + TS": ("CE", cal.TemperatureScaling())})
-    P = {name: dict(zip(per_seed.loc[per_seed["method"] == name, "seed"], p)) for name, p in probs.items()}
+    P = {name: dict(zip(per_seed.loc[per_seed["method"] == name, "seed"], p, strict=True)) for name, p in probs.items()}
     y = next(iter(next(iter(methods.values())).values())).labels("test")
     focal = next(m for m in methods if m.startswith("Focal"))
 

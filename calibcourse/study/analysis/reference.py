@@ -54,7 +54,8 @@ def ref_part(result, part: str, kind: str = "probs"):
     n = len(result.labels("val"))
     k = meta_count(n, REF_META["meta_val"])
     m = k + (n - k) // 2
-    return val_part(result, part, dict(zip(REF_PARTS, (slice(None, k), slice(k, m), slice(m, None)))), kind)
+    parts = dict(zip(REF_PARTS, (slice(None, k), slice(k, m), slice(m, None)), strict=True))
+    return val_part(result, part, parts, kind)
 
 
 def _family_values(family: str):

@@ -550,7 +550,10 @@ def focal_gradient_table(p_t=(0.05, 0.1, 0.15, 0.19, 0.3, 0.5, 0.8)) -> str:
 
     # the mean over n samples scales every gradient by 1/n alike: sums keep one sample's gradient
     ce = grad_norm(lambda z, y: F.cross_entropy(z, y, reduction="sum"))
-    ratio = {g: grad_norm(lambda z, y: len(p) * focal_loss(z, y, float(g))) / ce for g in (3, 5)}
+    def summed_focal(gamma):  # focal loss summed over the samples, as the CE beside it
+        return lambda z, y: len(p) * focal_loss(z, y, gamma)
+
+    ratio = {g: grad_norm(summed_focal(float(g))) / ce for g in (3, 5)}
     lines = [f"{'p_t':>5s} {'(1-p)^3':>9s} {'(1-p)^5':>9s} {'gradient / CE, gamma 3':>23s} {'gamma 5':>8s}"]
     for i, pi in enumerate(p.tolist()):
         lines.append(f"{pi:5.2f} {(1 - pi) ** 3:9.3f} {(1 - pi) ** 5:9.3f} {float(ratio[3][i]):23.3f} "

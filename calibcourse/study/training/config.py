@@ -95,6 +95,24 @@ def normalize_config(config: dict) -> dict:
         ...
     ValueError: unknown config keys ['epoch']; known: [...]
     """
+    _check_given_keys(config)
+    cfg = _merge(DEFAULT_CONFIG, config)
+    cfg.pop("name", None)  # a label for humans, not part of the run
+    for key in _DROPPED_WHEN_OFF:
+        if key in cfg and (cfg[key] is None or cfg[key] is False or cfg[key] == {}):
+            del cfg[key]
+    _check_recipe_keys(cfg)
+    _check_prediction_keys(cfg)
+    _check_names(cfg)
+    _check_numbers(cfg)
+    _check_step_loss(cfg)
+    _check_cross_fit(cfg)
+    json.dumps(cfg)  # must be JSON-serialisable to be hashed
+    return cfg
+
+
+def _check_given_keys(config) -> None:
+    """The keys of the config as given: a dict, no unknown key (nor in ``data``), ``keep_best`` as known."""
     if not isinstance(config, dict):
         raise ValueError(f"config must be a dict; got {type(config).__name__}")
     unknown = set(config) - set(DEFAULT_CONFIG) - OPTIONAL_KEYS - {"name"}
@@ -109,13 +127,10 @@ def normalize_config(config: dict) -> dict:
     if config.get("keep_best", "val_nll") != "val_nll":
         raise ValueError(f"keep_best must be 'val_nll' (keep the outputs of the epoch with the lowest "
                          f"validation NLL); got {config['keep_best']!r}")
-    cfg = _merge(DEFAULT_CONFIG, config)
-    cfg.pop("name", None)  # a label for humans, not part of the run
-    for key in _DROPPED_WHEN_OFF:
-        if key in cfg and (cfg[key] is None or cfg[key] is False or cfg[key] == {}):
-            del cfg[key]
-    _check_recipe_keys(cfg)
-    _check_prediction_keys(cfg)
+
+
+def _check_names(cfg: dict) -> None:
+    """The data set, the model, the loss, the optimizer and the schedule are ones this package has."""
     if cfg["data"]["name"] not in DATASETS:
         raise ValueError(f"data.name must be one of {', '.join(sorted(DATASETS))}; got {cfg['data']['name']!r}")
     from calibcourse.study.training.models import MODELS
@@ -132,6 +147,10 @@ def normalize_config(config: dict) -> dict:
         raise ValueError(f"optimizer must be 'adam' or 'sgd'; got {cfg['optimizer']!r}")
     if cfg["schedule"] not in ("none", "cosine", "step"):
         raise ValueError(f"schedule must be 'none', 'cosine' or 'step'; got {cfg['schedule']!r}")
+
+
+def _check_numbers(cfg: dict) -> None:
+    """The epochs and batch size (integers >= 1), the rates and weights, the reduction, the clipping."""
     for key in ("epochs", "batch_size"):
         check_int(cfg[key], key, low=1)
     for key, positive in (("lr", True), ("weight_decay", False), ("momentum", False), ("mixup_alpha", True)):
@@ -145,10 +164,6 @@ def normalize_config(config: dict) -> dict:
     clip = cfg.get("clip_grad_norm")
     if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not clip > 0):
         raise ValueError(f"clip_grad_norm must be a number > 0; got {clip!r}")
-    _check_step_loss(cfg)
-    _check_cross_fit(cfg)
-    json.dumps(cfg)  # must be JSON-serialisable to be hashed
-    return cfg
 
 
 def _check_step_loss(cfg: dict) -> None:

@@ -109,7 +109,7 @@ def ensemble_predict(fold_logits, fold_temperatures) -> np.ndarray:
                          f"and {t.shape}")
     if not np.all(np.isfinite(t) & (t > 0)):
         raise ValueError(f"fold_temperatures must be finite and > 0; got {t.tolist()}")
-    return np.mean([softmax(zf / tf) for zf, tf in zip(z, t)], axis=0)
+    return np.mean([softmax(zf / tf) for zf, tf in zip(z, t, strict=True)], axis=0)
 
 
 def _moments_torch(a, a_y, w=None):

@@ -142,7 +142,7 @@ def stratified_split(y, fractions=(0.6, 0.2, 0.2), seed: int = 0):
     for c in np.unique(y):
         idx = rng.permutation(np.flatnonzero(y == c))
         cuts = np.round(np.cumsum(fractions)[:-1] * len(idx)).astype(int)
-        for part, chunk in zip(parts, np.split(idx, cuts)):
+        for part, chunk in zip(parts, np.split(idx, cuts), strict=True):
             part.append(chunk)
     return tuple(np.sort(np.concatenate(p)) for p in parts)
 
@@ -202,7 +202,7 @@ def _load_mnist1d(n_train: int, n_test: int, seed: int):
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
             with open(tmp, "wb") as f:
-                np.savez(f, **dict(zip(("X", "y", "Xt", "yt"), out)))
+                np.savez(f, **dict(zip(("X", "y", "Xt", "yt"), out, strict=True)))
             os.replace(tmp, path)  # atomic: parallel jobs never read half a file
         except OSError:  # a read-only home: generate every time
             pass

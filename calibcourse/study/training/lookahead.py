@@ -76,11 +76,11 @@ def lookahead_step(params: dict, grads, optimizer=None, lr: float | None = None)
     if optimizer is None:
         if lr is None:
             raise ValueError("lr is needed for the plain SGD look-ahead (optimizer=None)")
-        return {name: p - lr * g for (name, p), g in zip(params.items(), grads)}
+        return {name: p - lr * g for (name, p), g in zip(params.items(), grads, strict=True)}
     group = optimizer.param_groups[0]
     lr, wd = group["lr"], group.get("weight_decay", 0.0)
     out = {}
-    for (name, p), g in zip(params.items(), grads):
+    for (name, p), g in zip(params.items(), grads, strict=True):
         state = optimizer.state.get(p, {})
         if wd:
             g = g + wd * p

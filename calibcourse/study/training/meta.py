@@ -244,6 +244,40 @@ def adam_noise_walk(start, steps: int, reps: int, lr: float = 1e-3, betas=(0.9, 
     return out
 
 
+def _check_meta(*, control, reset_moments, horizon, start_epoch, lookahead, lookahead_params, has_train, meta_lr,
+                meta_loss, cal_weight, meta_val, gamma_bound, init_gamma, outer, gamma_max) -> None:
+    """The values of a run config's ``meta`` section that :class:`MetaTrainer` takes: each named in the
+    message where it is out of range."""
+    if control not in CONTROLS:
+        raise ValueError(f"meta.control must be one of None, null, permuted, placebo; got {control!r}")
+    if reset_moments not in MOMENT_RESETS:
+        raise ValueError(f"meta.reset_moments must be None or 'epoch'; got {reset_moments!r}")
+    for key, v in (("horizon", horizon), ("start_epoch", start_epoch)):
+        check_int(v, f"meta.{key}", low=1)
+    if horizon > 1 and (lookahead != "sgd" or lookahead_params != "head" or not has_train):
+        raise ValueError("meta.horizon > 1 needs the plain SGD look-ahead of the last layer "
+                         "(lookahead='sgd', lookahead_params='head') and the training split")
+    if not meta_lr >= 0:
+        raise ValueError(f"meta.meta_lr must be >= 0 (0: the frozen control); got {meta_lr!r}")
+    if meta_loss not in META_LOSSES:
+        raise ValueError(f"meta.meta_loss must be one of {', '.join(META_LOSSES)}; got {meta_loss!r}")
+    if not cal_weight >= 0:
+        raise ValueError(f"meta.cal_weight must be >= 0; got {cal_weight!r}")
+    if lookahead_params not in LOOKAHEAD_PARAMS:
+        raise ValueError(f"meta.lookahead_params must be one of {', '.join(LOOKAHEAD_PARAMS)}; "
+                         f"got {lookahead_params!r}")
+    if meta_val is not None and not 0 < meta_val < 1:
+        raise ValueError(f"meta.meta_val must be a fraction in (0, 1) or None; got {meta_val!r}")
+    if gamma_bound is not None and not gamma_bound > init_gamma:
+        raise ValueError(f"meta.gamma_bound must exceed init_gamma ({init_gamma}); got {gamma_bound!r}")
+    if outer not in OUTER_LOSSES:
+        raise ValueError(f"meta.outer must be one of {', '.join(OUTER_LOSSES)}; got {outer!r}")
+    if lookahead not in LOOKAHEADS:
+        raise ValueError(f"meta.lookahead must be one of {', '.join(LOOKAHEADS)}; got {lookahead!r}")
+    if gamma_max is not None and not gamma_max > 0:
+        raise ValueError(f"meta.gamma_max must be > 0 or None; got {gamma_max!r}")
+
+
 class MetaTrainer:
     """One bilevel step per training batch; used by :func:`calibcourse.study.training.train.train` when a
     run config has a ``meta`` section::
@@ -357,34 +391,10 @@ class MetaTrainer:
                  meta_val: float | None = None, gamma_limit: float | None = None, horizon: int = 1,
                  start_epoch: int = 1, log_hypergradient: bool = False, reduction: str = "mean",
                  clip_grad_norm: float | None = None, X_train=None, y_train=None, reset_moments: str | None = None):
-        if control not in CONTROLS:
-            raise ValueError(f"meta.control must be one of None, null, permuted, placebo; got {control!r}")
-        if reset_moments not in MOMENT_RESETS:
-            raise ValueError(f"meta.reset_moments must be None or 'epoch'; got {reset_moments!r}")
-        for key, v in (("horizon", horizon), ("start_epoch", start_epoch)):
-            check_int(v, f"meta.{key}", low=1)
-        if horizon > 1 and (lookahead != "sgd" or lookahead_params != "head" or X_train is None):
-            raise ValueError("meta.horizon > 1 needs the plain SGD look-ahead of the last layer "
-                             "(lookahead='sgd', lookahead_params='head') and the training split")
-        if not meta_lr >= 0:
-            raise ValueError(f"meta.meta_lr must be >= 0 (0: the frozen control); got {meta_lr!r}")
-        if meta_loss not in META_LOSSES:
-            raise ValueError(f"meta.meta_loss must be one of {', '.join(META_LOSSES)}; got {meta_loss!r}")
-        if not cal_weight >= 0:
-            raise ValueError(f"meta.cal_weight must be >= 0; got {cal_weight!r}")
-        if lookahead_params not in LOOKAHEAD_PARAMS:
-            raise ValueError(f"meta.lookahead_params must be one of {', '.join(LOOKAHEAD_PARAMS)}; "
-                             f"got {lookahead_params!r}")
-        if meta_val is not None and not 0 < meta_val < 1:
-            raise ValueError(f"meta.meta_val must be a fraction in (0, 1) or None; got {meta_val!r}")
-        if gamma_bound is not None and not gamma_bound > init_gamma:
-            raise ValueError(f"meta.gamma_bound must exceed init_gamma ({init_gamma}); got {gamma_bound!r}")
-        if outer not in OUTER_LOSSES:
-            raise ValueError(f"meta.outer must be one of {', '.join(OUTER_LOSSES)}; got {outer!r}")
-        if lookahead not in LOOKAHEADS:
-            raise ValueError(f"meta.lookahead must be one of {', '.join(LOOKAHEADS)}; got {lookahead!r}")
-        if gamma_max is not None and not gamma_max > 0:
-            raise ValueError(f"meta.gamma_max must be > 0 or None; got {gamma_max!r}")
+        _check_meta(control=control, reset_moments=reset_moments, horizon=horizon, start_epoch=start_epoch,
+                    lookahead=lookahead, lookahead_params=lookahead_params, has_train=X_train is not None,
+                    meta_lr=meta_lr, meta_loss=meta_loss, cal_weight=cal_weight, meta_val=meta_val,
+                    gamma_bound=gamma_bound, init_gamma=init_gamma, outer=outer, gamma_max=gamma_max)
         first = next(model.parameters())
         self.model = model
         self.gamma_net = GammaNet(model.head.in_features, heads=heads, tau=tau, init_gamma=init_gamma,
@@ -480,7 +490,7 @@ class MetaTrainer:
             norm = torch.sqrt(sum((p.grad.double() ** 2).sum() for p in params))
             noise = [torch.randn(p.shape, generator=self.gen_extra).to(p) for p in params]
             scale = norm / torch.sqrt(sum((n.double() ** 2).sum() for n in noise))
-            for p, n in zip(params, noise):
+            for p, n in zip(params, noise, strict=True):
                 p.grad.copy_(n * scale.to(n))
         if self.push is not None:
             with torch.no_grad():
@@ -488,7 +498,7 @@ class MetaTrainer:
             with torch.enable_grad():
                 before = self.gamma_net(feats).mean()
                 dmean = torch.autograd.grad(before, params)
-            self.push.append(-float(sum((p.grad * d).sum() for p, d in zip(params, dmean))))
+            self.push.append(-float(sum((p.grad * d).sum() for p, d in zip(params, dmean, strict=True))))
         if self.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(self.gamma_net.parameters(), self.grad_clip)
         if self.reset_moments == "epoch" and self._reset_epoch != self.epoch:

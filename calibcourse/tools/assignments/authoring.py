@@ -86,7 +86,7 @@ def master_notebook(src, secret: str = DEFAULT_SECRET):
 
     src = Path(src)
     nb = course_version(jupytext.read(src), src.stem, secret)
-    qs = {id(c): q for c, q in zip([c for c in nb.cells if "points" in c.metadata], questions(nb))}
+    qs = {id(c): q for c, q in zip([c for c in nb.cells if "points" in c.metadata], questions(nb), strict=True)}
     config = {"name": src.stem, "requirements": "requirements.txt", "python_version": "3.11", "init_cell": False,
               "check_all_cell": False, "export_cell": False, "run_tests": False,
               "show_question_points": False, "tests": {"files": True, "ok_format": False},

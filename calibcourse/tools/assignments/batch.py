@@ -49,34 +49,15 @@ def grade_one(submission, tests: dict, timeout: float = DEFAULT_TIMEOUT, memory_
     (private / "tests.json").write_text(json.dumps(tests))
     copy = workdir / submission.name
     shutil.copy(submission, copy)
-    start, status, tail = time.monotonic(), None, io.BytesIO()
+    start, tail = time.monotonic(), io.BytesIO()
     limit_start = _clock()
     proc = subprocess.Popen([sys.executable, "-m", "calibcourse.tools.assignments", "_run", str(copy), str(private),
                              str(workdir)], cwd=workdir, env=_child_env(tmp), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def drain():  # keep the last 8 kB of what the grading process prints
-        for chunk in iter(lambda: proc.stdout.read(4096), b""):
-            tail.write(chunk)
-            if tail.tell() > 65536:
-                keep = tail.getvalue()[-8192:]
-                tail.seek(0)
-                tail.truncate()
-                tail.write(keep)
-    reader = threading.Thread(target=drain, daemon=True)
+    reader = threading.Thread(target=_drain, args=(proc.stdout, tail), daemon=True)
     reader.start()
     try:
-        while proc.poll() is None:
-            if _clock() - limit_start > timeout:
-                status = f"time limit: cut after {timeout:g} s"
-            elif _rss_bytes([proc.pid] + _tree(proc.pid)) > memory_mb * 2**20:
-                status = f"memory limit: cut above {memory_mb} MB"
-            if status:
-                where = _read_json(private / "status.json").get("where")
-                status += f" in {where}" if where else ""
-                _kill_tree(proc.pid)
-                break
-            time.sleep(0.2)
+        status = _watch(proc, private, timeout, memory_mb, limit_start)
         proc.wait()
         reader.join(timeout=5)
         seconds = time.monotonic() - start
@@ -87,11 +68,51 @@ def grade_one(submission, tests: dict, timeout: float = DEFAULT_TIMEOUT, memory_
             _kill_tree(proc.pid)
             proc.wait()
         _rmtree(tmp)
+    status, details = _outcome(result, status, proc.returncode, tail)
+    missing = [q["name"] for q in tests["questions"] if q["name"] not in progress]
+    if missing and status:
+        details.append(f"not graded: {', '.join(missing)}")
+    return {"file": submission.name, "scores": {q: progress[q]["score"] for q in progress},
+            "cases": {q: progress[q]["cases"] for q in progress}, "status": status or "graded",
+            "details": details, "seconds": seconds}
+
+
+def _drain(stream, tail: io.BytesIO) -> None:
+    """Keep the last 8 kB of what the grading process prints."""
+    for chunk in iter(lambda: stream.read(4096), b""):
+        tail.write(chunk)
+        if tail.tell() > 65536:
+            keep = tail.getvalue()[-8192:]
+            tail.seek(0)
+            tail.truncate()
+            tail.write(keep)
+
+
+def _watch(proc, private: Path, timeout: float, memory_mb: int, limit_start: float):
+    """Poll the grading process until it ends, or kill its tree at the time or memory limit: the
+    limit's message (with the cell it was in), or None."""
+    while proc.poll() is None:
+        status = None
+        if _clock() - limit_start > timeout:
+            status = f"time limit: cut after {timeout:g} s"
+        elif _rss_bytes([proc.pid] + _tree(proc.pid)) > memory_mb * 2**20:
+            status = f"memory limit: cut above {memory_mb} MB"
+        if status:
+            where = _read_json(private / "status.json").get("where")
+            _kill_tree(proc.pid)
+            return status + (f" in {where}" if where else "")
+        time.sleep(0.2)
+    return None
+
+
+def _outcome(result: dict, status, returncode, tail: io.BytesIO):
+    """The submission's status (None: graded) and the details of what went wrong, from the grading
+    process's result file, the limit it hit, its exit code and the end of its output."""
     details = []
     if result.get("read_error"):
         status = f"not a notebook: {result['read_error']}"
     elif status is None and not result:
-        status = f"grading process failed (exit {proc.returncode}): " + \
+        status = f"grading process failed (exit {returncode}): " + \
             tail.getvalue()[-300:].decode(errors="replace").strip().replace("\n", " | ")
     elif status is None and result.get("died"):
         status = result["died"]
@@ -102,12 +123,7 @@ def grade_one(submission, tests: dict, timeout: float = DEFAULT_TIMEOUT, memory_
             details.append(f"{err['where']} failed: {err['ename']}: {err['evalue']}")
     if result.get("truncated"):
         details.append(f"output beyond {OUTPUT_LIMIT:,} characters dropped")
-    missing = [q["name"] for q in tests["questions"] if q["name"] not in progress]
-    if missing and status:
-        details.append(f"not graded: {', '.join(missing)}")
-    return {"file": submission.name, "scores": {q: progress[q]["score"] for q in progress},
-            "cases": {q: progress[q]["cases"] for q in progress}, "status": status or "graded",
-            "details": details, "seconds": seconds}
+    return status, details
 
 
 def _read_json(path: Path) -> dict:
@@ -170,7 +186,7 @@ def _feedback(row: dict, qs: list[dict], lab: str, wqs=()) -> str:
                      + ("not marked yet" if got is None else f"{_fmt(got)} / {_fmt(w.points)}")
                      + ("" if row.get("answers", {}).get(w.name) else " (no answer found under the question)"))
         if got is not None:
-            lines += [f"  {_fmt(m)} / {_fmt(p)}  {text}" for m, (p, text) in zip(marks, w.rubric)]
+            lines += [f"  {_fmt(m)} / {_fmt(p)}  {text}" for m, (p, text) in zip(marks, w.rubric, strict=True)]
         lines.append("")
     if row["details"]:
         lines += ["what else happened:"] + [f"  {d}" for d in row["details"]]
@@ -288,10 +304,10 @@ def grade(lab: str, submissions, out_dir=None, timeout: float = DEFAULT_TIMEOUT,
         for row in rows:
             scores = [row["scores"].get(q["name"], 0.0) for q in qs]
             got = [mark_of(row["written"][q.name]) for q in wqs]
+            unmarked = ", ".join(q.name for q, g in zip(wqs, got, strict=True) if g is None)
             w.writerow([row["file"]] + [_fmt(s) for s in scores] + ["" if g is None else _fmt(g) for g in got]
                        + ["" if None in got else _fmt(sum(got)), _fmt(_total(row)), _fmt(possible), row["status"],
-                          "; ".join(row["details"] + ([f"written answers not marked yet: "
-                                                       f"{', '.join(q.name for q, g in zip(wqs, got) if g is None)}"]
+                          "; ".join(row["details"] + ([f"written answers not marked yet: {unmarked}"]
                                                       if None in got else []))])
     os.replace(tmp, csv_path)
     if wqs:

@@ -210,8 +210,30 @@ def forbidden_uses(sources, function: str | None, forbid, given=(), imports: boo
     forbid = [_full_name(f) for f in forbid]
     given = {g.strip() for g in given}
     trees = [_parse(src) if src.strip() not in given else None for src in sources]
+    aliases = _aliases(sources, trees)
+    found = []
+    for i in sorted(_cells_reached(trees, function)):
+        for name in _names_read(trees[i], imports):
+            full = _resolve(aliases, name) if name else ""  # a chain that does not start with a name: none
+            if full and any(full == f or full.startswith(f + ".") for f in forbid):
+                line = f"{cell_names[i] if cell_names else f'cell {i + 1}'} uses {full}"
+                if line not in found:
+                    found.append(line)
+    return found
+
+
+def _resolve(aliases: dict, dotted: str) -> str:
+    """A dotted name as the notebook's aliases make it: ``m.ece`` -> ``calibcourse.calibration.metrics.ece``."""
+    head, _, rest = dotted.partition(".")
+    full = aliases.get(head, head)
+    return f"{full}.{rest}" if rest else full
+
+
+def _aliases(sources, trees) -> dict:
+    """What each alias of the notebook stands for: every cell's imports (the kernel shares them), then
+    the simple assignments of the cells scanned (``m = metrics``, ``f = metrics.ece``)."""
     aliases = dict(SHORT_MODULES)
-    for tree in (_parse(src) for src in sources):  # every cell's imports: the kernel shares them
+    for tree in (_parse(src) for src in sources):
         for node in ast.walk(tree) if tree else ():
             if isinstance(node, ast.Import):
                 for a in node.names:
@@ -219,18 +241,18 @@ def forbidden_uses(sources, function: str | None, forbid, given=(), imports: boo
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for a in node.names:
                     aliases[a.asname or a.name] = f"{node.module}.{a.name}"
-
-    def resolve(dotted: str) -> str:
-        head, _, rest = dotted.partition(".")
-        full = aliases.get(head, head)
-        return f"{full}.{rest}" if rest else full
-
-    for tree in trees:  # simple aliases by assignment: m = metrics, f = metrics.ece
+    for tree in trees:
         for node in tree.body if tree else ():
             if isinstance(node, ast.Assign) and _dotted(node.value):
                 for t in node.targets:
                     if isinstance(t, ast.Name):
-                        aliases[t.id] = resolve(_dotted(node.value))
+                        aliases[t.id] = _resolve(aliases, _dotted(node.value))
+    return aliases
+
+
+def _cells_reached(trees, function: str | None) -> set:
+    """The cells that define ``function`` and, transitively, a name their code reads (every scanned
+    cell where ``function`` is None)."""
     defines = {}
     for i, tree in enumerate(trees):
         for name in _top_level_names(tree) if tree else ():
@@ -244,31 +266,24 @@ def forbidden_uses(sources, function: str | None, forbid, given=(), imports: boo
         seen.add(i)
         for name in _free_names(trees[i]):
             todo += defines.get(name, [])
+    return seen
 
-    def bad(full: str) -> bool:
-        return any(full == f or full.startswith(f + ".") for f in forbid)
 
-    found = []
-    for i in sorted(seen):
-        inner = {id(n.value) for n in ast.walk(trees[i]) if isinstance(n, ast.Attribute)}
-        for node in ast.walk(trees[i]):
-            names = []
-            if id(node) in inner:  # a part of a longer chain: the chain is checked
-                continue
-            if isinstance(node, ast.Attribute):
-                names.append(_dotted(node))
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                names.append(node.id)
-            elif isinstance(node, ast.Import) and imports:
-                names += [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and imports:
-                names += [f"{node.module}.{a.name}" for a in node.names]
-            for name in names:
-                if name and bad(resolve(name)):
-                    line = f"{cell_names[i] if cell_names else f'cell {i + 1}'} uses {resolve(name)}"
-                    if line not in found:
-                        found.append(line)
-    return found
+def _names_read(tree, imports: bool):
+    """The names a cell reads, each attribute chain whole (``metrics.ece``), and with ``imports`` the
+    names it imports."""
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    for node in ast.walk(tree):
+        if id(node) in inner:  # a part of a longer chain: the chain is checked
+            continue
+        if isinstance(node, ast.Attribute):
+            yield _dotted(node)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            yield node.id
+        elif isinstance(node, ast.Import) and imports:
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and imports:
+            yield from (f"{node.module}.{a.name}" for a in node.names)
 
 
 def questions(nb) -> list[Question]:

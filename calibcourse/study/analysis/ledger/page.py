@@ -477,7 +477,7 @@ def ledger_page(claims: list, titles: dict | None = None, docs=(), choices: dict
         "each claim's full text, test and history unfold below its paper's table.",
         "",
     ]
-    for page, title, sources, group in groups:
+    for _page, title, _sources, group in groups:
         lines += [f"### {(titles or {}).get(title, title)}", "", ":::{div} full-width",
                   "| claim | ch. | estimate [95 % interval] | verdict | registration |", "|---|---|---|---|---|"]
         for d in sorted(group, key=lambda d: (d["chapter"], d["id"])):

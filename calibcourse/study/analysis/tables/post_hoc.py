@@ -148,8 +148,8 @@ def post_hoc_binary_view(table, digits: int = 2):
 
     return pd.DataFrame({
         "test errors": table["test_errors"],
-        "ECE (%) [95 % interval]": [fmt_ci(e, lo, hi, digits=digits)
-                                    for e, lo, hi in zip(table["ece"], table["ece_low"], table["ece_high"])],
+        "ECE (%) [95 % interval]": [fmt_ci(e, lo, hi, digits=digits) for e, lo, hi
+                                    in zip(table["ece"], table["ece_low"], table["ece_high"], strict=True)],
         "MCE (%)": [f"{100 * v:.{digits}f}" for v in table["mce"]],
         "NLL (nats)": [f"{v:.4f}" for v in table["nll"]],
     }, index=table.index)
@@ -192,7 +192,7 @@ def post_hoc_view(long, methods, digits: int = 2, error: bool = False):
     import pandas as pd
 
     cells = long.assign(cell=[fmt_ci(e, lo, hi, digits=digits)
-                              for e, lo, hi in zip(long["ece"], long["ece_low"], long["ece_high"])])
+                              for e, lo, hi in zip(long["ece"], long["ece_low"], long["ece_high"], strict=True)])
     view = cells.pivot(index="model", columns="method", values="cell")[list(methods)]
     view.columns.name = "test ECE (%) [95 % interval]"
     order = list(dict.fromkeys(long["model"]))

@@ -118,7 +118,7 @@ def seeds_view(per_seed, digits: int = 2):
     mean, std = g[cols].mean().loc[order], g[cols].std(ddof=1).loc[order]  # NaN for a single seed
     shown = pd.DataFrame({"seeds": g.size().loc[order].to_numpy(),
                           **{c: [f"{m:.{digits}f}" + ("" if np.isnan(s) else f" ± {s:.{digits}f}")
-                                 for m, s in zip(mean[c], std[c])] for c in cols}},
+                                 for m, s in zip(mean[c], std[c], strict=True)] for c in cols}},
                          index=pd.Index([method_label(m) for m in order], name="method"))
     if "train s/epoch" in per_seed:
         t = g["train s/epoch"].mean().loc[order]

@@ -135,7 +135,7 @@ def check_softmax_temperature(fn, verbose: bool = False, *, seed: int = 0, stric
         expected = M.log_softmax(z / t) if logs else M.softmax(z / t)
         arr, why = _as_float_array(got, expected.shape)
         # log-probabilities of -1000 and below: a relative tolerance there
-        diff = why or _first_difference(arr, expected, 1e-9, lambda i: f"logits of that row {_short(z[i[0]])}",
+        diff = why or _first_difference(arr, expected, 1e-9, functools.partial(_logits_row, z),
                                         rtol=1e-12 if logs else 0.0)
         if "large" in label:
             hint = ("exp of a logit of 1000 is inf: subtract each row's maximum before exp (it cancels)"
@@ -295,6 +295,23 @@ def _grid_cases(seed):
            f"{grid.size} temperatures", flat, rng.integers(0, k, n), grid, 10)
 
 
+def _screen_with(conf, ok, zv, yv, grid, n_bins, variant, weighted=True):
+    """:func:`_screen_conf` as :func:`_rivals` calls an error, on confidences computed once for every T."""
+    return _screen_conf(conf, ok, n_bins, variant, weighted)
+
+
+def _grid_answers(zv, yv, grid, n_bins, variant):
+    """The grid's T by the variant's error, by the NLL, and by the ECE (None where the variant is the ECE)."""
+    return (_first_best(grid, _criterion(zv, yv, grid, n_bins, variant)),
+            C.TemperatureScaling.grid(zv, yv, grid, n_bins=n_bins).best("nll"),
+            _first_best(grid, _criterion(zv, yv, grid, n_bins, "ece")) if variant != "ece" else None)
+
+
+def _logits_row(z, i) -> str:
+    """The row of the logits where the first difference is (``i``: its index), for the report."""
+    return f"logits of that row {_short(z[i[0]])}"
+
+
 def _screen_conf(conf, ok, n_bins, variant, weighted=True):
     g, n = conf.shape
     if variant == "equal-mass":
@@ -344,15 +361,13 @@ def _deciding_plan(seed, variant):
     (deterministic; every seed has one within a few dozen tries)."""
     rng = np.random.default_rng(900 + seed)
     grid = np.round(np.arange(0.6, 3.01, 0.15), 4)
-    for attempt in range(300):
+    for _ in range(300):
         s, n, n_bins = int(rng.integers(10**6)), int(rng.choice([200, 250, 300])), int(rng.choice([4, 5, 6, 25, 30]))
         zv, yv = _plan_logits(s, n)
         d = zv - zv.max(axis=1, keepdims=True)
         conf, ok = 1.0 / np.exp(d[None] / grid[:, None, None]).sum(axis=2), (zv.argmax(axis=1) == yv).astype(float)
-
-        def screen(zv, yv, grid, b, v, weighted=True):  # the confidences computed once for every error
-            return _screen_conf(conf, ok, b, v, weighted)
-        best, others = _rivals(zv, yv, grid, n_bins, variant, screen)
+        # the confidences computed once for every error
+        best, others = _rivals(zv, yv, grid, n_bins, variant, functools.partial(_screen_with, conf, ok))
         if best in others:
             continue
         best, others = _rivals(zv, yv, grid, n_bins, variant, _criterion)  # confirmed with the library's ECE
@@ -431,10 +446,8 @@ def check_grid_temperature(fn, verbose: bool = False, *, seed: int = 0, strict: 
         ok, got = _call(report, label, fn, zv, yv, grid, n_bins)
         if not ok:
             continue
-        expected, t_nll, t_ece = _memo(("grid", seed, variant, label, grid.tobytes(), n_bins), lambda: (
-            _first_best(grid, _criterion(zv, yv, grid, n_bins, variant)),
-            C.TemperatureScaling.grid(zv, yv, grid, n_bins=n_bins).best("nll"),
-            _first_best(grid, _criterion(zv, yv, grid, n_bins, "ece")) if variant != "ece" else None))
+        expected, t_nll, t_ece = _memo(("grid", seed, variant, label, grid.tobytes(), n_bins),
+                                       functools.partial(_grid_answers, zv, yv, grid, n_bins, variant))
         detail = f"grid {_short(grid)}; expected T = {expected:g}, got {got}"
         hint = (f"compute the validation {what} of softmax(val_logits / T) for every T of the grid; "
                 "return the T of the smallest (the first one on ties)")

@@ -1,6 +1,8 @@
 """The checks of Lab 4: SECE, the focal loss, FLSD-53, the class-wise ECE."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from calibcourse.calibration import metrics as M
@@ -97,7 +99,7 @@ def check_sece(fn, verbose: bool = False, *, seed: int = 0, strict: bool = False
             ok, got = _call(report, f"{label}, h={h}", fn, p, y, h)
             if not ok:
                 continue
-            expected = _memo(("sece", seed, label, h), lambda: M.sece(p, y, bandwidth=h, method="exact"))
+            expected = _memo(("sece", seed, label, h), partial(M.sece, p, y, bandwidth=h, method="exact"))
             detail = f"expected {expected:.6f}, got {got}"
             hint = "SACC_i is the kernel-WEIGHTED AVERAGE of correctness: divide by sum_j K(c_i, c_j)"
             good = _close(got, expected, 1e-6)
