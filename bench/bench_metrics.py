@@ -99,11 +99,58 @@ def one_read_ratio(n=10**6, k=100):
 def budget_rows(n, k):
     """The rows of :func:`one_read_ratio` for the numpy kernels this process runs."""
     for dtype in (np.float32, np.float64):
-        p, y = make(n, k, dtype=dtype)
-        t = best_cpu_interleaved({"max": lambda: p.max(1), "ece": lambda: M.ece(p, y, n_bins=15)})
-        ratio = t["ece"] / t["max"]
-        print(f"| {np.dtype(dtype).name} | {t['max']*1e3:.1f} | {t['ece']*1e3:.1f} | {ratio:.2f} | "
-              f"{'yes' if ratio <= BUDGET else 'no'} |", flush=True)
+        budget_row(n, k, dtype)
+
+
+def budget_row(n, k, dtype):
+    """One dtype's row of :func:`budget_rows`."""
+    p, y = make(n, k, dtype=dtype)
+    t = best_cpu_interleaved({"max": lambda: p.max(1), "ece": lambda: M.ece(p, y, n_bins=15)})
+    ratio = t["ece"] / t["max"]
+    print(f"| {np.dtype(dtype).name} | {t['max']*1e3:.1f} | {t['ece']*1e3:.1f} | {ratio:.2f} | "
+          f"{'yes' if ratio <= BUDGET else 'no'} |", flush=True)
+
+
+def ece_row(n, k, multiclass_calibration_error, NetcalECE, relplot):
+    """One row of the ECE table: the floor, calibcourse and the peers at ``n`` samples and ``k`` classes."""
+    p, y = make(n, k)
+    pt, yt = torch.from_numpy(p), torch.from_numpy(y)
+
+    def rp():
+        conf = p.max(1)
+        return relplot.metrics.binnedECE(conf, (p.argmax(1) == y).astype(float), nbins=15)
+
+    t = best_of_interleaved({
+        "floor": lambda: (p.max(1), p.argmax(1)),
+        "ours": lambda: M.ece(p, y, n_bins=15),
+        "tm": lambda: multiclass_calibration_error(pt, yt, num_classes=k, n_bins=15),
+        "nc": lambda: NetcalECE(bins=15).measure(p, y),
+        "rl": rp}, repeat=3 if n >= 10**6 else 7)
+    floor, ours, tm, nc, rl = (t[name] for name in ("floor", "ours", "tm", "nc", "rl"))
+    print(f"| {n:.0e} | {k} | {floor*1e3:.1f} | {ours*1e3:.1f} | {tm*1e3:.1f} | {nc*1e3:.1f} | "
+          f"{rl*1e3:.1f} | {ours/floor:.2f} |", flush=True)
+
+
+def sece_row(n):
+    """One row of the SECE table: the exact path once, the fast one at its best."""
+    p, y = make(n, 10, 1)
+    t = time.perf_counter()
+    ex = M.sece(p, y, method="exact")
+    te = time.perf_counter() - t
+    tf = best_of(lambda: M.sece(p, y, method="fast"))
+    fa = M.sece(p, y, method="fast")
+    print(f"| {n} | {te:.3f} | {tf:.4f} | {abs(ex - fa):.1e} |")
+
+
+def smooth_ece_row(n, relplot):
+    """One row of the smooth ECE table, against relplot's smECE."""
+    p, y = make(n, 10, 3)
+    conf, pred = M.top_label(p)
+    corr = (pred == y).astype(float)
+    ours = best_of(lambda: M.smooth_ece(p, y), 3)
+    ref = best_of(lambda: relplot.smECE(conf, corr), 3)
+    diff = abs(M.smooth_ece(p, y) - relplot.smECE(conf, corr))
+    print(f"| {n:.0e} | {ours:.4f} | {ref:.4f} | {diff:.1e} |")
 
 
 def make(n, k, seed=0, dtype=np.float32):
@@ -138,31 +185,13 @@ def main():
     sizes = [10**4, 10**5] + ([] if args.quick else [10**6])
     for n in sizes:
         for k in (10, 100):
-            p, y = make(n, k)
-            pt, yt = torch.from_numpy(p), torch.from_numpy(y)
-            def rp():
-                conf = p.max(1)
-                return relplot.metrics.binnedECE(conf, (p.argmax(1) == y).astype(float), nbins=15)
-
-            t = best_of_interleaved({
-                "floor": lambda: (p.max(1), p.argmax(1)),
-                "ours": lambda: M.ece(p, y, n_bins=15),
-                "tm": lambda: multiclass_calibration_error(pt, yt, num_classes=k, n_bins=15),
-                "nc": lambda: NetcalECE(bins=15).measure(p, y),
-                "rl": rp}, repeat=3 if n >= 10**6 else 7)
-            floor, ours, tm, nc, rl = (t[name] for name in ("floor", "ours", "tm", "nc", "rl"))
-            print(f"| {n:.0e} | {k} | {floor*1e3:.1f} | {ours*1e3:.1f} | {tm*1e3:.1f} | {nc*1e3:.1f} | "
-                  f"{rl*1e3:.1f} | {ours/floor:.2f} |", flush=True)
+            ece_row(n, k, multiclass_calibration_error, NetcalECE, relplot)
 
     print("\n## SECE (bandwidth 0.05): exact O(n^2) vs fast grid path (s)\n")
     print("| n | exact | fast | abs difference |")
     print("|---|---|---|---|")
     for n in (2000, 20000):
-        p, y = make(n, 10, 1)
-        t = time.perf_counter(); ex = M.sece(p, y, method="exact"); te = time.perf_counter() - t
-        tf = best_of(lambda: M.sece(p, y, method="fast"))
-        fa = M.sece(p, y, method="fast")
-        print(f"| {n} | {te:.3f} | {tf:.4f} | {abs(ex - fa):.1e} |")
+        sece_row(n)
     p, y = make(10**5, 10, 2)
     print(f"| 1e5 | (not run) | {best_of(lambda: M.sece(p, y, method='fast')):.4f} | |")
 
@@ -170,13 +199,7 @@ def main():
     print("| n | calibcourse | relplot | abs difference |")
     print("|---|---|---|---|")
     for n in (10**4, 10**5):
-        p, y = make(n, 10, 3)
-        conf, pred = M.top_label(p)
-        corr = (pred == y).astype(float)
-        ours = best_of(lambda: M.smooth_ece(p, y), 3)
-        ref = best_of(lambda: relplot.smECE(conf, corr), 3)
-        diff = abs(M.smooth_ece(p, y) - relplot.smECE(conf, corr))
-        print(f"| {n:.0e} | {ours:.4f} | {ref:.4f} | {diff:.1e} |")
+        smooth_ece_row(n, relplot)
 
 
 if __name__ == "__main__":

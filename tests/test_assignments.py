@@ -31,7 +31,7 @@ NO_LIMIT = 1800
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("assignments")
-    return out, {lab: paths for lab, paths in zip(LABS, A.write_assignments(out, log=lambda *_: None))}
+    return out, {lab: paths for lab, paths in zip(LABS, A.write_assignments(out, log=lambda *_: None), strict=True)}
 
 
 def lab_questions(lab):
@@ -242,7 +242,7 @@ def test_grading_a_lab(lab, built, tmp_path):
     assert "public check (1 point): FAILED" in fb and "hidden test (2 points): FAILED" in fb
     assert all(float(rows["untouched.ipynb"][q]) == 0 for q in full)
     assert [float(rows["special_cased_last_raises.ipynb"][q.name]) for q in qs] == [q.public for q in qs[:-1]] + [0]
-    for name, row in rows.items():
+    for row in rows.values():
         assert float(row["max_total"]) == sum(full.values()) + written_points(lab) and row["status"] == "graded"
 
 
@@ -538,7 +538,7 @@ def test_make_grade_and_otter_run_give_the_same_points(built, tmp_path):
     fns = [q.function for q in qs]
     for name, answers in LAB2_SUBMISSIONS.items():
         nb = solution
-        for fn, answer in zip(fns, answers):
+        for fn, answer in zip(fns, answers, strict=True):
             if answer is not None:
                 nb = replace_function(nb, fn, LAB2_ANSWERS[fn][answer])
         write(subs, name, nb)
@@ -553,16 +553,16 @@ def test_make_grade_and_otter_run_give_the_same_points(built, tmp_path):
         table[path.name] = [(float(rows[path.name][q.name]), float(results.get_score(q.name))) for q in qs]
     print("\nsubmission: (make grade, otter run) per question")
     for name, scores in table.items():
-        print(f"  {name:22s}", "  ".join(f"{q.name} {a:g}/{b:g}" for q, (a, b) in zip(qs, scores)))
+        print(f"  {name:22s}", "  ".join(f"{q.name} {a:g}/{b:g}" for q, (a, b) in zip(qs, scores, strict=True)))
     for name, scores in table.items():
         assert all(a == b for a, b in scores), (name, scores)
     assert [a for a, _ in table["solution.ipynb"]] == [q.points for q in qs]
     assert all(a == 0 for a, _ in table["untouched.ipynb"])
     for name, answers in LAB2_SUBMISSIONS.items():
-        for q, answer, (points, _) in zip(qs, answers, table[f"{name}.ipynb"]):
+        for q, answer, (points, _) in zip(qs, answers, table[f"{name}.ipynb"], strict=True):
             if answer is None:
                 assert points == q.points, (name, q.name)
             else:  # a wrong answer keeps the public point at most; a route to the library's answer gets nothing
                 assert points <= q.public, (name, answer, points)
-    routes = dict(zip(fns, LAB2_SUBMISSIONS["routes"]))
+    routes = dict(zip(fns, LAB2_SUBMISSIONS["routes"], strict=True))
     assert all(points == 0 for points, _ in table["routes.ipynb"]), routes

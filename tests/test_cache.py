@@ -298,7 +298,7 @@ def test_committed_cache_verifies():
 @pytest.mark.parametrize("profile", ["ci", "default", "full"])
 def test_every_experiment_config_is_valid_and_profiles_name_the_same_runs(profile):
     runs = experiments(profile)
-    for name, cfg in runs.items():
+    for cfg in runs.values():
         normalize_config(cfg)  # raises on a bad config
     if profile != "ci":
         assert set(experiments("default")) <= set(runs), "chapters read the same names in every profile"

@@ -58,7 +58,7 @@ def naive_histogram_binning(p, y, t, edges):
             last = m == len(edges) - 2
             if (s <= edges[m + 1] or last) and (s > edges[m] or m == 0):
                 inside = [(pi > edges[m] or m == 0) and (pi <= edges[m + 1] or last) for pi in p]
-                ys = [yi for yi, ok in zip(y, inside) if ok]
+                ys = [yi for yi, ok in zip(y, inside, strict=True) if ok]
                 out.append(np.mean(ys) if ys else (edges[m] + edges[m + 1]) / 2)
                 break
     return np.array(out)

@@ -73,7 +73,7 @@ def test_seed_paired_view_shows_the_interval_sign_count_and_verdict():
     b = [run(4.0, s).probs() for s in range(3)]
     d = stats.paired_seeds_difference(M.nll, a, b, Y, n_boot=0)
     row = R.seed_paired_view({("NLL", "A", "B"): d}).loc[("NLL", "A", "B")]
-    per_seed = [M.nll(p, Y) - M.nll(q, Y) for p, q in zip(a, b)]
+    per_seed = [M.nll(p, Y) - M.nll(q, Y) for p, q in zip(a, b, strict=True)]
     assert row["A above B in"] == f"worse in {sum(v > 0 for v in per_seed)} of 3 seeds"
     assert row["A - B [95 % interval]"].startswith(f"{np.mean(per_seed):+.3f}")
     assert row["A - B [95 % interval]"].endswith("nats")

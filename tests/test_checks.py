@@ -323,7 +323,7 @@ def test_fourth_parts_catch_wrong_answers(capsys):
         return (np.mean(d), *np.percentile(d, [2.5, 97.5]))
 
     def unpaired(sa, sb, y, idx, n_bins):
-        d = [top(sa[i], y[i], n_bins) - top(sb[j], y[j], n_bins) for i, j in zip(idx, idx[::-1])]
+        d = [top(sa[i], y[i], n_bins) - top(sb[j], y[j], n_bins) for i, j in zip(idx, idx[::-1], strict=True)]
         return (top(sa, y, n_bins) - top(sb, y, n_bins), *np.percentile(d, [2.5, 97.5]))
     for wrong, where in ((percentile_90, "low"), (mean_of_replicates, "estimate"), (unpaired, "low")):
         assert checks.check_paired_difference(wrong, rules=False) is False, wrong.__name__
@@ -811,7 +811,7 @@ def test_a_forbidden_route_fails_the_hidden_test_on_every_seed(check):
     lab, question = next((lab, q) for lab, q, c, *_ in HIDDEN_CASES if c is check)
     routes = _routes()[check]
     for seed in _hidden_seeds(lab, question):
-        for name, fn in routes.items():
+        for fn in routes.values():
             with pytest.raises(checks.CheckFailure, match="which this exercise does not allow"):
                 with np.errstate(all="ignore"):
                     check(fn, seed=seed, strict=True)

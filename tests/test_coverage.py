@@ -13,7 +13,7 @@ def quad_ce(sm, lo, hi, norm):
     g = lambda s: sm.frequency(s) - s  # noqa: E731
     f = (lambda s: abs(g(s))) if norm == "l1" else (lambda s: g(s) ** 2)
     cuts = np.unique(np.r_[lo, np.arange(lo, hi, sm.period / 2), hi])  # the gap's zeros: one sign per piece
-    val = sum(integrate.quad(f, a, b)[0] for a, b in zip(cuts[:-1], cuts[1:])) / (sm.high - sm.low)
+    val = sum(integrate.quad(f, a, b)[0] for a, b in zip(cuts[:-1], cuts[1:], strict=True)) / (sm.high - sm.low)
     return val if norm == "l1" else np.sqrt(val)
 
 
@@ -37,7 +37,7 @@ def test_true_binned_ece_against_quadrature(n_bins, norm):
     sm = SineMiscalibration(amplitude=0.1, period=0.13, low=0.2, high=0.8)
     edges = np.linspace(0, 1, n_bins + 1)
     terms = []
-    for a, b in zip(edges[:-1], edges[1:]):
+    for a, b in zip(edges[:-1], edges[1:], strict=True):
         a, b = max(a, sm.low), min(b, sm.high)
         if b <= a:
             continue

@@ -38,11 +38,11 @@ def test_folds_hold_out_every_sample_once_are_disjoint_stratified_and_determinis
         # stratified: every class within one sample of its share of the fold
         assert np.all(np.abs(np.bincount(y[h], minlength=4) - np.bincount(y, minlength=4) / 5) < 1)
     again = fold_indices(y, 5, seed=7)
-    assert all(np.array_equal(a, b) for f, g in zip(folds, again) for a, b in zip(f, g))
+    assert all(np.array_equal(a, b) for f, g in zip(folds, again, strict=True) for a, b in zip(f, g, strict=True))
     other = fold_indices(y, 5, seed=8)
-    assert not all(np.array_equal(f[1], g[1]) for f, g in zip(folds, other))
+    assert not all(np.array_equal(f[1], g[1]) for f, g in zip(folds, other, strict=True))
     ref = StratifiedKFold(5, shuffle=True, random_state=7).split(np.zeros(len(y)), y)
-    assert all(np.array_equal(h, np.sort(rh)) for (_, h), (_, rh) in zip(folds, ref))
+    assert all(np.array_equal(h, np.sort(rh)) for (_, h), (_, rh) in zip(folds, ref, strict=True))
 
 
 @pytest.mark.parametrize("bad, match", [(1, "folds must be an integer >= 2"), (2.0, "folds must be an integer"),
@@ -122,7 +122,7 @@ def test_the_cross_fitted_run_trains_each_fold_without_its_fold_and_the_final_ne
     pool = np.concatenate(calls[-1][:1])
     assert len(rows(pool)) == len(pool) == r.info["n_pool"] == 150
     held_rows = set()
-    for Xtr, _, Xho, _, Xte, _, _ in calls[:-1]:
+    for Xtr, _, Xho, _, _, _, _ in calls[:-1]:
         assert not rows(Xtr) & rows(Xho)  # a fold network never sees the fold it predicts
         assert rows(Xtr) | rows(Xho) == rows(pool)
         assert not held_rows & rows(Xho)
@@ -145,7 +145,7 @@ def test_the_cross_fitted_run_trains_each_fold_without_its_fold_and_the_final_ne
     assert r.history["val_nll"].isna().all() and len(r.history) == CFG["epochs"]
     # and the fold networks' own test logits, for the fold ensemble (scikit-learn's ensemble=True)
     assert r.outputs["fold_test_logits"].shape == (3, 60, 10) and r.outputs["fold_test_logits"].dtype == np.float32
-    for f, z in zip(folds, r.outputs["fold_test_logits"]):
+    for f, z in zip(folds, r.outputs["fold_test_logits"], strict=True):
         np.testing.assert_array_equal(z.astype(np.float64), f.logits("test"))
 
 

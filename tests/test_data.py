@@ -198,12 +198,12 @@ def test_generated_mnist1d_is_kept_on_disk_for_other_processes(tmp_path, monkeyp
     files = list(tmp_path.glob("mnist1d-*-60-20-5.npz"))
     assert len(files) == 1 and not list(tmp_path.glob(".tmp-*"))
     again = D._load_mnist1d.__wrapped__(60, 20, 5)  # read back from the file
-    for a, b, c in zip(fresh, first, again):
+    for a, b, c in zip(fresh, first, again, strict=True):
         assert a.dtype == b.dtype == c.dtype
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(a, c)
     files[0].write_bytes(b"damaged")  # a damaged file is generated again and replaced
-    for a, c in zip(fresh, D._load_mnist1d.__wrapped__(60, 20, 5)):
+    for a, c in zip(fresh, D._load_mnist1d.__wrapped__(60, 20, 5), strict=True):
         np.testing.assert_array_equal(a, c)
     monkeypatch.setenv("CALIBCOURSE_DATA_CACHE", "off")
     assert D._mnist1d_file(60, 20, 5) is None

@@ -102,7 +102,7 @@ def test_full_configs_follow_the_papers_recipes():
     assert full["ch5/diagnosis/paper/s0"]["meta"] == E.PAPER_META
     assert full["ch5/FLgamma-SECE/s0"]["meta"] == {**E.SAFE_META, "meta_lr": E.ADAM_CHOSEN["FLgamma-SECE"]}
     assert full["ch3/frozen_head"]["model"]["backbone"]["pretrained"]["weights"] == E.DENSENET_WEIGHTS
-    for name, cfg in full.items():
+    for cfg in full.values():
         normalize_config(cfg)
 
 
@@ -128,18 +128,18 @@ def test_chapter_5s_diagnosis_arms_seeds_and_contract_names():
         for method, n in seeds.items():  # at least 10 for every method a verdict compares
             assert {f"ch5/{method}/s{s}" for s in range(n)} <= set(runs) and f"ch5/{method}/s{n}" not in runs
         assert {f"ch5/grid/FLgamma-{o}ECE (meta lr {v:g})/s0" for o in "SD" for v in (1e-3, 1e-4, 1e-5)} <= set(runs)
-        meta = lambda name: runs[name]["meta"]  # noqa: E731
-        assert meta("ch5/diagnosis/null/s1") == {**E.PAPER_META, "control": "null"}
-        assert meta("ch5/diagnosis/permuted/s2") == {**E.PAPER_META, "control": "permuted"}
-        assert meta("ch5/diagnosis/bounded null/s0") == {**E.PAPER_META, "gamma_bound": 5.0, "control": "null"}
-        assert meta("ch5/diagnosis/last-layer look-ahead/s0")["lookahead_params"] == "head"
+        assert runs["ch5/diagnosis/null/s1"]["meta"] == {**E.PAPER_META, "control": "null"}
+        assert runs["ch5/diagnosis/permuted/s2"]["meta"] == {**E.PAPER_META, "control": "permuted"}
+        assert runs["ch5/diagnosis/bounded null/s0"]["meta"] == {**E.PAPER_META, "gamma_bound": 5.0, "control": "null"}
+        assert runs["ch5/diagnosis/last-layer look-ahead/s0"]["meta"]["lookahead_params"] == "head"
         # the collapse's arms: the bounded arm logged, and the same with Adam reset each epoch (5 seeds)
-        assert meta("ch5/diagnosis/bounded reset/s4") == {**meta("ch5/diagnosis/bounded logged/s4"),
+        assert runs["ch5/diagnosis/bounded reset/s4"]["meta"] == {**runs["ch5/diagnosis/bounded logged/s4"]["meta"],
                                                           "reset_moments": "epoch"}
-        assert meta("ch5/diagnosis/bounded logged/s0") == {**meta("ch5/diagnosis/bounded/s0"),
+        assert runs["ch5/diagnosis/bounded logged/s0"]["meta"] == {**runs["ch5/diagnosis/bounded/s0"]["meta"],
                                                            "log_hypergradient": True}
         assert "ch5/diagnosis/bounded reset/s5" not in runs
-        assert meta("ch5/FLgamma-DECE/s3")["outer"] == "dece" and meta("ch5/FLgamma-DECE/s3")["meta_val"] == 0.5
+        dece = runs["ch5/FLgamma-DECE/s3"]["meta"]
+        assert dece["outer"] == "dece" and dece["meta_val"] == 0.5
         # the ablations still vary the paper's set-up (their committed entries stay valid)
         assert runs["ch5/ablation/SGD look-ahead/s0"]["meta"] == {**E.PAPER_META, "lookahead": "sgd"}
         assert all(runs[f"ch5/diagnosis/{a}/s0"]["seed"] == 0 for a in arms)

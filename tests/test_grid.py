@@ -240,7 +240,7 @@ def test_a_killed_local_job_leaves_no_entry_and_the_next_train_resumes_it(tmp_pa
     while not job.done():
         assert time.monotonic() < deadline, "the job neither died nor finished"
         time.sleep(0.05)
-    with pytest.raises(Exception):
+    with pytest.raises(submitit.core.utils.UncompletedJobError):  # FailedJobError is one too
         job.result()
     assert cache.keys() == [] and cache.load(cfg) is None, "a killed job must leave no entry"
     assert cache.checkpoint_path(key).is_file()

@@ -418,7 +418,7 @@ def test_no_page_a_student_reads_advertises_the_instructor_builds():
 # ------------------------------------------------------------------ a course's variants, the labs' data, no torch
 def _exercises(nb):
     """Each graded question of a lab notebook with its exercise cell's index."""
-    return zip(assignments.questions(nb), [i for i, c in enumerate(nb.cells) if "points" in c.metadata])
+    return zip(assignments.questions(nb), [i for i, c in enumerate(nb.cells) if "points" in c.metadata], strict=True)
 
 
 def _solution_namespace(lab_path, variant_of=None):

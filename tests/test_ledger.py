@@ -148,7 +148,7 @@ def test_the_interval_of_seeds_added_after_a_verdict_is_that_of_those_seeds_alon
     assert np.allclose(splits[4][3:], alone[:3], rtol=1e-12, atol=1e-15)
     # without a test part it is the paired t interval of scipy on those seeds
     d0 = stats.paired_seeds_difference(metrics.error, a, b, y, n_boot=0)
-    diffs = np.array([metrics.error(p, y) - metrics.error(q, y) for p, q in zip(a[4:], b[4:])])
+    diffs = np.array([metrics.error(p, y) - metrics.error(q, y) for p, q in zip(a[4:], b[4:], strict=True)])
     ci = sps.ttest_rel(diffs, np.zeros_like(diffs)).confidence_interval()
     assert np.allclose(d0.subset(range(4, k))[1:3], (ci.low, ci.high), rtol=1e-10)
     with pytest.raises(ValueError, match="at least two distinct positions"):

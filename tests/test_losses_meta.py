@@ -175,8 +175,8 @@ def test_meta_trainer_step_updates_both_networks():
     before_g = [p.detach().clone() for p in trainer.gamma_net.parameters()]
     loss = trainer.step(xt, yt, opt)
     assert np.isfinite(loss)
-    assert any(not torch.equal(a, b) for a, b in zip(before_m, model.parameters()))
-    assert any(not torch.equal(a, b) for a, b in zip(before_g, trainer.gamma_net.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(before_m, model.parameters(), strict=True))
+    assert any(not torch.equal(a, b) for a, b in zip(before_g, trainer.gamma_net.parameters(), strict=True))
     assert trainer.gammas(xv).shape == (32,)
     with pytest.raises(ValueError, match="meta.outer"):
         MetaTrainer(model, xv, yv, outer="ece")
@@ -349,7 +349,7 @@ def test_null_control_never_moves_the_gamma_net_but_trains_the_backbone():
         trainer.step(X[i:i + 16], y[i:i + 16], opt)
     for k, v in trainer.gamma_net.state_dict().items():
         assert torch.equal(v, before[k]), k
-    assert any(not torch.equal(a, b.detach()) for a, b in zip(backbone, model.parameters()))
+    assert any(not torch.equal(a, b.detach()) for a, b in zip(backbone, model.parameters(), strict=True))
     # without the control the same loop moves the gamma-Net
     X, y, model, trainer = _trainer_setup()
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
@@ -394,7 +394,7 @@ def test_head_only_lookahead_equals_a_last_layer_step_written_by_hand():
     assert torch.allclose(got, expected, rtol=1e-6, atol=1e-7)
     h_got = torch.autograd.grad(got, [net.A, net.W])
     h_exp = torch.autograd.grad(expected, [net.A, net.W])
-    for a, e in zip(h_got, h_exp):
+    for a, e in zip(h_got, h_exp, strict=True):
         assert torch.allclose(a, e, rtol=1e-5, atol=1e-8)
     # and it differs from the whole-network look-ahead
     full = lookahead_outer_loss(model, net, X[:24], y[:24], X[24:], y[24:], inner_lr=lr)

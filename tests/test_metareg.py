@@ -30,7 +30,7 @@ def test_within_seed_spearman_is_scipys_per_seed_and_pooled_and_shows_simpsons_p
         runs[s] = _run(p, y, gammas=g)
         gs.append(g); ps.append(pt)
     out = MR.within_seed_spearman(runs, y)
-    ref = [spearmanr(g, p)[0] for g, p in zip(gs, ps)]
+    ref = [spearmanr(g, p)[0] for g, p in zip(gs, ps, strict=True)]
     assert out["per_seed"] == pytest.approx(ref) and out["positive"] == 3 and out["n"] == 3
     assert out["pooled"] == pytest.approx(spearmanr(np.concatenate(gs), np.concatenate(ps))[0])
 
@@ -133,7 +133,8 @@ def test_the_delayed_arms_share_over_its_active_epochs_is_a_coin_flip(committed)
 def test_the_horizon_prediction_failed_the_other_way(committed):
     base = [committed[ref_name("FLgamma-SECE", 1e-3, s)] for s in range(3)]
     horizon = [committed[f"ch5/diagnosis/horizon 5/s{s}"] for s in range(3)]
-    est, low, high = seed_t_interval([MR.final_gamma(a) - MR.final_gamma(b) for a, b in zip(horizon, base)])
+    est, low, high = seed_t_interval([MR.final_gamma(a) - MR.final_gamma(b)
+                                      for a, b in zip(horizon, base, strict=True)])
     assert high < 0   # predicted higher; it is lower
 
 

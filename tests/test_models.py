@@ -45,7 +45,7 @@ def test_weights_load_from_local_file_only(tmp_path):
     a, b = Mo.LeNet5(), Mo.LeNet5()
     torch.save(a.state_dict(), tmp_path / "w.pt")
     Mo.load_weights(b, tmp_path / "w.pt")
-    for pa, pb in zip(a.parameters(), b.parameters()):
+    for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
         torch.testing.assert_close(pa, pb)
     with pytest.raises(FileNotFoundError, match="never downloaded"):
         Mo.load_weights(b, tmp_path / "missing.pt")

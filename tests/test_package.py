@@ -111,6 +111,18 @@ def _may_use(user: str, owner: str) -> bool:
     return shared and (user == home or user.startswith(home + "."))
 
 
+def _import_base(module: str, node: ast.ImportFrom):
+    """The ``layer.module`` a ``from ... import`` of ``module`` reads (relative ones resolved); None
+    outside calibcourse, "" for ``from calibcourse import x``."""
+    base = node.module or ""
+    if node.level:  # from . import x / from .x import y
+        package = _package_of(module).split(".")
+        return ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+    if base == "calibcourse" or base.startswith("calibcourse."):
+        return base.partition(".")[2]
+    return None
+
+
 def _private_uses(module: str, tree: ast.AST):
     """``(line, owner, name)`` for every private name of another calibcourse module that ``module`` imports
     (``from calibcourse.x import _y``) or reads off an imported module (``x._y``, ``calibcourse.x._y``). A
@@ -118,15 +130,7 @@ def _private_uses(module: str, tree: ast.AST):
     (``check_int``); its private ones are checked like any other's."""
     bound = {}  # local name -> the calibcourse module it is bound to
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:  # from . import x / from .x import y
-                base = ".".join(_package_of(module).split(".")[: len(_package_of(module).split(".")) - node.level + 1]
-                                + ([base] if base else []))
-            elif base == "calibcourse" or base.startswith("calibcourse."):
-                base = base.partition(".")[2]
-            else:
-                continue
+        if isinstance(node, ast.ImportFrom) and (base := _import_base(module, node)) is not None:
             for a in node.names:
                 sub = f"{base}.{a.name}" if base else a.name
                 if sub in MODULES:
@@ -137,6 +141,11 @@ def _private_uses(module: str, tree: ast.AST):
             for a in node.names:
                 if a.name.startswith("calibcourse."):
                     bound[a.asname or "calibcourse"] = a.name.partition(".")[2] if a.asname else ""
+    yield from _private_attribute_reads(tree, bound)
+
+
+def _private_attribute_reads(tree: ast.AST, bound: dict):
+    """``(line, owner, name)`` of each ``x._y`` (or ``x.sub._y``) where ``x`` is bound to a calibcourse module."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and _private(node.attr):
             chain, base = [], node.value

@@ -139,7 +139,7 @@ def _quiz(*questions) -> str:
     for n, (to_compute, options) in enumerate(questions, 1):
         mark = "to compute; " if to_compute else ""
         out.append(f"**Question {n}** ({mark}goal: a goal). A question?\n")
-        for letter, (title, right) in zip("ABCD", options):
+        for letter, (title, right) in zip("ABCD", options, strict=False):
             verdict = "**Right.**" if right else "**Not quite.**"
             out.append(f":::{{dropdown}} {letter}. {title}\n:class-container: quiz-option\n\n"
                        f"{verdict} Because of this and that.\n:::\n")

@@ -62,14 +62,23 @@ def _trainer(control=None, **kw):
     return t, model, X, y
 
 
+def _recording(t) -> list:
+    """A list that gets the gamma-Net's gradients at each step of its meta optimizer (which still steps)."""
+    seen, real_step = [], t.opt.step
+
+    def step():
+        seen.append([p.grad.clone() for p in t.gamma_net.parameters()])
+        return real_step()
+    t.opt.step = step
+    return seen
+
+
 def test_placebo_replaces_the_outer_gradient_by_one_of_the_same_norm():
     norms = {}
     grads = {}
     for control in (None, "placebo"):
         t, model, X, y = _trainer(control, meta_lr=1e-3)
-        seen = []
-        real_step = t.opt.step
-        t.opt.step = lambda: (seen.append([p.grad.clone() for p in t.gamma_net.parameters()]), real_step())[1]
+        seen = _recording(t)
         t.step(X[:16], y[:16], torch.optim.SGD(model.parameters(), lr=0.1))
         grads[control] = torch.cat([g.flatten() for g in seen[0]])
         norms[control] = float(grads[control].norm())
@@ -102,17 +111,15 @@ def test_reset_moments_restarts_adam_at_each_epoch_and_is_off_by_default():
             t.step(X[i:i + 16], y[i:i + 16], opt)
         t.epoch = 2
         before = [p.detach().clone() for p in t.gamma_net.parameters()]
-        seen = []
-        real_step = t.opt.step
-        t.opt.step = lambda: (seen.append([p.grad.clone() for p in t.gamma_net.parameters()]), real_step())[1]
+        seen = _recording(t)
         t.step(X[48:64], y[48:64], opt)
         fresh = [torch.nn.Parameter(b.clone()) for b in before]
         adam = torch.optim.Adam(fresh, lr=1e-2)
-        for f, g in zip(fresh, seen[0]):
+        for f, g in zip(fresh, seen[0], strict=True):
             f.grad = g.clone()
         adam.step()
         after = list(t.gamma_net.parameters())
-        steps[reset] = all(torch.allclose(a, f, rtol=0, atol=1e-7) for a, f in zip(after, fresh))
+        steps[reset] = all(torch.allclose(a, f, rtol=0, atol=1e-7) for a, f in zip(after, fresh, strict=True))
         assert int(t.opt.state[after[0]]["step"]) == (1 if reset else 4)
     assert steps == {None: False, "epoch": True}
     with pytest.raises(ValueError, match="reset_moments"):
@@ -149,7 +156,7 @@ def test_summed_loss_and_clipping_follow_the_reference_code():
     s2 = PlainStep(m2, torch.optim.SGD(m2.parameters(), lr=0.01 * 16), LOSSES["ce"])
     s1.reduction = "sum"
     s1(X[:16], y[:16]), s2(X[:16], y[:16])  # sum at lr equals mean at lr * 16
-    for p, q in zip(m1.parameters(), m2.parameters()):
+    for p, q in zip(m1.parameters(), m2.parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-7)
     m3 = _model()
     s3 = PlainStep(m3, torch.optim.SGD(m3.parameters(), lr=1.0), LOSSES["ce"])
@@ -157,7 +164,7 @@ def test_summed_loss_and_clipping_follow_the_reference_code():
     before = [p.detach().clone() for p in m3.parameters()]
     s3(X[:16], y[:16])
     with torch.no_grad():
-        moved = torch.sqrt(sum(((p - b) ** 2).sum() for p, b in zip(m3.parameters(), before)))
+        moved = torch.sqrt(sum(((p - b) ** 2).sum() for p, b in zip(m3.parameters(), before, strict=True)))
     assert float(moved) == pytest.approx(0.5, rel=1e-4)  # the clipped norm times the rate
 
 

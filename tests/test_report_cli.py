@@ -302,7 +302,7 @@ def test_files_a_user_really_has_get_a_page_or_one_line(tmp_path, capsys):
                    "and this is none"]
     p = M.softmax(scaled_logits(300, 2, factor=2.0, seed=0)[0])
     labels = np.where(scaled_logits(300, 2, factor=2.0, seed=0)[1] == 1, "dog", "cat")
-    rows = "\n".join(f"{a:.6f},{b:.6f},{c}" for (a, b), c in zip(p, labels))
+    rows = "\n".join(f"{a:.6f},{b:.6f},{c}" for (a, b), c in zip(p, labels, strict=True))
     (tmp_path / "s.csv").write_text("p0,p1,label\n" + rows + "\n")
     assert calibcourse_main(["report", str(tmp_path / "s.csv"), "--labels-key", "label", "--out", str(tmp_path / "rs"),
                              "--n-boot", "20"]) == 0  # string labels: the sorted labels are the columns

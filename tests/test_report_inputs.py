@@ -154,7 +154,7 @@ def test_a_file_that_is_not_what_it_says_is_one_line_naming_it(tmp_path, capsys,
 def test_semicolon_and_decimal_comma_csvs_are_read(tmp_path, capsys):
     p = M.softmax(scaled_logits(300, 3, factor=2.0, seed=4)[0])
     y = scaled_logits(300, 3, factor=2.0, seed=4)[1]
-    rows = "\n".join(";".join(f"{v:.4f}".replace(".", ",") for v in row) + f";{c}" for row, c in zip(p, y))
+    rows = "\n".join(";".join(f"{v:.4f}".replace(".", ",") for v in row) + f";{c}" for row, c in zip(p, y, strict=True))
     (tmp_path / "semi.csv").write_text("p0;p1;p2;label\n" + rows + "\n")
     rc, out, err = run([tmp_path / "semi.csv", "--out", tmp_path / "r", "--n-boot", "20"], capsys)
     assert rc == 0 and not err

@@ -253,7 +253,7 @@ def test_restamp_on_another_cpu_kind_compares_the_entries_code_with_the_current_
             caches = {}
             for label in trees:
                 caches[label] = cachemod.Cache(workdir / label)
-                for name, cfg in cfgs.items():
+                for name in cfgs:
                     r = runs[name]
                     z = r.outputs["test_logits"] + noise + (1e-6 if label == "current" and name in moved else 0.0)
                     prov = {**r.provenance, "cpu_kind": "a kind no entry has",

@@ -41,7 +41,7 @@ def test_risk_coverage_matches_a_brute_force_loop(ties):
     cov, risk = SEL.risk_coverage(p, y)
     thresholds = np.sort(np.unique(conf))[::-1]
     assert len(cov) == len(thresholds)
-    for c, r, t in zip(cov, risk, thresholds):
+    for c, r, t in zip(cov, risk, thresholds, strict=True):
         answered = conf >= t
         assert c == pytest.approx(answered.mean()) and r == pytest.approx(wrong[answered].mean())
     assert cov[-1] == 1.0 and risk[-1] == pytest.approx(wrong.mean())

@@ -90,7 +90,7 @@ def test_lenet_dropout_adds_layers_but_keeps_the_weights():
     dropped = LeNet5(dropout=0.3)
     a, b = plain.state_dict(), dropped.state_dict()
     assert [v.shape for v in a.values()] == [v.shape for v in b.values()]
-    assert all(torch.equal(x, y) for x, y in zip(a.values(), b.values()))
+    assert all(torch.equal(x, y) for x, y in zip(a.values(), b.values(), strict=True))
     assert not any(isinstance(m, torch.nn.Dropout) for m in plain.modules())
     with pytest.raises(ValueError, match="dropout"):
         LeNet5(dropout=1.0)

@@ -108,7 +108,7 @@ def test_temperature_scaling_reorders_some_pairs_of_confidences_here(rotated):
     """The chapter's "a temperature keeps the order" holds for two classes only: here 0.8 to 3.2 % of pairs."""
     R, temps, n = rotated["R"], rotated["temps"], len(rotated["y"])
     rev = [SS.order_reversals(R[f"ch6/CE/s{s}"].logits("test")[:n].astype(float), t)
-           for s, t in zip(rotated["seeds"], temps["CE"])]
+           for s, t in zip(rotated["seeds"], temps["CE"], strict=True)]
     assert min(rev) > 0.002 and max(rev) < 0.05
 
 
@@ -120,7 +120,8 @@ def test_the_recalibration_floor_is_mostly_the_binned_eces_bias(rotated):
     half = len(y) // 2
     gaps = {}
     for a in (levels[1], levels[-1]):
-        z = [R[f"ch6/CE/s{s}"].logits(f"shift/{a}").astype(float) / t for s, t in zip(rotated["seeds"], temps["CE"])]
+        z = [R[f"ch6/CE/s{s}"].logits(f"shift/{a}").astype(float) / t
+             for s, t in zip(rotated["seeds"], temps["CE"], strict=True)]
         curve, _ = SS.recalibration_with_reference(z, y, [0, 10, 20, 50, 100, half], repeats=20, draws=20)
         g = curve.groupby("n")[["ECE", "ECE if calibrated"]].mean()
         gaps[a] = (g["ECE"] - g["ECE if calibrated"]).to_dict()

@@ -139,7 +139,7 @@ def test_make_step_picks_one_strategy_per_config(extra, kind):
     assert type(step) is kind
     before = [p.detach().clone() for p in model.parameters()]
     loss = step(torch.randn(8, 64), torch.arange(8))
-    assert np.isfinite(loss) and any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert np.isfinite(loss) and any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
 
 
 def test_a_plain_step_is_one_optimizer_step_on_the_configured_loss():
@@ -157,7 +157,7 @@ def test_a_plain_step_is_one_optimizer_step_on_the_configured_loss():
     expected = F.cross_entropy(twin(x), y, label_smoothing=0.2)
     assert loss == pytest.approx(float(expected.detach()))
     expected.backward()
-    for p, q in zip(model.parameters(), twin.parameters()):
+    for p, q in zip(model.parameters(), twin.parameters(), strict=True):
         torch.testing.assert_close(p.detach(), q.detach() - 0.1 * q.grad)
 
 
