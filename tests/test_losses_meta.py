@@ -471,6 +471,6 @@ def test_gaussian_kernel_sums_are_the_dense_formula_and_sece_is_differentiable()
     val = L.sece_exact_torch(conf, correct, bandwidth=0.1, chunk=64)  # several chunks
     c, a = conf.detach().numpy(), correct.numpy()
     k = np.exp(-((c[:, None] - c[None, :]) ** 2) / (2 * 0.1**2))
-    assert float(val) == pytest.approx(np.mean(np.abs(k @ a / k.sum(1) - c)), rel=1e-12)  # Wang et al.'s SECE
+    assert float(val.detach()) == pytest.approx(np.mean(np.abs(k @ a / k.sum(1) - c)), rel=1e-12)  # Wang et al.'s
     val.backward()
     assert conf.grad is not None and torch.isfinite(conf.grad).all() and conf.grad.abs().sum() > 0
