@@ -161,7 +161,7 @@ bench: $(BENCH_STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_under_load.py
 
 # calibcourse report judged on held-out data: 36 scikit-learn model x data cases against no calibration and
-# scikit-learn's CalibratedClassifierCV (4 to 9 minutes on 2 shared cores; the table is in README.md)
+# scikit-learn's CalibratedClassifierCV (4 to 9 minutes on 2 shared cores; the table is in book/guide_practitioners.md)
 .PHONY: bench-panel
 bench-panel: $(BOOK_STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_report_panel.py $(if $(OUT),--out $(OUT))
