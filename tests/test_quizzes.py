@@ -173,7 +173,8 @@ def _quiz(*questions) -> str:
     return "\n".join(out)
 
 
-GOOD = [(True, [("a short one", False), ("a longer one", False), ("the right one", True), ("the longest of all", False)]),
+GOOD = [(True, [("a short one", False), ("a longer one", False), ("the right one", True),
+                ("the longest of all", False)]),
         (True, [("right, and the longest", True), ("short and wrong", False), ("another wrong", False)]),
         (False, [("{fixed}`0.5`", True), ("{fixed}`0.25`", False), ("{fixed}`1.5`", False)])]
 

@@ -19,7 +19,8 @@ BANNERS = {
     "ci": ("Numbers from tiny smoke-test runs", "They only check that the code executes; the numbers mean nothing."),
     "default": ("Numbers from the training runs stored with the course (default scale)",
                 "Data sets that ship with Python packages, models sized for a laptop's CPU."),
-    "full": ("Numbers from full-scale training runs", "The full MNIST and CIFAR data sets and the papers' architectures."),
+    "full": ("Numbers from full-scale training runs",
+             "The full MNIST and CIFAR data sets and the papers' architectures."),
 }
 #: The profile names, smallest first.
 PROFILES = tuple(DESCRIPTIONS)
