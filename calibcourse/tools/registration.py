@@ -199,6 +199,16 @@ def compute(root, ids=None, entries=None, keys=None) -> dict:
         A mapping entry matches no run, or reads a run never committed, or names an unknown commit.
     GitError
         No history, or git failed.
+
+    Examples
+    --------
+    A folder without history says so (a clone with one computes every record, about a minute):
+
+    >>> import tempfile
+    >>> compute(tempfile.mkdtemp())
+    Traceback (most recent call last):
+        ...
+    calibcourse.tools._history.GitError: no history to read: not a git repository
     """
     from calibcourse.study.analysis.ledger.reads import CHOICES, CLAIM_READS
 
@@ -236,7 +246,29 @@ def compute(root, ids=None, entries=None, keys=None) -> dict:
 
 
 def write(root, records: dict) -> Path:
-    """Write ``records`` to ``data/registration.json`` under ``root`` (sorted, one claim per block)."""
+    """Write ``records`` to ``data/registration.json`` under ``root`` (sorted, one claim per block).
+
+    Parameters
+    ----------
+    root : path-like
+        The repository (or any folder: ``data/`` is made where missing).
+    records : dict
+        ``{id: record}`` (:func:`compute`).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> write(root, {"x": {"registration": "registered", "seeds": [0, 1, 2]}}).name
+    'registration.json'
+    >>> load(root)["x"]["seeds"]
+    [0, 1, 2]
+    """
     path = Path(root) / REGISTRATION_JSON
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(dict(sorted(records.items())), indent=1, ensure_ascii=False)
@@ -247,7 +279,24 @@ def write(root, records: dict) -> Path:
 
 
 def load(root) -> dict:
-    """The committed records (``data/registration.json``), or ``{}`` where there is none."""
+    """The committed records (``data/registration.json``), or ``{}`` where there is none.
+
+    Parameters
+    ----------
+    root : path-like
+        The repository.
+
+    Returns
+    -------
+    dict
+        ``{id: record}`` as :func:`write` wrote it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> load(tempfile.mkdtemp())
+    {}
+    """
     path = Path(root) / REGISTRATION_JSON
     return json.loads(path.read_text()) if path.is_file() else {}
 
@@ -270,10 +319,30 @@ def registration(root, ids=None, log=print) -> dict:
     """The records the build uses: computed from the history where there is one, else read from
     ``data/registration.json`` (saying so once with ``log``); a stale committed file is reported.
 
+    Parameters
+    ----------
+    root : path-like
+        The repository.
+    ids : iterable of str, optional
+        The claims wanted (default: every entry).
+    log : callable, default=print
+        Called with each line to report.
+
     Returns
     -------
     dict
         ``{id: record}`` (:func:`compute`); a claim the committed file lacks has no record.
+
+    Examples
+    --------
+    A copy without history reads the committed file:
+
+    >>> import tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> _ = write(root, {"x": {"registration": "registered"}, "y": {"registration": "post hoc"}})
+    >>> registration(root, ids=["x"])
+    registration: read from data/registration.json (not a git repository)
+    {'x': {'registration': 'registered'}}
     """
     reason = history_missing(root)
     if reason:
@@ -296,6 +365,27 @@ def _line(cid: str, rec: dict) -> str:
 
 
 def main(argv=None) -> int:
+    """The command line (the module's docstring): compute, check or show the registrations.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: the command line's).
+
+    Returns
+    -------
+    int
+        0 when done (or current), 1 when ``--check`` finds the committed file stale, 2 when the history
+        cannot be read.
+
+    Examples
+    --------
+    >>> import contextlib, io, tempfile
+    >>> with contextlib.redirect_stderr(io.StringIO()) as err:
+    ...     code = main(["--root", tempfile.mkdtemp(), "--show"])
+    >>> code, err.getvalue().strip()
+    (2, 'registration: no history to read: not a git repository')
+    """
     p = argparse.ArgumentParser(prog="python -m calibcourse.tools.registration",
                                 description="Check each claim's pre-registration against the history.")
     p.add_argument("--root", default=".", help="the repository (default: the current folder)")

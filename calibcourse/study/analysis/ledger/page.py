@@ -102,6 +102,16 @@ def kind_of(claim: dict) -> str:
     """The claim's kind (:data:`KINDS`): retired and sanity checks by their lists in
     :mod:`~calibcourse.study.analysis.ledger.reads`, the course's own claims by their source.
 
+    Parameters
+    ----------
+    claim : dict
+        A claim as ``_build/claims.json`` stores it (its ``id`` and ``source`` are read).
+
+    Returns
+    -------
+    str
+        One of :data:`KINDS`.
+
     Examples
     --------
     >>> kind_of({"id": "ch6-error-rises", "source": "ovadia2019can"})
@@ -119,6 +129,16 @@ def kind_of(claim: dict) -> str:
 def short_claim(text: str) -> str:
     """A claim's text without its parentheses and, where what is left before a colon or semicolon says
     enough, what follows it: the restatement of the page's tables.
+
+    Parameters
+    ----------
+    text : str
+        The claim as declared (:attr:`Claim.claim`), with any "γ-Net inactive (...): " prefix.
+
+    Returns
+    -------
+    str
+        The restatement.
 
     Examples
     --------
@@ -169,6 +189,19 @@ def with_registration(claims: list, records: dict) -> list:
     Adds ``kind``, ``registration`` (``"registered"``, ``"post hoc"``, ``"amended"``; None where the claim
     has no record), ``registration_why``, ``declared``, ``first_run``, ``n_runs``, ``amendments`` (texts) and
     ``added_seeds`` (the planned seeds, those added after a verdict, and the interval on them alone).
+
+    Parameters
+    ----------
+    claims : list of dict
+        The claims as ``_build/claims.json`` stores them.
+    records : dict
+        ``{id: record}`` of :func:`calibcourse.tools.registration.compute` (a claim without one reads
+        "not checked").
+
+    Returns
+    -------
+    list of dict
+        New dicts, in the claims' order.
 
     Examples
     --------

@@ -36,6 +36,12 @@ class Reads(NamedTuple):
     path : str or None
         The module of the package that declares the claim (its id in double quotes), where a
         notebook does not: a claim registered in code before the page that tests it was written.
+
+    Examples
+    --------
+    >>> r = Reads(("ch1/mlp",), earlier="cf10c026", why="an MLP the page trained itself")
+    >>> r.runs, r.anchor, r.path is None
+    (('ch1/mlp',), None, True)
     """
 
     runs: tuple = ()
@@ -166,6 +172,15 @@ RETIRED = frozenset({"ch6-ts-gain-shrinks",
 def reads_of(claim_id: str) -> Reads | None:
     """The entry of ``claim_id`` in :data:`CLAIM_READS` or :data:`CHOICES` (None if it has none).
 
+    Parameters
+    ----------
+    claim_id : str
+        A claim's (or a design choice's) id.
+
+    Returns
+    -------
+    Reads or None
+
     Examples
     --------
     >>> reads_of("ch6-ood-ts").runs, reads_of("nope") is None
@@ -177,6 +192,16 @@ def reads_of(claim_id: str) -> Reads | None:
 def anchor_of(claim_id: str) -> str:
     """The text that declares ``claim_id`` in its notebook: its mapping's ``anchor``, else the id in
     double quotes.
+
+    Parameters
+    ----------
+    claim_id : str
+        A claim's id.
+
+    Returns
+    -------
+    str
+        What :mod:`calibcourse.tools.registration` looks for in the history.
 
     Examples
     --------
