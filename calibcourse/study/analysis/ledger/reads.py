@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["Reads", "CLAIM_READS", "CHOICES", "SANITY_CHECKS", "RETIRED", "reads_of", "anchor_of"]
+__all__ = ["Reads", "CLAIM_READS", "CHOICES", "SANITY_CHECKS", "RETIRED", "NOT_INFORMATIVE", "reads_of", "anchor_of"]
 
 
 class Reads(NamedTuple):
@@ -167,6 +167,14 @@ SANITY_CHECKS = frozenset({"ch6-error-rises"})
 RETIRED = frozenset({"ch6-ts-gain-shrinks",
                      # the photo patches were told apart by brightness alone (AUROC 0.99): the letters replace them
                      "ch6-ood-ensemble", "ch6-ood-ts", "ch6-ood-ts-lower"})
+#: claims whose test cannot inform the verdict on the paper's claim, with the reason the page shows: reported
+#: under their id with their interval, never counted (not a verdict on the paper either way)
+NOT_INFORMATIVE = {
+    "ch5-sgd-sece-vs-ts": "it tests σγ-SECE (SGD), the first set-up's sigmoid-bounded γ-Net on another backbone, "
+                          "not FLγ-SECE, and that γ-Net is not shown to beat its frozen control",
+    "ch5-mce-vs-cedece": "its baseline, CE-DECE, is broken in this recipe (about twice CE's error), and the verdict "
+                         "comes from the seeds added after the first one: on the planned seeds it is inconclusive",
+}
 
 
 def reads_of(claim_id: str) -> Reads | None:
