@@ -1,6 +1,6 @@
 """Chapter 5's reference recipe: the gamma-Net trained the way the code it builds on trains its meta-learner.
 
-Wang and Golebiowski (2023) extend meta-calibration (Bohdal et al. 2021). That code
+Wang and Golebiowski (2023) extend meta-calibration (Bohdal et al., TMLR 2023; arXiv 2021). That code
 (``train_utils.py``, ``train.py`` of ``ondrejbohdal/meta-calibration``) makes one meta step per
 training batch:
 
