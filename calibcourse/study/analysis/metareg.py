@@ -531,7 +531,7 @@ def _growth(metric):
     return growth
 
 
-def paper_claims(cmp: dict, learns: dict, n_boot: int, reps: int = 10) -> list:
+def paper_claims(cmp: dict, learns: dict, n_boot: int, reps: int = 10, focal_fallback: bool = False) -> list:
     """The paper's claims as chapter 5's study tests them: the keyword arguments of
     :meth:`calibcourse.study.analysis.ledger.Ledger.claim` for each, in the ledger's order.
 
@@ -552,6 +552,9 @@ def paper_claims(cmp: dict, learns: dict, n_boot: int, reps: int = 10) -> list:
         Bootstrap resamples behind the growth's paired interval.
     reps : int, default=10
         Repetitions of :func:`calibrated_growth` per seed.
+    focal_fallback : bool, default=False
+        Whether focal loss's gamma is the tuning rule's fallback (no gamma met the error rule,
+        :func:`calibcourse.study.analysis.reference.ref_choice`): the comparison's effect says so.
 
     Returns
     -------
@@ -571,6 +574,7 @@ def paper_claims(cmp: dict, learns: dict, n_boot: int, reps: int = 10) -> list:
     """
     from calibcourse.calibration import metrics as M
     from calibcourse.calibration import stats
+    from calibcourse.study.analysis.reference import REF_MAX_ERROR_GAP
 
     tests, P, y, focal = cmp["tests"], cmp["P"], cmp["y"], cmp["focal"]
     n_test = len(y)
@@ -593,7 +597,10 @@ def paper_claims(cmp: dict, learns: dict, n_boot: int, reps: int = 10) -> list:
          "effect": "ECE(FLγ-SECE) - ECE(CE + TS)", "interval": tests[("ECE", "FLgamma-SECE", "CE + TS")],
          "cost": cost("CE + TS"), "learns": sece_learns},
         {**base, "id": "ch5-sece-vs-focal", "claim": "FLγ-SECE has a lower ECE than focal loss (Table 1)",
-         "effect": f"ECE(FLγ-SECE) - ECE(focal, γ = {gamma_focal})", "interval": tests[("ECE", "FLgamma-SECE", focal)],
+         "effect": f"ECE(FLγ-SECE) - ECE(focal, γ = {gamma_focal})" + (
+             f"; γ = {gamma_focal} is the tuning rule's fallback: no γ kept the error within "
+             f"{100 * REF_MAX_ERROR_GAP:g} point of CE's" if focal_fallback else ""),
+         "interval": tests[("ECE", "FLgamma-SECE", focal)],
          "cost": cost(focal), "learns": sece_learns},
         {**base, "id": "ch5-sece-vs-dece", "claim": "FLγ-SECE has a lower ECE than FLγ-DECE (Table 1: on CIFAR-10 "
          "and Tiny-ImageNet; on CIFAR-100 FLγ-DECE's is lower)", "effect": "ECE(FLγ-SECE) - ECE(FLγ-DECE)",
