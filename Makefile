@@ -18,7 +18,7 @@ export MPLBACKEND ?= Agg
 BOOK_STAMP := $(VENV)/.book-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: provenance book test test-fast bench clean venv train status reproduce restamp smoke labs lab execute assignments grade check-pages chromium pdf tex slides
+.PHONY: provenance book test test-fast test-python bench clean venv train status reproduce restamp smoke labs lab execute assignments grade check-pages chromium pdf tex slides
 
 # TORCH=cpu: PyTorch's CPU-only build from PyTorch's own index first (about 200 MB, where the package index's
 # Linux build brings 3 GB of NVIDIA libraries); the pins accept it (book/setup.md)
@@ -115,6 +115,21 @@ test-fast: $(TEST_STAMP)
 	$(PY) -m calibcourse.tools.audit
 	$(PY) -m pytest -m "not slow" tests calibcourse/calibration
 
+# the fast tier under another Python (`make test-python PYTHON=python3.12`): a venv of its own, by default
+# _build/venv-python3.12 (PYVENV= names one you have), with the newest numpy, scipy, scikit-learn,
+# matplotlib and pandas that Python gets, torch's CPU build and the peers at requirements-test.txt's pins;
+# the package is this tree (PYTHONPATH), not installed. Tried: the Contributors' guide, *Python versions*
+PYVENV ?= _build/venv-$(notdir $(PYTHON))
+test-python:
+	@test -x $(PYVENV)/bin/python || $(PYTHON) -m venv $(PYVENV)
+	$(PYVENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-cache-dir torch==2.14.1 \
+	  --index-url https://download.pytorch.org/whl/cpu
+	$(PYVENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-cache-dir numpy scipy \
+	  scikit-learn matplotlib pandas pytest \
+	  $$(grep -E '^(torchmetrics|netcal|relplot|uncertainty-calibration)==' requirements-test.txt)
+	PYTHONPATH=$(CURDIR) OMP_WAIT_POLICY=PASSIVE $(PYVENV)/bin/python -m pytest -p no:cacheprovider \
+	  -m "not slow" tests calibcourse/calibration
+
 # Debian's chromium and its matching driver, for the rendered-page check, and poppler's PDF tools for the
 # PDF's check (apt, where missing); without apt-get or root, one line says so and their tests skip
 chromium:
@@ -161,7 +176,7 @@ bench: $(BENCH_STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_under_load.py
 
 # calibcourse report judged on held-out data: 36 scikit-learn model x data cases against no calibration and
-# scikit-learn's CalibratedClassifierCV (4 to 9 minutes on 2 shared cores; the table is in README.md)
+# scikit-learn's CalibratedClassifierCV (4 to 9 minutes on 2 shared cores; the table is in book/guide_practitioners.md)
 .PHONY: bench-panel
 bench-panel: $(BOOK_STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(PY) bench/bench_report_panel.py $(if $(OUT),--out $(OUT))

@@ -49,6 +49,16 @@ MODELS = ("lr", "rf", "gb", "nb", "mlp", "svc")
 SK_METHODS = ("sigmoid", "isotonic", "temperature")
 
 
+def sk_methods() -> tuple:
+    """The methods of :data:`SK_METHODS` that this scikit-learn has: ``temperature`` came with 1.8, and
+    the newest scikit-learn for Python 3.10 is 1.7 (the panel then gives its columns as nan)."""
+    import sklearn
+
+    if tuple(int(v) for v in sklearn.__version__.split(".")[:2]) >= (1, 8):
+        return SK_METHODS
+    return tuple(m for m in SK_METHODS if m != "temperature")
+
+
 def load(name):
     """``(X, y)`` of a data set of :data:`DATASETS`."""
     import sklearn.datasets as D
@@ -167,7 +177,7 @@ def run_case(data_name, model_name, n_boot=1000, data_cache=None):
     row["recommended"] = fitted.name or "uncalibrated"
     preds = {"none": _softmax(s_te) if model_name == "svc" else s_te,
              "report": fitted.predict_proba(s_te)}
-    for method in SK_METHODS:
+    for method in sk_methods():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             cc = CalibratedClassifierCV(FrozenEstimator(m), method=method).fit(Xcal, ycal)
@@ -175,6 +185,8 @@ def run_case(data_name, model_name, n_boot=1000, data_cache=None):
     losses = {name: per_sample_losses(p, yte) for name, p in preds.items()}
     for name, (ll, br) in losses.items():
         row[f"ll_{name}"], row[f"brier_{name}"] = float(ll.mean()), float(br.mean())
+    for method in set(SK_METHODS) - set(sk_methods()):
+        row[f"ll_sk_{method}"] = row[f"brier_sk_{method}"] = float("nan")
     for j, score in enumerate(("ll", "brier")):
         row[f"d_{score}"] = paired_interval(losses["report"][j], losses["none"][j])
     row["err_none"] = float(np.mean(preds["none"].argmax(1) != yte))
@@ -219,6 +231,9 @@ def table(rows) -> str:
         f"Report against scikit-learn temperature on held-out log loss: lower in {wins}, higher in {losses}, "
         f"equal in {len(ok) - wins - losses}.",
     ]
+    if set(sk_methods()) != set(SK_METHODS):
+        lines.append(f"This scikit-learn has no {', '.join(sorted(set(SK_METHODS) - set(sk_methods())))} "
+                     "calibration (1.8 and later): its columns are nan.")
     return "\n".join(lines)
 
 

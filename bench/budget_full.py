@@ -1,4 +1,4 @@
-"""Estimated GPU-hours of the ``full`` profile, per chapter (the README's budget table).
+"""Estimated GPU-hours of the ``full`` profile, per chapter (the Contributors' guide, *Budget of the full profile*).
 
     python bench/budget_full.py [--tflops 20] [--meta-factor 5]
 
@@ -13,7 +13,7 @@ far from a GPU's peak, and 15 s per epoch is our assumption for one modern GPU w
 precision, not a measurement). A
 meta-learned step (chapter 5's gamma-Net: a look-ahead step with second-order gradients) costs
 ``--meta-factor`` plain steps: 5, the ratio measured on the CPU in the default profile
-(README, Budgets). Scale the hours by your GPU's real throughput.
+(the Contributors' guide, *Budgets*). Scale the hours by your GPU's real throughput.
 """
 from __future__ import annotations
 

@@ -216,6 +216,13 @@ def test_chapters_state_their_lab_as_the_schedule_does(chapter):
         f"chapter {chapter}: paste schedule.chapter_lab_sentence({chapter})"
 
 
+@pytest.mark.parametrize("chapter", [1, 2, 3, 4, 5, 6])
+def test_chapters_state_their_time_as_the_schedule_does(chapter):
+    text = " ".join((ROOT / "notebooks" / f"{schedule.WEEKS[chapter - 1].chapter}.md").read_text().split())
+    assert " ".join(schedule.chapter_time_sentence(chapter).split()) in text, \
+        f"chapter {chapter}: paste schedule.chapter_time_sentence({chapter})"
+
+
 def test_setup_page_commands_exist_and_run(tmp_path):
     """The setup page's commands, as a student types them: the extras it installs are the package's, every
     make target it names exists, `calibcourse labs` writes the notebooks `make labs` writes (byte for byte),

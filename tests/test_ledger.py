@@ -275,3 +275,62 @@ def test_a_quantity_that_is_not_a_difference_prints_without_a_sign():
     assert c.interval_text == "2.850 [2.099, 3.250]" and c.verdict == "held"
     d = led.claim("d", "lowers it", "s", "a difference", S.Difference(-0.012, -0.02, -0.004, 0.95, n=500))
     assert d.interval_text == "-1.2 [-2.0, -0.4] points"
+
+
+def test_a_test_that_cannot_inform_its_verdict_is_counted_apart_with_its_reason():
+    """ch5-sgd-sece-vs-ts tests σγ-SECE (SGD), not FLγ-SECE; ch5-mce-vs-cedece tests against a broken
+    baseline, decided only by the seeds added after its first verdict: neither "did not survive" (review of
+    the merged book, MAJOR 7); both are listed, with the reason, under "not informative (not counted)"."""
+    from calibcourse.study.analysis.ledger.reads import NOT_INFORMATIVE
+
+    led = ledgermod.Ledger(5, glue=False)
+    worse = stats.Difference(0.02, 0.01, 0.03, 0.95, n=100)
+    led.claim("ch5-sece-vs-ts", "FLγ-SECE has a lower ECE than CE + TS", "wang2023metareg", "d", worse)
+    led.claim("ch5-sgd-sece-vs-ts", "σγ-SECE (SGD) has a lower ECE than CE + TS", "wang2023metareg", "d", worse)
+    led.claim("ch5-mce-vs-cedece", "FLγ-SECE's MCE is at least 9.4 points below CE-DECE's", "wang2023metareg",
+              "d", worse, null=-0.094)
+    claims = ledgermod.with_registration([c.as_dict() for c in led.claims], _registered(led.claims))
+    assert [c["kind"] for c in claims] == ["paper", "not informative", "not informative"]
+    page = ledgermod.ledger_page(claims)
+    para = _block(page, "**Meta-regularization")
+    assert "1 claim tested here" in para
+    assert "- *Did not survive* (1): FLγ-SECE has a lower ECE than CE + TS (registered)." in para
+    for cid in ("ch5-sgd-sece-vs-ts", "ch5-mce-vs-cedece"):
+        assert f"(not informative: {NOT_INFORMATIVE[cid]})" in para
+        assert f"**Not counted**: not informative: {NOT_INFORMATIVE[cid]}." in page
+    rows = {line.split(" | ")[0].strip("| "): line for line in page.splitlines() if line.startswith("| ")}
+    assert rows["not informative (not counted)"].endswith("| 0 | 2 | 0 | 0 | 2 |")
+    assert rows["registered tests of the papers' claims"].endswith("| 0 | 1 | 0 | 0 | 1 |")
+
+
+def test_an_interval_at_another_level_says_so_on_its_row_and_restatements_differ():
+    """The page's column sat under "estimate [95 % interval]" over chapter 4's 99 % intervals, and two claims
+    read the same restatement (review of the merged book, MINOR 16)."""
+    led = ledgermod.Ledger(4, glue=False)
+    led.claim("a", "TS is the best method for the MLP 4x256: below every rival", "guo2017calibration", "d",
+              stats.Difference(0.018, 0.005, 0.031, 0.99, n=5000))
+    led.claim("b", "TS is the best method for the MLP 8x256: below every rival", "guo2017calibration", "d",
+              stats.Difference(-0.018, -0.031, -0.005, 0.95, n=5000))
+    page = ledgermod.ledger_page(ledgermod.with_registration([c.as_dict() for c in led.claims], {}))
+    assert "| claim | ch. | estimate [interval] | verdict | registration |" in page and "[95 % interval]" not in page
+    row = {line.split(" | ")[0]: line for line in page.splitlines() if line.startswith("| {ref}")}
+    assert "+1.8 [+0.5, +3.1] points (99 %) |" in row["| {ref}`TS is the best method for the MLP 4x256 <claim-a>`"]
+    assert "-1.8 [-3.1, -0.5] points |" in row["| {ref}`TS is the best method for the MLP 8x256 <claim-b>`"]
+    assert "**Estimate**: +1.8 [+0.5, +3.1] points (99 %) (< 0)" in page
+    same = [c.as_dict() for c in led.claims]
+    same[1]["claim"] = same[0]["claim"]
+    with pytest.raises(ValueError, match="read the same on the page"):
+        ledgermod.check_claims(same)
+
+
+def test_an_interval_end_just_past_zero_keeps_its_sign():
+    """The error cost on its 10 planned seeds printed +0.7 [0.0, +1.5] points, its lower end -0.013 points
+    (review of the merged book, MINOR 16): the end keeps its sign and a decimal."""
+    from calibcourse.study.analysis.tables import fmt_difference
+
+    d = (0.0073, -0.00013, 0.0145)
+    assert fmt_difference(d, null=0.01) == "+0.73 [-0.01, +1.45] points"
+    assert fmt_difference(d) == "+0.73 [-0.01, +1.45] points"
+    assert fmt_difference((0.0073, 0.00013, 0.0145)) == "+0.73 [+0.01, +1.45] points"
+    assert fmt_difference((0.03, 0.02, 0.04)) == "+3.0 [+2.0, +4.0] points"   # far from 0: one decimal
+    assert fmt_difference((0.0, 0.0, 0.01)) == "0.0 [0.0, +1.0] points"        # an end on 0 stays 0.0

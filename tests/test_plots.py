@@ -40,6 +40,15 @@ def test_reliability_diagram_into_given_axes_and_grid():
     fig.canvas.draw()
     legend_box = fig.legends[0].get_window_extent()
     assert all(legend_box.y1 <= a.get_window_extent().y0 for a in fig.axes)
+    # the highlighted panel is framed all round: one red box holds its diagram and histogram, no other's
+    from matplotlib.patches import Rectangle
+    boxes = [a for a in fig.artists if isinstance(a, Rectangle)]
+    from matplotlib.colors import to_rgba
+    assert len(boxes) == 1 and boxes[0].get_edgecolor() == to_rgba("#d62728")   # the gap's red
+    frame = boxes[0].get_window_extent()
+    inside = [a for a in fig.axes if frame.contains(*a.get_window_extent().min) and
+              frame.contains(*a.get_window_extent().max)]
+    assert len(inside) == 2 and any(a.get_title() == "b" for a in inside)
     plt.close(fig)
     with pytest.raises(ValueError, match="panels is empty"):
         plots.reliability_grid({})

@@ -6,8 +6,11 @@ one) is parsed into its questions and options, and held to the book's rules for 
 - at least two questions per page need a computation or the reading of a figure, marked by
   starting the question's parenthesis with ``to compute;`` (``**Question 3** (to compute; goal: ...)``);
 - the right answer is the longest option (characters of its title, as the reader sees it; longer
-  than every other option) in at most a third of the page's questions, so that length gives
-  nothing away;
+  than every other option) in at most a third of the page's questions, and the shortest (shorter
+  than every other) in at most a third, so that length gives nothing away either way;
+- no option is shorter than half the median length of its question's options: a one-word option
+  among sentences, or "0" among "0.19" and "0.25", stands out whether it is right or wrong (a
+  quarter of the median would let the one-character number through);
 - exactly one option of each question is right, and every option explains itself.
 """
 from __future__ import annotations
@@ -65,6 +68,23 @@ class Question:
         others = [len(o.shown) for o in self.options if not o.right]
         return len(right) == 1 and len(right[0].shown) > max(others, default=0)
 
+    @property
+    def shortest_is_right(self) -> bool:
+        """The right option is shorter than every other one."""
+        right = [o for o in self.options if o.right]
+        others = [len(o.shown) for o in self.options if not o.right]
+        return len(right) == 1 and bool(others) and len(right[0].shown) < min(others)
+
+    @property
+    def stand_outs(self) -> list:
+        """The options shorter than half the median length of the question's options."""
+        lengths = sorted(len(o.shown) for o in self.options)
+        if not lengths:
+            return []
+        mid = len(lengths) // 2
+        median = lengths[mid] if len(lengths) % 2 else (lengths[mid - 1] + lengths[mid]) / 2
+        return [o for o in self.options if 2 * len(o.shown) < median]
+
 
 def quiz_pages() -> list[Path]:
     """Every chapter of the course (``notebooks/0*.md``), and every other page with a quiz."""
@@ -100,11 +120,18 @@ def quiz_problems(text: str) -> list[str]:
     if 3 * len(longest) > len(questions):
         problems.append(f"the right answer is the longest option in questions {longest}, "
                         f"more than a third of {len(questions)}")
+    shortest = [q.number for q in questions if q.shortest_is_right]
+    if 3 * len(shortest) > len(questions):
+        problems.append(f"the right answer is the shortest option in questions {shortest}, "
+                        f"more than a third of {len(questions)}")
     for q in questions:
         if len(q.options) < 3:
             problems.append(f"question {q.number}: {len(q.options)} options")
         if sum(o.right for o in q.options) != 1:
             problems.append(f"question {q.number}: {sum(o.right for o in q.options)} right answers")
+        for o in q.stand_outs:
+            problems.append(f"question {q.number}, option {o.letter}: {o.shown!r} is under half the median "
+                            "length of its options")
         for o in q.options:
             if not (o.right or o.answer.startswith("**Not quite.**")):
                 problems.append(f"question {q.number}, option {o.letter}: neither **Right.** nor **Not quite.**")
@@ -146,9 +173,10 @@ def _quiz(*questions) -> str:
     return "\n".join(out)
 
 
-GOOD = [(True, [("short", False), ("a longer one", False), ("the right one", True), ("the longest of all", False)]),
-        (True, [("right, and the longest", True), ("short", False), ("another", False)]),
-        (False, [("{fixed}`0.5`", True), ("a wrong one", False), ("wrong again", False)])]
+GOOD = [(True, [("a short one", False), ("a longer one", False), ("the right one", True),
+                ("the longest of all", False)]),
+        (True, [("right, and the longest", True), ("short and wrong", False), ("another wrong", False)]),
+        (False, [("{fixed}`0.5`", True), ("{fixed}`0.25`", False), ("{fixed}`1.5`", False)])]
 
 
 def test_a_quiz_that_keeps_the_rules_passes():
@@ -156,6 +184,7 @@ def test_a_quiz_that_keeps_the_rules_passes():
     questions = parse_quiz(_quiz(*GOOD))
     assert [q.to_compute for q in questions] == [True, True, False]
     assert [q.longest_is_right for q in questions] == [False, True, False]
+    assert [q.shortest_is_right for q in questions] == [False, False, False]   # 0.5 ties with 1.5
     assert questions[2].options[0].shown == "0.5"
 
 
@@ -165,6 +194,16 @@ def test_the_checker_finds_each_broken_rule():
     longest = GOOD[:2] + [(False, [("wrong", False), ("the right one, longest", True), ("wrong too", False)])]
     assert quiz_problems(_quiz(*longest)) == [
         "the right answer is the longest option in questions [2, 3], more than a third of 3"]
+    shortest = [(True, [("right", True), ("wrong one", False), ("wrong two", False)]), GOOD[1],
+                (False, [("right", True), ("wrong one", False), ("wrong two", False)])]
+    assert quiz_problems(_quiz(*shortest)) == [
+        "the right answer is the shortest option in questions [1, 3], more than a third of 3"]
+    lone = GOOD[:2] + [(False, [("{fixed}`0.19`", True), ("0", False), ("{fixed}`0.25`", False)])]
+    assert quiz_problems(_quiz(*lone)) == ["question 3, option B: '0' is under half the median length of its options"]
+    one_word = GOOD[:2] + [(False, [("above 0.", True), ("0, since the noise is as often positive as negative.", False),
+                                    ("above 0, by more the more test samples there are.", False)])]
+    assert quiz_problems(_quiz(*one_word)) == [
+        "question 3, option A: 'above 0.' is under half the median length of its options"]
     two_right = GOOD[:2] + [(False, [("one", True), ("two", True), ("three, the longest", False)])]
     assert quiz_problems(_quiz(*two_right)) == ["question 3: 2 right answers"]
     bare = _quiz(*GOOD).replace("**Not quite.** Because of this and that.", "**Not quite.**", 1)

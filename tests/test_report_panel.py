@@ -34,6 +34,9 @@ def test_a_small_calibration_set_gets_a_recommendation_that_holds_on_held_out_da
     row = panel.run_case(data, model)  # the command's defaults (1,000 resamples)
     assert row["rc"] == 0, row.get("error")
     assert row["d_ll"][1] <= 0 and row["d_brier"][1] <= 0, row  # not worse than none beyond the interval
-    assert row["ll_report"] <= 1.05 * row["ll_sk_temperature"], row  # scikit-learn's temperature, about
+    if "temperature" in panel.sk_methods():  # scikit-learn 1.8 and later (not on Python 3.10)
+        assert row["ll_report"] <= 1.05 * row["ll_sk_temperature"], row  # scikit-learn's temperature, about
+    else:
+        assert np.isnan(row["ll_sk_temperature"]), row
     text = panel.table([row])
     assert case in text and "Median held-out log loss" in text

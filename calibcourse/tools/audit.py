@@ -33,6 +33,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibcourse.tools import myst
+
 __all__ = ["Finding", "audit_text", "audit_file", "bib_keys", "pages", "main", "NOT_YET_AUDITED",
            "MAX_CODE_LINE"]
 
@@ -135,108 +137,15 @@ def _blank(s: str) -> str:
     return re.sub(r"[^\n]", " ", s)
 
 
-def _cells(lines):
-    """Split a MyST notebook's lines into ("prose" | "code" | "meta", line number, text) items,
-    with code cells' tags, and the shown flag of each code line."""
-    out, stack = [], []
-    i, n = 0, len(lines)
-    if n and lines[0].strip() == "---":         # the page's front matter
-        j = 1
-        while j < n and lines[j].strip() != "---":
-            j += 1
-        for k in range(0, min(j + 1, n)):
-            out.append(("meta", k + 1, lines[k], False))
-        i = j + 1
-    while i < n:
-        line = lines[i]
-        m = re.match(r"^(`{3,}|~{3,})\s*(\{code-cell\}.*|[\w+-]*)\s*$", line)
-        if m and (m.group(2) or "").startswith("{code-cell}"):
-            fence = m.group(1)
-            j = i + 1
-            tags = ""
-            body_start = j
-            # options: a YAML block between --- lines, or :key: value lines
-            if j < n and lines[j].strip() == "---":
-                k = j + 1
-                while k < n and lines[k].strip() != "---":
-                    k += 1
-                tags = "\n".join(lines[j:k + 1])
-                body_start = k + 1
-            else:
-                k = j
-                while k < n and re.match(r"^:\w[\w-]*:", lines[k]):
-                    k += 1
-                tags = "\n".join(lines[j:k])
-                body_start = k
-            end = body_start
-            while end < n and not lines[end].startswith(fence):
-                end += 1
-            shown = not re.search(r"remove-(?:cell|input)", tags)
-            out.append(("meta", i + 1, line, False))
-            caption_indent = None
-            for k in range(i + 1, body_start):
-                # a figure's caption is prose the reader sees (its alt text and the rest are not)
-                opt = lines[k]
-                indent = len(opt) - len(opt.lstrip())
-                key = re.match(r"^\s*([\w-]+):(\s|$)", opt)
-                if caption_indent is not None and key and indent <= caption_indent:
-                    caption_indent = None
-                if key and key.group(1) == "caption":
-                    caption_indent = indent
-                    rest = opt.split(":", 1)[1].strip()
-                    rest = "" if rest in (">-", ">", "|", "|-") else rest
-                    out.append(("prose", k + 1, rest, False))
-                elif caption_indent is not None:
-                    out.append(("prose", k + 1, opt, False))
-                else:
-                    out.append(("meta", k + 1, opt, False))
-            for k in range(body_start, end):
-                out.append(("code", k + 1, lines[k], shown))
-            if end < n:
-                out.append(("meta", end + 1, lines[end], False))
-            i = end + 1
-            continue
-        d = re.match(r"^\s*(`{3,}|~{3,}|:{3,})\{[\w:-]+\}", line)
-        if d:                                  # a directive opens: its body is prose
-            stack.append(d.group(1))
-            out.append(("meta", i + 1, line, False))
-            i += 1
-            continue
-        c = re.match(r"^\s*(`{3,}|~{3,}|:{3,})\s*$", line)
-        if c and stack and stack[-1] == c.group(1):   # a directive closes
-            stack.pop()
-            out.append(("meta", i + 1, line, False))
-            i += 1
-            continue
-        if m:                                  # a fenced block of code in the prose: shown
-            fence = m.group(1)
-            j = i + 1
-            while j < n and not lines[j].strip().startswith(fence):
-                j += 1
-            out.append(("meta", i + 1, line, False))
-            for k in range(i + 1, j):
-                out.append(("code", k + 1, lines[k], True))
-            if j < n:
-                out.append(("meta", j + 1, lines[j], False))
-            i = j + 1
-            continue
-        out.append(("prose", i + 1, line, False))
-        i += 1
-    return out
+#: what the audit reads of each kind of line (:data:`calibcourse.tools.myst.KINDS`): a figure's caption is
+#: prose the reader sees, a literal block in the prose is shown code; the rest is markup ("meta")
+_READS = {"prose": "prose", "caption": "prose", "code": "code", "literal": "code"}
 
 
-def _directive_fences(items):
-    """Mark the closing fences of directives (a bare fence line in the prose) as meta."""
-    res = []
-    for kind, no, text, shown in items:
-        if kind == "prose" and re.match(r"^\s*(`{3,}|:{3,})\s*$", text):
-            kind = "meta"
-        if kind == "prose" and re.match(r"^\s*:{3,}\{", text):
-            kind = "meta"
-        if kind == "prose" and re.match(r"^:[\w-]+:(\s|$)", text):   # a directive's option
-            kind = "meta"
-        res.append((kind, no, text, shown))
-    return res
+def _items(text: str) -> list:
+    """``(kind, line number, text, shown)`` of each line of a page, ``kind`` one of "prose", "code"
+    and "meta" (:data:`_READS`); ``shown``: a line of code the page shows."""
+    return [(_READS.get(line.kind, "meta"), line.no, line.text, line.shown) for line in myst.lines(text)]
 
 
 def _scan_numbers(text: str):
@@ -299,7 +208,7 @@ def audit_text(text: str, path: str = "<text>", keys: set | None = None) -> list
     """
     keys = bib_keys() if keys is None else keys
     findings = []
-    items = _directive_fences(_cells(text.split("\n")))
+    items = _items(text)
     # group the prose into blocks (separated by blank lines) to apply block marks
     mark = None
     block_mark = None

@@ -15,6 +15,8 @@ import re
 import sys
 from pathlib import Path
 
+from calibcourse.tools import myst
+
 __all__ = ["prose", "prose_words", "MAX_LECTURE_WORDS", "MAX_CHAPTER_WORDS", "rendered_prose", "plumbing"]
 
 #: the most words of prose a lecture page may have (a week's reading beside its exercises and lab)
@@ -22,7 +24,8 @@ MAX_LECTURE_WORDS = 6000
 #: the most words of prose a chapter of Part I, the course, may have (one week, with its quiz)
 MAX_CHAPTER_WORDS = 4500
 
-_FENCE = re.compile(r"^(`{3,}|~{3,})\s*(.*)$")
+#: literal blocks in these languages are code; another's lines (a shell command) are read
+_CODE_LANGUAGES = ("", "python", "text")
 _WORD = re.compile(r"[^\W_][\w'’.-]*")
 
 
@@ -48,22 +51,17 @@ def prose(text: str) -> str:
     >>> prose("````{exercise} Go\\nThree.\\n```python\\ny = 2\\n```\\n````\\n").split()  # code in a directive
     ['Three.']
     """
-    text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
-    out, fences = [], []   # the open fences, innermost last: (marker, whether its body is code)
-    for line in text.splitlines():
-        m = _FENCE.match(line)
-        if m and fences and line.strip() == fences[-1][0]:
-            fences.pop()
-            continue
-        if m and (not fences or m.group(2)):   # a fence opens (inside a directive, only with an info string)
-            info = m.group(2)
-            fences.append((m.group(1), "code-cell" in info or info in ("", "python", "text", "{math}")))
-            continue
-        if any(code for _, code in fences) or re.match(r"^:[\w-]+:", line):
-            continue
-        out.append(line)
+    out = [line.text for line in myst.lines(text.removesuffix("\n")) if _is_prose(line)]
     body = re.sub(r"<!--.*?-->", " ", "\n".join(out), flags=re.S)
     return re.sub(r"\$\$.*?\$\$", " ", body, flags=re.S)
+
+
+def _is_prose(line: myst.Line) -> bool:
+    """Whether the word count reads a line (:func:`calibcourse.tools.myst.lines`): prose, a literal
+    block's line in a language that is not code, and a colon-fenced directive's lines (a quiz
+    option's ``:::{dropdown} A. ...`` line, title and all)."""
+    return (line.kind == "prose" or (line.kind == "literal" and line.info not in _CODE_LANGUAGES)
+            or (line.kind in ("directive", "close") and line.text.lstrip().startswith(":")))
 
 
 def prose_words(path) -> int:

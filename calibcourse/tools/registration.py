@@ -226,6 +226,8 @@ def compute(root, ids=None, entries=None, keys=None) -> dict:
 
     Examples
     --------
+    A folder without history says so (a clone with one computes every record, about a minute):
+
     >>> import tempfile
     >>> compute(tempfile.mkdtemp())
     Traceback (most recent call last):
@@ -273,9 +275,9 @@ def write(root, records: dict) -> Path:
     Parameters
     ----------
     root : path-like
-        The repository.
+        The repository (or any folder: ``data/`` is made where missing).
     records : dict
-        ``{id: record}`` of :func:`compute`.
+        ``{id: record}`` (:func:`compute`).
 
     Returns
     -------
@@ -286,8 +288,10 @@ def write(root, records: dict) -> Path:
     --------
     >>> import tempfile
     >>> root = tempfile.mkdtemp()
-    >>> write(root, {"x": {"registration": "registered", "seeds": [0, 1]}}).name, load(root)["x"]["seeds"]
-    ('registration.json', [0, 1])
+    >>> write(root, {"x": {"registration": "registered", "seeds": [0, 1, 2]}}).name
+    'registration.json'
+    >>> load(root)["x"]["seeds"]
+    [0, 1, 2]
     """
     path = Path(root) / REGISTRATION_JSON
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -309,7 +313,7 @@ def load(root) -> dict:
     Returns
     -------
     dict
-        ``{id: record}``.
+        ``{id: record}`` as :func:`write` wrote it.
 
     Examples
     --------
@@ -344,9 +348,9 @@ def registration(root, ids=None, log=print) -> dict:
     root : path-like
         The repository.
     ids : iterable of str, optional
-        The claims (default: every entry).
+        The claims wanted (default: every entry).
     log : callable, default=print
-        Where the one line goes.
+        Called with each line to report.
 
     Returns
     -------
@@ -355,12 +359,14 @@ def registration(root, ids=None, log=print) -> dict:
 
     Examples
     --------
-    A copy without history (a shallow clone's export, say) reads the committed file:
+    A copy without history reads the committed file:
 
     >>> import tempfile
-    >>> registration(tempfile.mkdtemp())
+    >>> root = tempfile.mkdtemp()
+    >>> _ = write(root, {"x": {"registration": "registered"}, "y": {"registration": "post hoc"}})
+    >>> registration(root, ids=["x"])
     registration: read from data/registration.json (not a git repository)
-    {}
+    {'x': {'registration': 'registered'}}
     """
     reason = history_missing(root)
     if reason:
@@ -383,24 +389,26 @@ def _line(cid: str, rec: dict) -> str:
 
 
 def main(argv=None) -> int:
-    """``python -m calibcourse.tools.registration``: compute every claim's registration and write the file.
+    """The command line (the module's docstring): compute, check or show the registrations.
 
     Parameters
     ----------
     argv : list of str, optional
-        The arguments (default: the command line's): ``--root``, and ``--check`` (exit 1 if the
-        committed file is stale) or ``--show`` (print, write nothing).
+        The arguments (default: the command line's).
 
     Returns
     -------
     int
-        The exit status: 0, 1 (stale, with ``--check``) or 2 (no history to read).
+        0 when done (or current), 1 when ``--check`` finds the committed file stale, 2 when the history
+        cannot be read.
 
     Examples
     --------
-    >>> import tempfile
-    >>> main(["--root", tempfile.mkdtemp(), "--show"])
-    2
+    >>> import contextlib, io, tempfile
+    >>> with contextlib.redirect_stderr(io.StringIO()) as err:
+    ...     code = main(["--root", tempfile.mkdtemp(), "--show"])
+    >>> code, err.getvalue().strip()
+    (2, 'registration: no history to read: not a git repository')
     """
     p = argparse.ArgumentParser(prog="python -m calibcourse.tools.registration",
                                 description="Check each claim's pre-registration against the history.")

@@ -339,6 +339,10 @@ class BiasCorrectedTemperatureScaling(_AffineLogitScaling):
     (2.0, array([-0.5,  0. ,  0. ]))
     """
 
+    #: it has no ``max_iter``, so scikit-learn's check of ``n_iter_`` does not apply, and passes
+    EXPECTED_FAILED_CHECKS = {name: why for name, why in _Calibrator.EXPECTED_FAILED_CHECKS.items()
+                              if name != "check_non_transformer_estimators_n_iter"}
+
     def __init__(self, bias: bool = True):
         self.bias = bias
 

@@ -321,7 +321,7 @@ def bilevel_diagram(lookahead: str = "same"):
         "gnet": (2.6, 0.4, "$\\gamma$-Net $\\phi$\n$\\gamma_i = |\\tilde x_i W| / \\tau$"),
         "focal": (5.0, 2.6, "focal loss\n$\\mathrm{FL}_{\\gamma}(\\theta)$"),
         "step": (7.4, 2.6, rules[lookahead]),
-        "sece": (7.4, 0.4, "SECE of $\\theta'$\non a validation batch"),
+        "sece": (7.4, 0.4, "SECE of $\\theta'$\non a meta batch"),
     }
     for key, (x, y, text) in boxes.items():
         ax.add_patch(plt.Rectangle((x, y), 2.1, 1.0, fc="#eef3fb" if key != "sece" else "#fdecea",

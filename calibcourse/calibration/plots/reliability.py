@@ -179,13 +179,26 @@ def reliability_grid(panels: dict, n_bins: int = 15, ncols: int | None = None,
         reliability_diagram(p, y, n_bins=n_bins, ax=axes, title=str(name), legend=False)
         first = first or axes
         if highlight is not None and str(name) == str(highlight):
-            for spine in ax_rel.spines.values():
-                spine.set_edgecolor(GAP_COLOR)
-                spine.set_linewidth(2.5)
+            framed = axes if isinstance(axes, tuple) else (axes,)
     handles = _legend_handles(*first) if isinstance(first, tuple) else _legend_handles(first)
     fig.legend(handles, [h.get_label() for h in handles], loc="lower center", ncol=min(len(handles), 3),
                fontsize=SMALL_FONT, frameon=False)
+    if highlight is not None and any(str(name) == str(highlight) for name in panels):
+        _frame(fig, framed)
     return fig
+
+
+def _frame(fig, axes) -> None:
+    """A red box around a panel: its axes with their titles, tick labels and the text under them."""
+    from matplotlib.patches import Rectangle
+    from matplotlib.transforms import Bbox
+
+    renderer = fig.canvas.get_renderer()
+    box = Bbox.union([ax.get_tightbbox(renderer) for ax in axes]).transformed(fig.transFigure.inverted())
+    pad = 0.008
+    fig.add_artist(Rectangle((box.x0 - pad, box.y0 - pad), box.width + 2 * pad, box.height + 2 * pad,
+                             transform=fig.transFigure, fill=False, edgecolor=GAP_COLOR, linewidth=2.5,
+                             clip_on=False))
 
 
 def smooth_reliability_diagram(probs, labels, bandwidth: float = 0.05, n_boot: int = 100,

@@ -240,19 +240,23 @@ def ood_metric(probs, group) -> float:
     return auroc(c[g == 1], c[g == 0])
 
 
-#: the brightness features :func:`brightness_separation` scores: name -> function of raw images (n, pixels)
-#: in [0, 1] (the ink, and the share of near-black pixels, below 0.1)
+#: the trivial pixel statistics :func:`brightness_separation` scores: name -> function of raw images
+#: (n, pixels) in [0, 1]: the mean intensity, the share of near-black pixels (below 0.1), the share of
+#: saturated pixels (above 0.99: the stroke's core) and the ink area (the share above 0.5)
 BRIGHTNESS_FEATURES = {"mean intensity": lambda X: X.mean(axis=1),
-                       "near-black fraction": lambda X: (X < 0.1).mean(axis=1)}
+                       "near-black fraction": lambda X: (X < 0.1).mean(axis=1),
+                       "saturated fraction": lambda X: (X > 0.99).mean(axis=1),
+                       "ink area": lambda X: (X > 0.5).mean(axis=1)}
 
 
 def brightness_separation(images_in, images_out) -> dict:
-    """How well brightness alone tells two image sets apart: the AUROC of each brightness feature.
+    """How well a trivial pixel statistic tells two image sets apart: the AUROC of each feature.
 
-    A test of an out-of-distribution set itself: if a feature as crude as the mean intensity
-    separates it from the in-distribution images, any detector passes the test, and it says little
-    about the network. Each AUROC is taken in the direction that separates better (``max(a, 1 - a)``:
-    0.5 is no separation, 1 perfect).
+    A test of an out-of-distribution set itself: if a feature as crude as the mean intensity or the
+    share of saturated pixels separates it from the in-distribution images, a detector that does no
+    better than that feature says little about the network. Each AUROC is taken in the direction
+    that separates better (``max(a, 1 - a)``: 0.5 is no separation, 1 perfect); the largest is the
+    baseline a detector is read against.
 
     Parameters
     ----------
@@ -273,6 +277,10 @@ def brightness_separation(images_in, images_out) -> dict:
     >>> a = brightness_separation(rng.random((400, 16)), rng.random((400, 16)))["mean intensity"]
     >>> bool(0.5 <= a < 0.6)
     True
+    >>> faint, stark = np.full((5, 4, 4), 0.6), np.full((5, 4, 4), 0.6)
+    >>> stark[:, 0, :] = 1.0                       # the same ink, but a saturated row
+    >>> brightness_separation(faint, stark)["saturated fraction"]
+    1.0
     """
     from calibcourse.calibration.selective import auroc
 

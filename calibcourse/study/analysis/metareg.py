@@ -18,7 +18,7 @@ import numpy as np
 
 __all__ = ["REGISTERED", "COLLAPSED_FROM", "COST_MARGIN", "MCE_SIZE", "final_gamma", "gamma_spread",
            "within_seed_spearman", "epoch_window", "calibrated_growth", "underconfident", "reported_runs",
-           "reference_comparison", "paper_claims", "bins_growth"]
+           "reference_comparison", "frozen_share", "paper_claims", "bins_growth", "sigmoid_bound_slope"]
 
 #: the cost claim's margin: FLγ-SECE costs at most 1 point of error against CE (the course's margin)
 COST_MARGIN = 0.01
@@ -111,7 +111,7 @@ def _ece_pct(result, labels) -> float:
     return 100 * float(M.ece(result.probs("test"), labels))
 
 
-def gamma_spread(runs: dict, frozen: dict, labels) -> dict:
+def gamma_spread(runs: dict, frozen: dict, labels, baseline: dict | None = None) -> dict:
     """Where a meta-learned gamma-Net ends, seed by seed, against where its frozen control ends.
 
     Parameters
@@ -122,6 +122,9 @@ def gamma_spread(runs: dict, frozen: dict, labels) -> dict:
         ``{seed: RunResult}`` of its frozen control (meta rate 0); its seeds need not be the same.
     labels : array_like of shape (n,)
         The test labels every run shares.
+    baseline : dict, optional
+        ``{seed: RunResult}`` of a method without a gamma-Net (CE) on the seeds of ``runs``: the
+        comparison for the seeds that have no frozen control.
 
     Returns
     -------
@@ -129,7 +132,10 @@ def gamma_spread(runs: dict, frozen: dict, labels) -> dict:
         ``mean``, ``sd`` (ddof 1), ``min``, ``max`` and ``n`` of the final mean gammas of ``runs``;
         ``frozen_min`` and ``frozen_max`` of the control's; ``below``: the seeds of ``runs`` whose final
         gamma lies below the control's lowest; ``below_ece``: their mean test ECE in percent (NaN when
-        none); ``frozen_ece``: the control's mean test ECE in percent.
+        none); ``frozen_ece``: the control's mean test ECE in percent (over its own seeds);
+        ``below_frozen``: the seeds of ``below`` the control has, and ``below_frozen_ece`` its mean ECE on
+        them (NaN when none); with ``baseline``, ``below_baseline_ece``: the baseline's mean ECE on the
+        seeds of ``below`` (NaN when none).
 
     Examples
     --------
@@ -140,8 +146,8 @@ def gamma_spread(runs: dict, frozen: dict, labels) -> dict:
     >>> run = lambda g: RunResult({}, pd.DataFrame({"gamma_mean": [1.0, g]}),
     ...                           {"test_logits": z, "test_labels": y})
     >>> out = gamma_spread({0: run(0.5), 1: run(3.0), 2: run(4.0)}, {0: run(1.0), 1: run(2.0)}, y)
-    >>> out["below"], out["frozen_min"], round(out["mean"], 2)
-    ([0], 1.0, 2.5)
+    >>> out["below"], out["frozen_min"], round(out["mean"], 2), out["below_frozen"]
+    ([0], 1.0, 2.5, [0])
     """
     g = {s: final_gamma(r) for s, r in runs.items()}
     g0 = np.array([final_gamma(r) for r in frozen.values()])
@@ -150,11 +156,22 @@ def gamma_spread(runs: dict, frozen: dict, labels) -> dict:
     v = np.array(list(g.values()))
     below = sorted(s for s, x in g.items() if x < g0.min())
     y = np.asarray(labels)
-    return {"mean": float(v.mean()), "sd": float(v.std(ddof=1)) if v.size > 1 else float("nan"),
-            "min": float(v.min()), "max": float(v.max()), "n": int(v.size),
-            "frozen_min": float(g0.min()), "frozen_max": float(g0.max()), "below": below,
-            "below_ece": float(np.mean([_ece_pct(runs[s], y) for s in below])) if below else float("nan"),
-            "frozen_ece": float(np.mean([_ece_pct(r, y) for r in frozen.values()]))}
+
+    def ece(group, seeds):
+        return float(np.mean([_ece_pct(group[s], y) for s in seeds])) if seeds else float("nan")
+
+    out = {"mean": float(v.mean()), "sd": float(v.std(ddof=1)) if v.size > 1 else float("nan"),
+           "min": float(v.min()), "max": float(v.max()), "n": int(v.size),
+           "frozen_min": float(g0.min()), "frozen_max": float(g0.max()), "below": below,
+           "below_ece": ece(runs, below), "frozen_ece": float(np.mean([_ece_pct(r, y) for r in frozen.values()])),
+           "below_frozen": [s for s in below if s in frozen]}
+    out["below_frozen_ece"] = ece(frozen, out["below_frozen"])
+    if baseline is not None:
+        missing = [s for s in below if s not in baseline]
+        if missing:
+            raise ValueError(f"baseline lacks the seeds {missing}")
+        out["below_baseline_ece"] = ece(baseline, below)
+    return out
 
 
 def within_seed_spearman(runs: dict, labels) -> dict:
@@ -223,9 +240,9 @@ def epoch_window(history, column: str, first: int, last: int | None = None, how:
         The first epoch counted.
     last : int, optional
         The last epoch counted (default: the run's last).
-    how : {"mean", "sum"}, default="mean"
-        The mean over the window, or the sum (the change of the mean gamma the steps made, for
-        ``step_dgamma``).
+    how : {"mean", "sum", "min"}, default="mean"
+        The mean over the window, the sum (the change of the mean gamma the steps made, for
+        ``step_dgamma``), or the smallest value (how far ``gamma_mean`` dips).
 
     Returns
     -------
@@ -237,16 +254,18 @@ def epoch_window(history, column: str, first: int, last: int | None = None, how:
     >>> h = pd.DataFrame({"epoch": [1, 2, 3, 4], "hg_down_share": [0.0, 0.0, 0.5, 0.7]})
     >>> epoch_window(h, "hg_down_share", 3), epoch_window(h, "hg_down_share", 1)
     (0.6, 0.3)
+    >>> epoch_window(h, "hg_down_share", 3, how="min")
+    0.5
     """
-    if how not in ("mean", "sum"):
-        raise ValueError(f"how must be 'mean' or 'sum'; got {how!r}")
+    if how not in ("mean", "sum", "min"):
+        raise ValueError(f"how must be 'mean', 'sum' or 'min'; got {how!r}")
     if column not in history.columns:
         raise ValueError(f"the history has no column {column!r}; it has {', '.join(history.columns)}")
     last = int(history["epoch"].max()) if last is None else last
     window = history.loc[(history["epoch"] >= first) & (history["epoch"] <= last), column]
     if window.empty:
         raise ValueError(f"no epoch between {first} and {last} in the history")
-    return float(window.mean() if how == "mean" else window.sum())
+    return float(getattr(window, how)())
 
 
 def calibrated_growth(probs, bins=(10, 1000), reps: int = 20, seed: int = 0, metric=None) -> float:
@@ -432,13 +451,88 @@ def reference_comparison(methods: dict, n_boot: int, seed: int = 0) -> dict:
     return {"per_seed": per_seed, "P": P, "y": y, "focal": focal, "tests": tests}
 
 
+def frozen_share(cmp: dict, n_boot: int, seed: int = 0) -> dict:
+    """FLγ-SECE's ECE gain over CE split in two on the seeds its frozen control ran: the part the frozen
+    control already gets (frozen control - CE) and the part the meta-learning adds (FLγ-SECE - frozen
+    control). All three contrasts are paired on the same seeds and test samples, so their estimates add
+    up; the pooled FLγ-SECE - CE of the claims runs over more seeds and is not the total here.
+
+    Parameters
+    ----------
+    cmp : dict
+        :func:`reference_comparison`'s output.
+    n_boot : int
+        Bootstrap resamples of the test samples behind each interval.
+    seed : int, default=0
+        Seed of the bootstraps.
+
+    Returns
+    -------
+    dict
+        ``seeds`` (the frozen control's, shared by the three), ``total`` (FLγ-SECE - CE), ``frozen`` (frozen
+        control - CE) and ``learned`` (FLγ-SECE - frozen control), each a
+        :class:`calibcourse.calibration.stats.PairedSeeds`; ``share``: ``frozen`` over ``total``.
+
+    Examples
+    --------
+    >>> from calibcourse.study.runs.experiments import runs
+    >>> out = frozen_share(reference_comparison(reported_runs(runs("ch5/reference/", "ci")), n_boot=0), n_boot=0)
+    >>> out["seeds"], round(out["frozen"].estimate + out["learned"].estimate - out["total"].estimate, 12)
+    ([0], 0.0)
+    """
+    from calibcourse.calibration import metrics as M
+    from calibcourse.calibration import stats
+
+    P, y = cmp["P"], cmp["y"]
+    seeds = sorted(set(P["frozen control"]) & set(P["FLgamma-SECE"]) & set(P["CE"]))
+    if not seeds:
+        raise ValueError("the frozen control shares no seed with FLγ-SECE and CE")
+
+    def contrast(a, b):
+        return stats.paired_seeds_difference(M.ece, [P[a][s] for s in seeds], [P[b][s] for s in seeds], y,
+                                             n_boot=n_boot, seed=seed)
+
+    out = {"seeds": seeds, "total": contrast("FLgamma-SECE", "CE"), "frozen": contrast("frozen control", "CE"),
+           "learned": contrast("FLgamma-SECE", "frozen control")}
+    out["share"] = float(out["frozen"].estimate / out["total"].estimate) if out["total"].estimate else float("nan")
+    return out
+
+
+def sigmoid_bound_slope(gamma, bound: float = 5.0):
+    """The slope of a sigmoid-bounded gamma, ``gamma = bound * sigmoid(u)``, in its input ``u``, at a
+    gamma: ``bound * sigmoid'(u) = gamma * (1 - gamma / bound)``.
+
+    Parameters
+    ----------
+    gamma : float or array_like
+        Gammas in ``(0, bound)``.
+    bound : float, default=5.0
+        The bound (the Adam backbone's gamma-Nets: 5).
+
+    Returns
+    -------
+    float or numpy.ndarray
+
+    Examples
+    --------
+    At gamma 1 the slope is 0.8; at gamma 0.02, where the bounded gamma collapsed, about 40 times smaller:
+
+    >>> round(float(sigmoid_bound_slope(1.0)), 3), round(float(sigmoid_bound_slope(1.0) / sigmoid_bound_slope(0.02)))
+    (0.8, 40)
+    """
+    g = np.asarray(gamma, dtype=float)
+    if np.any((g <= 0) | (g >= bound)):
+        raise ValueError(f"gamma must lie strictly between 0 and the bound {bound:g}")
+    return g * (1 - g / bound)
+
+
 def _growth(metric):
     def growth(p, y):
         return metric(p, y, n_bins=1000) - metric(p, y, n_bins=10)
     return growth
 
 
-def paper_claims(cmp: dict, learns: dict, n_boot: int, reps: int = 10) -> list:
+def paper_claims(cmp: dict, learns: dict, n_boot: int, reps: int = 10, focal_fallback: bool = False) -> list:
     """The paper's claims as chapter 5's study tests them: the keyword arguments of
     :meth:`calibcourse.study.analysis.ledger.Ledger.claim` for each, in the ledger's order.
 
@@ -459,6 +553,9 @@ def paper_claims(cmp: dict, learns: dict, n_boot: int, reps: int = 10) -> list:
         Bootstrap resamples behind the growth's paired interval.
     reps : int, default=10
         Repetitions of :func:`calibrated_growth` per seed.
+    focal_fallback : bool, default=False
+        Whether focal loss's gamma is the tuning rule's fallback (no gamma met the error rule,
+        :func:`calibcourse.study.analysis.reference.ref_choice`): the comparison's effect says so.
 
     Returns
     -------
@@ -478,6 +575,7 @@ def paper_claims(cmp: dict, learns: dict, n_boot: int, reps: int = 10) -> list:
     """
     from calibcourse.calibration import metrics as M
     from calibcourse.calibration import stats
+    from calibcourse.study.analysis.reference import REF_MAX_ERROR_GAP
 
     tests, P, y, focal = cmp["tests"], cmp["P"], cmp["y"], cmp["focal"]
     n_test = len(y)
@@ -500,7 +598,10 @@ def paper_claims(cmp: dict, learns: dict, n_boot: int, reps: int = 10) -> list:
          "effect": "ECE(FLγ-SECE) - ECE(CE + TS)", "interval": tests[("ECE", "FLgamma-SECE", "CE + TS")],
          "cost": cost("CE + TS"), "learns": sece_learns},
         {**base, "id": "ch5-sece-vs-focal", "claim": "FLγ-SECE has a lower ECE than focal loss (Table 1)",
-         "effect": f"ECE(FLγ-SECE) - ECE(focal, γ = {gamma_focal})", "interval": tests[("ECE", "FLgamma-SECE", focal)],
+         "effect": f"ECE(FLγ-SECE) - ECE(focal, γ = {gamma_focal})" + (
+             f"; γ = {gamma_focal} is the tuning rule's fallback: no γ kept the error within "
+             f"{100 * REF_MAX_ERROR_GAP:g} point of CE's" if focal_fallback else ""),
+         "interval": tests[("ECE", "FLgamma-SECE", focal)],
          "cost": cost(focal), "learns": sece_learns},
         {**base, "id": "ch5-sece-vs-dece", "claim": "FLγ-SECE has a lower ECE than FLγ-DECE (Table 1: on CIFAR-10 "
          "and Tiny-ImageNet; on CIFAR-100 FLγ-DECE's is lower)", "effect": "ECE(FLγ-SECE) - ECE(FLγ-DECE)",

@@ -80,16 +80,17 @@ def ref_choice(results: dict, family: str, seeds=REF_GRID_SEEDS) -> dict:
     Returns
     -------
     dict
-        ``{"chosen": value, "table": DataFrame, "reference_error": float}``: per value, the mean
-        selection error and ECE over the seeds and whether the value is eligible; the reference's
-        mean selection error.
+        ``{"chosen": value, "table": DataFrame, "reference_error": float, "fallback": bool}``: per value,
+        the mean selection error and ECE over the seeds and whether the value is eligible; the reference's
+        mean selection error; whether no value was eligible, so that the rule fell back to the lowest mean
+        ECE over every value.
 
     Examples
     --------
     >>> from calibcourse.study.runs.experiments import runs
     >>> grid = ref_choice(runs("ch5/reference/", "ci"), "FLgamma-SECE", seeds=(0,))
-    >>> list(grid["table"]["value"]), grid["chosen"] in REF_META_LRS
-    ([0.0, 0.0001, 0.001, 0.01], True)
+    >>> list(grid["table"]["value"]), grid["chosen"] in REF_META_LRS, grid["fallback"]
+    ([0.0, 0.0001, 0.001, 0.01], True, False)
     """
     import pandas as pd
 
@@ -104,8 +105,10 @@ def ref_choice(results: dict, family: str, seeds=REF_GRID_SEEDS) -> dict:
     ref_error = measures(reference)[0]
     table = pd.DataFrame([(v, *measures(prefix(v))) for v in values], columns=["value", "error", "ECE"])
     table["eligible"] = table["error"] <= ref_error + REF_MAX_ERROR_GAP + 1e-12
-    pool = table[table["eligible"]] if table["eligible"].any() else table
-    return {"chosen": float(pool.loc[pool["ECE"].idxmin(), "value"]), "table": table, "reference_error": ref_error}
+    fallback = not table["eligible"].any()   # no value within the gap: the lowest ECE over them all
+    pool = table if fallback else table[table["eligible"]]
+    return {"chosen": float(pool.loc[pool["ECE"].idxmin(), "value"]), "table": table, "reference_error": ref_error,
+            "fallback": bool(fallback)}
 
 
 def learns(results: dict, family: str, meta_lr: float, seeds, frozen_family: str = "FLgamma-SECE",

@@ -1,7 +1,8 @@
 """Chapter 6's study on stored logits, beyond the deployment loop of :mod:`~calibcourse.study.analysis.deployment`:
-contrasts averaged over the shifted angles (the fair footing read both ways), how often a temperature
-reorders two inputs' confidences, the binned ECE a perfectly calibrated model would show (the reference
-a recalibration curve is read against), and the label-shift estimators side by side.
+contrasts averaged over the shifted angles (the fair footing read both ways), whether a temperature lowers
+the NLL on data it was not fitted on, how often a temperature reorders two inputs' confidences, the binned
+ECE a perfectly calibrated model would show (the reference a recalibration curve is read against), and the
+label-shift estimators side by side, each network on its own label-shifted resample.
 
 Nothing here trains.
 """
@@ -14,7 +15,8 @@ from calibcourse.calibration import stats
 from calibcourse.calibration._validation import check_int
 
 __all__ = ["LABEL_SHIFT_CALIBRATIONS", "LABEL_SHIFT_ESTIMATORS", "calibrated_reference_ece", "label_shift_comparison",
-           "mean_contrast", "order_reversals", "recalibration_with_reference"]
+           "label_shift_resamples", "mean_contrast", "order_reversals", "out_of_fold_nll_change",
+           "recalibration_with_reference"]
 
 
 def mean_contrast(P: dict, a: str, b: str, keys, labels, metric=M.ece, n_boot: int = 1000, seed: int = 0):
@@ -58,6 +60,57 @@ def mean_contrast(P: dict, a: str, b: str, keys, labels, metric=M.ece, n_boot: i
         raise ValueError("keys must name at least one key of P")
     lists = [P[a][x] for x in keys] + [P[b][x] for x in keys]
     return stats.paired_seeds_contrast(metric, lists, [1 / k] * k + [-1 / k] * k, labels, n_boot=n_boot, seed=seed)
+
+
+def out_of_fold_nll_change(logits, labels, folds: int = 5, seed: int = 0) -> float:
+    """What temperature scaling does to the NLL of samples it was not fitted on.
+
+    The check that decides whether a temperature is worth keeping (an averaged ensemble's, say): the
+    labelled samples are cut into ``folds`` stratified folds (:func:`calibcourse.calibration.folds.
+    fold_indices`, shuffled by ``seed``), each fold's logits are divided by the temperature fitted on
+    the other folds, and the NLL of these out-of-fold probabilities is compared with the model's own.
+    Below 0, the temperature lowers the NLL where it was not fitted; at or above 0, it does not.
+
+    Parameters
+    ----------
+    logits : array_like of shape (n, K)
+        Logits (log-probabilities of an averaged predictor will do) on labelled samples none of the
+        model's networks trained on.
+    labels : array_like of shape (n,)
+        Their integer labels.
+    folds : int, default=5
+        At least 2, at most the smallest class's count.
+    seed : int, default=0
+        The folds' shuffle.
+
+    Returns
+    -------
+    float
+        NLL(out-of-fold temperature) - NLL(no temperature), in nats.
+
+    Examples
+    --------
+    >>> from calibcourse.calibration.synthetic import scaled_logits
+    >>> z, y = scaled_logits(2000, 3, factor=2.0, seed=0)       # twice too confident
+    >>> bool(out_of_fold_nll_change(z, y) < -0.01)
+    True
+    >>> z, y = scaled_logits(2000, 3, factor=1.0, seed=0)       # calibrated: nothing to gain
+    >>> bool(abs(out_of_fold_nll_change(z, y)) < 0.002)
+    True
+    """
+    from calibcourse.calibration import calibrators as cal
+    from calibcourse.calibration.folds import fold_indices
+
+    z = np.asarray(logits, dtype=np.float64)
+    y = np.asarray(labels)
+    if z.ndim != 2 or len(z) != len(y):
+        raise ValueError(f"logits must have shape (n, K) with one label per row; got {z.shape} and {y.shape}")
+    check_int(folds, "folds", low=2)
+    oof = np.empty_like(z)
+    for train, held in fold_indices(y, folds, seed=seed):
+        t = cal.TemperatureScaling().fit(z[train], y[train], classes=range(z.shape[1])).temperature_
+        oof[held] = M.softmax(z[held] / t)
+    return float(M.nll(oof, y) - M.nll(M.softmax(z), y))
 
 
 def order_reversals(logits, temperature: float) -> float:
@@ -183,6 +236,56 @@ def recalibration_with_reference(logits_list, labels, sizes, repeats: int = 20, 
 LABEL_SHIFT_CALIBRATIONS = ("none", "TS", "BCTS")
 #: the prior estimators: Saerens et al.'s EM, Lipton et al.'s BBSE on predicted classes and on probabilities
 LABEL_SHIFT_ESTIMATORS = ("EM", "BBSE", "soft BBSE")
+
+
+def label_shift_resamples(labels, priors, n: int, n_sets: int, seed: int = 0):
+    """One label-shifted resample of a labelled set per network, each drawn on its own.
+
+    Set ``i`` is :func:`~calibcourse.study.analysis.deployment.label_shift_indices` with seed
+    ``seed + i`` (``round(n * priors[k])`` rows of class ``k``, without replacement), its rows put in
+    class order. Every set then has the same labels, row for row, so that the networks' results on
+    their own sets can be paired by row (:func:`calibcourse.calibration.stats.paired_seeds_difference`),
+    and the spread over networks includes the draw of the set. The sets come from one labelled set,
+    so they overlap where a class has few rows to spare.
+
+    Parameters
+    ----------
+    labels : array_like of shape (N,)
+        The labelled set's labels.
+    priors : array_like of shape (K,)
+        The class frequencies wanted (sum to 1).
+    n : int
+        Each set's size (about: rounding per class).
+    n_sets : int
+        How many sets (one per network).
+    seed : int, default=0
+        The first set's seed.
+
+    Returns
+    -------
+    sets : list of numpy.ndarray
+        Row indices into ``labels``, one array per set, in class order.
+    set_labels : numpy.ndarray
+        The labels every set shares.
+
+    Examples
+    --------
+    >>> y = np.repeat([0, 1, 2], 100)
+    >>> sets, ys = label_shift_resamples(y, [0.7, 0.2, 0.1], 100, n_sets=3)
+    >>> np.bincount(ys).tolist(), all(np.array_equal(y[s], ys) for s in sets)
+    ([70, 20, 10], True)
+    >>> len({tuple(s) for s in sets})                   # each set drawn on its own
+    3
+    """
+    from calibcourse.study.analysis.deployment import label_shift_indices
+
+    check_int(n_sets, "n_sets", low=1)
+    y = np.asarray(labels)
+    sets = []
+    for i in range(n_sets):
+        idx = label_shift_indices(y, priors, n, seed=seed + i)
+        sets.append(idx[np.argsort(y[idx], kind="stable")])
+    return sets, y[sets[0]]
 
 
 def label_shift_comparison(networks, target_labels, true_priors):

@@ -6,7 +6,7 @@ import random
 import numpy as np
 
 from calibcourse.study.analysis.glue import glue_value
-from calibcourse.study.runs.profiles import DESCRIPTIONS, check_profile
+from calibcourse.study.runs.profiles import BANNERS, check_profile
 
 __all__ = ["setup", "glue_value", "budget", "BUDGETS"]
 
@@ -130,9 +130,10 @@ def setup(profile: str, data: str, seed: int = 0, edition: str = "instructor"):
 
     from IPython.display import display
 
-    built = DESCRIPTIONS[profile].replace("`", "")
+    title, what = BANNERS[profile]
+    body = f"{what} Data: {data}." + (" Instructor edition." if edition == "instructor" else "")
     # the HTML book shows the note box; the PDF (LaTeX has no HTML) the same words as markdown
-    display({"text/html": f'<div class="admonition note"><p class="admonition-title">Built with {escape(built)}</p>'
-                          f"<p>Data: {escape(data)}. Edition: {escape(edition)}.</p></div>",
-             "text/markdown": f"*Built with {built}. Data: {data}. Edition: {edition}.*",
-             "text/plain": f"Built with {built}. Data: {data}. Edition: {edition}."}, raw=True)
+    display({"text/html": f'<div class="admonition note"><p class="admonition-title">{escape(title)}</p>'
+                          f"<p>{escape(body)}</p></div>",
+             "text/markdown": f"*{title}. {body}*",
+             "text/plain": f"{title}. {body}"}, raw=True)

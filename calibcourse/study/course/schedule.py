@@ -1,10 +1,10 @@
 """The course's schedule: one table of weeks, chapters, labs, times and due work.
 
 The schedule page of the book (``book/schedule.md``, written by :func:`write_page`), the
-banner at the top of every lab (:func:`lab_banner`) and the lab sentence of every chapter's
-opening box (:func:`chapter_lab_sentence`, pasted verbatim; a test compares) are made from
-:data:`WEEKS` and :data:`LAB_TABLE`; nothing else states a lab's number, the chapter it
-follows, its time or when it is due.
+banner at the top of every lab (:func:`lab_banner`), and the time and lab sentences of every
+chapter's opening box (:func:`chapter_time_sentence`, :func:`chapter_lab_sentence`, pasted
+verbatim; a test compares) are made from :data:`WEEKS` and :data:`LAB_TABLE`; nothing else
+states a week's time, a lab's number, the chapter it follows, its time or when it is due.
 
     python -m calibcourse.study.course.schedule      # rewrite book/schedule.md
 """
@@ -14,11 +14,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Week", "Lab", "WEEKS", "LAB_TABLE", "LABS", "lab_number", "lab_title", "lab_banner",
-           "chapter_lab_sentence", "schedule_page", "write_page", "PAGE", "STUDY"]
+
+__all__ = ["Week", "Lab", "WEEKS", "LAB_TABLE", "LABS", "LECTURE_MINUTES", "lab_week", "lab_number", "lab_title",
+           "lab_banner", "chapter_time_sentence", "chapter_lab_sentence", "schedule_page", "write_page", "PAGE",
+           "STUDY"]
 
 #: the schedule page, relative to the repository root
 PAGE = Path("book") / "schedule.md"
+#: the lecture on a chapter, in class (a semester's week: a lecture and a lab session)
+LECTURE_MINUTES = 90
 
 
 @dataclass(frozen=True)
@@ -33,8 +37,11 @@ class Week:
         The chapter read this week (its page name, e.g. ``"01_theory"``).
     chapter_title : str
         Its title.
-    reading_minutes : int
-        The time to read it and do its exercises and quiz.
+    study_minutes : int
+        A student's own time on it after the lecture: reading it, its self-check quiz, and its warm-up
+        and derivation exercises.
+    optional_minutes : int
+        The time its optional exercises take: the others (coding, open questions).
     needs : str
         What a student needs to know before the week.
     also : tuple of (str, str, int)
@@ -53,7 +60,8 @@ class Week:
     number: int
     chapter: str
     chapter_title: str
-    reading_minutes: int
+    study_minutes: int
+    optional_minutes: int
     needs: str = ""
     also: tuple = ()
     evidence: tuple = ()
@@ -110,22 +118,22 @@ def _evidence(*names):
 
 #: the course, one chapter of Part I a week; Part II (the study) is optional reading
 WEEKS = (
-    Week(1, "01_theory", "What calibration is, and how we measure it", 120,
+    Week(1, "01_theory", "What calibration is, and how we measure it", 180, 60,
          "probability (conditional expectation, binomial), softmax and cross-entropy, numpy",
          evidence=_evidence("study_guo2017")),
-    Week(2, "02_causes", "What makes networks miscalibrated", 120,
+    Week(2, "02_causes", "What makes networks miscalibrated", 180, 90,
          "chapter 1; training a network (Adam or SGD, weight decay, batch normalization)",
          evidence=_evidence("study_guo2017")),
-    Week(3, "03_binary", "Calibrating a binary classifier", 120,
+    Week(3, "03_binary", "Calibrating a binary classifier", 180, 60,
          "chapters 1 and 2; logistic regression, maximum likelihood",
          evidence=_evidence("study_guo2017", "study_temperature")),
-    Week(4, "04_multiclass", "Calibrating a multiclass network", 110,
+    Week(4, "04_multiclass", "Calibrating a multiclass network", 180, 60,
          "chapter 3; fitting parameters by minimizing the NLL; PyTorch autograd",
          evidence=_evidence("study_guo2017", "study_temperature")),
-    Week(5, "05_meta_regularization", "Calibration at training time: meta-regularization", 120,
+    Week(5, "05_meta_regularization", "Calibration at training time: meta-regularization", 210, 90,
          "chapters 1 to 4; PyTorch autograd (the chapter introduces the bilevel optimization it uses)",
          evidence=_evidence("study_metareg")),
-    Week(6, "06_practice", "Calibration in practice", 120,
+    Week(6, "06_practice", "Calibration in practice", 180, 60,
          "chapters 1, 4 and 5 (ECE, NLL, Brier score; temperature scaling; comparisons paired by seed)",
          evidence=_evidence("study_shift")),
 )
@@ -223,6 +231,51 @@ def lab_banner(lab: str) -> str:
             f"About {lo} to {hi} minutes of work. Due at the end of week {entry.due}.")
 
 
+def _fixed_hours(minutes: int) -> str:
+    hours = minutes / 60
+    return f"{{fixed}}`{hours:g}` hour" + ("" if hours == 1 else "s")
+
+
+def chapter_time_sentence(chapter: int) -> str:
+    r"""The sentence a chapter's opening box says about its time, from :data:`WEEKS`.
+
+    Every chapter says it the same way: the lecture in class, the student's own time on the reading,
+    the quiz and the warm-up and derivation exercises, and the optional coding and open exercises apart.
+
+    Parameters
+    ----------
+    chapter : int
+        The chapter, from 1.
+
+    Returns
+    -------
+    str
+        One or two sentences of MyST Markdown (numbers marked ``{fixed}``); the chapters paste it
+        verbatim, just before their lab sentence, and a test checks that they do.
+
+    Examples
+    --------
+    >>> print(chapter_time_sentence(1))
+    **Time.** A {fixed}`90`-minute lecture, then about {fixed}`3` hours on your own: the reading, the quiz, and
+    the warm-up and derivation exercises. The other exercises (coding, open questions) are optional, about
+    {fixed}`1` hour more.
+    >>> chapter_time_sentence(0)
+    Traceback (most recent call last):
+        ...
+    ValueError: chapter must be one of 1 to 6; got 0
+    """
+    w = _check_chapter(chapter)
+    return (f"**Time.** A {{fixed}}`{LECTURE_MINUTES}`-minute lecture, then about {_fixed_hours(w.study_minutes)} "
+            "on your own: the reading, the quiz, and the warm-up and derivation exercises. The other exercises "
+            f"(coding, open questions) are optional, about {_fixed_hours(w.optional_minutes)} more.")
+
+
+def _check_chapter(chapter) -> Week:
+    if isinstance(chapter, bool) or chapter not in range(1, len(WEEKS) + 1):
+        raise ValueError(f"chapter must be one of 1 to {len(WEEKS)}; got {chapter!r}")
+    return WEEKS[chapter - 1]
+
+
 def chapter_lab_sentence(chapter: int) -> str:
     r"""The sentence a chapter's opening box says about its lab, from :data:`LAB_TABLE`.
 
@@ -250,8 +303,8 @@ def chapter_lab_sentence(chapter: int) -> str:
         ...
     ValueError: chapter must be one of 1 to 6; got 7
     """
-    if isinstance(chapter, bool) or chapter not in range(1, len(WEEKS) + 1):
-        raise ValueError(f"chapter must be one of 1 to {len(WEEKS)}; got {chapter!r}")
+    _check_chapter(chapter)
+
     def link(e):
         return f"{{doc}}`Lab {lab_number(e.name)} <labs/{e.name}>`"
 
@@ -278,12 +331,13 @@ def chapter_lab_sentence(chapter: int) -> str:
 
 
 def _hours(minutes: int) -> str:
-    h, m = divmod(minutes, 60)
+    h, m = divmod(round(minutes), 60)
     return f"{h} h {m:02d}" if m else f"{h} h"
 
 
 def schedule_page() -> str:
-    """The schedule page: one row a week, with its chapter, lab, times and due work.
+    """The schedule page: one row a week, with its chapter, lecture, own work, lab and due work; then what
+    each week needs and where the evidence for its chapter is.
 
     Returns
     -------
@@ -295,44 +349,57 @@ def schedule_page() -> str:
     >>> print(schedule_page().splitlines()[0])
     # Schedule
     """
-    rows = ["| Week | Read | Lab handed out (the chapter it follows) | Time | Due at the end of the week | Needs "
-            "| Evidence (Part II, optional) |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    # five short columns: the table fits the text column of a laptop's screen (1200 px)
+    rows = ["| Week | Chapter | Lecture | On your own | Lab handed out | Due at the end |",
+            "| --- | --- | --- | --- | --- | --- |"]
     for w in WEEKS:
-        chapter = f"{{doc}}`Chapter {int(w.chapter[:2])}: {w.chapter_title} </book/generated/{w.chapter}>`"
+        number = int(w.chapter[:2])
+        chapter = f"{{doc}}`{number}. {w.chapter_title} </book/generated/{w.chapter}>`"
         chapter += "".join(f", then {{doc}}`{title} </book/generated/{name}>`" for name, title, _ in w.also)
         out = [e for e in LAB_TABLE if e.out == w.number]
         due = [e for e in LAB_TABLE if e.due == w.number]
-        lab = "; ".join(f"{{doc}}`{lab_title(e.name)} </book/generated/labs/{e.name}>` (chapter {e.chapter})"
-                        for e in out) or "none"
-        time = f"reading {_hours(w.reading_minutes)}" + "".join(f" + {_hours(m)}" for _, _, m in w.also)
-        time += "".join(f"; lab {e.minutes[0]} to {e.minutes[1]} min" for e in out)
+        lab = "; ".join(f"{{doc}}`{lab_title(e.name)} </book/generated/labs/{e.name}>`"
+                        + ("" if e.chapter == number else f" (on chapter {e.chapter})")
+                        + f", {e.minutes[0]} to {e.minutes[1]} min" for e in out) or "none"
+        own = _hours(w.study_minutes + sum(m for _, _, m in w.also)) + f" (+ {_hours(w.optional_minutes)} optional)"
         due_text = ", ".join(f"Lab {lab_number(e.name)}" for e in due) or "nothing"
-        evidence = ", ".join(f"{{doc}}`{title} </book/generated/{name}>`" for name, title in w.evidence) or "none"
-        rows.append(f"| {w.number} | {chapter} | {lab} | {time} | {due_text} | {w.needs} | {evidence} |")
-    total = (sum(w.reading_minutes + sum(m for _, _, m in w.also) for w in WEEKS)
-             + sum(sum(e.minutes) / 2 for e in LAB_TABLE))
+        rows.append(f"| {w.number} | {chapter} | {_hours(LECTURE_MINUTES)} | {own} | {lab} | {due_text} |")
+    needs = [f"- **Week {w.number}.** Needs {w.needs}. Evidence: "
+             + (", ".join(f"{{doc}}`{title} </book/generated/{name}>`" for name, title in w.evidence) or "none")
+             + "." for w in WEEKS]
+    lectures = len(WEEKS) * LECTURE_MINUTES
+    own_work = sum(w.study_minutes + sum(m for _, _, m in w.also) for w in WEEKS)
+    labs = 30 * round(sum(sum(e.minutes) / 2 for e in LAB_TABLE) / 30)   # the labs' middle times, to half an hour
+    optional = sum(w.optional_minutes for w in WEEKS)
     return "\n".join(
         [
             "# Schedule",
             "",
-            f"The course takes {len(WEEKS)} weeks, one chapter a week, and {len(LABS)} labs. A lab is handed "
-            "out in the week of the chapter that teaches what it practises, or later, and is due at the end "
-            "of the next week; the last week has no new lab and collects the last one. "
-            "The times are estimates for a student who "
-            "has read the chapter: the reading includes the chapter's exercises and its self-check quiz. "
-            "In a semester, a week is two 90-minute slots, a lecture on the chapter and a lab session; "
-            "the rest is the student's own work.",
+            f"The course takes {len(WEEKS)} weeks, one chapter a week, and {len(LABS)} labs. In a semester, a "
+            f"week is two 90-minute slots, a lecture on the chapter and a lab session; the rest is the "
+            "student's own work. *On your own* is the time after the lecture for reading the chapter, its "
+            "self-check quiz and its warm-up and derivation exercises; the other exercises (coding, open "
+            "questions) are optional, and their time is given apart. A lab is handed out in the week of the "
+            "chapter that teaches what it practises, or later, and is due at the end of the next week; the "
+            "last week has no new lab and collects the last one. The times are estimates.",
             "",
             *rows,
             "",
-            f"In all, about {round(total / 60)} hours of work.",
+            f"In all, about {round((lectures + own_work + labs) / 60)} hours of work: {_hours(lectures)} of "
+            f"lectures, {_hours(own_work)} on your own and about {_hours(labs)} of labs, and {_hours(optional)} more "
+            "for the optional exercises.",
+            "",
+            "## What each week needs",
+            "",
+            "What a student should know before the week, and the reports of Part II that hold the evidence "
+            "for the chapter's results.",
+            "",
+            *needs,
             "",
             "The course is Part I of the book. Part II, the study, is optional reading: one reproduction "
             "report per source, with the set-up, every claim tested and its verdict, and the diagnosis where "
             "a method fails. It is where an instructor preparing a lecture, or a student who wants to know "
-            "where a chapter's sentence comes from, finds the evidence; the last column names the reports "
-            "behind each week's chapter. It is not in the times above.",
+            "where a chapter's sentence comes from, finds the evidence. It is not in the times above.",
             "",
             "How to get the labs, run them on your machine and hand them in: {doc}`setup </book/setup>`.",
             "",

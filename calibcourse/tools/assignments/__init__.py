@@ -34,7 +34,7 @@ temporary folder, with a wall-clock limit: the notebook's cells run in a fresh k
 on it), each question is graded by otter's test files right after the last cell that
 defines its function, and the points are saved after each question, so a submission cut
 at the limit keeps what it earned so far. No Docker and no network: the code runs as the
-user who grades (see the README for what that does not protect against).
+user who grades (the Instructors' guide says what that does not protect against).
 """
 from __future__ import annotations
 

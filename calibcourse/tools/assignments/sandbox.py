@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import time
 from pathlib import Path
 from calibcourse.tools.assignments.code_questions import GRADE_PROFILE, ROOT, _defined_names, _exercise
@@ -194,35 +193,33 @@ def run_submission(submission, private, workdir) -> dict:
 
 
 # =========================================================================== the batch (parent)
-def _children_map() -> dict:
-    children = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d))
-    return children
+# The process tree is psutil's: a psutil.Process remembers its process's start time, so a signal never
+# reaches another process that reused the pid of one that has exited.
+def _members(pid: int, itself: bool = True) -> list:
+    """``pid`` (unless ``itself`` is false) and its descendants, as psutil processes."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        return ([root] if itself else []) + root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
 
 
 def _tree(pid: int) -> list[int]:
-    children, out, stack = _children_map(), [], [pid]
-    while stack:
-        for c in children.get(stack.pop(), []):
-            out.append(c)
-            stack.append(c)
-    return out
+    """The pids of the descendants of ``pid``."""
+    return [p.pid for p in _members(pid, itself=False)]
 
 
 def _rss_bytes(pids) -> int:
-    page, total = os.sysconf("SC_PAGE_SIZE"), 0
-    for p in pids:
+    """The resident memory of the processes ``pids`` together, in bytes (those gone count 0)."""
+    import psutil
+
+    total = 0
+    for pid in pids:
         try:
-            with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * page
-        except (OSError, IndexError, ValueError):
+            total += psutil.Process(pid).memory_info().rss
+        except psutil.Error:
             pass
     return total
 
@@ -235,54 +232,40 @@ KILL_WAIT = 300.0
 def _kill_tree(pid: int, itself: bool = True) -> list[int]:
     """Stop, then kill, a process (unless ``itself`` is false) and all its descendants (stopped
     processes cannot fork), then wait until every one killed has exited (a zombie counts as
-    exited). Returns the pids killed that had not exited after :data:`KILL_WAIT` seconds."""
-    def members():
-        return ([pid] if itself else []) + _tree(pid)
+    exited; none is reaped here, so a caller's ``Popen.wait`` still reads its child's status).
+    Returns the pids killed that had not exited after :data:`KILL_WAIT` seconds."""
+    import psutil
 
-    for _ in range(2):
-        for p in members():
-            _signal(p, signal.SIGSTOP)
-    killed = members()
-    handles = {p: _pidfd(p) for p in killed}  # opened before the kill: the pid cannot be reused meanwhile
+    for _ in range(2):  # the second pass stops what forked while the first ran
+        for p in _members(pid, itself):
+            try:
+                p.suspend()
+            except psutil.Error:
+                pass
+    killed = _members(pid, itself)
     for p in killed:
-        _signal(p, signal.SIGKILL)
-    return _wait_exited(handles, KILL_WAIT)
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    return _wait_exited(killed, KILL_WAIT)
 
 
-def _signal(pid: int, sig):
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _wait_exited(procs: list, timeout: float) -> list[int]:
+    """Wait until each psutil process of ``procs`` has exited (is a zombie, or gone), ``timeout``
+    seconds at most. Returns the pids still running then."""
+    import psutil
 
+    def running(p) -> bool:
+        try:
+            return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
 
-def _pidfd(pid: int):
-    """A pidfd of ``pid`` (readable once it exits), or None where it is gone or pidfds are missing."""
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None
-
-
-def _wait_exited(handles: dict, timeout: float) -> list[int]:
-    """Wait until the process of each pidfd in ``{pid: pidfd}`` has exited, ``timeout`` seconds at
-    most; close the pidfds. Returns the pids still running then."""
-    import select
-
-    left, end = {fd: pid for pid, fd in handles.items() if fd is not None}, time.monotonic() + timeout
-    try:
-        poll = select.poll()
-        for fd in left:
-            poll.register(fd, select.POLLIN)
-        while left and (wait := end - time.monotonic()) > 0:
-            for fd, _ in poll.poll(wait * 1000):
-                poll.unregister(fd)
-                del left[fd]
-        return sorted(left.values())
-    finally:
-        for fd in handles.values():
-            if fd is not None:
-                os.close(fd)
+    end, left = time.monotonic() + timeout, list(procs)
+    while (left := [p for p in left if running(p)]) and time.monotonic() < end:
+        time.sleep(0.02)
+    return sorted(p.pid for p in left)
 
 
 FILE_SIZE_LIMIT = 512 * 2**20  # bytes of one file a submission writes

@@ -310,13 +310,14 @@ class Ledger:
 
     def table_markdown(self) -> str:
         """The chapter-end table: claim, source, effect, estimate [interval], verdict."""
-        lines = ["| claim | source | effect (what is estimated) | estimate [95 % interval] | verdict (claimed side) |",
+        lines = ["| claim | source | effect (what is estimated) | estimate [interval] | verdict (claimed side) |",
                  "|---|---|---|---|---|"]
         for c in self.claims:
             effect = c.effect + (f"; {c.cost}" if c.cost else "")
             verdict = c.verdict_text()
             side = f" ({c.null_text})" if c.null is not None else ""
-            lines.append(f"| {c.claim} | {{cite}}`{c.source}` | {effect} | {c.interval_text} | {verdict}{side} |")
+            estimate = c.interval_text + (f" ({100 * c.level:.0f} %)" if c.level is not None else "")
+            lines.append(f"| {c.claim} | {{cite}}`{c.source}` | {effect} | {estimate} | {verdict}{side} |")
         return "\n".join(lines)
 
     def table(self):

@@ -12,7 +12,7 @@ from calibcourse.study.analysis.ledger._texts import (
     _scale_limit,
 )
 from calibcourse.study.analysis.ledger.claims import Claim
-from calibcourse.study.analysis.ledger.reads import RETIRED, SANITY_CHECKS
+from calibcourse.study.analysis.ledger.reads import NOT_INFORMATIVE, RETIRED, SANITY_CHECKS
 from calibcourse.study.analysis.tables.summaries import fmt_difference
 
 __all__ = ["check_claims", "ledger_page", "with_registration", "kind_of", "short_claim", "STUDIES", "KINDS"]
@@ -29,15 +29,18 @@ STUDIES = (
     (None, "The course's own claims", ("calibcourse_claims",)),
 )
 #: what a claim is, for the tally: a test of a paper's claim, the course's own claim, a sanity check of
-#: the set-up (never counted) or a retired claim (never counted)
-KINDS = ("paper", "course", "sanity check", "retired")
+#: the set-up, a retired claim or a test that cannot inform its verdict (the last three never counted)
+KINDS = ("paper", "course", "sanity check", "retired", "not informative")
+#: the kinds never counted
+_APART = KINDS[2:]
 COURSE_SOURCE = "calibcourse_claims"
 _STATUS_TEXT = {"registered": "registered", "post hoc": "*post hoc*", "amended": "*amended*", None: "not checked"}
 
 
 def check_claims(claims: list, chapters=None) -> None:
-    """Validate a list of claim dicts (``_build/claims.json``): keys, unique ids, chapters the book
-    has, verdicts that follow from their intervals by :func:`calibcourse.calibration.stats.verdict`.
+    """Validate a list of claim dicts (``_build/claims.json``): keys, unique ids, restatements that tell
+    a source's claims apart (:func:`short_claim`), chapters the book has, verdicts that follow from their
+    intervals by :func:`calibcourse.calibration.stats.verdict`.
 
     Parameters
     ----------
@@ -69,9 +72,13 @@ def check_claims(claims: list, chapters=None) -> None:
     Traceback (most recent call last):
         ...
     ValueError: claim 'x': chapter 1 is not one of the book's chapters [2, 3]
+    >>> check_claims([{**c, "verdict": "inconclusive"}, {**c, "id": "y", "verdict": "inconclusive"}])
+    Traceback (most recent call last):
+        ...
+    ValueError: claims 'x' and 'y' read the same on the page ('A'): say in each claim what tells them apart
     """
 
-    seen = set()
+    seen, said = set(), {}
     for c in claims:
         missing = [k for k in CLAIM_KEYS if k not in c]
         if missing:
@@ -82,6 +89,11 @@ def check_claims(claims: list, chapters=None) -> None:
             raise ValueError(f"claim {c['id']!r}: chapter {c['chapter']} is not one of the book's chapters "
                              f"{sorted(chapters)}")
         seen.add(c["id"])
+        short = (c["source"], short_claim(c["claim"]))
+        if short in said:
+            raise ValueError(f"claims {said[short]!r} and {c['id']!r} read the same on the page "
+                             f"({short[1]!r}): say in each claim what tells them apart")
+        said[short] = c["id"]
         learns = c.get("learns")
         if learns is not None and learns.get("verdict") != "held" and not c["claim"].startswith(
                 ("γ-Net inactive", "γ-Net active but not shown to help")):
@@ -99,8 +111,19 @@ def check_claims(claims: list, chapters=None) -> None:
 
 
 def kind_of(claim: dict) -> str:
-    """The claim's kind (:data:`KINDS`): retired and sanity checks by their lists in
-    :mod:`~calibcourse.study.analysis.ledger.reads`, the course's own claims by their source.
+    """The claim's kind (:data:`KINDS`): retired claims, sanity checks and tests that cannot inform their
+    verdict by their lists in :mod:`~calibcourse.study.analysis.ledger.reads`, the course's own claims by
+    their source.
+
+    Parameters
+    ----------
+    claim : dict
+        A claim as ``_build/claims.json`` stores it (its ``id`` and ``source`` are read).
+
+    Returns
+    -------
+    str
+        One of :data:`KINDS`.
 
     Parameters
     ----------
@@ -118,9 +141,13 @@ def kind_of(claim: dict) -> str:
     'sanity check'
     >>> kind_of({"id": "x", "source": "guo2017calibration"}), kind_of({"id": "y", "source": "calibcourse_claims"})
     ('paper', 'course')
+    >>> kind_of({"id": "ch5-mce-vs-cedece", "source": "wang2023metareg"})
+    'not informative'
     """
     if claim["id"] in RETIRED:
         return "retired"
+    if claim["id"] in NOT_INFORMATIVE:
+        return "not informative"
     if claim["id"] in SANITY_CHECKS:
         return "sanity check"
     return "course" if claim["source"] == COURSE_SOURCE else "paper"
@@ -133,12 +160,12 @@ def short_claim(text: str) -> str:
     Parameters
     ----------
     text : str
-        A claim's text.
+        The claim as declared (:attr:`Claim.claim`), with any "γ-Net inactive (...): " prefix.
 
     Returns
     -------
     str
-        The short form (the text itself where nothing can go).
+        The restatement.
 
     Examples
     --------
@@ -193,14 +220,15 @@ def with_registration(claims: list, records: dict) -> list:
     Parameters
     ----------
     claims : list of dict
-        The published claims.
+        The claims as ``_build/claims.json`` stores them.
     records : dict
-        ``{claim id: record}``, :func:`calibcourse.tools.registration`'s records.
+        ``{id: record}`` of :func:`calibcourse.tools.registration.compute` (a claim without one reads
+        "not checked").
 
     Returns
     -------
     list of dict
-        Each claim with those keys added, in the order given.
+        New dicts, in the claims' order.
 
     Examples
     --------
@@ -304,8 +332,21 @@ def _summary(title: str, sources: tuple, group: list, page, docs) -> list:
             lines.append(f"- *{word}* ({len(items)}{note}): {_plain(items)}.")
     other = [d for d in group if d["kind"] not in ("paper", "course")]
     if other:
-        lines.append("- *Not counted*: " + "; ".join(f"{short_claim(d['claim'])} ({d['kind']})" for d in other) + ".")
+        lines.append("- *Not counted*: " + "; ".join(f"{short_claim(d['claim'])} ({_apart_text(d)})"
+                                                      for d in other) + ".")
     return lines + [""]
+
+
+def _apart_text(d: dict) -> str:
+    """Why a claim is not counted: its kind, and for a test that cannot inform its verdict, the reason."""
+    if d["kind"] == "not informative":
+        return f"not informative: {NOT_INFORMATIVE[d['id']]}"
+    return d["kind"]
+
+
+def _level(c: Claim) -> str:
+    """The interval's level after a space where it is not 95 % (the page's default), else nothing."""
+    return f" ({100 * c.level:.0f} %)" if c.level is not None and abs(c.level - 0.95) > 1e-9 else ""
 
 
 def _tally(claims: list) -> list:
@@ -324,7 +365,8 @@ def _tally(claims: list) -> list:
              lambda d: d["kind"] == "course" and d["registration"] in ("post hoc", "amended")),
             ("the course's own claims, not checked", lambda d: d["kind"] == "course" and d["registration"] is None),
             ("sanity checks (not counted)", lambda d: d["kind"] == "sanity check"),
-            ("retired (not counted)", lambda d: d["kind"] == "retired")):
+            ("retired (not counted)", lambda d: d["kind"] == "retired"),
+            ("not informative (not counted)", lambda d: d["kind"] == "not informative")):
         group = [d for d in claims if pick(d)]
         if group or label.startswith("registered"):
             rows.append(f"| {label} | " + " | ".join(str(sum(d["verdict"] == v for d in group)) for v in verdicts)
@@ -341,14 +383,14 @@ def _details(d: dict) -> list:
     lines = [f"({'claim-' + d['id']})=", f":::{{dropdown}} {short_claim(d['claim'])}: {c.verdict}", "",
              f"**Claim** ({where}; {{cite:t}}`{c.source}`): {c.claim}.", "",
              f"**Effect**: {c.effect}{sizes}" + (f"; {c.cost}" if c.cost else "") + ".", "",
-             (f"**Estimate**: {c.interval_text}{side}: {c.verdict_text()}." if c.estimate is not None
+             (f"**Estimate**: {c.interval_text}{_level(c)}{side}: {c.verdict_text()}." if c.estimate is not None
               else f"**Verdict**: {c.verdict_text()}."), ""]
     if c.detectable is not None:
         detects = f"{c.scale * c.detectable:.{c.digits}f} {c.unit}".strip()
         under = " (*underpowered*)" if c.underpowered else ""
         lines += [f"**Detects** (80 %): {detects}{under}.", ""]
-    if d["kind"] in ("sanity check", "retired"):
-        what = "a sanity check of the set-up" if d["kind"] == "sanity check" else "retired"
+    if d["kind"] in _APART:
+        what = "a sanity check of the set-up" if d["kind"] == "sanity check" else _apart_text(d)
         lines += [f"**Not counted**: {what}.", ""]
     reg = _STATUS_TEXT[d.get("registration")]
     lines += [f"**Registration**: {reg}: {d.get('registration_why', '')}."]
@@ -435,7 +477,8 @@ def ledger_page(claims: list, titles: dict | None = None, docs=(), choices: dict
         "# What held",
         "",
         "The study's summary: what each paper's claims became when tested here, then the tally and every "
-        "claim. A verdict follows from a 95 % interval by one rule: **held** when the whole interval lies on "
+        "claim. A verdict follows from an interval (95 %, unless its row gives another level) by one rule: "
+        "**held** when the whole interval lies on "
         "the side the claim states (a claim with a size is tested on its size), **not held** when it lies "
         "wholly on the other side, *inconclusive* when it contains the boundary. A claim is **registered** "
         "when the history shows it declared before the first of its runs, *post hoc* when it was declared "
@@ -468,18 +511,19 @@ def ledger_page(claims: list, titles: dict | None = None, docs=(), choices: dict
         "as a false \"held\": an expectation over the tests run, not a share of the verdicts decided. A reader "
         "who wants a family-wise guarantee can apply Holm's procedure: order the claims by p-value and require "
         f"the first to be decided at level 1 - 0.05/{max(len(reg_tested), 1)}, the next at "
-        f"1 - 0.05/{max(len(reg_tested) - 1, 1)}, and so on. The ledger stores each claim's 95 % interval, not "
-        "a p-value or the interval at other levels, so this page does not apply it.",
+        f"1 - 0.05/{max(len(reg_tested) - 1, 1)}, and so on. The ledger stores each claim's interval at one "
+        "level, not a p-value or the interval at other levels, so this page does not apply it.",
         "",
         "## The claims",
         "",
-        "By paper: a short restatement, the estimate with its 95 % interval, the verdict and the registration; "
+        "By paper: a short restatement, the estimate with its interval (95 %, or the level the row gives), the "
+        "verdict and the registration; "
         "each claim's full text, test and history unfold below its paper's table.",
         "",
     ]
     for _page, title, _sources, group in groups:
         lines += [f"### {(titles or {}).get(title, title)}", "", ":::{div} full-width",
-                  "| claim | ch. | estimate [95 % interval] | verdict | registration |", "|---|---|---|---|---|"]
+                  "| claim | ch. | estimate [interval] | verdict | registration |", "|---|---|---|---|---|"]
         for d in sorted(group, key=lambda d: (d["chapter"], d["id"])):
             c = _claim(d)
             verdict = _VERDICT_MARK[c.verdict] + ("" if c.credited else ", not credited")
@@ -487,9 +531,9 @@ def ledger_page(claims: list, titles: dict | None = None, docs=(), choices: dict
             added = d.get("added_seeds")
             if added:
                 reg += f", {added['planned']} → {added['planned'] + added['added']} seeds"
-            if d["kind"] in ("sanity check", "retired"):
+            if d["kind"] in _APART:
                 reg += f" ({d['kind']})"
-            lines.append(f"| {_link(d)} | {c.chapter} | {c.interval_text} | {verdict} | {reg} |")
+            lines.append(f"| {_link(d)} | {c.chapter} | {c.interval_text}{_level(c)} | {verdict} | {reg} |")
         lines += [":::", ""]
         for d in sorted(group, key=lambda d: (d["chapter"], d["id"])):
             lines += _details(d)

@@ -179,7 +179,9 @@ def fmt_difference(d, scale: float = 100.0, unit: str = "points", digits: int = 
     "What held" all print through it, so that one interval never reads two ways. A number that rounds
     to zero has no sign (never ``-0.0``). Given the claim's boundary ``null``, an interval end within one
     display unit of it gets one more decimal, and so do the other two numbers (up to two more), so that
-    the reader sees on which side of the boundary the end lies.
+    the reader sees on which side of the boundary the end lies. The same holds for 0, the boundary of every
+    signed difference: an end that is not 0 never prints as ``0.0`` (``-0.013`` points reads ``-0.01``, not
+    ``0.0``).
 
     Parameters
     ----------
@@ -209,14 +211,20 @@ def fmt_difference(d, scale: float = 100.0, unit: str = "points", digits: int = 
     '+0.05 [+0.01, +0.09] nats'
     >>> fmt_difference((0.0047, 0.0001, 0.0093), null=0.01)   # an end 0.07 points from a 1-point margin
     '+0.47 [+0.01, +0.93] points'
+    >>> fmt_difference((0.0073, -0.00013, 0.0145), null=0.01)   # an end just below 0 keeps its sign
+    '+0.73 [-0.01, +1.45] points'
     >>> fmt_difference((-0.0004, -0.0012, 0.0003), unit="")
-    '0.0 [-0.1, 0.0]'
+    '-0.04 [-0.12, +0.03]'
     """
     est, low, high = (float(v) for v in d[:3])
-    if null is not None:
-        base = digits
-        while digits < base + 2 and min(abs(scale * (low - null)), abs(scale * (high - null))) < 10 ** -digits:
-            digits += 1
+    base = digits
+
+    def close(boundary, exact):  # an end within one display unit of the boundary (on it: only if exact)
+        gaps = [abs(scale * (v - boundary)) for v in (low, high)]
+        return any((exact or g > 0) and g < 10 ** -digits for g in gaps)
+
+    while digits < base + 2 and ((null is not None and close(null, True)) or (signed and close(0.0, False))):
+        digits += 1
     unit = f" {unit}" if unit else ""
 
     def f(v):

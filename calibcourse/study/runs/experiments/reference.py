@@ -1,6 +1,6 @@
 """The reference recipe's runs: the gamma-Net trained the way the code it builds on trains its meta-learner.
 
-Wang and Golebiowski (2023) extend meta-calibration (Bohdal et al. 2021). That code
+Wang and Golebiowski (2023) extend meta-calibration (Bohdal et al., TMLR 2023; arXiv 2021). That code
 (``train_utils.py``, ``train.py`` of ``ondrejbohdal/meta-calibration``) makes one meta step per
 training batch:
 
@@ -88,7 +88,8 @@ REF_FOCAL_GAMMAS = (1.0, 2.0, 3.0)
 #: the choice rule, fixed before the runs: for each value, the mean over the grid seeds of the
 #: selection split's error and ECE (15 bins); among the values whose mean error is within this of the
 #: reference's (the frozen control for a gamma-Net, CE for focal loss), the lowest mean ECE; ties go to
-#: the first value
+#: the first value; where no value is within it, the lowest mean ECE over every value (focal loss's grid:
+#: every gamma broke the error rule, so the rule chose the least accurate one)
 REF_MAX_ERROR_GAP = 0.01
 #: the values the rule chose on the default profile's grid runs (:func:`calibcourse.study.analysis.reference.ref_choice`
 #: recomputes them;
