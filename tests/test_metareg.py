@@ -258,7 +258,7 @@ def test_the_one_step_loop_collapses_early_and_the_five_step_arm_dips_less(commi
     assert all(0.04 < dip(r) < 0.15 for r in base)
     assert all(0.74 < MR.epoch_window(r.history, "hg_down_share", 1, 5) < 0.82 for r in base)
     assert all(0.42 < dip(r) < 1.07 for r in horizon)
-    est, low, high = seed_t_interval([dip(a) - dip(b) for a, b in zip(horizon, base)])
+    est, low, high = seed_t_interval([dip(a) - dip(b) for a, b in zip(horizon, base, strict=True)])
     assert 0.6 < est < 0.7 and low < 0 < high
     reported = [dip(r) for r in _group(committed, "FLgamma-SECE", 1e-4).values()]
     assert len(reported) == 30 and 0.07 < min(reported) and max(reported) < 0.62
@@ -300,9 +300,11 @@ def test_the_placebo_ends_where_the_frozen_control_ends(committed, comparison):
     placebo = [committed[f"ch5/diagnosis/{REF_PLACEBO_LABEL}/s{s}"] for s in range(10)]
     frozen = [committed[ref_name("FLgamma-SECE", 0.0, s)] for s in range(10)]
     sece = [committed[ref_name("FLgamma-SECE", 1e-4, s)] for s in range(10)]
-    est, low, high = seed_t_interval([MR.final_gamma(a) - MR.final_gamma(b) for a, b in zip(placebo, frozen)])
+    est, low, high = seed_t_interval([MR.final_gamma(a) - MR.final_gamma(b)
+                                      for a, b in zip(placebo, frozen, strict=True)])
     assert abs(est) < 0.05 and low < 0 < high
-    est, low, high = seed_t_interval([MR.final_gamma(a) - MR.final_gamma(b) for a, b in zip(placebo, sece)])
+    est, low, high = seed_t_interval([MR.final_gamma(a) - MR.final_gamma(b)
+                                      for a, b in zip(placebo, sece, strict=True)])
     assert -1.4 < est < -1.25 and high < 0
     y = sece[0].labels()
     d = stats.paired_seeds_difference(M.ece, [r.probs() for r in placebo], [r.probs() for r in frozen], y,
@@ -317,7 +319,8 @@ def test_the_delayed_arms_prediction_is_inconclusive(committed):
 
     delayed = [committed[f"ch5/diagnosis/delayed/s{s}"] for s in range(3)]
     base = [committed[ref_name("FLgamma-SECE", 1e-3, s)] for s in range(3)]
-    est, low, high = seed_t_interval([MR.final_gamma(a) - MR.final_gamma(b) for a, b in zip(delayed, base)])
+    est, low, high = seed_t_interval([MR.final_gamma(a) - MR.final_gamma(b)
+                                      for a, b in zip(delayed, base, strict=True)])
     assert -2.2 < est < -2.0 and low < 0 < high
     y = base[0].labels()
     d = stats.paired_seeds_difference(M.ece, [r.probs() for r in delayed], [r.probs() for r in base], y,

@@ -65,7 +65,7 @@ def test_out_of_fold_nll_change_matches_a_plain_cross_validation():
     z, y = scaled_logits(1500, 4, factor=0.6, seed=5)                   # underconfident: T < 1 helps
     oof = np.empty_like(z)
     for train, held in StratifiedKFold(5, shuffle=True, random_state=0).split(z, y):
-        t = minimize_scalar(lambda t: metrics.nll(softmax(z[train] / t, axis=1), y[train]),
+        t = minimize_scalar(lambda t, train=train: metrics.nll(softmax(z[train] / t, axis=1), y[train]),
                             bounds=(0.05, 20), method="bounded", options={"xatol": 1e-8}).x
         oof[held] = softmax(z[held] / t, axis=1)
     expected = metrics.nll(oof, y) - metrics.nll(softmax(z, axis=1), y)
@@ -233,7 +233,7 @@ def label_shift():
     new = 0.7 ** np.arange(10)
     new /= new.sum()
     sets, y_ls = SS.label_shift_resamples(y5, new, int(np.bincount(y5, minlength=10).min() / new.max()), len(keys))
-    nets = [(*ref_part(R5[k], "posthoc", "logits"), R5[k].logits("test")[ix]) for k, ix in zip(keys, sets)]
+    nets = [(*ref_part(R5[k], "posthoc", "logits"), R5[k].logits("test")[ix]) for k, ix in zip(keys, sets, strict=True)]
     return {"table": SS.label_shift_comparison(nets, y_ls, new), "nets": nets, "y": y_ls, "sets": sets}
 
 
@@ -268,7 +268,7 @@ def test_ems_correction_lowers_the_nll_of_ce_plus_ts_on_per_network_resamples(la
     deployed = [cal.TemperatureScaling().fit(zc, yc).predict_proba(z.astype(np.float64))
                 for zc, yc, z in label_shift["nets"]]
     corrected = [priors.em_priors(q, np.bincount(yc, minlength=10) / len(yc))[1]
-                 for q, (_, yc, _) in zip(deployed, label_shift["nets"])]
+                 for q, (_, yc, _) in zip(deployed, label_shift["nets"], strict=True)]
     d = stats.paired_seeds_difference(metrics.nll, corrected, deployed, label_shift["y"], n_boot=N_BOOT)
     assert d.high < -0.01 and d.n_seeds == 30
 
@@ -321,7 +321,7 @@ def test_a_pixel_statistic_detects_the_letters_as_well_as_the_networks():
     pix = brightness_separation(raw, letters)
     assert max(pix, key=pix.get) == "saturated fraction" and 0.78 < pix["saturated fraction"] < 0.84
     assert (letters > 0.99).mean() > 1.5 * (raw > 0.99).mean()
-    auc = {m: np.mean([ood_metric(*with_ood(a, b)) for a, b in zip(P[m]["test"], P[m][OOD_SPLIT])])
+    auc = {m: np.mean([ood_metric(*with_ood(a, b)) for a, b in zip(P[m]["test"], P[m][OOD_SPLIT], strict=True)])
            for m in ("CE", "Ensemble", "MC dropout")}
     assert auc["CE"] < pix["saturated fraction"] - 0.02
     assert all(abs(auc[m] - pix["saturated fraction"]) < 0.02 for m in ("Ensemble", "MC dropout"))

@@ -14,8 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-
-__all__ = ["Week", "Lab", "WEEKS", "LAB_TABLE", "LABS", "LECTURE_MINUTES", "lab_week", "lab_number", "lab_title",
+__all__ = ["Week", "Lab", "WEEKS", "LAB_TABLE", "LABS", "LECTURE_MINUTES", "lab_number", "lab_title",
            "lab_banner", "chapter_time_sentence", "chapter_lab_sentence", "schedule_page", "write_page", "PAGE",
            "STUDY"]
 
