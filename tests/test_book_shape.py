@@ -127,14 +127,48 @@ def test_a_chapters_rendered_prose_has_no_plumbing(name, executed):
     assert findings == [], f"{name}:\n  " + "\n  ".join(findings)
 
 
+#: a claim's interval or verdict pasted into a sentence: {glue:text}`<id>-interval` (-verdict; a page
+#: that quotes a report's claims glues <id>-text and <id>-v)
+_QUOTED_RESULT = re.compile(r"\{glue:text\}`(ch\d-[\w-]+?)-(?:interval|verdict|text|v)(?::[^`]*)?`")
+
+
+def _claims_of_a_chapter(text):
+    """The claims a chapter's source declares (``ledger.claim("id", ...)``) and the ones whose
+    results its sentences quote, retired ones left out (a retired claim is no result)."""
+    from calibcourse.study.analysis.ledger.reads import RETIRED
+
+    declared = set(re.findall(r'ledger\.claim\(\s*(?:id=)?f?"([\w-]+)"', text))
+    return (declared | set(_QUOTED_RESULT.findall(text))) - RETIRED
+
+
+def _publishes(text, chapter):
+    """Whether a page publishes the claims it declares for What held and the reports: the chapter
+    itself, or (for a chapter that only quotes them) a report of Part II that declares them."""
+    if "ledger.publish()" in text:
+        return True
+    if f"Ledger(chapter={chapter}, glue=False)" not in text:
+        return False
+    reports = [(ROOT / "notebooks" / f"{n}.md").read_text() for n in PART_TWO if n.startswith("study_")]
+    return any(f"Ledger(chapter={chapter})" in r and ("ledger.table()" in r or "ledger.publish()" in r)
+               for r in reports)
+
+
+def test_the_claims_check_catches_an_unlinked_or_unpublished_result():
+    page = ('ledger.claim("ch9-a", claim="x")\nledger.publish()\n'
+            "The gap is {glue:text}`ch9-a-interval` ({ref}`the claim <claim-ch9-a>`); "
+            "and {glue:text}`ch9-b-v` ({glue:text}`ch9-b-text:s`).")
+    assert _claims_of_a_chapter(page) == {"ch9-a", "ch9-b"}
+    assert set(re.findall(r"<claim-([\w-]+)>", page)) == {"ch9-a"}          # ch9-b's result is not linked
+    assert _publishes(page, 9) and not _publishes(page.replace("ledger.publish()", ""), 9)
+    assert not _publishes("quoted = Ledger(chapter=9, glue=False)", 9)        # no report declares chapter 9's
+
+
 @pytest.mark.parametrize("name", PART_ONE)
 def test_a_chapter_links_its_results_and_leaves_its_claims_table_to_part_two(name):
     text = (ROOT / "notebooks" / f"{name}.md").read_text()
     assert "ledger.table()" not in text and "## What this chapter tested" not in text
-    assert "ledger.publish()" in text                      # What held and Part II still read them
-    from calibcourse.study.analysis.ledger.reads import RETIRED
-
-    ids = set(re.findall(r'ledger\.claim\(\s*f?"([\w-]+)"', text)) - RETIRED   # a retired claim is no result
+    assert _publishes(text, int(name[:2])), f"{name}: its claims reach neither What held nor a report"
+    ids = _claims_of_a_chapter(text)
     linked = set(re.findall(r"<claim-([\w-]+)>", text))
     assert ids and ids <= linked | {i for i in ids if "{" in i}, f"{name}: claims not linked: {ids - linked}"
 
@@ -145,7 +179,8 @@ def test_a_report_has_the_six_sections_in_order(name):
     text = (ROOT / "notebooks" / f"{name}.md").read_text()
     headings = re.findall(r"(?m)^## (.+?)\s*$", text)
     assert headings == REPORT_HEADINGS, f"{name}: {headings}"
-    assert "calibcourse:" in text and "reads:" in text      # it re-executes when its chapters change
+    if "published_claims(" in text or ".ipynb::" in text:   # it reads its chapters' executed pages:
+        assert "calibcourse:" in text and "reads:" in text  # it re-executes when they change
 
 
 # --------------------------------------------------------------------------- statements a number decides
