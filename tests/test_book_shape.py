@@ -181,6 +181,8 @@ def test_a_report_has_the_six_sections_in_order(name):
     assert headings == REPORT_HEADINGS, f"{name}: {headings}"
     if "published_claims(" in text or ".ipynb::" in text:   # it reads its chapters' executed pages:
         assert "calibcourse:" in text and "reads:" in text  # it re-executes when they change
+    if "published_claims(" in text:                         # and says which of their claims were registered
+        assert "with_registration(" in text, f"{name}: its claims without their registration"
 
 
 # --------------------------------------------------------------------------- statements a number decides

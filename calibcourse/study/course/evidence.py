@@ -15,7 +15,8 @@ from pathlib import Path
 
 from calibcourse.study.analysis.ledger import CLAIMS_GLUE_NAME, Claim
 
-__all__ = ["notebook_claims", "published_claims", "claims_table", "undecided_list", "GENERATED"]
+__all__ = ["notebook_claims", "published_claims", "claims_table", "registration_sentence", "undecided_list",
+           "GENERATED"]
 
 #: where the book build writes the executed pages, relative to the book's root
 GENERATED = Path("book") / "generated"
@@ -102,7 +103,7 @@ def _level(c: Claim) -> str:
     return "" if c.level is None or abs(c.level - 0.95) < 1e-9 else f" ({100 * c.level:.3g} % interval)"
 
 
-def claims_table(claims, chapter_links: bool = True) -> str:
+def claims_table(claims, chapter_links: bool = True, registration=None) -> str:
     """A Part II report's table of claims: chapter, claim, effect, estimate with its interval, verdict.
 
     Every interval is printed with one level: the ledger's 95 %, or the level it carries, said in
@@ -114,6 +115,11 @@ def claims_table(claims, chapter_links: bool = True) -> str:
         As :func:`published_claims` returns them.
     chapter_links : bool, default=True
         Link the chapter number to the section that teaches the claim (its ``section`` label).
+    registration : bool, default=False
+        Say in the verdict's cell whether the claim was *registered* before its runs, *post hoc* or
+        *amended* (the claims' ``registration``, as
+        :func:`calibcourse.study.analysis.ledger.with_registration` adds it; *not checked* where
+        the history holds no record of the claim).
 
     Returns
     -------
@@ -131,9 +137,13 @@ def claims_table(claims, chapter_links: bool = True) -> str:
     ECE(TS) - ECE(none) (5,000 test, 1 seed)
     -3.0 [-4.0, -2.0] points
     held (< 0) |
+    >>> tagged = {**c.as_dict(), "registration": "post hoc"}
+    >>> claims_table([tagged], chapter_links=False, registration=True).splitlines()[-1].split(" | ")[-1]
+    'held (< 0); *post hoc* |'
     """
+    dated = bool(registration)
     lines = ["| ch. | claim | effect (test samples, seeds) | estimate [interval], 95 % unless said | "
-             "verdict (claimed side) |",
+             f"verdict (claimed side){'; registration' if dated else ''} |",
              "|---|---|---|---|---|"]
     for d in claims:
         c = _claim(d)
@@ -141,9 +151,51 @@ def claims_table(claims, chapter_links: bool = True) -> str:
         sizes = f" ({c.n_test:,} test, {c.n_seeds} seed{'s' if c.n_seeds != 1 else ''})" if c.n_test else ""
         effect = c.effect + sizes + (f"; {c.cost}" if c.cost else "")
         side = f" ({c.null_text})" if c.null is not None else ""
+        status = f"; *{d.get('registration') or 'not checked'}*" if dated else ""
         lines.append(f"| {where} | {c.claim} ({{ref}}`{c.id} <claim-{c.id}>`) | {effect} | "
-                     f"{c.interval_text}{_level(c)} | {c.verdict_text()}{side} |")
+                     f"{c.interval_text}{_level(c)} | {c.verdict_text()}{side}{status} |")
     return "\n".join(lines)
+
+
+def registration_sentence(claims) -> str:
+    """How many of a report's claims were registered before their runs, in a sentence.
+
+    Parameters
+    ----------
+    claims : list of dict
+        As :func:`calibcourse.study.analysis.ledger.with_registration` returns them.
+
+    Returns
+    -------
+    str
+        One sentence of plain text (a page glues it with ``{glue:text}``), for the report's
+        "Registered claims and verdicts".
+
+    Examples
+    --------
+    >>> tagged = [{"registration": "registered"}, {"registration": "post hoc"}, {"registration": "amended"}]
+    >>> print(registration_sentence(tagged))  # doctest: +NORMALIZE_WHITESPACE
+    Only 1 of them was registered, declared in a commit before the first of its runs; the
+    others were declared after their runs existed (post hoc) or changed after (amended).
+    >>> print(registration_sentence(tagged[:1]))
+    It was registered, declared in a commit before the first of its runs.
+    """
+    n, reg = len(claims), sum(c.get("registration") == "registered" for c in claims)
+
+    def before(k):
+        return f"declared in a commit before the first of {'its' if k == 1 else 'their'} runs"
+
+    def late(k):
+        return (f"declared after {'its' if k == 1 else 'their'} runs existed (post hoc) or changed after "
+                "(amended)")
+
+    if reg == n:
+        return f"It was registered, {before(1)}." if n == 1 else f"All of them were registered, {before(n)}."
+    if reg == 0:
+        return f"None of them was registered, {before(1)}: {'it was' if n == 1 else 'all were'} {late(n)}."
+    rest = n - reg
+    return (f"Only {reg} of them {'was' if reg == 1 else 'were'} registered, {before(reg)}; the "
+            f"{'other was' if rest == 1 else 'others were'} {late(rest)}.")
 
 
 def undecided_list(claims) -> str:
