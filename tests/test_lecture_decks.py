@@ -26,7 +26,7 @@ import pytest  # noqa: E402
 from calibcourse.tools import slides as S  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-#: the six chapters of the course (a chapter's second page, 05b or 06b, has no deck of its own)
+#: the six chapters of the course, Part I of the book (one page and one deck each)
 CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("0[1-9]_*.md"))
 
 

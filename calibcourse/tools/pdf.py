@@ -36,7 +36,7 @@ _BBM = r"""\NeedsTeXFormat{LaTeX2e}
 \RequirePackage{amssymb}
 \providecommand{\mathbbm}[1]{\mathbb{#1}}
 """
-#: chapter pages: the lectures of notebooks/ whose name starts with their number (01_theory, 06b_deployment, ...)
+#: chapter pages: the lectures of notebooks/ whose name starts with their number (01_theory, ..., 06_practice)
 _CHAPTER = re.compile(r"^\d\d[a-z]?_")
 
 
