@@ -143,7 +143,7 @@ def test_no_cell_of_the_student_edition_hands_out_an_answer(lab):
     assert all(len(q.forbid) > len(assignments.ALWAYS_FORBIDDEN) for q in qs), "an exercise without forbid"
     forbidden = sorted({f for q in qs for f in q.forbid} - set(assignments.ALWAYS_FORBIDDEN))
     student = [c.source for c in editions.to_edition(jupytext.read(lab), "student").cells
-               if c.cell_type == "code" and not fns & set(code_questions._defined_names(c.source))]
+               if c.cell_type == "code" and not fns & set(code_questions.defined_names(c.source))]
     assert assignments.forbidden_uses(student, None, forbidden, imports=False) == []
     instructor = [c.source for c in editions.to_edition(jupytext.read(lab), "instructor").cells
                   if c.cell_type == "code"]

@@ -165,19 +165,6 @@ def _private_crossings(module: str) -> dict:
             for line, owner, name in _private_uses(module, tree) if not _may_use(module, owner)}
 
 
-#: crossings left while ``tools/assignments/sandbox.py`` is rewritten on another branch (psutil, issue 50):
-#: its private helpers and the two it takes from ``code_questions``; once merged, they become public
-#: names and this set empties (the test fails on an entry that no longer crosses)
-_SANDBOX_PENDING = {
-    ("tools.assignments.sandbox", "tools.assignments.code_questions", "_defined_names"),
-    ("tools.assignments.sandbox", "tools.assignments.code_questions", "_exercise"),
-    ("tools.assignments.batch", "tools.assignments.code_questions", "_exercise"),
-    *(("tools.assignments.batch", "tools.assignments.sandbox", n)
-      for n in ("_child_env", "_kill_tree", "_rmtree", "_rss_bytes", "_tree")),
-    *(("tools.assignments.cli", "tools.assignments.sandbox", n) for n in ("_kill_tree", "_limit_self")),
-}
-
-
 def test_private_names_stay_home():
     """CONTRIBUTING: a private name (``_x``) stays in its module; a package's ``_``-modules and its
     ``__init__`` hold what its modules share. The AST sees every form: imported, read off a module,
@@ -185,9 +172,7 @@ def test_private_names_stay_home():
     crossings = {}
     for m in MODULES:
         crossings |= _private_crossings(m)
-    left = [where for key, where in sorted(crossings.items()) if key not in _SANDBOX_PENDING]
-    assert not left, "\n".join(left)
-    assert not _SANDBOX_PENDING - set(crossings), "no longer crossing: remove from _SANDBOX_PENDING"
+    assert not crossings, "\n".join(where for _, where in sorted(crossings.items()))
 
 
 def test_the_private_name_check_sees_every_form(tmp_path, monkeypatch):

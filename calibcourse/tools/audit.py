@@ -23,8 +23,7 @@ The audit also fails on a line of *shown* code (a code cell not tagged ``remove-
 ``remove-input``, or a fenced block in the prose) over 79 characters, which the HTML cuts.
 
 ``python -m calibcourse.tools.audit [FILE ...]`` audits the given pages, by default every
-chapter and lab under ``notebooks/`` except those of :data:`NOT_YET_AUDITED` (which are
-listed, with their findings, but do not fail); exit status 1 on a finding.
+chapter and lab under ``notebooks/``; exit status 1 on a finding.
 """
 from __future__ import annotations
 
@@ -35,17 +34,12 @@ from pathlib import Path
 
 from calibcourse.tools import myst
 
-__all__ = ["Finding", "audit_text", "audit_file", "bib_keys", "pages", "main", "NOT_YET_AUDITED",
-           "MAX_CODE_LINE"]
+__all__ = ["Finding", "audit_text", "audit_file", "bib_keys", "pages", "main", "MAX_CODE_LINE"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
 #: the longest line of shown code (PEP 8's 79; longer lines are cut in the HTML)
 MAX_CODE_LINE = 79
-
-#: pages that do not pass yet, and why: audited and listed, but they do not fail the run
-NOT_YET_AUDITED: dict = {}
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -76,6 +70,7 @@ class Finding:
     text: str
 
     def __str__(self) -> str:
+        """``path:line: what is wrong: text``, the line the audit prints."""
         what = {"number": "typed number, neither glued nor marked",
                 "quote": "quotation without a known citation",
                 "code": f"shown code line over {MAX_CODE_LINE} characters"}[self.kind]
@@ -176,7 +171,7 @@ def _scan_numbers(text: str):
 
 
 def audit_text(text: str, path: str = "<text>", keys: set | None = None) -> list:
-    """The findings of one page's MyST markdown.
+    r"""The findings of one page's MyST markdown.
 
     Parameters
     ----------
@@ -201,18 +196,16 @@ def audit_text(text: str, path: str = "<text>", keys: set | None = None) -> list
     []
     >>> [f.kind for f in audit_text("{quote}`16.53 % <nobody2030>`")]
     ['quote']
-    >>> audit_text("<!-- quote: guo2017calibration -->\\n| ResNet-110 | 4.6 | 0.58 |")
+    >>> audit_text("<!-- quote: guo2017calibration -->\n| ResNet-110 | 4.6 | 0.58 |")
     []
     >>> [f.kind for f in audit_text("| ECE | $|a - b|$ |")]
     ['table']
     """
     keys = bib_keys() if keys is None else keys
     findings = []
-    items = _items(text)
     # group the prose into blocks (separated by blank lines) to apply block marks
-    mark = None
-    block_mark = None
-    for kind, no, line, shown in items:
+    block_mark = False
+    for kind, no, line, shown in _items(text):
         if kind == "code":
             if shown and len(line) > MAX_CODE_LINE:
                 findings.append(Finding(path, no, "code", line.strip()[:100]))
@@ -220,45 +213,47 @@ def audit_text(text: str, path: str = "<text>", keys: set | None = None) -> list
         if kind == "meta":
             continue
         if not line.strip():
-            block_mark = None
+            block_mark = False
             continue
         m = _BLOCK_MARK.match(line)
         if m:
             key = m.group("key")
             if key is not None and key not in keys:
                 findings.append(Finding(path, no, "quote", line.strip()))
-            mark = "marked"
-            block_mark = mark
+            block_mark = True
             continue
-        if block_mark:
-            continue
-        if _LABEL.match(line):
-            continue
-        work = _COMMENT.sub(lambda x: _blank(x.group(0)), line)
-        work = _HEADING_NUMBER.sub(lambda x: x.group(1) + " " * (len(x.group(0)) - len(x.group(1))), work)
-        work = _LIST_MARKER.sub(lambda x: _blank(x.group(0)), work)
-        work = _NUMBERING.sub(lambda x: _blank(x.group(0)), work)
-
-        def role(m):
-            name, body = m.group(1), m.group(2)
-            if name == "quote":
-                q = _QUOTE.match(body)
-                if q is None or q.group("key") not in keys:
-                    findings.append(Finding(path, no, "quote", m.group(0)))
-            return _blank(m.group(0))
-
-        work = _ROLE.sub(role, work)
-        if line.lstrip().startswith("|"):  # a table row: a bar inside math would split the cell
-            for math in _MATH_INLINE.findall(line):
-                if "|" in math:
-                    findings.append(Finding(path, no, "table", f"'|' inside math in a table row "
-                                                                 f"(write \\lvert, \\rvert): {math[:60]}"))
-        work = _MATH_INLINE.sub(lambda x: _blank(x.group(0)), work)
-        work = _CODE_INLINE.sub(lambda x: _blank(x.group(0)), work)
-        work = _URL.sub(lambda x: _blank(x.group(0)), work)
-        for _, num in _scan_numbers(work):
-            findings.append(Finding(path, no, "number", num))
+        if not block_mark and not _LABEL.match(line):
+            findings += _prose_findings(line, no, path, keys)
     return findings
+
+
+def _prose_findings(line: str, no: int, path: str, keys: set) -> list:
+    """The findings of one line of prose outside a marked block: unknown citations of its ``{quote}``
+    roles, bars inside math in a table row, and its typed numbers."""
+    findings = []
+
+    def role(m):
+        name, body = m.group(1), m.group(2)
+        if name == "quote":
+            q = _QUOTE.match(body)
+            if q is None or q.group("key") not in keys:
+                findings.append(Finding(path, no, "quote", m.group(0)))
+        return _blank(m.group(0))
+
+    work = _COMMENT.sub(lambda x: _blank(x.group(0)), line)
+    work = _HEADING_NUMBER.sub(lambda x: x.group(1) + " " * (len(x.group(0)) - len(x.group(1))), work)
+    work = _LIST_MARKER.sub(lambda x: _blank(x.group(0)), work)
+    work = _NUMBERING.sub(lambda x: _blank(x.group(0)), work)
+    work = _ROLE.sub(role, work)
+    if line.lstrip().startswith("|"):  # a table row: a bar inside math would split the cell
+        for math in _MATH_INLINE.findall(line):
+            if "|" in math:
+                findings.append(Finding(path, no, "table", f"'|' inside math in a table row "
+                                                             f"(write \\lvert, \\rvert): {math[:60]}"))
+    work = _MATH_INLINE.sub(lambda x: _blank(x.group(0)), work)
+    work = _CODE_INLINE.sub(lambda x: _blank(x.group(0)), work)
+    work = _URL.sub(lambda x: _blank(x.group(0)), work)
+    return findings + [Finding(path, no, "number", num) for _, num in _scan_numbers(work)]
 
 
 def _strip_math_blocks(text: str) -> str:
@@ -266,7 +261,7 @@ def _strip_math_blocks(text: str) -> str:
 
 
 def audit_file(path, keys: set | None = None) -> list:
-    """:func:`audit_text` of a file (display math blanked first).
+    r""":func:`audit_text` of a file (display math blanked first).
 
     Parameters
     ----------
@@ -283,7 +278,7 @@ def audit_file(path, keys: set | None = None) -> list:
     --------
     >>> import tempfile
     >>> page = Path(tempfile.mkdtemp()) / "p.md"
-    >>> _ = page.write_text("$$x = 2.5$$\\n\\nThe ECE is 4.3 %.\\n")
+    >>> _ = page.write_text("$$x = 2.5$$\n\nThe ECE is 4.3 %.\n")
     >>> [(f.line, f.kind, f.text) for f in audit_file(page)]  # the display math is not prose
     [(3, 'number', '4.3')]
     """
@@ -313,7 +308,7 @@ def pages() -> list:
 
 
 def main(argv=None) -> int:
-    """Audit the pages; print every finding; 1 if a page outside :data:`NOT_YET_AUDITED` has one.
+    r"""Audit the pages; print every finding; 1 if a page has one.
 
     Parameters
     ----------
@@ -329,7 +324,7 @@ def main(argv=None) -> int:
     --------
     >>> import tempfile
     >>> page = Path(tempfile.mkdtemp()) / "p.md"
-    >>> _ = page.write_text("The ECE is 4.3 %.\\n")
+    >>> _ = page.write_text("The ECE is 4.3 %.\n")
     >>> import contextlib, io
     >>> out = io.StringIO()
     >>> with contextlib.redirect_stdout(out):
@@ -347,15 +342,10 @@ def main(argv=None) -> int:
             rel = str(page.resolve().relative_to(ROOT))
         except ValueError:
             rel = str(page)
-        pending = rel in NOT_YET_AUDITED and not argv
         for f in findings:
-            print(("(not yet audited) " if pending else "") + str(f))
-        if findings and not pending:
-            failed = True
-        status = "ok" if not findings else (f"{len(findings)} finding(s), not yet audited: "
-                                            f"{NOT_YET_AUDITED[rel]}" if pending else
-                                            f"{len(findings)} finding(s)")
-        print(f"== {rel}: {status}", file=sys.stderr)
+            print(f)
+        failed = failed or bool(findings)
+        print(f"== {rel}: {f'{len(findings)} finding(s)' if findings else 'ok'}", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -65,7 +65,7 @@ class Line(NamedTuple):
 
 
 def lines(text: str) -> list:
-    """Every line of a MyST page, with what it is.
+    r"""Every line of a MyST page, with what it is.
 
     Code cells (```` ```{code-cell} ````) give their fences and options as ``"cell"``, a figure's
     caption in their options as ``"caption"`` and their source as ``"code"``; a directive's
@@ -83,8 +83,8 @@ def lines(text: str) -> list:
 
     Examples
     --------
-    >>> page = ("---\\nkernel: x\\n---\\n# Title\\n```{code-cell} ipython3\\n:tags: [remove-input]\\n"
-    ...         "x = 1\\n```\\n:::{dropdown} A. Yes\\n:open:\\nRight.\\n:::\\n```bash\\npip install .\\n```")
+    >>> page = ("---\nkernel: x\n---\n# Title\n```{code-cell} ipython3\n:tags: [remove-input]\n"
+    ...         "x = 1\n```\n:::{dropdown} A. Yes\n:open:\nRight.\n:::\n```bash\npip install .\n```")
     >>> for line in lines(page):
     ...     print(line.no, line.kind, line.shown, repr(line.info), line.text)
     1 front False '' ---

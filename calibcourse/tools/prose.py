@@ -30,7 +30,7 @@ _WORD = re.compile(r"[^\W_][\w'’.-]*")
 
 
 def prose(text: str) -> str:
-    """The prose of a jupytext MyST page: its front matter, code cells, directive options (``:key:``
+    r"""The prose of a jupytext MyST page: its front matter, code cells, directive options (``:key:``
     lines), HTML comments and display math removed; exercises, solutions, admonitions and quiz
     dropdowns are prose and stay.
 
@@ -45,10 +45,10 @@ def prose(text: str) -> str:
 
     Examples
     --------
-    >>> page = "---\\nkernel: x\\n---\\n# Title\\n\\n```{code-cell} ipython3\\nx = 1\\n```\\nOne two.\\n$$a+b$$\\n"
+    >>> page = "---\nkernel: x\n---\n# Title\n\n```{code-cell} ipython3\nx = 1\n```\nOne two.\n$$a+b$$\n"
     >>> prose(page).split()
     ['#', 'Title', 'One', 'two.']
-    >>> prose("````{exercise} Go\\nThree.\\n```python\\ny = 2\\n```\\n````\\n").split()  # code in a directive
+    >>> prose("````{exercise} Go\nThree.\n```python\ny = 2\n```\n````\n").split()  # code in a directive
     ['Three.']
     """
     out = [line.text for line in myst.lines(text.removesuffix("\n")) if _is_prose(line)]
@@ -65,7 +65,7 @@ def _is_prose(line: myst.Line) -> bool:
 
 
 def prose_words(path) -> int:
-    """The number of words of prose in a page's source (:func:`prose`).
+    r"""The number of words of prose in a page's source (:func:`prose`).
 
     Parameters
     ----------
@@ -80,7 +80,7 @@ def prose_words(path) -> int:
     --------
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "page.md"
-    >>> _ = p.write_text("# A page\\n\\nThree short words.\\n")
+    >>> _ = p.write_text("# A page\n\nThree short words.\n")
     >>> prose_words(p)
     5
     """

@@ -23,12 +23,19 @@ from calibcourse.tools.assignments.code_questions import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT,
     ROOT,
-    _exercise,
+    exercise_label,
     lab_sources,
     questions,
 )
 from calibcourse.tools.assignments.code_questions import fmt_points as _fmt
-from calibcourse.tools.assignments.sandbox import OUTPUT_LIMIT, _child_env, _kill_tree, _rmtree, _rss_bytes, _tree
+from calibcourse.tools.assignments.sandbox import (
+    OUTPUT_LIMIT,
+    child_env,
+    descendants,
+    kill_tree,
+    remove_tree,
+    rss_bytes,
+)
 from calibcourse.tools.assignments.written import answers, mark_of, read_marks, write_sheet, written_questions
 
 __all__ = ["grade"]
@@ -52,7 +59,7 @@ def grade_one(submission, tests: dict, timeout: float = DEFAULT_TIMEOUT, memory_
     start, tail = time.monotonic(), io.BytesIO()
     limit_start = _clock()
     proc = subprocess.Popen([sys.executable, "-m", "calibcourse.tools.assignments", "_run", str(copy), str(private),
-                             str(workdir)], cwd=workdir, env=_child_env(tmp), stdin=subprocess.DEVNULL,
+                             str(workdir)], cwd=workdir, env=child_env(tmp), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     reader = threading.Thread(target=_drain, args=(proc.stdout, tail), daemon=True)
     reader.start()
@@ -65,9 +72,9 @@ def grade_one(submission, tests: dict, timeout: float = DEFAULT_TIMEOUT, memory_
         result = _read_json(private / "result.json")
     finally:
         if proc.poll() is None:  # never signal a reaped pid: it may belong to someone else now
-            _kill_tree(proc.pid)
+            kill_tree(proc.pid)
             proc.wait()
-        _rmtree(tmp)
+        remove_tree(tmp)
     status, details = _outcome(result, status, proc.returncode, tail)
     missing = [q["name"] for q in tests["questions"] if q["name"] not in progress]
     if missing and status:
@@ -95,11 +102,11 @@ def _watch(proc, private: Path, timeout: float, memory_mb: int, limit_start: flo
         status = None
         if _clock() - limit_start > timeout:
             status = f"time limit: cut after {timeout:g} s"
-        elif _rss_bytes([proc.pid] + _tree(proc.pid)) > memory_mb * 2**20:
+        elif rss_bytes([proc.pid] + descendants(proc.pid)) > memory_mb * 2**20:
             status = f"memory limit: cut above {memory_mb} MB"
         if status:
             where = _read_json(private / "status.json").get("where")
-            _kill_tree(proc.pid)
+            kill_tree(proc.pid)
             return status + (f" in {where}" if where else "")
         time.sleep(0.2)
     return None
@@ -169,7 +176,7 @@ def _feedback(row: dict, qs: list[dict], lab: str, wqs=()) -> str:
     lines = [f"{lab}: {row['file']}", f"total: {_fmt(total)} / {_fmt(possible)}", f"status: {row['status']}", ""]
     for q in qs:
         got = row["scores"].get(q["name"])
-        lines.append(f"{q['name']}, {_exercise(q['title'])}, function {q['function']}: "
+        lines.append(f"{q['name']}, {exercise_label(q['title'])}, function {q['function']}: "
                      + (f"{_fmt(got)} / {_fmt(q['possible'])}" if got is not None
                         else f"0 / {_fmt(q['possible'])}, not graded"))
         for case in row["cases"].get(q["name"], []):

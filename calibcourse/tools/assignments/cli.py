@@ -8,7 +8,7 @@ import sys
 from calibcourse.tools.assignments.authoring import write_assignments
 from calibcourse.tools.assignments.batch import grade
 from calibcourse.tools.assignments.code_questions import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT
-from calibcourse.tools.assignments.sandbox import _kill_tree, _limit_self, run_submission
+from calibcourse.tools.assignments.sandbox import kill_tree, limit_self, run_submission
 
 __all__ = ["main"]
 
@@ -59,11 +59,11 @@ def main(argv=None) -> int:
         elif args.command == "grade":
             grade(args.lab, args.submissions, args.out, args.timeout, args.jobs, args.memory_mb)
         else:
-            _limit_self()
+            limit_self()
             try:
                 run_submission(args.submission, args.private, args.workdir)
             finally:  # what the submission started and left running, gone before this process ends
-                _kill_tree(os.getpid(), itself=False)
+                kill_tree(os.getpid(), itself=False)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -77,7 +77,8 @@ class Question:
         return self.public + self.hidden
 
 
-def _defined_names(source: str) -> list[str]:
+def defined_names(source: str) -> list[str]:
+    """The names of the functions a cell's ``source`` defines at its top level (none if it does not parse)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -330,7 +331,7 @@ def questions(nb) -> list[Question]:
             raise ValueError(f"{where}: points must be [public, hidden], two non-negative numbers; got {points!r}")
         if BEGIN not in cell.source:
             raise ValueError(f"{where}: a graded cell needs a '{BEGIN}' block")
-        names = _defined_names(cell.source)
+        names = defined_names(cell.source)
         if len(names) != 1:
             raise ValueError(f"{where}: a graded cell defines exactly one function; it defines {names}")
         fn = names[0]
@@ -427,7 +428,7 @@ def _installed_labs() -> list[Path]:
     return found
 
 
-def _exercise(title: str) -> str:
+def exercise_label(title: str) -> str:
     """``"1. Softmax with a temperature"`` -> ``"exercise 1 (Softmax with a temperature)"``."""
     num, dot, name = title.partition(". ")
     return f"exercise {num} ({name})" if dot and num.isdigit() else f"exercise {title!r}"

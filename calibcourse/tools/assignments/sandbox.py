@@ -8,7 +8,8 @@ import os
 import shutil
 import time
 from pathlib import Path
-from calibcourse.tools.assignments.code_questions import GRADE_PROFILE, ROOT, _defined_names, _exercise
+
+from calibcourse.tools.assignments.code_questions import GRADE_PROFILE, ROOT, defined_names, exercise_label
 
 __all__ = ["OUTPUT_LIMIT", "cell_names", "KILL_WAIT", "FILE_SIZE_LIMIT"]
 
@@ -82,10 +83,10 @@ def cell_names(sources, qs: list[dict]) -> list[str]:
     """
     out, after = [], None
     for source in sources:
-        defined = set(_defined_names(source))
+        defined = set(defined_names(source))
         q = next((q for q in qs if q["function"] in defined), None)
         if q is not None:
-            after = _exercise(q["title"])
+            after = exercise_label(q["title"])
             out.append(f"your cell of {after}")
             continue
         first = next((ln.strip() for ln in source.splitlines() if ln.strip() and not ln.lstrip().startswith("#")),
@@ -109,7 +110,7 @@ def _grading_notebook(nb, qs: list[dict], private: Path):
     names = cell_names(sources, qs)
     last_def = {}
     for i, cell in enumerate(code):
-        for fn in _defined_names(cell.source):
+        for fn in defined_names(cell.source):
             last_def[fn] = i
     if all(q["function"] in last_def for q in qs):
         code = code[: max(last_def[q["function"]] for q in qs) + 1]
@@ -125,7 +126,7 @@ def _grading_notebook(nb, qs: list[dict], private: Path):
         for q in qs:
             if last_def.get(q["function"]) == i:
                 cells.append(new(f'__calibcourse_grader__.grade("{q["name"]}", globals())'))
-                origin.append(f"grading {_exercise(q['title'])}")
+                origin.append(f"grading {exercise_label(q['title'])}")
     cells.append(new("__calibcourse_grader__.grade_rest(globals())"))
     origin.append("grading the questions left")
     return nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {
@@ -206,12 +207,12 @@ def _members(pid: int, itself: bool = True) -> list:
         return []
 
 
-def _tree(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
     """The pids of the descendants of ``pid``."""
     return [p.pid for p in _members(pid, itself=False)]
 
 
-def _rss_bytes(pids) -> int:
+def rss_bytes(pids) -> int:
     """The resident memory of the processes ``pids`` together, in bytes (those gone count 0)."""
     import psutil
 
@@ -229,7 +230,7 @@ def _rss_bytes(pids) -> int:
 KILL_WAIT = 300.0
 
 
-def _kill_tree(pid: int, itself: bool = True) -> list[int]:
+def kill_tree(pid: int, itself: bool = True) -> list[int]:
     """Stop, then kill, a process (unless ``itself`` is false) and all its descendants (stopped
     processes cannot fork), then wait until every one killed has exited (a zombie counts as
     exited; none is reaped here, so a caller's ``Popen.wait`` still reads its child's status).
@@ -271,7 +272,7 @@ def _wait_exited(procs: list, timeout: float) -> list[int]:
 FILE_SIZE_LIMIT = 512 * 2**20  # bytes of one file a submission writes
 
 
-def _limit_self():
+def limit_self():
     """In the grading process (inherited by its kernel): no file over FILE_SIZE_LIMIT, no core
     dumps, and orphans of the kernel stay our descendants (so that they can be killed)."""
     import resource
@@ -286,7 +287,9 @@ def _limit_self():
         pass
 
 
-def _child_env(tmp: Path) -> dict:
+def child_env(tmp: Path) -> dict:
+    """The environment of a submission's processes: marked with ``tmp`` (its temporary folder), one thread
+    per library, this checkout on the path, no display, quiet, fixed hashing."""
     env = dict(os.environ)
     env["CALIBCOURSE_GRADING"] = str(tmp)  # marks every process of this submission
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -296,7 +299,8 @@ def _child_env(tmp: Path) -> dict:
     return env
 
 
-def _rmtree(path: Path):
+def remove_tree(path: Path):
+    """Remove ``path`` and everything below it, a folder a submission made read-only included."""
     def unlock(func, p, _exc):
         try:
             os.chmod(os.path.dirname(p), 0o700)
