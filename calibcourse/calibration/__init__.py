@@ -1,6 +1,6 @@
 """The practitioner's toolkit: calibration measures, calibrators, statistics and figures.
 
-Importing it (or any of its modules but ``losses``) needs numpy, scipy, scikit-learn and
+Importing it (or any of its modules) needs numpy, scipy, scikit-learn and
 matplotlib only, never torch; torch tensors are accepted where torch is installed.
 ``load`` reads a calibrator written by ``calibcourse report --save``
 (:func:`calibcourse.calibration.report.load`); ``set_config``, ``get_config`` and
