@@ -16,7 +16,7 @@ def collect_claims(pages: list) -> list:
 
     Parameters
     ----------
-    pages : list of calibcourse.tools.build.Page
+    pages : list of calibcourse.tools.pages.Page
         The book's pages; one not executed yet has no claim.
 
     Returns
