@@ -24,6 +24,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from calibcourse.tools import myst
+
 __all__ = ["GitError", "Git", "EntryHistory", "cache_history", "Declaration", "declarations", "MAX_REKEY_CHANGES",
            "history_missing"]
 
@@ -270,21 +272,29 @@ class Declaration:
     terms: list = field(default_factory=list)
 
 
-_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
 _DEFAULTS = {"null": "0.0", "direction": "'below'"}
 
 
 def _cells(text: str) -> list:
-    """``(offset, source)`` of each code cell of a MyST notebook, its ``---`` options and ``:tags:``
-    lines blanked (so that line numbers stay)."""
-    cells = []
-    for m in _CELL.finditer(text):
-        lines = m.group(1).split("\n")
-        if lines and lines[0] == "---":
-            end = lines.index("---", 1) if "---" in lines[1:] else 0
-            lines = [""] * (end + 1) + lines[end + 1:]
-        lines = ["" if re.match(r"^:[a-z_]+:", x) or x.lstrip().startswith(("%", "!")) else x for x in lines]
-        cells.append((m.start(1), "\n".join(lines)))
+    """``(offset, source)`` of each code cell of a MyST notebook, as :func:`calibcourse.tools.myst.lines`
+    reads it: its options, ``:key:`` lines and magics blanked (so that line numbers stay)."""
+    starts, pos = [], 0
+    for row in text.split("\n"):
+        starts.append(pos)
+        pos += len(row) + 1
+    cells, current = [], None
+    for line in myst.lines(text):
+        if current is None:
+            if line.kind == "cell" and "{code-cell}" in line.text:
+                current = (starts[line.no] if line.no < len(starts) else pos, [])
+            continue
+        if line.kind == "cell" and line.text.startswith(("```", "~~~")):  # the closing fence
+            cells.append((current[0], "".join(row + "\n" for row in current[1])))
+            current = None
+            continue
+        code = line.kind == "code" and not (re.match(r"^:[a-z_]+:", line.text)
+                                             or line.text.lstrip().startswith(("%", "!")))
+        current[1].append(line.text if code else "")
     return cells
 
 
