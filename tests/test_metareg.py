@@ -269,7 +269,7 @@ def test_the_one_step_loop_collapses_early_and_the_five_step_arm_dips_less(commi
 def test_the_push_falls_by_five_orders_partly_with_the_backbones_rate(committed):
     """The push on the mean gamma falls about 1e5-fold from epochs 1-10 to after the first decay; the
     backbone's rate, which scales the look-ahead step, falls 10x at epoch 30 and again at 45 (MAJOR 5)."""
-    from calibcourse.study.analysis.reference import REF_BACKBONE
+    from calibcourse.study.runs.experiments import REF_BACKBONE
 
     H = [committed[ref_name("FLgamma-SECE", 1e-3, s)].history for s in range(3)]
     early = np.median([np.abs(h["hg_push_mean"].iloc[:10]).median() for h in H])
@@ -295,7 +295,7 @@ def test_the_placebo_ends_where_the_frozen_control_ends(committed, comparison):
     """A random direction of the same norm does not move gamma as much: its final gamma and ECE are the
     frozen control's, its final gamma about 1.3 below FLγ-SECE's (MINOR 11)."""
     from calibcourse.calibration import stats
-    from calibcourse.study.analysis.reference import REF_PLACEBO_LABEL
+    from calibcourse.study.runs.experiments import REF_PLACEBO_LABEL
 
     placebo = [committed[f"ch5/diagnosis/{REF_PLACEBO_LABEL}/s{s}"] for s in range(10)]
     frozen = [committed[ref_name("FLgamma-SECE", 0.0, s)] for s in range(10)]
