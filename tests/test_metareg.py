@@ -349,3 +349,21 @@ def test_the_seeds_ending_below_every_frozen_control_still_gain_on_their_own_ce(
     assert len(out["below"]) == 7 and min(out["below"]) >= 10 and out["below_frozen"] == []
     assert out["below_baseline_ece"] == pytest.approx(5.64, abs=0.01)
     assert 0.8 < out["below_baseline_ece"] - out["below_ece"] < 1.0
+
+
+# --------------------------------------------------------------------------- the pages' words
+def test_no_chapter_5_page_repeats_a_reading_its_numbers_contradict():
+    """Expert review of chapter 5: the seeds ending below every frozen control still gain on their own CE
+    (the test above), the permuted arm is no placebo (final γ 25-61), FLγ-DECE's γ-Net is active and
+    overshoots, the delayed arm is not close to a frozen control, exercise 23's errors differ by points."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    pages = {p: " ".join((root / p).read_text().split()) for p in (
+        "notebooks/05_meta_regularization.md", "notebooks/study_metareg.md",
+        "notebooks/slides/05_meta_regularization.md", "calibcourse/study/analysis/ledger/reads.py")}
+    wrong = ("those gain nothing", "the reading is that of a placebo", "close to a frozen control by design",
+             "inactive (focal loss at γ ≈ 2)", "Errors differ by about a point", "ECE rises again",
+             "the backbone's accuracy untouched", "Fixed before any γ-Net ran")
+    found = {(p, w) for p, text in pages.items() for w in wrong if w in text}
+    assert not found
