@@ -334,3 +334,27 @@ def test_an_interval_end_just_past_zero_keeps_its_sign():
     assert fmt_difference((0.0073, 0.00013, 0.0145)) == "+0.73 [+0.01, +1.45] points"
     assert fmt_difference((0.03, 0.02, 0.04)) == "+3.0 [+2.0, +4.0] points"   # far from 0: one decimal
     assert fmt_difference((0.0, 0.0, 0.01)) == "0.0 [0.0, +1.0] points"        # an end on 0 stays 0.0
+
+
+def test_a_retired_claim_reads_as_its_claim_with_why_it_was_retired_beside_it():
+    """A retired claim's text opens with why it was retired; the page's restatement is the claim itself, and
+    the reason is given once for the claims retired together (the photographs' patches)."""
+    led = ledgermod.Ledger(6, glue=False)
+    d = stats.Difference(0.003, 0.001, 0.005, 0.95, n=100)
+    why = "retired: its images are told from the digits by brightness alone (AUROC 0.99), so it measured little. "
+    led.claim("ch6-ood-ts", why + "Temperature scaling raises the AUROC by less than 0.01 (the course's claim)",
+              "calibcourse_claims", "d", d, null=0.01)
+    led.claim("ch6-ood-ts-lower", why + "... nor lowers it by 0.01 or more (declared after its numbers were seen)",
+              "calibcourse_claims", "d", d, null=-0.01, direction="above")
+    led.claim("ours", "lowers", "calibcourse_claims", "d", stats.Difference(-0.03, -0.04, -0.02, 0.95, n=100))
+    claims = ledgermod.with_registration([c.as_dict() for c in led.claims], {})
+    ledgermod.check_claims(claims)
+    page = ledgermod.ledger_page(claims)
+    assert "{ref}`Temperature scaling raises the AUROC by less than 0.01 <claim-ch6-ood-ts>`" in page
+    assert "{ref}`... nor lowers it by 0.01 or more <claim-ch6-ood-ts-lower>`" in page
+    course = _block(page, "**The course's own claims**")
+    reason = "retired: its images are told from the digits by brightness alone (AUROC 0.99), so it measured little"
+    assert ("- *Not counted*: Temperature scaling raises the AUROC by less than 0.01; ... nor lowers it by 0.01 "
+            f"or more ({reason}).") in course
+    assert page.count(f"**Not counted**: {reason}.") == 2   # each claim's dropdown
+    assert ledgermod.retired_why("retired as a test of X (a gain): the claim") == "retired as a test of X (a gain):"

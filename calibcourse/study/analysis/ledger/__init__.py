@@ -15,7 +15,7 @@ from calibcourse.study.analysis.ledger._texts import (
                                              UNDERPOWERED_RATIO,
 )
 from calibcourse.study.analysis.ledger.claims import Claim, Ledger
-from calibcourse.study.analysis.ledger.page import check_claims, kind_of, ledger_page, with_registration
+from calibcourse.study.analysis.ledger.page import check_claims, kind_of, ledger_page, retired_why, with_registration
 
 __all__ = ["Claim", "Ledger", "CLAIM_KEYS", "CLAIMS_GLUE_NAME", "check_claims", "ledger_page", "with_registration",
-           "kind_of", "MAX_TEST_FACTOR", "MAX_SEEDS", "UNDERPOWERED_RATIO"]
+           "retired_why", "kind_of", "MAX_TEST_FACTOR", "MAX_SEEDS", "UNDERPOWERED_RATIO"]

@@ -15,7 +15,8 @@ from calibcourse.study.analysis.ledger.claims import Claim
 from calibcourse.study.analysis.ledger.reads import NOT_INFORMATIVE, RETIRED, SANITY_CHECKS
 from calibcourse.study.analysis.tables.summaries import fmt_difference
 
-__all__ = ["check_claims", "ledger_page", "with_registration", "kind_of", "short_claim", "STUDIES", "KINDS"]
+__all__ = ["check_claims", "ledger_page", "with_registration", "kind_of", "short_claim", "retired_why", "STUDIES",
+           "KINDS"]
 
 #: the study's reports and the sources each covers, in the book's order: ``(page, title, sources)``; the
 #: course's own claims come last (a source in none of them gets a section of its own)
@@ -176,8 +177,12 @@ def short_claim(text: str) -> str:
     >>> short_claim("γ-Net active but not shown to help (its final γ 5.1 against its frozen control's): "
     ...             "FLγ-SECE has a lower ECE than FLγ-DECE")
     'FLγ-SECE has a lower ECE than FLγ-DECE'
+    >>> short_claim("retired: its inputs are told apart by brightness (AUROC 0.99), so it measured little. "
+    ...             "A deep ensemble separates them better than CE (the course's claim)")
+    'A deep ensemble separates them better than CE'
     """
     text = re.sub(r"^γ-Net (?:inactive|active but not shown to help) \((?:[^()]|\([^()]*\))*\): ", "", text)
+    text = text[len(retired_why(text)):].lstrip()
     while True:
         cut = re.sub(r" ?\([^()]*\)", "", text)
         if cut == text:
@@ -185,6 +190,26 @@ def short_claim(text: str) -> str:
         text = cut
     head = re.split(r": |; ", text, maxsplit=1)[0]
     return head if len(head) >= 30 and not head.startswith("...") else text
+
+
+#: a retired claim's text starts with why: "retired: <why>. <claim>" or "retired as <what> (...): <claim>"
+_RETIRED = re.compile(r"^retired(?:: .*?\.(?= [A-Z.])| as (?:[^():]|\([^()]*\))*:)")
+
+
+def retired_why(text: str) -> str:
+    """The opening of a retired claim's text that says why it was retired ("" when it has none).
+
+    Examples
+    --------
+    >>> retired_why("retired: the inputs differ in brightness. A deep ensemble separates them")
+    'retired: the inputs differ in brightness.'
+    >>> retired_why("retired as a test of X (it tests a gain): the course's claim that TS helps")
+    'retired as a test of X (it tests a gain):'
+    >>> retired_why("TS lowers the ECE")
+    ''
+    """
+    m = _RETIRED.match(text)
+    return m.group(0) if m else ""
 
 
 def _added_seeds(claim: dict, rec: dict) -> dict | None:
@@ -331,9 +356,12 @@ def _summary(title: str, sources: tuple, group: list, page, docs) -> list:
             note = f", {uncredited} not credited to the paper (its γ-Net not shown to learn)" if uncredited else ""
             lines.append(f"- *{word}* ({len(items)}{note}): {_plain(items)}.")
     other = [d for d in group if d["kind"] not in ("paper", "course")]
-    if other:
-        lines.append("- *Not counted*: " + "; ".join(f"{short_claim(d['claim'])} ({_apart_text(d)})"
-                                                      for d in other) + ".")
+    if other:   # the claims left out for one reason listed together, then the reason
+        why = {}
+        for d in other:
+            why.setdefault(_apart_text(d), []).append(short_claim(d["claim"]))
+        lines.append("- *Not counted*: " + "; ".join(f"{'; '.join(names)} ({reason})" for reason, names in why.items())
+                     + ".")
     return lines + [""]
 
 
@@ -341,7 +369,8 @@ def _apart_text(d: dict) -> str:
     """Why a claim is not counted: its kind, and for a test that cannot inform its verdict, the reason."""
     if d["kind"] == "not informative":
         return f"not informative: {NOT_INFORMATIVE[d['id']]}"
-    return d["kind"]
+    why = retired_why(d["claim"]) if d["kind"] == "retired" else ""
+    return why.rstrip(".:") if why else d["kind"]
 
 
 def _level(c: Claim) -> str:
