@@ -210,3 +210,22 @@ def test_every_declared_claim_has_an_entry():
     missing = sorted(declared - set(CLAIM_READS))
     assert not missing, (f"claims without an entry in calibcourse/study/analysis/ledger/reads.py: {missing} "
                          "(book/guide_contributors.md says how to add one)")
+
+
+def test_what_held_says_what_the_history_cannot_show_about_the_meta_rates(tmp_path):
+    """The meta rates are the grid's outcome, yet were committed before the grid's runs: "registered" by the
+    rule, which cannot tell an uncommitted pass from a choice made beforehand; What held says so beside it, as
+    the study's report does (issue 46)."""
+    import shutil
+
+    from calibcourse.tools.whatheld import write_ledger
+
+    (tmp_path / "data").mkdir()
+    shutil.copy(ROOT / reg.REGISTRATION_JSON, tmp_path / reg.REGISTRATION_JSON)   # a clone without history
+    write_ledger(tmp_path, [], log=lambda line: None)
+    page = (tmp_path / "book" / "generated" / "what_held.md").read_text()
+    row = next(line for line in page.splitlines() if line.startswith("| the γ-Nets' meta rates"))
+    assert "| registered | declared 2 min before its first run" in row
+    assert "uncommitted pass of the grid" in row and "not before them" in row
+    focal = next(line for line in page.splitlines() if line.startswith("| focal loss's γ"))
+    assert "*post hoc*" in focal and "; but" not in focal

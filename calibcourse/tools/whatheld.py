@@ -80,7 +80,7 @@ def write_ledger(root: Path, pages: list, log=print) -> list:
     ['_build/claims.json', 'book/generated/what_held.md']
     """
     from calibcourse.study.analysis.ledger import check_claims, ledger_page, with_registration
-    from calibcourse.study.analysis.ledger.reads import CHOICES, CLAIM_READS
+    from calibcourse.study.analysis.ledger.reads import CHOICE_CAVEATS, CHOICES, CLAIM_READS
     from calibcourse.tools._history import GitError
     from calibcourse.tools.registration import registration
 
@@ -115,7 +115,8 @@ def write_ledger(root: Path, pages: list, log=print) -> list:
     page = root / LEDGER_PAGE.with_suffix(".md")
     page.parent.mkdir(parents=True, exist_ok=True)
     docs = {p.stem for p in (root / "notebooks").glob("*.md")}
-    choices = {i: {**r, "why_choice": CHOICES[i].why} for i, r in records.items() if i in CHOICES}
+    choices = {i: {**r, "why_choice": CHOICES[i].why, "caveat": CHOICE_CAVEATS.get(i)} for i, r in records.items()
+               if i in CHOICES}
     page.write_text(ledger_page(claims, bib_titles(bib) if bib.exists() else {}, docs=docs, choices=choices))
     from calibcourse.calibration.stats import VERDICTS
 

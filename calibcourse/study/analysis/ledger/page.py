@@ -449,15 +449,19 @@ def _added_text(d: dict, c: Claim, added: dict) -> str:
 
 
 def _choices(choices: dict) -> list:
-    """The design choices checked like claims (:data:`~calibcourse.study.analysis.ledger.reads.CHOICES`)."""
+    """The design choices checked like claims (:data:`~calibcourse.study.analysis.ledger.reads.CHOICES`), each
+    with what the history cannot show about it (its ``caveat``, from
+    :data:`~calibcourse.study.analysis.ledger.reads.CHOICE_CAVEATS`)."""
     if not choices:
         return []
     lines = ["### Design choices checked the same way", "",
-             "Not claims, but values a page fixes before the runs that use them; they are checked like the "
-             "claims and counted nowhere.", "", "| choice | registration | the history |", "|---|---|---|"]
+             "Not claims, but values the study takes from a grid of runs by a rule; they are checked like the "
+             "claims, against the grid's runs, and counted nowhere.", "",
+             "| choice | registration | the history |", "|---|---|---|"]
     for cid, rec in sorted(choices.items()):
+        caveat = f"; but {rec['caveat']}" if rec.get("caveat") else ""
         lines.append(f"| {rec.get('why_choice') or cid} | {_STATUS_TEXT[rec.get('registration')]} | "
-                     f"{rec.get('why', '')} |")
+                     f"{rec.get('why', '')}{caveat} |")
     return lines + [""]
 
 

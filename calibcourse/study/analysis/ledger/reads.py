@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["Reads", "CLAIM_READS", "CHOICES", "SANITY_CHECKS", "RETIRED", "NOT_INFORMATIVE"]
+__all__ = ["Reads", "CLAIM_READS", "CHOICES", "CHOICE_CAVEATS", "SANITY_CHECKS", "RETIRED", "NOT_INFORMATIVE"]
 
 
 class Reads(NamedTuple):
@@ -161,6 +161,15 @@ CHOICES = {
                                                                          "Focal (gamma 3)", "CE")),
                               anchor="REF_CHOSEN = {",
                               why="focal loss's γ, chosen on the grid's three seeds against CE"),
+}
+
+#: what the history cannot show about a design choice, printed beside its registration on What held: the meta
+#: rates are the grid's outcome, yet were committed before the grid's runs were created
+CHOICE_CAVEATS = {
+    "ch5-choice-meta-lr": "the rates are the grid's outcome, yet were first committed about a minute and a half "
+                          "before its first run was created: they came from an uncommitted pass of the grid or were "
+                          "chosen beforehand, and the history cannot show which; read them as declared with the "
+                          "grid's runs, not before them",
 }
 
 #: checks that the set-up does what it should (a shift raises the error): reported, never counted
