@@ -15,7 +15,14 @@ from calibcourse.study.analysis.ledger._texts import (
                                              UNDERPOWERED_RATIO,
 )
 from calibcourse.study.analysis.ledger.claims import Claim, Ledger
-from calibcourse.study.analysis.ledger.page import check_claims, kind_of, ledger_page, retired_why, with_registration
+from calibcourse.study.analysis.ledger.page import (
+    check_claims,
+    kind_of,
+    ledger_page,
+    registration_summary,
+    retired_why,
+    with_registration,
+)
 
 __all__ = ["Claim", "Ledger", "CLAIM_KEYS", "CLAIMS_GLUE_NAME", "check_claims", "ledger_page", "with_registration",
-           "retired_why", "kind_of", "MAX_TEST_FACTOR", "MAX_SEEDS", "UNDERPOWERED_RATIO"]
+           "retired_why", "registration_summary", "kind_of", "MAX_TEST_FACTOR", "MAX_SEEDS", "UNDERPOWERED_RATIO"]

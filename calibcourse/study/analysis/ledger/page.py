@@ -15,8 +15,8 @@ from calibcourse.study.analysis.ledger.claims import Claim
 from calibcourse.study.analysis.ledger.reads import NOT_INFORMATIVE, RETIRED, SANITY_CHECKS
 from calibcourse.study.analysis.tables.summaries import fmt_difference
 
-__all__ = ["check_claims", "ledger_page", "with_registration", "kind_of", "short_claim", "retired_why", "STUDIES",
-           "KINDS"]
+__all__ = ["check_claims", "ledger_page", "with_registration", "kind_of", "short_claim", "retired_why",
+           "registration_summary", "STUDIES", "KINDS"]
 
 #: the study's reports and the sources each covers, in the book's order: ``(page, title, sources)``; the
 #: course's own claims come last (a source in none of them gets a section of its own)
@@ -326,6 +326,32 @@ def _reasons(items: list) -> str:
     unchecked = sum(d["registration"] is None for d in items)
     out.append(f"{unchecked} not checked" if unchecked else "")
     return ", ".join(x for x in out if x)
+
+
+def registration_summary(items: list) -> str:
+    """How many of these claims the history shows registered, and why the others are not, in words.
+
+    Parameters
+    ----------
+    items : list of dict
+        Claims with their registration (:func:`with_registration`).
+
+    Returns
+    -------
+    str
+        ``"3 claims, none registered; of the others, 1 declared after its runs, 2 amended (...)"``.
+
+    Examples
+    --------
+    >>> rec = {"registration": "amended", "why": "w", "amendments": [{"what": "seeds added after a verdict"}]}
+    >>> items = with_registration([{"id": "a", "source": "s"}, {"id": "b", "source": "s"}],
+    ...                           {"a": {"registration": "registered"}, "b": rec})
+    >>> registration_summary(items)
+    '2 claims, 1 registered; of the others, 1 amended (seeds added after a verdict: 1)'
+    """
+    reg = sum(d["registration"] == "registered" for d in items)
+    rest = _reasons([d for d in items if d["registration"] != "registered"])
+    return f"{_count(len(items), 'claim')}, {reg or 'none'} registered" + (f"; of the others, {rest}" if rest else "")
 
 
 def _plain(items: list) -> str:
