@@ -394,3 +394,25 @@ def test_the_quiz_has_questions_to_compute_and_balanced_options():
         assert len(right) == 1
         longest_right += right[0] > max(others)
     assert 3 * longest_right <= len(blocks)
+
+
+def test_the_post_hoc_claims_say_so_in_their_text_and_their_registration():
+    """Issue 46: ch6-ood-ts and ch6-ood-ts-lower were declared after +0.003 had been seen, and the label-shift
+    claim moved to chapter 5's networks after an inconclusive first try; What held shows each claim's text and
+    its registration, so both must flag them (the registration from data/registration.json)."""
+    import json
+
+    records = json.loads((ROOT / "data" / "registration.json").read_text())
+    text = " ".join(CHAPTER.read_text().split())
+
+    def declared(cid):   # the claim's text as its ledger.claim call writes it, literals joined
+        call = text[text.index(f'ledger.claim("{cid}"'):]
+        call = call[:call.index("source=")]
+        return "".join(re.findall(r'"([^"]*)"', call))
+
+    for cid in ("ch6-ood-ts", "ch6-ood-ts-lower"):
+        assert records[cid]["registration"] == "post hoc"
+        assert "declared after its numbers were seen" in declared(cid)
+    assert records["ch6-label-shift-em"]["registration"] == "post hoc"
+    assert "after an inconclusive first try" in declared("ch6-label-shift-em")
+    assert "declared after their runs" in declared("ch6-label-shift-em")
