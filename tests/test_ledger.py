@@ -358,3 +358,19 @@ def test_a_retired_claim_reads_as_its_claim_with_why_it_was_retired_beside_it():
             f"or more ({reason}).") in course
     assert page.count(f"**Not counted**: {reason}.") == 2   # each claim's dropdown
     assert ledgermod.retired_why("retired as a test of X (a gain): the claim") == "retired as a test of X (a gain):"
+
+
+def test_a_claim_declared_with_the_runs_of_its_first_verdict_is_counted_as_such():
+    """Chapter 5's claims were declared in the commit holding their first recipe's runs, then moved to the
+    reference recipe's, with seeds added: the summary says both, not "declared after their runs" alone."""
+    together = {"registration": "post hoc", "why": "w", "amendments": [
+        {"what": "first decided on runs it no longer reads (commit 984a16e0), committed with its declaration, so "
+                 "not shown declared before them; its current runs came 5.2 days later"},
+        {"what": "seeds added after a verdict: 10 at its first verdict, 30 now"}]}
+    items = ledgermod.with_registration(
+        [{"id": i, "source": "wang2023metareg"} for i in ("a", "b", "c")],
+        {"a": together, "b": {**together, "amendments": together["amendments"][:1]},
+         "c": {"registration": "post hoc", "why": "w", "runs": 3, "amendments": []}})
+    assert ledgermod.registration_summary(items) == (
+        "3 claims, none registered; of the others, 1 declared after its runs, 2 declared with the runs of their "
+        "first verdict, then moved to later runs, 1 of these 3 with seeds added after a verdict")

@@ -68,7 +68,8 @@ def synthetic(tmp_path_factory):
     """Every case of the rule in one history:
 
     t=500   the run of c-late (created at 450)
-    t=1000  the declarations (c-margin at MARGIN = 0.01), with c-moved tested on run "old"
+    t=1000  the declarations (c-margin at MARGIN = 0.01), with c-moved tested on run "old" and c-together on
+            runs committed with its declaration
     t=1500  "old" committed: c-moved's first verdict
     t=2000  the runs of c-reg, c-margin, c-retrain, c-moved (new ones) and seeds 0-1 of c-seeds' arms
     t=3000  c-margin's margin changed to 0.02
@@ -83,8 +84,8 @@ def synthetic(tmp_path_factory):
     repo.commit(500)
     repo.notebook(["MARGIN = 0.01\n" + "\n".join([
         _claim("c-reg"), _claim("c-late"), _claim("c-margin", null="MARGIN", extra=', direction="above"'),
-        _claim("c-seeds"), _claim("c-sim"), _claim("c-retrain"), _claim("c-moved")])])
-    repo.commit(1000)
+        _claim("c-seeds"), _claim("c-sim"), _claim("c-retrain"), _claim("c-moved"), _claim("c-together")])])
+    declared_at = repo.commit(1000)
     repo.entry("kold", 1400, {"seed": 0, "lr": 0.3})
     moved_at = repo.commit(1500)
     repo.entry("kreg", 1900, {"seed": 0, "lr": 0.2})
@@ -97,7 +98,7 @@ def synthetic(tmp_path_factory):
     repo.commit(2000)
     repo.notebook(["MARGIN = 0.02\n" + "\n".join([
         _claim("c-reg"), _claim("c-late"), _claim("c-margin", null="MARGIN", extra=', direction="above"'),
-        _claim("c-seeds"), _claim("c-sim"), _claim("c-retrain"), _claim("c-moved")])])
+        _claim("c-seeds"), _claim("c-sim"), _claim("c-retrain"), _claim("c-moved"), _claim("c-together")])])
     repo.commit(3000)
     for arm in ("a", "b"):
         repo.entry(f"k{arm}2", 3900, {"seed": 2, "arm": arm})
@@ -112,6 +113,7 @@ def synthetic(tmp_path_factory):
     entries = {"c-reg": Reads(("reg/s0",)), "c-late": Reads(("late/s0",)), "c-margin": Reads(("margin/s0",)),
                "c-seeds": Reads(("a/s*", "b/s*")), "c-sim": Reads(), "c-retrain": Reads(("retrain/s0",)),
                "c-moved": Reads(("moved/s0",), earlier=moved_at[:8], why="first tested on run old"),
+               "c-together": Reads(("moved/s0",), earlier=declared_at[:8], why="first tested with its declaration"),
                "c-new": Reads()}
     return reg.compute(repo.path, entries=entries, keys=keys)
 
@@ -157,6 +159,16 @@ def test_runs_retrained_under_a_changed_config_or_moved_to_other_runs_are_amende
     assert r["amendments"][0]["date"] == _iso(1500) and r["amendments"][0]["what"].endswith("first tested on run old")
 
 
+def test_a_claim_declared_with_the_runs_of_its_first_verdict_is_post_hoc(synthetic):
+    """Runs committed with a declaration were made before that commit: nothing shows the claim came first, even
+    though the runs its test reads now came later (issue 46: chapter 5's claims and their first recipe)."""
+    r = synthetic["c-together"]
+    assert r["registration"] == "post hoc" and r["first_run"]["date"] == _iso(1970)
+    assert r["why"].startswith(f"declared with the runs of its first verdict ({_iso(1000)[:10]} 00:16 UTC)")
+    assert "committed with its declaration, so not shown declared before them" in r["amendments"][0]["what"]
+    assert synthetic["c-moved"]["registration"] == "amended"   # first decided later than declared: amended
+
+
 def test_a_claim_not_committed_yet_says_so(synthetic):
     r = synthetic["c-new"]
     assert r["declared"] is None and r["registration"] == "registered" and r["why"].startswith("not committed yet")
@@ -191,8 +203,8 @@ def test_the_known_facts_of_the_ledger(records):
     # moved to chapter 5's CNNs after an inconclusive first try: their runs existed before it was declared
     assert records["ch6-label-shift-em"]["registration"] in ("post hoc", "amended")
     # 10 seeds at its verdict, 30 after the 20 added for undecided claims
-    cost = records["ch5-error-cost"]
-    assert cost["registration"] == "amended"
+    cost = records["ch5-error-cost"]   # declared with the first recipe's runs, then moved to the reference recipe's
+    assert cost["registration"] == "post hoc" and cost["why"].startswith("declared with the runs of its first verdict")
     assert cost["planned_seeds"] == list(range(10)) and cost["seeds"] == list(range(30))
     # the meta rates were committed a minute or two before the first γ-Net grid run; focal loss's γ after its grid
     assert records["ch5-choice-meta-lr"]["registration"] == "registered"

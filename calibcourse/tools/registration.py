@@ -13,7 +13,9 @@ For each claim of :data:`calibcourse.study.analysis.ledger.reads.CLAIM_READS` (a
   entry or the commit that first added it, followed back through re-keyed entries;
 * its **status**: ``post hoc`` when it was declared at or after its first run (a claim computed from a
   simulation the page runs has no dated run, and is post hoc: nothing shows its declaration came
-  first); else ``amended`` when, after runs existed, its margin or side changed (as written in its
+  first), or in the commit that holds the runs of its first verdict before its test moved to others
+  (the mapping's ``earlier`` commit is its declaration's: those runs were made before that commit);
+  else ``amended`` when, after runs existed, its margin or side changed (as written in its
   ``claim(...)`` call), its seeds grew past those of its first verdict (the first commit holding its
   declaration and a complete seed), its runs were retrained under a changed config, or its test moved
   from runs it no longer reads (the mapping's ``earlier`` commit); else ``registered``.
@@ -173,8 +175,10 @@ def _earlier_runs(amend: list, cid, entry, decl, first, commits) -> None:
                          f"({decl.commit[:10]}): no verdict existed then")
     if first is not None and e_t < first:
         why = f": {entry.why}" if entry.why else ""
-        amend.insert(0, {"date": _date(e_t), "what": f"first decided on runs it no longer reads (commit {e_sha}); "
-                         f"its current runs came {_gap(e_t, first)} later{why}"})
+        # committed with its declaration, the runs of its first verdict were created before that commit
+        together = ", committed with its declaration, so not shown declared before them" if e_t == decl.time else ""
+        amend.insert(0, {"date": _date(e_t), "what": f"first decided on runs it no longer reads (commit {e_sha})"
+                         f"{together}; its current runs came {_gap(e_t, first)} later{why}"})
 
 
 def _status(decl, runs, first, first_name, amend) -> tuple:
@@ -189,6 +193,9 @@ def _status(decl, runs, first, first_name, amend) -> tuple:
                             "committed run dates them after the declaration")
     if first <= d_time:
         return "post hoc", f"declared {_gap(first, d_time)} after its first run ({first_name}, {_when(first)})"
+    if any("committed with its declaration" in a["what"] for a in amend):
+        return ("post hoc", f"declared with the runs of its first verdict ({_when(d_time)}), then moved to runs that "
+                            f"came later ({first_name}, {_when(first)})")
     return ("amended" if amend else "registered",
             f"declared {_gap(d_time, first)} before its first run ({first_name}, {_when(first)})")
 

@@ -313,11 +313,17 @@ def _reasons(items: list) -> str:
     """Why these claims are not registered, counted: ``"14 declared after their runs, 3 amended (...)"``."""
     late = [d for d in items if d["registration"] == "post hoc"]
     sims = sum(d.get("n_runs") == 0 for d in late)
+    along = sum(d.get("n_runs") != 0 and any("committed with its declaration" in a for a in d.get("amendments") or [])
+                for d in late)   # declared in the commit of its first verdict's runs, then moved to later runs
     out = []
     if late:
-        n = len(late) - sims
+        n = len(late) - sims - along
         out.append(f"{n} declared after {'its' if n == 1 else 'their'} runs" if n else "")
+        out.append(f"{along} declared with the runs of {'its' if along == 1 else 'their'} first verdict, then "
+                   "moved to later runs" if along else "")
         out.append(f"{sims} computed as the page runs, with no dated run" if sims else "")
+        grown = sum(any(a.startswith("seeds added") for a in d.get("amendments") or []) for d in late)
+        out.append(f"{grown} of these {len(late)} with seeds added after a verdict" if grown else "")
     amended = [d for d in items if d["registration"] == "amended"]
     if amended:
         why = {text: sum(any(a.startswith(start) for a in d["amendments"]) for d in amended)
@@ -541,8 +547,9 @@ def ledger_page(claims: list, titles: dict | None = None, docs=(), choices: dict
         "the side the claim states (a claim with a size is tested on its size), **not held** when it lies "
         "wholly on the other side, *inconclusive* when it contains the boundary. A claim is **registered** "
         "when the history shows it declared before the first of its runs, *post hoc* when it was declared "
-        "after, *amended* when its margin, its test or its number of seeds changed after runs existed; only "
-        "registered tests of the papers' claims make the headline. Every claim, with its registration, is "
+        "after them or in the commit that holds them, *amended* when its margin, its test or its number of "
+        "seeds changed after runs existed; only registered tests of the papers' claims make the headline. "
+        "Every claim, with its registration, is "
         "also in `_build/claims.json`.",
         "",
         "## What survived, paper by paper",
@@ -614,7 +621,8 @@ def ledger_page(claims: list, titles: dict | None = None, docs=(), choices: dict
         "The registration is computed from the repository's history (`python -m calibcourse.tools.registration`): "
         "the commit that first declared the claim, whichever notebook it was in, against the earliest evidence "
         "of its runs (the time a cache entry was created or first committed, followed through re-keyed "
-        "entries). A claim computed from a simulation the page runs has no dated run and counts as post hoc. "
+        "entries). A claim computed from a simulation the page runs has no dated run and counts as post hoc, and "
+        "so does one declared in the commit that also holds the runs of its first verdict. "
         "The history dates commits and runs; it cannot show a result seen in an uncommitted pass, so "
         "\"registered\" means that nothing in the history contradicts the order, not that it proves it. Seeds "
         "added after a verdict are reported with the interval on the added seeds alone beside the pooled one.",
