@@ -140,8 +140,8 @@ def test_chapter_5s_diagnosis_arms_seeds_and_contract_names():
         assert "ch5/diagnosis/bounded reset/s5" not in runs
         dece = runs["ch5/FLgamma-DECE/s3"]["meta"]
         assert dece["outer"] == "dece" and dece["meta_val"] == 0.5
-        # the ablations still vary the paper's set-up (their committed entries stay valid)
-        assert runs["ch5/ablation/SGD look-ahead/s0"]["meta"] == {**E.PAPER_META, "lookahead": "sgd"}
+        # the ablations no page read are retired (the cache's budget)
+        assert not any(name.startswith("ch5/ablation/") for name in runs)
         assert all(runs[f"ch5/diagnosis/{a}/s0"]["seed"] == 0 for a in arms)
     # the gamma-Net's tuning budget is no larger than a baseline's grid
     assert all(len(E.ADAM_GRIDS[f][1]) <= 3 for f in E.ADAM_GRIDS)

@@ -12,8 +12,6 @@ importable from this package.
 from __future__ import annotations
 
 from calibcourse.study.runs.experiments.adam import (
-                                                     ABLATION_FIXED_GAMMA,
-                                                     ABLATION_SEEDS,
                                                      ADAM_BACKBONE,
                                                      ADAM_CHOICE_PART,
                                                      ADAM_CHOSEN,
@@ -24,7 +22,6 @@ from calibcourse.study.runs.experiments.adam import (
                                                      ADAM_METHODS,
                                                      ADAM_N_SEEDS,
                                                      META_LR_GRID,
-                                                     PAPER_ABLATIONS,
                                                      PAPER_DIAGNOSIS,
                                                      PAPER_META,
                                                      PAPER_SETUP,
@@ -89,8 +86,8 @@ __all__ = [
     "SEEDS", "N_TEST_MNIST1D",
     # the meta-regularization study on the Adam backbone
     "ADAM_BACKBONE", "ADAM_METHODS", "ADAM_MAIN_METHODS", "ADAM_N_SEEDS", "ADAM_GRIDS", "ADAM_CHOSEN",
-    "ADAM_CHOICE_PART", "ADAM_MAX_VAL_ERROR_GAP", "ADAM_META_VAL", "ABLATION_FIXED_GAMMA", "ABLATION_SEEDS",
-    "META_LR_GRID", "PAPER_META", "PAPER_SETUP", "SAFE_META", "PAPER_ABLATIONS", "PAPER_DIAGNOSIS", "SGD_BACKBONE",
+    "ADAM_CHOICE_PART", "ADAM_MAX_VAL_ERROR_GAP", "ADAM_META_VAL",
+    "META_LR_GRID", "PAPER_META", "PAPER_SETUP", "SAFE_META", "PAPER_DIAGNOSIS", "SGD_BACKBONE",
     "SGD_LR_GRID", "SGD_LR", "SGD_ARM", "SGD_ARM_SEEDS",
     # the reference recipe
     "REF_SIZE_MEASURED", "REF_BACKBONE", "REF_META", "REF_META_LRS", "REF_GRID_SEEDS", "REF_N_SEEDS",
