@@ -52,27 +52,29 @@ def test_integer_labels_are_never_read_by_their_range():
         C.TemperatureScaling().fit(z, np.r_[y[:-1], 7], classes=range(3))
 
 
-def test_a_program_whose_labels_are_indices_says_so_once():
-    """The course's pages (their setup) declare their integer labels the columns' indices: a small set that
-    lacks a class is fitted as its indices say, as with classes=range(K)."""
-    from calibcourse.calibration import config_context, get_config, set_config
+def test_labels_mean_what_the_call_says_whatever_ran_before():
+    """No setting changes what labels mean: the course's pages once switched integer labels to indices for
+    the whole process (in their setup), so the same fit read them two ways. Labels that are the columns'
+    indices, in a set that lacks a class, say so at the call with classes=range(K)."""
+    import matplotlib
+    from sklearn.exceptions import ConvergenceWarning  # noqa: F401 (setup filters it)
 
+    import calibcourse.calibration as calibration
+    from calibcourse.study.course.notebook import setup
+
+    assert not {"set_config", "get_config", "config_context"} & set(dir(calibration))
     z, y = scaled_logits(600, 3, factor=2.0, seed=2)
     no2 = y != 2
-    ref = C.TemperatureScaling().fit(z[no2], y[no2], classes=range(3)).temperature_
-    with config_context(integer_labels="indices"):
-        assert C.TemperatureScaling().fit(z[no2], y[no2]).temperature_ == ref
-    assert get_config() == {"integer_labels": "sorted"}  # restored after the block
-    set_config(integer_labels="indices")
-    try:
-        assert C.TemperatureScaling().fit(z[no2], y[no2]).temperature_ == ref
-        with pytest.raises(ValueError, match="hold 3, which is not one of classes"):
-            C.TemperatureScaling().fit(z, y + 1)  # indices, never names: 1, 2, 3 of three columns is an error
-        assert C.TemperatureScaling().fit(z, np.array(["a", "b", "c"])[y]).classes_.tolist() == ["a", "b", "c"]
-    finally:
-        set_config(integer_labels="sorted")
-    with pytest.raises(ValueError, match="2 distinct values"):
-        C.TemperatureScaling().fit(z[no2], y[no2])
+    ref = C.TemperatureScaling().fit(z[no2], y[no2], classes=range(3))
+    with warnings.catch_warnings(), matplotlib.rc_context():  # what setup sets for a page, undone after
+        setup("ci", data="none")
+        with pytest.raises(ValueError, match=r"2 distinct values \(0, 1\)"):
+            C.TemperatureScaling().fit(z[no2], y[no2])  # a course page's labels are read as anyone's
+        with pytest.raises(ValueError, match=r"2 distinct values \(1, 2\)"):
+            C.TemperatureScaling().fit(z[no2], y[no2] + 1)
+        again = C.TemperatureScaling().fit(z[no2], y[no2], classes=range(3))
+    assert again.temperature_ == ref.temperature_ and again.classes_.tolist() == [0, 1, 2]
+    assert ref.predict_proba(z).shape == (600, 3)
 
 
 def test_the_metrics_take_the_labels_a_calibrator_takes():

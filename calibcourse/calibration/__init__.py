@@ -3,12 +3,11 @@
 Importing it (or any of its modules) needs numpy, scipy, scikit-learn and
 matplotlib only, never torch; torch tensors are accepted where torch is installed.
 ``load`` reads a calibrator written by ``calibcourse report --save``
-(:func:`calibcourse.calibration.report.load`); ``set_config``, ``get_config`` and
-``config_context`` are the toolkit's settings (:mod:`calibcourse.calibration.config`).
+(:func:`calibcourse.calibration.report.load`). The toolkit has no global settings: what a call
+does depends on its arguments only (labels that are the columns' indices, where a set may lack a
+class, are said so with ``fit(..., classes=range(K))``).
 """
-from calibcourse.calibration.config import config_context, get_config, set_config
-
-__all__ = ["config_context", "get_config", "set_config", "load"]
+__all__ = ["load"]
 
 
 def __getattr__(name):

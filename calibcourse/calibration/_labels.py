@@ -1,12 +1,11 @@
 """Class labels, scikit-learn's way: the sorted unique labels (or the ``classes`` given) name the score
-columns in order (:func:`encode_labels`), and a program whose integer labels are always the columns'
-indices says so once (``set_config(integer_labels="indices")``, :mod:`calibcourse.calibration.config`)."""
+columns in order (:func:`encode_labels`); labels that are the columns' indices, where a set may lack a
+class, are said so at the call, with ``classes=range(K)``: no setting changes what labels mean."""
 from __future__ import annotations
 
 import numpy as np
 
 from calibcourse.calibration._validation import assumed_checked, check_labels, label_array
-from calibcourse.calibration.config import get_config
 
 __all__ = ["encode_labels"]
 
@@ -18,10 +17,7 @@ def encode_labels(labels, n: int, n_classes: int, name: str = "labels", classes=
     whole-number floats, booleans, strings); integers are not read by their range, so labels
     ``1, 2, 3`` of three columns are the classes 1, 2 and 3 whether or not a 3 is present: a class
     absent from the labels must be named with ``classes`` (``classes=range(K)`` where the labels
-    are the columns' indices), else the labels do not say which column is whose. A program whose
-    integer labels are always the columns' indices declares it once with
-    ``set_config(integer_labels="indices")`` (:func:`calibcourse.calibration.config.set_config`; the
-    course's pages do).
+    are the columns' indices), else the labels do not say which column is whose.
 
     Parameters
     ----------
@@ -69,8 +65,6 @@ def encode_labels(labels, n: int, n_classes: int, name: str = "labels", classes=
         raise ValueError(f"{name} must be class labels (numbers or strings); got dtype {lab.dtype}")
     if not assumed_checked():
         _class_values(lab, name)
-    if classes is None and get_config()["integer_labels"] == "indices" and lab.dtype.kind in "iuf":  # declared
-        classes = np.arange(n_classes)
     if classes is not None:
         return _encode_with_classes(lab, n_classes, name, classes)
     if lab.dtype.kind in "iu" and n and lab.min() == 0 and lab.max() == n_classes - 1:  # the common case, fast

@@ -332,8 +332,8 @@ def label_shift_comparison(networks, target_labels, true_priors):
         zc, zt, yc = np.asarray(zc, dtype=np.float64), np.asarray(zt, dtype=np.float64), np.asarray(yc)
         k = zc.shape[1]
         pi0 = np.bincount(yc, minlength=k) / len(yc)
-        fitted = {"none": None, "TS": cal.TemperatureScaling().fit(zc, yc),
-                  "BCTS": cal.BiasCorrectedTemperatureScaling().fit(zc, yc)}
+        fitted = {"none": None, "TS": cal.TemperatureScaling().fit(zc, yc, classes=range(k)),  # indices
+                  "BCTS": cal.BiasCorrectedTemperatureScaling().fit(zc, yc, classes=range(k))}
         for name in LABEL_SHIFT_CALIBRATIONS:
             f = fitted[name]
             pc, pt = (M.softmax(zc), M.softmax(zt)) if f is None else (f.predict_proba(zc), f.predict_proba(zt))

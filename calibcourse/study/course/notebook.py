@@ -66,10 +66,7 @@ def budget(profile: str, name: str):
 def setup(profile: str, data: str, seed: int = 0, edition: str = "instructor"):
     """Seed numpy/torch/random, set the figure style, and state the profile and data on the page.
 
-    It also declares that integer labels are the columns' indices
-    (``set_config(integer_labels="indices")``, :mod:`calibcourse.calibration.config`): a page's small
-    calibration set may lack a class, and its runs' labels are class indices by construction; and
-    it keeps the toolkit's warning that an unregularized vector or matrix scaling did not converge
+    It also keeps the toolkit's warning that an unregularized vector or matrix scaling did not converge
     off the pages (chapter 4 shows matrix scaling overfitting on purpose).
 
     Parameters
@@ -96,9 +93,6 @@ def setup(profile: str, data: str, seed: int = 0, edition: str = "instructor"):
     ValueError: profile must be one of ci, default, full; got 'huge'
     """
     check_profile(profile)
-    from calibcourse.calibration import set_config
-
-    set_config(integer_labels="indices")  # the course's labels are its runs' class indices, whatever a set holds
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
