@@ -218,6 +218,25 @@ def test_a_no_calibration_file_checks_the_columns_too(tmp_path, capsys):
         fitted.predict_proba(np.full((4, 5), 0.2))
 
 
+def test_a_saved_calibration_of_probabilities_names_a_wrong_column_count_and_scores(tmp_path, capsys):
+    """Four of a 5-class model's probability columns were refused for not summing to 1, not for being four."""
+    p, y = _model_outputs(seed=1)
+    names = np.array(["ant", "bee", "cat", "dog", "eel"])[y]
+    np.savez(tmp_path / "o.npz", probs=p, y=names)
+    rc, out, err = run([tmp_path / "o.npz", "--out", tmp_path / "r", "--n-boot", "50", "--save",
+                        tmp_path / "c.json"], capsys)
+    fitted = R.load(tmp_path / "c.json")
+    four = p[:, :4] / p[:, :4].sum(1, keepdims=True)
+    for scores in (p[:, :4], four):
+        with pytest.raises(ValueError, match="scores have 4 classes but this calibration was fitted on 5 .ant, bee"):
+            fitted.predict_proba(scores)
+    q = fitted.predict_proba(p)
+    assert fitted.score(p, names) == pytest.approx(-M.nll(q, y), rel=1e-12)  # scikit-learn's score: the mean LL
+    assert fitted.score(p, names) > fitted.score(p, np.roll(names, 1))
+    with pytest.raises(ValueError, match="both be numbers or both be strings"):
+        fitted.score(p, y)  # the names it was fitted on, not their codes
+
+
 def test_save_says_what_it_was_fitted_on(tmp_path, capsys, monkeypatch):
     """Issue 48: at 1e6 rows it said 'fitted on all 1000000 samples' and fitted on 20,000."""
     z, y = scaled_logits(3000, 3, factor=2.5, seed=7)

@@ -71,16 +71,23 @@ class FittedCalibration:
         numpy.ndarray of shape (n, K)
             The columns in the order of ``classes_``.
         """
+        self._check_columns(np.shape(scores))  # before their values: a slice of the columns does not sum to 1
         z, p, _ = as_logits_and_probs(scores, self.kind)
-        if self.classes_ is not None and z.shape[1] != len(self.classes_):
-            raise ValueError(f"scores have {z.shape[1]} classes but this calibration was fitted on "
-                             f"{len(self.classes_)} ({', '.join(map(str, self.classes_[:6]))}"
-                             f"{', ...' if len(self.classes_) > 6 else ''}): give the model's outputs, one column "
-                             "per class, as the report had them")
+        self._check_columns(z.shape)
         if self.calibrator is None:  # the report recommended no calibration
             return p
         with checked():  # the scores are checked, and their kind is known: a row of logits in [0, 1] is no error
             return np.asarray(self.calibrator.predict_proba(_view(z, p, self.view)))
+
+    def _check_columns(self, shape) -> None:
+        """One column per class of ``classes_`` (``(n,)`` or ``(n, 1)``: a binary model's)."""
+        if self.classes_ is None or len(shape) != 2 or shape[1] == 1:
+            return
+        if shape[1] != len(self.classes_):
+            raise ValueError(f"scores have {shape[1]} classes but this calibration was fitted on "
+                             f"{len(self.classes_)} ({', '.join(map(str, self.classes_[:6]))}"
+                             f"{', ...' if len(self.classes_) > 6 else ''}): give the model's outputs, one column "
+                             "per class, as the report had them")
 
     def predict(self, scores):
         """The class of highest calibrated probability, of ``classes_``.
@@ -96,6 +103,32 @@ class FittedCalibration:
         """
         idx = self.predict_proba(scores).argmax(1)
         return idx if self.classes_ is None else self.classes_[idx]
+
+    def score(self, scores, labels, sample_weight=None) -> float:
+        """The mean log-likelihood of the labels under the calibrated probabilities (higher is better).
+
+        The calibrators' ``score`` (scikit-learn's ``GridSearchCV`` maximises it): minus the NLL.
+
+        Parameters
+        ----------
+        scores : array_like of shape (n, K) or (n,)
+            As for :meth:`predict_proba`.
+        labels : array_like of shape (n,)
+            Labels of ``classes_``.
+        sample_weight : array_like of shape (n,), optional
+            Weights of the samples.
+
+        Returns
+        -------
+        float
+        """
+        from calibcourse.calibration import metrics as M
+        from calibcourse.calibration._labels import encode_labels
+
+        q = self.predict_proba(scores)
+        y, _ = encode_labels(labels, q.shape[0], q.shape[1],
+                             classes=range(q.shape[1]) if self.classes_ is None else self.classes_)
+        return -M.nll(q, y, sample_weight=sample_weight)
 
     def __repr__(self):
         """The calibrator, its view of the scores and their kind."""
