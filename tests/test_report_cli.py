@@ -135,9 +135,9 @@ def test_report_from_npy_pair_and_csv_of_probabilities(tmp_path):
 @pytest.mark.parametrize("case,pattern", [
     ("lengths", r"test_labels'\] \(--labels-key\) has 299 entries but .*test_logits'\] \(--logits-key\) has 300"),
     ("nan", r"test_logits'\] \(--logits-key\) contains NaN"),
-    ("range", r"test_labels'\] \(--labels-key\) have 4 distinct values \(0, 1, 2, 3\) but .*test_logits'\] "
-              r"\(--logits-key\) has 3 columns"),
-    ("one class", r"test_labels'\] \(--labels-key\) contain one class only"),
+    ("range", r"test_labels'\] \(--labels-key\): 4 distinct values \(0, 1, 2, 3\); the scores \(.*test_logits'\] "
+              r"\(--logits-key\)\) have 3 columns"),
+    ("one class", r"test_labels'\] \(--labels-key\): one class only"),
     ("few", r"--folds = 5, but class 2 of .*test_labels'\] \(--labels-key\) has only 3 samples"),
     ("key", r"--labels-key yy: no such array in outputs.npz; it has test_logits, test_labels"),
 ])

@@ -212,9 +212,12 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
         y, classes = encode_labels(labels, n, k, names["labels"])
     except ValueError as e:
         msg = str(e).replace("the predictions have", f"{names['scores']} has")
+        lab = names["labels"]  # a name such as "the column 'y' of x.csv (--labels-key)": no verb agrees with both
         if "distinct values" in msg:  # the report's own ending: it has no classes= to offer
-            msg = (msg.split(" but the scores have")[0] + f" but {names['scores']} has {k} columns: the sorted labels "
-                   f"name the score columns, so the labels must hold each of the {k} classes, and no other")
+            head = msg.split(" but the scores have")[0].replace(f"{lab} have ", f"{lab}: ", 1)
+            msg = (f"{head}; the scores ({names['scores']}) have {k} columns: the sorted labels name the score "
+                   f"columns, so the labels must hold each of the {k} classes, and no other")
+        msg = msg.replace(f"{lab} contain one class only", f"{lab}: one class only")
         raise ValueError(msg) from None
     y = _fold_counts(y, k, folds, names["labels"], names["folds"], classes)
     with checked():  # the scores and the labels are checked: nothing below checks them again
