@@ -91,7 +91,10 @@ def test_scores_the_numbers_cannot_tell_are_asked_for_in_one_line(tmp_path, caps
         np.savez(tmp_path / f"{name}.npz", scores=s, y=y if s.ndim == 2 else y % 2)
         rc, out, err = run([tmp_path / f"{name}.npz", "--out", tmp_path / name, "--n-boot", "20"], capsys)
         assert rc == 2 and len(err) == 1 and "--kind probs or --kind logits" in err[0], (name, err)
+        assert f"{name}.npz['scores'] (--logits-key or --probs-key)" in err[0], err  # neither: it was not told
         assert not (tmp_path / name).exists()
+        if name == "short":
+            assert "the rows sum to 0.9, not 1" in err[0], err  # all rows 0.9: not "between 0.9 and 0.9"
     rc, out, err = run([tmp_path / "onehot.npz", "--kind", "logits", "--out", tmp_path / "o", "--n-boot", "20"],
                        capsys)
     assert rc == 0 and "logits given" in (tmp_path / "o" / "index.html").read_text()

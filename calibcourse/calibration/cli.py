@@ -155,7 +155,7 @@ def read_outputs(paths, labels_key=None, logits_key=None, probs_key=None, kind=N
                     raise ValueError(f"--logits-key/--probs-key: none of {', '.join(LOGIT_KEYS + PROB_KEYS)} is "
                                      f"in {base}; it has {', '.join(available)}: name the scores' array")
                 sk, found = rest[0], "auto"
-        option = "--probs-key" if found == "probs" else "--logits-key"
+        option = {"probs": "--probs-key", "logits": "--logits-key"}.get(found, "--logits-key or --probs-key")
         names = {"scores": f"{base}[{sk!r}] ({option})", "labels": f"{base}[{lk!r}] (--labels-key)"}
         return arrays[sk], arrays[lk], kind or found, {**names, "folds": "--folds"}
     return _read_csv(path, base, labels_key, logits_key, probs_key, kind)

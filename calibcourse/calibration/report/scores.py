@@ -147,8 +147,9 @@ def _detect(s, lo, hi, scores, name, kind_name):
         why = (f"every value lies in [0, 1], but written with so few decimals that rows summing to "
                f"{sums.min():.3g} to {sums.max():.3g} may be probabilities")
     else:
-        why = (f"every value lies in [0, 1], but the rows sum to between {sums.min():.4g} and {sums.max():.4g}, "
-               f"not 1 (within {tol:.2g})")
+        lo, hi = f"{sums.min():.4g}", f"{sums.max():.4g}"
+        span = f"sum to {lo}" if lo == hi else f"sum to between {lo} and {hi}"
+        why = f"every value lies in [0, 1], but the rows {span}, not 1 (within {tol:.2g})"
     raise _ask(name, kind_name, why)
 
 
