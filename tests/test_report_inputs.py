@@ -240,6 +240,24 @@ def test_a_saved_calibration_of_probabilities_names_a_wrong_column_count_and_sco
         fitted.score(p, y)  # the names it was fitted on, not their codes
 
 
+def test_a_save_or_out_path_that_cannot_be_written_is_named_before_the_work(tmp_path, capsys):
+    """--save into a path under a file failed after the whole comparison, with no option named."""
+    z, y = scaled_logits(300, 3, factor=2.0, seed=8)
+    np.savez(tmp_path / "o.npz", logits=z, y=y)
+    (tmp_path / "afile").write_text("x")
+    for extra, pattern in ((["--save", tmp_path / "afile" / "c.json"], r"^calibcourse report: error: --save .*afile "
+                                                                         r"is a file, not a folder$"),
+                           (["--save", tmp_path], r"--save .* is a folder: name the JSON file"),
+                           (["--out", tmp_path / "afile" / "r"], r"--out .*afile is a file, not a folder")):
+        args = [tmp_path / "o.npz", "--out", tmp_path / "r", "--n-boot", "20", *extra]
+        rc, out, err = run(args, capsys)
+        assert rc == 2 and len(err) == 1 and re.search(pattern, err[0]) and not out, (extra, err)
+        assert not (tmp_path / "r").exists()  # said before the comparison, which wrote nothing
+    rc, out, err = run([tmp_path / "o.npz", "--out", tmp_path / "r", "--n-boot", "20", "--save",
+                        tmp_path / "new" / "sub" / "c.json"], capsys)  # missing folders are made, as --out's
+    assert rc == 0 and R.load(tmp_path / "new" / "sub" / "c.json").classes_.tolist() == [0, 1, 2]
+
+
 def test_save_says_what_it_was_fitted_on(tmp_path, capsys, monkeypatch):
     """Issue 48: at 1e6 rows it said 'fitted on all 1000000 samples' and fitted on 20,000."""
     z, y = scaled_logits(3000, 3, factor=2.5, seed=7)

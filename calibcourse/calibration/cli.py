@@ -303,6 +303,18 @@ def main(argv=None) -> int:
         return 1
 
 
+def _check_writable(path: str, option: str) -> None:
+    """One line naming ``option`` where ``path`` cannot be written: its nearest existing folder must be one
+    this user can write in (the folders below it are made)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise ValueError(f"{option} {path}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"{option} {path}: the folder {parent} cannot be written in (permission denied)")
+
+
 def _run(args) -> int:
     """:func:`main` on parsed arguments: the page, the saved calibrator, the one-line summary."""
     from calibcourse.calibration import report
@@ -315,16 +327,29 @@ def _run(args) -> int:
         raise ValueError(f"--n-bins must be >= 1; got {args.n_bins}")
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise ValueError(f"--out {args.out} is a file, not a folder: name a folder for the report")
+    _check_writable(args.out, "--out")  # before the long part: its result is not lost to a typo
+    if args.save:
+        if os.path.isdir(args.save):
+            raise ValueError(f"--save {args.save} is a folder: name the JSON file to write")
+        _check_writable(args.save, "--save")
     title = args.title or f"Calibration report: {', '.join(os.path.basename(p) for p in args.inputs)}"
     page, fitted, choice = report.report_html(scores, labels, kind=kind, folds=args.folds, n_bins=args.n_bins,
                                               n_boot=args.n_boot, seed=args.seed, title=title,
                                               names={**names, "kind": "--kind"}, progress=sys.stderr.isatty())
     out = os.path.join(args.out, "index.html")
-    os.makedirs(args.out, exist_ok=True)
-    with open(out, "w", encoding="utf-8") as f:
-        f.write(page)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(page)
+    except OSError as e:
+        raise ValueError(f"--out {args.out}: the page cannot be written ({e.strerror})") from None
     if args.save:
-        report.save(fitted, args.save)
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(args.save)), exist_ok=True)
+            report.save(fitted, args.save)
+        except OSError as e:
+            raise ValueError(f"--save {args.save}: the calibrator cannot be written ({e.strerror}); the page is "
+                             f"in {out}") from None
     k, n = len(fitted.classes_), len(labels)
     if choice.name == "uncalibrated":
         print(f"wrote {out}: {n} samples, {k} classes; recommended no calibration (no calibrator is "
