@@ -137,7 +137,7 @@ def test_report_from_npy_pair_and_csv_of_probabilities(tmp_path):
     ("nan", r"test_logits'\] \(--logits-key\) contains NaN"),
     ("range", r"test_labels'\] \(--labels-key\): 4 distinct values \(0, 1, 2, 3\); the scores \(.*test_logits'\] "
               r"\(--logits-key\)\) have 3 columns"),
-    ("one class", r"test_labels'\] \(--labels-key\): one class only"),
+    ("one class", r"test_labels'\] \(--labels-key\) contains one class only"),
     ("few", r"--folds = 5, but class 2 of .*test_labels'\] \(--labels-key\) has only 3 samples"),
     ("key", r"--labels-key yy: no such array in outputs.npz; it has test_logits, test_labels"),
 ])

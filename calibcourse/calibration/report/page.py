@@ -217,7 +217,7 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
             head = msg.split(" but the scores have")[0].replace(f"{lab} have ", f"{lab}: ", 1)
             msg = (f"{head}; the scores ({names['scores']}) have {k} columns: the sorted labels name the score "
                    f"columns, so the labels must hold each of the {k} classes, and no other")
-        msg = msg.replace(f"{lab} contain one class only", f"{lab}: one class only")
+        msg = msg.replace(f"{lab} contain ", f"{lab} contains ", 1)  # one array or column: one class only, NaN
         raise ValueError(msg) from None
     y = _fold_counts(y, k, folds, names["labels"], names["folds"], classes)
     with checked():  # the scores and the labels are checked: nothing below checks them again
