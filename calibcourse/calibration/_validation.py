@@ -259,10 +259,12 @@ def _label_values(y: np.ndarray, n_classes: int | None, name: str) -> None:
     if y.dtype.kind == "b" or not y.size:
         return
     lo, hi = y.min(), y.max()
+    hint = ("integer labels are the columns' indices here; labels that name classes (1..K, -1/1) are mapped "
+            "first, e.g. with numpy.searchsorted(calibrator.classes_, labels)")
     if lo < 0:
-        raise ValueError(f"{name} must be >= 0; got {lo:g}")
+        raise ValueError(f"{name} must be >= 0; got {lo:g} ({hint})")
     if n_classes is not None and hi >= n_classes:
-        raise ValueError(f"{name} must be < the number of classes ({n_classes}); got {hi:g}")
+        raise ValueError(f"{name} must be < the number of classes ({n_classes}); got {hi:g} ({hint})")
 
 
 def label_array(labels, name: str = "labels") -> np.ndarray:
