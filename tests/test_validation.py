@@ -115,6 +115,9 @@ def test_bad_input_is_still_refused_where_it_comes_in():
         (lambda: stats.seeds_difference(M.ece, [p, nan], [p, p], y, n_boot=20), r"probs_a_list\[1\]: probs contains"),
         (lambda: calibration_report(nan, y), "contains NaN"),
         (lambda: choose(p, {"TS": nan}, y, n_boot=20), "contains NaN"),
+        (lambda: choose(p, [p], y, n_boot=20), r"oof must be a dict .* as cross_fit returns; got list"),
+        (lambda: M.ece(p, y + 1), r"must be < the number of classes \(3\); got 3 \(integer labels are the columns' "
+                                  r"indices here; labels that name classes .* numpy.searchsorted"),
         (lambda: cross_fit(np.log(p), nan, y, folds=3), "probs contains NaN"),
         (lambda: cross_fit(np.log(nan), p, y, folds=3), "logits contains NaN"),
         (lambda: C.TemperatureScaling().fit(z, high), "4 distinct values"),

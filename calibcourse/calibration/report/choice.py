@@ -247,6 +247,9 @@ def choose(probs, oof: dict, labels, n_bins: int = 15, n_boot: int = 1000, seed:
     """
     probs = check_probs(probs, "probs", allow_1d=False)
     y = check_labels(labels, probs.shape[0], probs.shape[1])
+    if not isinstance(oof, dict):
+        raise ValueError(f"oof must be a dict {{name: out-of-fold probabilities}}, as cross_fit returns; got "
+                         f"{type(oof).__name__}")
     oof = {name: check_probs(q, f"oof[{name!r}]", allow_1d=False) for name, q in oof.items()}
     for name, q in oof.items():
         if q.shape != probs.shape:
