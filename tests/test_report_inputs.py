@@ -182,6 +182,8 @@ def test_more_bad_inputs_are_one_line_each(tmp_path, capsys):
         ([tmp_path / "o.npz", "--folds", "1"], "--folds must be an integer >= 2"),
         ([tmp_path / "o.npz", "--labels-key", "nope"], "--labels-key nope: no such array"),
         ([tmp_path / "o.npz", "--n-boot", "5"], "--n-boot must be >= 10"),
+        ([tmp_path / "o.npz", "--kind", "probs"], r"must lie in \[0, 1\] for --kind probs; got values from .*: "
+                                                  r"logits\? then --kind logits, or leave --kind out$"),
     ]
     for args, pattern in cases:
         rc, out, err = run([*args, "--out", tmp_path / "r"], capsys)

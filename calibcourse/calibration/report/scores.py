@@ -122,9 +122,14 @@ def rounding_floor(values) -> float | None:
     return None if d is None or d == 0 else 0.25 * 10.0**-d  # 0s and 1s only: hard predictions, not rounding
 
 
+def _say(kind_name: str):
+    """How a kind is named: ``--kind probs`` on the command line, ``kind='probs'`` in Python."""
+    return (lambda k: f"{kind_name} {k}") if kind_name.startswith("--") else (lambda k: f"{kind_name}={k!r}")
+
+
 def _ask(name: str, kind_name: str, why: str) -> ValueError:
     """The one-line question of :func:`as_logits_and_probs` where the scores cannot be told apart."""
-    say = (lambda k: f"{kind_name} {k}") if kind_name.startswith("--") else (lambda k: f"{kind_name}={k!r}")
+    say = _say(kind_name)
     return ValueError(f"{name}: cannot tell whether these are probabilities or logits ({why}); say which with "
                       f"{say('probs')} or {say('logits')}")
 
@@ -257,6 +262,10 @@ def read_scores(scores, kind: str = "auto", name: str = "scores", _probs: bool =
     if kind == "probs":
         sums = s.sum(1, dtype=np.float64) if s.ndim == 2 else None
         tol = None if s.ndim == 1 else row_sum_tolerance(scores if isinstance(scores, np.ndarray) else s, s.shape[1])
+        if lo < 0 or hi > 1:  # told probabilities, given logits: the option to change is the kind, not the data
+            say = _say(kind_name)
+            raise ValueError(f"{name} must lie in [0, 1] for {say('probs')}; got values from {lo:g} to {hi:g}: "
+                             f"logits? then {say('logits')}, or leave {kind_name} out")
         check_prob_values(s, name, lo, hi, row_sums=sums, tol=tol)
         p = two_columns(s) if s.ndim == 1 else s / sums[:, None]
         floor = rounding_floor(s) if lo == 0 or (s.ndim == 1 and hi == 1) else None
