@@ -77,6 +77,8 @@ def test_two_and_three_decimal_csvs_recommend_what_full_precision_does(tmp_path,
         assert rc == 0 and not err, err
         page = (tmp_path / tag / "index.html").read_text()
         assert "5 classes, probabilities given" in page
+        unit = {"%.3f": "0.001", "%.2f": "0.01"}[fmt]
+        assert (f"probabilities are multiples of {unit} " in page) == (tag == "rounded"), tag  # and how 0 is read
         names[tag] = R.load(tmp_path / f"{tag}.json").name
     assert names["rounded"] == names["full"], names
 

@@ -291,7 +291,8 @@ def _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress
                 f"{len(ys):,} of the {n:,} samples (enough to fix a temperature to about 1 %); the measures of the "
                 "model as given use every sample.")
     if floored is not None:
-        fit_note += (f" The probabilities are written with few decimals: in the comparison a written 0 counts as "
+        fit_note += (f" The probabilities are multiples of {4 * floor:g} (written with few decimals, or coarse "
+                     f"outputs such as a forest's vote shares): in the comparison a 0 counts as "
                      f"{floor:g}, the middle of what rounds to 0, for the model as for the "
                      "calibrators' logits; the measures of the model as given, and a saved 'no calibration', keep "
                      "the values as written.")
