@@ -104,6 +104,32 @@ def test_scores_the_numbers_cannot_tell_are_asked_for_in_one_line(tmp_path, caps
     assert rc == 2 and len(err) == 1 and "must sum to 1" in err[0]
 
 
+def test_probabilities_told_to_be_logits_are_read_so_and_flagged(tmp_path, capsys):
+    """--logits-key on an array of probabilities (or --kind logits) was followed in silence."""
+    p, y = _model_outputs(seed=2)
+    np.savez(tmp_path / "o.npz", scores=p, y=y)
+    rc, out, err = run([tmp_path / "o.npz", "--logits-key", "scores", "--out", tmp_path / "r", "--n-boot", "20"],
+                       capsys)
+    assert rc == 0 and len(err) == 1, err
+    assert re.fullmatch(r"calibcourse report: warning: o\.npz\['scores'\] \(--logits-key\): read as logits, as told, "
+                        r"but every value lies in \[0, 1\] and every row sums to 1, as probabilities do; if they are "
+                        r"probabilities, say --kind probs", err[0]), err
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "logits given" in page and "read as logits, as told" in page
+    with pytest.warns(UserWarning, match="read as logits, as told"):
+        R.as_logits_and_probs(p, "logits")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        R.as_logits_and_probs(np.log(p), "logits")  # logits: nothing to say
+        R.as_logits_and_probs(p * 0.9, "logits")  # rows of 0.9: not probabilities either
+        R.FittedCalibration(None, "probs", "logits", classes=range(5)).predict_proba(p[:1])  # the report settled it
+        rc, out, err = run([tmp_path / "o.npz", "--probs-key", "scores", "--out", tmp_path / "q", "--n-boot", "20"],
+                           capsys)
+    assert rc == 0 and not err, err
+
+
 def test_integer_logits_and_a_first_row_that_sums_to_one_get_a_page(tmp_path, capsys):
     """Issue 48: the command wrote the page and then crashed in ``fitted.predict_proba(scores[:1])``."""
     rng = np.random.default_rng(1)

@@ -333,9 +333,15 @@ def _run(args) -> int:
             raise ValueError(f"--save {args.save} is a folder: name the JSON file to write")
         _check_writable(args.save, "--save")
     title = args.title or f"Calibration report: {', '.join(os.path.basename(p) for p in args.inputs)}"
-    page, fitted, choice = report.report_html(scores, labels, kind=kind, folds=args.folds, n_bins=args.n_bins,
-                                              n_boot=args.n_boot, seed=args.seed, title=title,
-                                              names={**names, "kind": "--kind"}, progress=sys.stderr.isatty())
+    import warnings
+
+    with warnings.catch_warnings(record=True) as said:  # each in one line, after the work
+        warnings.simplefilter("always")
+        page, fitted, choice = report.report_html(scores, labels, kind=kind, folds=args.folds, n_bins=args.n_bins,
+                                                  n_boot=args.n_boot, seed=args.seed, title=title,
+                                                  names={**names, "kind": "--kind"}, progress=sys.stderr.isatty())
+    for w in said:
+        print(f"calibcourse report: warning: {str(w.message).splitlines()[0]}", file=sys.stderr)
     out = os.path.join(args.out, "index.html")
     try:
         os.makedirs(args.out, exist_ok=True)

@@ -206,7 +206,11 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
     (True, True, True)
     """
     names = {"scores": "scores", "labels": "labels", "folds": "folds", "kind": "kind", **(names or {})}
-    z, p, kind, floor, floored = read_scores(scores, kind, names["scores"], _probs=False, kind_name=names["kind"])
+    with warnings.catch_warnings(record=True) as said:  # what was said of the scores goes on the page too
+        warnings.simplefilter("always")
+        z, p, kind, floor, floored = read_scores(scores, kind, names["scores"], _probs=False, kind_name=names["kind"])
+    for w in said:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     n, k = z.shape
     try:
         y, classes = encode_labels(labels, n, k, names["labels"])
@@ -221,7 +225,8 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
         raise ValueError(msg) from None
     y = _fold_counts(y, k, folds, names["labels"], names["folds"], classes)
     with checked():  # the scores and the labels are checked: nothing below checks them again
-        return _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress, (floor, floored))
+        return _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress, (floor, floored),
+                       [str(w.message) for w in said])
 
 
 def _fit_all(z, p, kind, y, classes, choice, methods, skipped, n_fit, n_total):
@@ -253,9 +258,10 @@ if left else ""}Read the recommendation as provisional, and label a few hundred 
 before relying on it.</p>"""
 
 
-def _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress, read=(None, None)):
+def _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress, read=(None, None), said=()):
     """:func:`report_html` on checked scores (logits ``z``, probabilities ``p`` or None) and labels ``y``;
-    ``read``: the floor of a written 0 and the probabilities as read with it (the comparison's "uncalibrated")."""
+    ``read``: the floor of a written 0 and the probabilities as read with it (the comparison's "uncalibrated");
+    ``said``: what was said of the scores as they were read (a warning), for the page."""
     floor, floored = read
     import html as H
 
@@ -296,6 +302,7 @@ def _report(z, p, kind, y, classes, folds, n_bins, n_boot, seed, title, progress
                      f"{floor:g}, the middle of what rounds to 0, for the model as for the "
                      "calibrators' logits; the measures of the model as given, and a saved 'no calibration', keep "
                      "the values as written.")
+    fit_note += "".join(f" <b>{H.escape(note)}.</b>" for note in said)
     what = ("P(y = 1) against the fraction of positives (binary: the reliability of class 1)"
             if k == 2 else "top-label confidence against accuracy")
     cmp_rows = "".join(

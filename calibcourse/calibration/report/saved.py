@@ -1,6 +1,8 @@
 """The recommended calibrator kept in a JSON file: :func:`save` and :func:`load`."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from calibcourse.calibration._validation import checked
@@ -72,7 +74,9 @@ class FittedCalibration:
             The columns in the order of ``classes_``.
         """
         self._check_columns(np.shape(scores))  # before their values: a slice of the columns does not sum to 1
-        z, p, _ = as_logits_and_probs(scores, self.kind)
+        with warnings.catch_warnings():  # the kind was settled by the report: a row of logits may sum to 1
+            warnings.filterwarnings("ignore", message=".*read as logits, as told", category=UserWarning)
+            z, p, _ = as_logits_and_probs(scores, self.kind)
         self._check_columns(z.shape)
         if self.calibrator is None:  # the report recommended no calibration
             return p

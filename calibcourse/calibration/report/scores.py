@@ -2,6 +2,8 @@
 question where the numbers cannot tell."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from calibcourse.calibration import metrics as M
@@ -120,6 +122,12 @@ def rounding_floor(values) -> float | None:
     """
     d = written_decimals(values)
     return None if d is None or d == 0 else 0.25 * 10.0**-d  # 0s and 1s only: hard predictions, not rounding
+
+
+def _rows_sum_to_one(s, scores) -> bool:
+    """Whether every row of a score matrix sums to 1, within :func:`row_sum_tolerance`."""
+    tol = row_sum_tolerance(scores if isinstance(scores, np.ndarray) else s, s.shape[1])
+    return bool(np.all(np.abs(s.sum(1, dtype=np.float64) - 1) <= tol))
 
 
 def _say(kind_name: str):
@@ -247,6 +255,7 @@ def read_scores(scores, kind: str = "auto", name: str = "scores", _probs: bool =
     from calibcourse.calibration._validation import check_choice, check_finite, check_logits, check_prob_values
 
     check_choice(kind, KINDS, "kind")
+    told = kind
     if getattr(scores, "ndim", np.ndim(scores)) == 2 and np.shape(scores)[1] == 1:
         scores = scores[:, 0] if hasattr(scores, "shape") else np.asarray(scores)[:, 0]  # a binary model's column
     with checked():  # the type and the shape; the values once, below
@@ -274,6 +283,10 @@ def read_scores(scores, kind: str = "auto", name: str = "scores", _probs: bool =
         q = np.maximum(two_columns(s), floor)  # a written 0 stands for a value below half a unit of the last decimal
         q = q / q.sum(1, keepdims=True)
         return M.probs_to_logits(q), p, "probs", floor, q
+    if told == "logits" and s.ndim == 2 and lo >= 0 and hi <= 1 and _rows_sum_to_one(s, scores):
+        say = _say(kind_name)  # (a single logit in [0, 1] is no such coincidence: nothing is said)
+        warnings.warn(f"{name}: read as logits, as told, but every value lies in [0, 1] and every row sums to 1, "
+                      f"as probabilities do; if they are probabilities, say {say('probs')}", UserWarning, stacklevel=3)
     z = two_logits(s)
     if not _probs:  # the report: probabilities block by block, never the whole matrix
         return z, None, "logits", None, None
