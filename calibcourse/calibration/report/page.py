@@ -216,7 +216,7 @@ def report_html(scores, labels, kind: str = "auto", folds: int = 5, n_bins: int 
         y, classes = encode_labels(labels, n, k, names["labels"])
     except ValueError as e:
         msg = str(e).replace("the predictions have", f"{names['scores']} has")
-        lab = names["labels"]  # a name such as "the column 'y' of x.csv (--labels-key)": no verb agrees with both
+        lab = names["labels"]  # a name such as "the column 'y' of x.csv (--labels-key)": one column, singular
         if "distinct values" in msg:  # the report's own ending: it has no classes= to offer
             head = msg.split(" but the scores have")[0].replace(f"{lab} have ", f"{lab}: ", 1)
             msg = (f"{head}; the scores ({names['scores']}) have {k} columns: the sorted labels name the score "
