@@ -685,14 +685,17 @@ def test_hidden_reports_show_no_inputs_or_expected_values(lab, question, check, 
         assert "FAIL  hidden case" in text and "expected" not in text, (name, text)
         body = "\n".join(line for line in text.splitlines() if not line.strip().startswith("hint:"))
         # the tolerance that decides a numeric case is stated: a fixed number of the check, no input
-        assert "by more than the tolerance (" in text or "tolerance" not in text, text
+        differs = [line for line in text.splitlines() if "differs from the reference implementation's" in line]
+        assert all("by more than the tolerance (" in line for line in differs), (name, text)
         stray = re.findall(r"\d+(?:\.\d+)?", re.sub(r"hidden case \d+|\d+ passed|\d+ failed|check_\w+|"
                                                      r"the tolerance \([^)]*\)|float32|float64", "", body))
         assert not stray, (name, stray, text)  # the hints are fixed sentences, the same for every case
-        try:  # the public check of the same answer names the input and the expected value
+        try:  # the public check of the same answer names the input and the expected value, and the tolerance
             check(fn, seed=0, strict=True, rules=False)
         except checks.CheckFailure as public:
             assert "expected" in str(public) or "differ" in str(public) or "match" in str(public), str(public)
+            if differs:  # a numeric case failed the hidden test: the public one that fails says its tolerance
+                assert "(the tolerance: " in str(public) or "raised" in str(public), (name, str(public))
 
 
 # ------------------------------------------------------------------ the rules: what an exercise may not call
@@ -725,6 +728,20 @@ def _scipy_nll(z, y, t, how):
     return float(-np.mean(log_softmax(z, axis=1)[np.arange(len(y)), y]))
 
 
+def _sums(p, y, n_bins):
+    """(count, sum of confidences, sum of outcomes) per top-label bin, Guo's bins, written with numpy."""
+    conf, ok = p.max(1), (p.argmax(1) == y).astype(float)
+    idx = np.searchsorted(np.linspace(0, 1, n_bins + 1)[1:-1], conf, side="left")
+    return (np.bincount(idx, minlength=n_bins).astype(float), np.bincount(idx, conf, n_bins),
+            np.bincount(idx, ok, n_bins))
+
+
+def _binned(sums):
+    """binning.bin_sums' (count, [sum of scores, sum of outcomes], edges) as ece_from_sums takes them."""
+    count, (sum_conf, sum_out), _ = sums
+    return count, sum_conf, sum_out
+
+
 def _routes():
     """Per check, ways to hand over the library's (or an equivalent library's) answer instead of writing it."""
     import functools
@@ -735,7 +752,8 @@ def _routes():
     from sklearn.metrics import log_loss
     from sklearn.utils.extmath import softmax as sk_softmax
 
-    from calibcourse.calibration import binning
+    from calibcourse.calibration import binning, kernels
+    from calibcourse.calibration._arrays import ece_from_sums, softmax_rows
     sm = M.softmax  # an alias
     return {
         checks.check_softmax_temperature: {
@@ -751,7 +769,8 @@ def _routes():
             "scikit-learn's softmax": lambda z, t: sk_softmax(np.array(z / t)),
             "torch.softmax": lambda z, t: torch.softmax(torch.as_tensor(z / t), 1).numpy(),
             "Tensor.log_softmax().exp()": lambda z, t: torch.as_tensor(z / t).log_softmax(1).exp().numpy(),
-            "nn.Softmax": lambda z, t: torch.nn.Softmax(dim=1)(torch.as_tensor(z / t)).numpy()},
+            "nn.Softmax": lambda z, t: torch.nn.Softmax(dim=1)(torch.as_tensor(z / t)).numpy(),
+            "the toolkit's private softmax": lambda z, t: softmax_rows(np.asarray(z / t, dtype=float))},
         checks.check_temperature_scaling: {
             "TemperatureScaling": lambda zv, yv, zt, yt: C.TemperatureScaling().fit(zv, yv).predict_proba(zt),
             "getattr(calibrators, ...)": lambda zv, yv, zt, yt: getattr(C, "Temperature" + "Scaling")().fit(
@@ -771,18 +790,29 @@ def _routes():
             "scikit-learn's log_loss": lambda z, y, t: log_loss(y, _softmax_t(z, t), labels=np.arange(z.shape[1]))},
         checks.check_ece: {
             "getattr(metrics, 'e' + 'ce')": lambda p, y, n: getattr(M, "e" + "ce")(p, y, n_bins=n),
+            "the toolkit's ECE of per-bin sums": lambda p, y, n: float(ece_from_sums(*_sums(p, y, n), "l1")),
             "binning.uniform_edges": lambda p, y, n: good_ece(p, y, n) + 0 * binning.uniform_edges(n).sum()},
         checks.check_histogram_binning: {
-            "HistogramBinning": lambda sv, yv, st, n: C.HistogramBinning(n_bins=n).fit(sv, yv).predict_proba(st)[:, 1]},
+            "HistogramBinning": lambda sv, yv, st, n: C.HistogramBinning(n_bins=n).fit(sv, yv).predict_proba(st)[:, 1],
+            "metrics.reliability_bins' bin means": lambda sv, yv, st, n: np.nan_to_num(M.reliability_bins(
+                sv, yv, n_bins=n, reliability="positive_class").accuracy, nan=0.5)[
+                np.searchsorted(np.linspace(0, 1, n + 1)[1:-1], st, side="left")]},
         checks.check_isotonic: {
             "scikit-learn's IsotonicRegression": lambda sv, yv, st: IsotonicRegression(out_of_bounds="clip").fit(
                 sv, yv).predict(st)},
         checks.check_platt: {
             "scikit-learn's LogisticRegression": lambda sv, yv, st: LogisticRegression(C=1e10).fit(
                 _logit(sv)[:, None], yv).predict_proba(_logit(st)[:, None])[:, 1]},
-        checks.check_sece: {"metrics.sece": lambda p, y, h: M.sece(p, y, bandwidth=h, method="exact")},
+        checks.check_sece: {
+            "metrics.sece": lambda p, y, h: M.sece(p, y, bandwidth=h, method="exact"),
+            "the kernel regression under metrics.sece": lambda p, y, h: float(np.mean(np.abs(
+                kernels.kernel_regression(p.max(1), p.max(1), (p.argmax(1) == y).astype(float), h)[0] - p.max(1))))},
         checks.check_focal_loss: {"the course's focal loss": L.focal_loss},
-        checks.check_classwise_ece: {"metrics.classwise_ece": lambda p, y, n: M.classwise_ece(p, y, n_bins=n)},
+        checks.check_classwise_ece: {
+            "metrics.classwise_ece": lambda p, y, n: M.classwise_ece(p, y, n_bins=n),
+            "binning.bin_sums and the ECE of per-bin sums": lambda p, y, n: float(np.mean([
+                ece_from_sums(*_binned(binning.bin_sums(p[:, k], p[:, k], (y == k).astype(float), n_bins=n)), "l1")
+                for k in range(p.shape[1])]))},
     }
 
 

@@ -205,9 +205,10 @@ def prompt_rules(q: Question) -> str:
     >>> q = questions(jupytext.read(lab_sources()[0]))[1]
     >>> print(prompt_rules(q))  # doctest: +NORMALIZE_WHITESPACE
     *3 points: 1 for the check below, 2 for hidden tests that run the same check on inputs you do not
-    see. Not allowed in this function, directly or through another function: `metrics`, `binning`,
-    the course's own study code and other calibration libraries. Write it with numpy. A function that
-    calls one of them earns no points: the check below says so.*
+    see. Not allowed in this function, directly or through another function: any function of the
+    course's package, `calibcourse` (`metrics`, `binning` and its other modules); other calibration
+    libraries. Write it with numpy. A function that calls one of them earns no points: the check below
+    says so.*
     """
     from calibcourse.study.course.checks.rules import rules_of
 

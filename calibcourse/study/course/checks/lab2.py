@@ -243,7 +243,8 @@ def check_temperature_scaling(fn, verbose: bool = False, *, seed: int = 0, stric
         if arr is not None and np.abs(arr - M.softmax(zt / t_test)).max() < 2e-3:
             report.case(label, False, f"your probabilities match T = {t_test:.3f}, fitted on the "
                         f"TEST split; the validation split gives T = {t_val:.3f}",
-                        "fit T on (val_logits, val_labels) only; the test labels are for evaluation")
+                        "fit T on (val_logits, val_labels) only; the test labels are for evaluation",
+                        tol="2e-03, absolute")
             continue
         diff = why or _first_difference(arr, expected, 2e-3)
         if diff and not why and variant != "nll" and np.abs(arr - M.softmax(zt / temps["nll"][0])).max() < 2e-3:

@@ -11,6 +11,10 @@ give no points for it.
 
 A rule forbids
 
+- *the course's package*: every function of ``calibcourse`` (the toolkit's ``metrics``, ``calibrators``,
+  ``binning``, ``kernels``, its private helpers, the study code), but for the few an exercise allows
+  (:attr:`Rules.allow`, e.g. ``metrics.ece`` for the hand search of temperatures; what such a function
+  calls inside is its own business);
 - *modules*: every function defined in them or below them (``calibcourse.calibration.metrics``:
   ``metrics.ece``, ``metrics.softmax``, ...), Python or compiled;
 - *functions*: single functions by dotted name (``scipy.special.softmax``);
@@ -36,6 +40,8 @@ from dataclasses import dataclass
 
 __all__ = ["Rules", "ALWAYS", "RULES", "rules_of", "Watch"]
 
+#: the course's package: no exercise may call a function of it but those its rules allow (:attr:`Rules.allow`)
+TOOLKIT = "calibcourse"
 #: what no exercise may call: the study layer (the checks' reference implementations, the labs'
 #: helpers, the training losses) and the calibration libraries that a grader's environment may hold
 ALWAYS = ("calibcourse.study", "netcal", "torchmetrics", "relplot", "calibration", "sklearn.calibration",
@@ -62,36 +68,49 @@ class Rules:
         Single functions, by dotted name.
     torch_ops : tuple of str
         torch's compiled operations, by name.
+    allow : tuple of str
+        The functions of the course's package (:data:`TOOLKIT`) the exercise may call, by dotted name;
+        every other function of the package is forbidden.
     allowed : str
-        What the exercise allows instead, for the hand-out's sentence ("" if nothing to add).
+        What else the exercise allows, for the hand-out's sentence ("" if nothing to add).
 
     Examples
     --------
-    >>> r = Rules(modules=("calibcourse.calibration.calibrators",), functions=("scipy.special.softmax",))
+    >>> r = Rules(modules=("calibcourse.calibration.calibrators",), functions=("scipy.special.softmax",),
+    ...           allow=("calibcourse.calibration.metrics.ece",))
     >>> print(r.describe())  # doctest: +NORMALIZE_WHITESPACE
-    Not allowed in this function, directly or through another function: `calibrators`,
-    `scipy.special.softmax`, the course's own study code and other calibration libraries.
+    Not allowed in this function, directly or through another function: any function of the course's
+    package, `calibcourse` (`calibrators` and its other modules), except `metrics.ece`;
+    `scipy.special.softmax`; other calibration libraries.
     """
 
     modules: tuple = ()
     functions: tuple = ()
     torch_ops: tuple = ()
+    allow: tuple = ()
     allowed: str = ""
 
     def describe(self) -> str:
         """The sentence of the hand-out: what the function may not call."""
-        names = [f"`{_SHORT.get(m, m)}`" for m in self.modules] + [f"`{f}`" for f in self.functions]
+        toolkit = [f"`{_SHORT[m]}`" for m in self.modules if m in _SHORT]
+        package = ("any function of the course's package, `calibcourse` ("
+                   + (" and ".join([", ".join(toolkit), "its other modules"]) if toolkit else "every module") + ")")
+        if self.allow:
+            short = [f"`{_public_short(a)}`" for a in self.allow]
+            package += ", except " + (" and ".join([", ".join(short[:-1]), short[-1]]) if len(short) > 1 else short[0])
+        others = [f"`{m}`" for m in self.modules if m not in _SHORT] + [f"`{f}`" for f in self.functions]
         if set(TORCH_SOFTMAX) <= set(self.torch_ops):
-            names.append("torch's softmax, log-softmax and logsumexp"
-                         + (" and its cross-entropy and NLL losses" if set(TORCH_CROSS_ENTROPY) <= set(self.torch_ops)
-                            else ""))
-        text = ("Not allowed in this function, directly or through another function: "
-                + ", ".join(names + ["the course's own study code and other calibration libraries"]) + ".")
+            others.append("torch's softmax, log-softmax and logsumexp"
+                          + (" and its cross-entropy and NLL losses" if set(TORCH_CROSS_ENTROPY) <= set(self.torch_ops)
+                             else ""))
+        groups = [package] + ([", ".join(others)] if others else []) + ["other calibration libraries"]
+        text = "Not allowed in this function, directly or through another function: " + "; ".join(groups) + "."
         return text + (f" {self.allowed}" if self.allowed else "")
 
 
 _METRICS, _CALIBRATORS = "calibcourse.calibration.metrics", "calibcourse.calibration.calibrators"
 _BINNING, _STATS = "calibcourse.calibration.binning", "calibcourse.calibration.stats"
+_ALLOWED = {name: f"calibcourse.calibration.metrics.{name}" for name in ("softmax", "nll", "brier", "ece")}
 _SCIPY_SOFTMAX = ("scipy.special.softmax", "scipy.special.log_softmax", "scipy.special.logsumexp")
 _SKLEARN_SOFTMAX = ("sklearn.utils.extmath.softmax",)
 
@@ -105,10 +124,10 @@ RULES = {
         modules=(_METRICS, _CALIBRATORS), functions=_SCIPY_SOFTMAX + _SKLEARN_SOFTMAX, torch_ops=TORCH_SOFTMAX,
         allowed="Write it with numpy."),
     "check_temperature_scaling": Rules(
-        modules=(_CALIBRATORS,), allowed="You may use `metrics.softmax`, `metrics.nll`, `metrics.brier` and "
-                                         "scipy's `minimize_scalar`."),
+        modules=(_CALIBRATORS,), allow=(_ALLOWED["softmax"], _ALLOWED["nll"], _ALLOWED["brier"]),
+        allowed="You may use scipy's `minimize_scalar`."),
     "check_grid_temperature": Rules(
-        modules=(_CALIBRATORS,), allowed="You may use `metrics.softmax` and `metrics.ece`."),
+        modules=(_CALIBRATORS,), allow=(_ALLOWED["softmax"], _ALLOWED["ece"])),
     "check_nll_temperature": Rules(
         modules=(_METRICS, _CALIBRATORS, "sklearn.metrics"), functions=_SCIPY_SOFTMAX + _SKLEARN_SOFTMAX,
         torch_ops=TORCH_SOFTMAX + TORCH_CROSS_ENTROPY, allowed="Write it with numpy."),
@@ -118,7 +137,7 @@ RULES = {
                             functions=("scipy.optimize.isotonic_regression",), allowed="Write it with numpy."),
     "check_platt": Rules(modules=(_CALIBRATORS, "sklearn"),
                          allowed="You may use scipy's `minimize`, `expit` and `logit`."),
-    "check_paired_difference": Rules(modules=(_STATS, _CALIBRATORS), allowed="You may use `metrics.ece`."),
+    "check_paired_difference": Rules(modules=(_STATS, _CALIBRATORS), allow=(_ALLOWED["ece"],)),
     # Lab 4
     **{name: Rules(modules=(_METRICS,), allowed="Write it with numpy or torch.") for name in (
         "check_sece", "check_focal_loss", "check_flsd53", "check_classwise_ece")},
@@ -163,6 +182,23 @@ def _owner_module(fn) -> str:
     return getattr(type(owner), "__module__", "") or ""
 
 
+def _public_short(dotted: str) -> str:
+    """A toolkit's function by the name the labs use: ``calibcourse.calibration.metrics.ece`` -> ``metrics.ece``."""
+    module, _, name = dotted.rpartition(".")
+    return f"{_SHORT.get(module, module)}.{name}"
+
+
+def _codes(fn) -> list:
+    """The code objects a call of ``fn`` starts with: its own, and those of the functions it wraps."""
+    out = []
+    while fn is not None and len(out) < 8:
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            out.append(code)
+        fn = getattr(fn, "__wrapped__", None)
+    return out
+
+
 def _public(module: str, name: str) -> str:
     """A module's dotted name and a function's name -> the function's public name, as a student would import
     it: the name without its private modules (those that start with an underscore)."""
@@ -201,8 +237,10 @@ class Watch:
     """
 
     def __init__(self, rules: Rules):
-        self.modules = tuple(rules.modules) + ALWAYS
+        self.modules = tuple(rules.modules) + ALWAYS + (TOOLKIT,)
         self.torch_ops = frozenset(rules.torch_ops)
+        self.allowed = {code for dotted in rules.allow for code in _codes(_resolve(dotted))}
+        self._inside: dict = {}  # per thread, the frames of the allowed functions running (what they call is theirs)
         self.codes, self.builtins = {}, {}
         for dotted in rules.functions:
             fn = _resolve(dotted)
@@ -222,8 +260,16 @@ class Watch:
             raise _Forbidden(what)                   # hook that raises is turned off); another thread goes on
 
     def _profile(self, frame, event, arg):
+        inside = self._inside.get(threading.get_ident())
+        if inside:  # inside a function the exercise allows: only its end matters
+            if event == "return" and frame is inside[-1]:
+                inside.pop()
+            return
         if event == "call":
             code = frame.f_code
+            if code in self.allowed:
+                self._inside.setdefault(threading.get_ident(), []).append(frame)
+                return
             verdict = self._verdict.get(code)
             if verdict is None:
                 # a function of a module's file (not code a doctest or exec ran in that module's namespace)
