@@ -362,7 +362,8 @@ def _fails(check, fn, seed, **kwargs):
 def _grid(zv, yv, temperatures, n_bins, pick="first", weighted=True, measure="ece"):
     """The hand search written out, every T at once, with Guo's bins (no library): the T of the smallest
     validation ECE, the first one on ties (``pick="last"``: the last one; ``"largest"``: the largest ECE),
-    or of the smallest NLL; ``weighted=False``: every non-empty bin counts the same."""
+    or of the smallest NLL; ``weighted=False``: every non-empty bin counts the same. A course's variants:
+    ``measure="equal-mass"`` (the confidences sorted stably, cut as np.array_split cuts them) or ``"l2"``."""
     t = np.asarray(temperatures, dtype=float)
     z = np.asarray(zv, dtype=float)[None] / t[:, None, None]
     z = z - z.max(axis=2, keepdims=True)
@@ -371,15 +372,24 @@ def _grid(zv, yv, temperatures, n_bins, pick="first", weighted=True, measure="ec
     else:
         p = np.exp(z) / np.exp(z).sum(axis=2, keepdims=True)
         conf, ok = p.max(axis=2), (p.argmax(axis=2) == yv)
-        rows = (np.searchsorted(np.linspace(0, 1, n_bins + 1)[1:-1], conf, side="left")
-                + n_bins * np.arange(len(t))[:, None]).ravel()
+        if measure == "equal-mass":
+            cut = np.concatenate([np.full(len(c), m) for m, c in enumerate(np.array_split(np.arange(len(yv)), n_bins))])
+            idx = np.empty(conf.shape, dtype=int)
+            np.put_along_axis(idx, np.argsort(conf, axis=1, kind="stable"), cut[None].repeat(len(t), 0), axis=1)
+        else:
+            idx = np.searchsorted(np.linspace(0, 1, n_bins + 1)[1:-1], conf, side="left")
+        rows = (idx + n_bins * np.arange(len(t))[:, None]).ravel()
         count = np.bincount(rows, minlength=len(t) * n_bins).reshape(len(t), n_bins)
         gap = np.abs(np.bincount(rows, (ok - conf).ravel(), len(t) * n_bins).reshape(len(t), n_bins))
-        if weighted:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean_gap = np.where(count > 0, gap / count, np.nan)
+        if measure == "l2":
+            values = (np.nansum(count * mean_gap**2, axis=1) / len(yv) if weighted else
+                      np.nanmean(mean_gap**2, axis=1)) ** 0.5
+        elif weighted:
             values = gap.sum(axis=1) / len(yv)
         else:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                values = np.nanmean(np.where(count > 0, gap / count, np.nan), axis=1)
+            values = np.nanmean(mean_gap, axis=1)
     if pick == "largest":
         return temperatures[int(np.argmax(values))]
     best = np.flatnonzero(values == values.min())
@@ -649,6 +659,74 @@ HIDDEN_CASES = [("lab1_ece", q, *LAB1[q]) for q in LAB1] + [("lab2_temperature",
     ("lab2_temperature", "q3", checks.check_grid_temperature,
      _grid, GRID_WRONG),
     ("lab2_temperature", "q4", checks.check_nll_temperature, _nll_right, NLL_WRONG)]
+
+
+def _log_softmax_t(z, t, shift=True, dtype=float, scale=None):
+    """log softmax(z / T) written out; or a mistake, as :func:`_softmax_t`'s."""
+    z = np.asarray(z, dtype=dtype) / dtype(t) if scale is None else np.asarray(z, dtype=dtype) * scale
+    z = z - (z.max() if shift == "global" else z.max(axis=1, keepdims=True) if shift else 0)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+
+
+def _t_brier(z, y):
+    onehot = np.eye(z.shape[1])[y]
+    brier = lambda lt: np.mean(np.sum((_softmax_t(z, np.exp(lt)) - onehot) ** 2, axis=1))  # noqa: E731
+    return float(np.exp(minimize_scalar(brier, bounds=(-5, 5), method="bounded", options={"xatol": 1e-10}).x))
+
+
+BITS = np.log(2.0)
+#: a course's variants of Lab 2 (checks.lab2.VARIANTS): (question, check, variant, right, known-wrong answers)
+VARIANT_CASES = [
+    ("q1", checks.check_softmax_temperature, "log-probabilities", _log_softmax_t, {
+        "the log of the softmax (underflows)": lambda z, t: np.log(_softmax_t(z, t)),
+        "one maximum for the whole array": lambda z, t: _log_softmax_t(z, t, shift="global"),
+        "no max shift (overflows)": lambda z, t: _log_softmax_t(z, t, shift=False),
+        "ignores T": lambda z, t: _log_softmax_t(z, 1.0),
+        "multiplies by T": lambda z, t: _log_softmax_t(z, t, scale=t),
+        "in float32": lambda z, t: _log_softmax_t(z, t, dtype=np.float32)}),
+    ("q2", checks.check_temperature_scaling, "brier", lambda zv, yv, zt, yt: _softmax_t(zt, _t_brier(zv, yv)), {
+        "fitted on the test split": lambda zv, yv, zt, yt: _softmax_t(zt, _t_brier(zt, yt)),
+        "no calibration": lambda zv, yv, zt, yt: _softmax_t(zt, 1.0),
+        "T multiplies": lambda zv, yv, zt, yt: _softmax_t(zt, 1.0, scale=_t_brier(zv, yv))}),
+    ("q3", checks.check_grid_temperature, "equal-mass",
+     lambda zv, yv, ts, n: _grid(zv, yv, ts, n, measure="equal-mass"), {
+        "the last index on ties": lambda zv, yv, ts, n: _grid(zv, yv, ts, n, pick="last", measure="equal-mass"),
+        "ignores n_bins (always 15)": lambda zv, yv, ts, n: _grid(zv, yv, ts, 15, measure="equal-mass"),
+        "the largest error": lambda zv, yv, ts, n: _grid(zv, yv, ts, n, pick="largest", measure="equal-mass"),
+        "the NLL optimum": lambda zv, yv, ts, n: _grid(zv, yv, ts, n, measure="nll")}),
+    ("q3", checks.check_grid_temperature, "l2", lambda zv, yv, ts, n: _grid(zv, yv, ts, n, measure="l2"), {
+        "the last index on ties": lambda zv, yv, ts, n: _grid(zv, yv, ts, n, pick="last", measure="l2"),
+        "unweighted": lambda zv, yv, ts, n: _grid(zv, yv, ts, n, weighted=False, measure="l2"),
+        "ignores n_bins (always 15)": lambda zv, yv, ts, n: _grid(zv, yv, ts, 15, measure="l2"),
+        "the NLL optimum": lambda zv, yv, ts, n: _grid(zv, yv, ts, n, measure="nll")}),
+    ("q4", checks.check_nll_temperature, "bits", lambda z, y, t: _nll_right(z, y, t) / BITS, {
+        "log of an underflowing softmax": lambda z, y, t: _nll_naive(z, y, t) / BITS,
+        "one maximum for the whole array": lambda z, y, t: _nll_global_max(z, y, t) / BITS,
+        "the softmax clipped at 1e-12": lambda z, y, t: _nll_clipped(z, y, t) / BITS,
+        "forgets the temperature": lambda z, y, t: _nll_right(z, y, 1.0) / BITS,
+        "log10": lambda z, y, t: _nll_right(z, y, t) / np.log(10.0),
+        "the sum, not the mean": lambda z, y, t: len(y) * _nll_right(z, y, t) / BITS}),
+]
+
+
+@pytest.mark.parametrize("question, check, variant, right, wrong", VARIANT_CASES,
+                         ids=[f"{c[1].__name__} {c[2]}" for c in VARIANT_CASES])
+def test_a_course_s_variant_catches_its_known_wrong_answers_on_every_seed(question, check, variant, right, wrong):
+    """A course with its own secret grades Lab 2's variants (tools.handout.course_variant): each variant's
+    hidden test is as strong as the published exercise's, every known-wrong answer of it failing on every one
+    of 200 courses' secrets and an independent right answer passing on all of them (the published solution,
+    wrong for every variant, is tests/test_labs.py's)."""
+    seeds = _hidden_seeds("lab2_temperature", question)
+    passed = {name: [] for name in wrong}
+    for s in seeds:
+        assert not _fails(check, right, s, variant=variant), s
+        for name, fn in wrong.items():
+            with np.errstate(all="ignore"):
+                if not _fails(check, fn, s, variant=variant):
+                    passed[name].append(s)
+    for name, seeds_passed in passed.items():
+        assert not seeds_passed, f"{name!r} passes the hidden test on {len(seeds_passed)} of {len(seeds)} seeds"
 
 
 @pytest.mark.parametrize("lab, question, check, right, wrong", HIDDEN_CASES,
