@@ -11,6 +11,7 @@ from calibcourse.tools.assignments.code_questions import (
     DEFAULT_SECRET,
     ROOT,
     Question,
+    _exercise,
     fmt_points,
     hidden_seed,
     lab_sources,
@@ -44,7 +45,7 @@ def _test_cell(q: Question, points: float, hidden: bool, seed: int, variant: str
         f'""" # BEGIN TEST CONFIG\npoints: {fmt_points(points)}\nhidden: {str(hidden).lower()}\n""" # END TEST CONFIG\n'
         f"def test_{'hidden' if hidden else 'public'}({q.function}):\n"
         f"    from calibcourse.study.course import checks\n"
-        f"    checks.{q.check}({args})")
+        f"    checks.{q.check}({args})  # {_exercise(q.title)}")  # otter shows this line where the test fails
 
 
 def master_notebook(src, secret: str = DEFAULT_SECRET):
@@ -75,7 +76,7 @@ def master_notebook(src, secret: str = DEFAULT_SECRET):
     """ # END TEST CONFIG
     def test_hidden(bin_stats):
         from calibcourse.study.course import checks
-        checks.check_reliability_bins(bin_stats, seed=1285810705, strict=True)
+        checks.check_reliability_bins(bin_stats, seed=1285810705, strict=True)  # exercise 1 (Per-bin statistics)
     '''
     import jupytext
     import nbformat
