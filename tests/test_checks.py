@@ -825,6 +825,7 @@ def _routes():
     import functools
 
     import scipy.special as sp
+    from scipy.special._logsumexp import _logsumexp
     from sklearn.isotonic import IsotonicRegression
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import log_loss
@@ -848,7 +849,9 @@ def _routes():
             "torch.softmax": lambda z, t: torch.softmax(torch.as_tensor(z / t), 1).numpy(),
             "Tensor.log_softmax().exp()": lambda z, t: torch.as_tensor(z / t).log_softmax(1).exp().numpy(),
             "nn.Softmax": lambda z, t: torch.nn.Softmax(dim=1)(torch.as_tensor(z / t)).numpy(),
-            "the toolkit's private softmax": lambda z, t: softmax_rows(np.asarray(z / t, dtype=float))},
+            "the toolkit's private softmax": lambda z, t: softmax_rows(np.asarray(z / t, dtype=float)),
+            "scipy's private logsumexp": lambda z, t: np.exp(z / t - np.reshape(_logsumexp(
+                np.asarray(z / t, dtype=float), None, axis=1, return_sign=False, xp=np), (-1, 1)))},
         checks.check_temperature_scaling: {
             "TemperatureScaling": lambda zv, yv, zt, yt: C.TemperatureScaling().fit(zv, yv).predict_proba(zt),
             "getattr(calibrators, ...)": lambda zv, yv, zt, yt: getattr(C, "Temperature" + "Scaling")().fit(

@@ -98,7 +98,8 @@ class Rules:
         if self.allow:
             short = [f"`{_public_short(a)}`" for a in self.allow]
             package += ", except " + (" and ".join([", ".join(short[:-1]), short[-1]]) if len(short) > 1 else short[0])
-        others = [f"`{m}`" for m in self.modules if m not in _SHORT] + [f"`{f}`" for f in self.functions]
+        others = [f"`{m}`" for m in self.modules if m not in _SHORT and "._" not in m]  # a private module: named
+        others += [f"`{f}`" for f in self.functions]                                       # by its functions
         if set(TORCH_SOFTMAX) <= set(self.torch_ops):
             others.append("torch's softmax, log-softmax and logsumexp"
                           + (" and its cross-entropy and NLL losses" if set(TORCH_CROSS_ENTROPY) <= set(self.torch_ops)
@@ -112,6 +113,8 @@ _METRICS, _CALIBRATORS = "calibcourse.calibration.metrics", "calibcourse.calibra
 _BINNING, _STATS = "calibcourse.calibration.binning", "calibcourse.calibration.stats"
 _ALLOWED = {name: f"calibcourse.calibration.metrics.{name}" for name in ("softmax", "nll", "brier", "ece")}
 _SCIPY_SOFTMAX = ("scipy.special.softmax", "scipy.special.log_softmax", "scipy.special.logsumexp")
+#: the module of those three, whose private helpers compute them too (its ``_logsumexp``)
+_SCIPY_SOFTMAX_MODULE = "scipy.special._logsumexp"
 _SKLEARN_SOFTMAX = ("sklearn.utils.extmath.softmax",)
 
 #: each check's rules: what the exercise it grades may not call
@@ -121,16 +124,17 @@ RULES = {
         "check_reliability_bins", "check_ece", "check_mce", "check_ece_l2")},
     # Lab 2
     "check_softmax_temperature": Rules(
-        modules=(_METRICS, _CALIBRATORS), functions=_SCIPY_SOFTMAX + _SKLEARN_SOFTMAX, torch_ops=TORCH_SOFTMAX,
-        allowed="Write it with numpy."),
+        modules=(_METRICS, _CALIBRATORS, _SCIPY_SOFTMAX_MODULE), functions=_SCIPY_SOFTMAX + _SKLEARN_SOFTMAX,
+        torch_ops=TORCH_SOFTMAX, allowed="Write it with numpy."),
     "check_temperature_scaling": Rules(
         modules=(_CALIBRATORS,), allow=(_ALLOWED["softmax"], _ALLOWED["nll"], _ALLOWED["brier"]),
         allowed="You may use scipy's `minimize_scalar`."),
     "check_grid_temperature": Rules(
         modules=(_CALIBRATORS,), allow=(_ALLOWED["softmax"], _ALLOWED["ece"])),
     "check_nll_temperature": Rules(
-        modules=(_METRICS, _CALIBRATORS, "sklearn.metrics"), functions=_SCIPY_SOFTMAX + _SKLEARN_SOFTMAX,
-        torch_ops=TORCH_SOFTMAX + TORCH_CROSS_ENTROPY, allowed="Write it with numpy."),
+        modules=(_METRICS, _CALIBRATORS, "sklearn.metrics", _SCIPY_SOFTMAX_MODULE),
+        functions=_SCIPY_SOFTMAX + _SKLEARN_SOFTMAX, torch_ops=TORCH_SOFTMAX + TORCH_CROSS_ENTROPY,
+        allowed="Write it with numpy."),
     # Lab 3
     "check_histogram_binning": Rules(modules=(_CALIBRATORS, _BINNING, "sklearn"), allowed="Write it with numpy."),
     "check_isotonic": Rules(modules=(_CALIBRATORS, _BINNING, "sklearn"),
