@@ -820,6 +820,16 @@ def _binned(sums):
     return count, sum_conf, sum_out
 
 
+def _pava_isotonic(sv, yv, st):
+    """Isotonic regression by scipy's compiled PAVA (scipy.optimize._pava_pybind), interpolated as sklearn's."""
+    from scipy.optimize._pava_pybind import pava
+
+    x, inv = np.unique(np.asarray(sv, dtype=float), return_inverse=True)
+    count = np.bincount(inv).astype(float)
+    fitted = pava(np.bincount(inv, np.asarray(yv, dtype=float)) / count, count, np.zeros(len(x) + 1, dtype=np.intp))[0]
+    return np.interp(np.asarray(st, dtype=float), x, fitted)
+
+
 def _routes():
     """Per check, ways to hand over the library's (or an equivalent library's) answer instead of writing it."""
     import functools
@@ -880,7 +890,8 @@ def _routes():
                 np.searchsorted(np.linspace(0, 1, n + 1)[1:-1], st, side="left")]},
         checks.check_isotonic: {
             "scikit-learn's IsotonicRegression": lambda sv, yv, st: IsotonicRegression(out_of_bounds="clip").fit(
-                sv, yv).predict(st)},
+                sv, yv).predict(st),
+            "scipy's compiled pool-adjacent-violators": _pava_isotonic},
         checks.check_platt: {
             "scikit-learn's LogisticRegression": lambda sv, yv, st: LogisticRegression(C=1e10).fit(
                 _logit(sv)[:, None], yv).predict_proba(_logit(st)[:, None])[:, 1]},

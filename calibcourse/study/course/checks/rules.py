@@ -116,6 +116,8 @@ _SCIPY_SOFTMAX = ("scipy.special.softmax", "scipy.special.log_softmax", "scipy.s
 #: the module of those three, whose private helpers compute them too (its ``_logsumexp``)
 _SCIPY_SOFTMAX_MODULE = "scipy.special._logsumexp"
 _SKLEARN_SOFTMAX = ("sklearn.utils.extmath.softmax",)
+#: scipy's isotonic regression and its compiled pool-adjacent-violators (``_pava_pybind.pava``)
+_SCIPY_ISOTONIC_MODULES = ("scipy.optimize._isotonic", "scipy.optimize._pava_pybind")
 
 #: each check's rules: what the exercise it grades may not call
 RULES = {
@@ -137,7 +139,7 @@ RULES = {
         allowed="Write it with numpy."),
     # Lab 3
     "check_histogram_binning": Rules(modules=(_CALIBRATORS, _BINNING, "sklearn"), allowed="Write it with numpy."),
-    "check_isotonic": Rules(modules=(_CALIBRATORS, _BINNING, "sklearn"),
+    "check_isotonic": Rules(modules=(_CALIBRATORS, _BINNING, "sklearn", *_SCIPY_ISOTONIC_MODULES),
                             functions=("scipy.optimize.isotonic_regression",), allowed="Write it with numpy."),
     "check_platt": Rules(modules=(_CALIBRATORS, "sklearn"),
                          allowed="You may use scipy's `minimize`, `expit` and `logit`."),
