@@ -553,8 +553,8 @@ def test_make_grade_and_otter_run_give_the_same_points(built, tmp_path):
         table[path.name] = [(float(rows[path.name][q.name]), float(results.get_score(q.name))) for q in qs]
         for q in qs:  # what Gradescope shows of a failed test names the exercise, as the notebook does
             summary = results.get_result(q.name).summary()
-            assert "Test case failed" not in summary or f"# exercise {q.title.partition('.')[0]} (" in summary, (
-                path.name, q.name, summary)
+            assert "Test case failed" not in summary or f"CheckFailure: exercise {q.title.partition('.')[0]} (" in (
+                summary), (path.name, q.name, summary)
     print("\nsubmission: (make grade, otter run) per question")
     for name, scores in table.items():
         print(f"  {name:22s}", "  ".join(f"{q.name} {a:g}/{b:g}" for q, (a, b) in zip(qs, scores, strict=True)))

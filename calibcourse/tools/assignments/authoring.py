@@ -11,7 +11,7 @@ from calibcourse.tools.assignments.code_questions import (
     DEFAULT_SECRET,
     ROOT,
     Question,
-    _exercise,
+    exercise_label,
     fmt_points,
     hidden_seed,
     lab_sources,
@@ -39,13 +39,14 @@ def _prompt_cell_source(code: str) -> str:
 def _test_cell(q: Question, points: float, hidden: bool, seed: int, variant: str | None = None):
     import nbformat
 
-    args = f"{q.function}, seed={seed}, strict=True" if hidden else f"{q.function}, strict=True"
+    # the check's call, through checks.graded: a failure's message names the exercise as the notebook does
+    args = f"{exercise_label(q.title)!r}, checks.{q.check}, {q.function}" + (f", seed={seed}" if hidden else "")
     args += f", variant={variant!r}" if variant is not None else ""
     return nbformat.v4.new_code_cell(
         f'""" # BEGIN TEST CONFIG\npoints: {fmt_points(points)}\nhidden: {str(hidden).lower()}\n""" # END TEST CONFIG\n'
         f"def test_{'hidden' if hidden else 'public'}({q.function}):\n"
         f"    from calibcourse.study.course import checks\n"
-        f"    checks.{q.check}({args})  # {_exercise(q.title)}")  # otter shows this line where the test fails
+        f"    checks.graded({args})")
 
 
 def master_notebook(src, secret: str = DEFAULT_SECRET):
@@ -76,7 +77,7 @@ def master_notebook(src, secret: str = DEFAULT_SECRET):
     """ # END TEST CONFIG
     def test_hidden(bin_stats):
         from calibcourse.study.course import checks
-        checks.check_reliability_bins(bin_stats, seed=1285810705, strict=True)  # exercise 1 (Per-bin statistics)
+        checks.graded('exercise 1 (Per-bin statistics)', checks.check_reliability_bins, bin_stats, seed=1285810705)
     '''
     import jupytext
     import nbformat

@@ -168,6 +168,8 @@ def _case_message(message: str) -> str:
     lines = [ln for ln in message.splitlines() if ln.strip() != "❌ Test case failed"]
     if lines and lines[0].startswith("Error at line"):
         lines = lines[2:]
+    if lines:  # the exercise, which checks.graded puts first for otter's output, heads this feedback already
+        lines[0] = re.sub(r"^(\s*CheckFailure: )exercise [^:]*?\): ", r"\1", lines[0])
     return "\n".join(lines)
 
 

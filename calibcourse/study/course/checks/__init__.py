@@ -30,7 +30,7 @@ chooses by its secret.
 """
 from __future__ import annotations
 
-from calibcourse.study.course.checks._harness import CheckFailure
+from calibcourse.study.course.checks._harness import CheckFailure, graded
 from calibcourse.study.course.checks.lab1 import check_ece, check_ece_l2, check_mce, check_reliability_bins
 from calibcourse.study.course.checks.lab2 import (
     check_grid_temperature,
@@ -48,7 +48,7 @@ from calibcourse.study.course.checks.lab4 import check_classwise_ece, check_flsd
 
 CheckFailure.__module__ = __name__  # its public name, in tracebacks and the docs
 
-__all__ = ["CheckFailure", "check_ece", "check_mce", "check_reliability_bins", "check_softmax_temperature",
+__all__ = ["CheckFailure", "graded", "check_ece", "check_mce", "check_reliability_bins", "check_softmax_temperature",
            "check_temperature_scaling", "check_grid_temperature", "check_histogram_binning",
            "check_isotonic", "check_platt", "check_sece", "check_focal_loss", "check_flsd53",
            "check_ece_l2", "check_classwise_ece", "check_nll_temperature", "check_paired_difference"]

@@ -106,6 +106,42 @@ class _Report:
         return self.failed == 0 and not self.unfilled and not self.broken
 
 
+def graded(exercise: str, check, fn, **kwargs) -> bool:
+    """A graded test's call of ``check``: ``check(fn, strict=True, **kwargs)``, whose failure's message
+    starts with the exercise's name, as the student's notebook names it (otter-grader and Gradescope
+    show the message under the question's name, ``q1``, which the notebook does not use).
+
+    Parameters
+    ----------
+    exercise : str
+        The exercise, e.g. ``"exercise 1 (Softmax with a temperature)"``.
+    check : callable
+        A check of :mod:`calibcourse.study.course.checks`.
+    fn : callable
+        The student's function.
+    **kwargs
+        The check's other arguments (``seed=``, ``variant=``).
+
+    Returns
+    -------
+    bool
+        True; a failure raises :class:`CheckFailure`.
+
+    Examples
+    --------
+    >>> from calibcourse.study.course import checks
+    >>> checks.graded("exercise 2 (The ECE)", checks.check_ece, lambda p, y, n: 0.0)
+    Traceback (most recent call last):
+    ...
+    calibcourse.study.course.checks.CheckFailure: exercise 2 (The ECE): check_ece: 0 passed, 6 failed -> 6 failed
+    ...
+    """
+    try:
+        return check(fn, strict=True, **kwargs)
+    except CheckFailure as exc:
+        raise CheckFailure(f"{exercise}: {exc}") from None
+
+
 _MEMO: dict = {}
 
 
