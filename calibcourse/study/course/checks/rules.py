@@ -26,8 +26,9 @@ training losses) and the calibration libraries a grading machine may have (netca
 relplot, uncertainty-calibration, scikit-learn's calibration module).
 
 What the watch does not see: work handed to a thread started before the check, or to another
-process; and a submission that tampers with the grader (replaces these functions or the profile
-hook) is not stopped by it.
+process; code of the student's that an allowed function calls back (an object whose ``__array__``
+calls a forbidden function, handed to ``metrics.ece``); and a submission that tampers with the
+grader (replaces these functions or the profile hook) is not stopped by it.
 """
 from __future__ import annotations
 
