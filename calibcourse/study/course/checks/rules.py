@@ -39,7 +39,7 @@ import threading
 import types
 from dataclasses import dataclass
 
-__all__ = ["Rules", "ALWAYS", "RULES", "rules_of", "Watch"]
+__all__ = ["Rules", "TOOLKIT", "ALWAYS", "RULES", "rules_of", "Watch"]
 
 #: the course's package: no exercise may call a function of it but those its rules allow (:attr:`Rules.allow`)
 TOOLKIT = "calibcourse"
