@@ -192,11 +192,12 @@ def test_assignments_are_written_with_points_stated_and_solutions_only_in_the_so
         assert student.count("Double-click this cell and write your answer here") == len(written)
         assert solution.count("**Answer.**") == solution.count("**Rubric (") == len(written)
         assert "**Answer.**" not in student and "**Rubric" not in student
-        for q in qs:  # the hidden test: the same check on another seed
+        for q in qs:  # the hidden test: the same check on another seed; each through graded, naming the exercise
             src = tests[f"tests/{q.name}.py"]
             variant = "" if q.check not in VARIANTS else f", variant={VARIANTS[q.check][0]!r}"
-            assert f"checks.{q.check}({q.function}, strict=True{variant})" in src
-            assert f"checks.{q.check}({q.function}, seed={A.hidden_seed(lab, q.name)}, strict=True{variant})" in src
+            call = f"checks.graded({A.code_questions._exercise(q.title)!r}, checks.{q.check}, {q.function}"
+            assert f"{call}{variant})" in src, src
+            assert f"{call}, seed={A.hidden_seed(lab, q.name)}{variant})" in src, src
     lab2 = paths["lab2_temperature"]  # the labs' data travel inside the package
     assert "files/calibcourse/study/course/lab_runs.npz" in zipfile.ZipFile(lab2["autograder"]).namelist()
 
