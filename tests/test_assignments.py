@@ -195,7 +195,7 @@ def test_assignments_are_written_with_points_stated_and_solutions_only_in_the_so
         for q in qs:  # the hidden test: the same check on another seed; each through graded, naming the exercise
             src = tests[f"tests/{q.name}.py"]
             variant = "" if q.check not in VARIANTS else f", variant={VARIANTS[q.check][0]!r}"
-            call = f"checks.graded({A.code_questions._exercise(q.title)!r}, checks.{q.check}, {q.function}"
+            call = f"checks.graded({A.code_questions.exercise_label(q.title)!r}, checks.{q.check}, {q.function}"
             assert f"{call}{variant})" in src, src
             assert f"{call}, seed={A.hidden_seed(lab, q.name)}{variant})" in src, src
     lab2 = paths["lab2_temperature"]  # the labs' data travel inside the package
