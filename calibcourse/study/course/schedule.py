@@ -220,13 +220,14 @@ def lab_banner(lab: str) -> str:
 
     Examples
     --------
+    Plain Markdown, no MyST role: the hand-out shows it in Jupyter, where a role would stay raw text.
+
     >>> print(lab_banner("lab3_binning"))
-    Week 4 of the {doc}`schedule </book/schedule>`; it practises chapter 3. About 75 to 90 minutes of work.
-    Due at the end of week 5.
+    Week 4 of the course's schedule; it practises chapter 3. About 75 to 90 minutes of work. Due at the end of week 5.
     """
     entry = _check_lab(lab)
     lo, hi = entry.minutes
-    return (f"Week {entry.out} of the {{doc}}`schedule </book/schedule>`; it practises chapter {entry.chapter}. "
+    return (f"Week {entry.out} of the course's schedule; it practises chapter {entry.chapter}. "
             f"About {lo} to {hi} minutes of work. Due at the end of week {entry.due}.")
 
 
