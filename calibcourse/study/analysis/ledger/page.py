@@ -199,6 +199,16 @@ _RETIRED = re.compile(r"^retired(?:: .*?\.(?= [A-Z.])| as (?:[^():]|\([^()]*\))*
 def retired_why(text: str) -> str:
     """The opening of a retired claim's text that says why it was retired ("" when it has none).
 
+    Parameters
+    ----------
+    text : str
+        A claim's text as published.
+
+    Returns
+    -------
+    str
+        Its opening up to the reason's end (a full stop or a colon), or ``""``.
+
     Examples
     --------
     >>> retired_why("retired: the inputs differ in brightness. A deep ensemble separates them")

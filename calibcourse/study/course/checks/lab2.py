@@ -222,6 +222,7 @@ def check_temperature_scaling(fn, verbose: bool = False, *, seed: int = 0, stric
     >>> checks.check_temperature_scaling(leaky)  # doctest: +ELLIPSIS
       FAIL  overconfident logits, case 1
             your probabilities match T = 1.388, fitted on the TEST split; the validation split gives T = 2.524
+            (the tolerance: 2e-03, absolute)
             hint: fit T on (val_logits, val_labels) only; the test labels are for evaluation
     ...
     check_temperature_scaling: 0 passed, 2 failed -> 2 failed
