@@ -100,11 +100,19 @@ restamp: $(TRAIN_STAMP)
 smoke: $(BOOK_STAMP)
 	$(PY) -m calibcourse.tools.smoke --profile $(PROFILE)
 
+# the two cores each run half of the tests: TEST_SIDE (the ci retraining, the labs' builds and executions) in a
+# second pytest whose log follows the first's; both must pass (TEST_SIDE= runs everything in one process)
+TEST_SIDE ?= tests/test_cache.py tests/test_labs.py
 test: $(TEST_STAMP) chromium
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check calibcourse tests bench
 	$(PY) -m calibcourse.tools.audit
-	$(PY) -m pytest
+	@mkdir -p _build
+	@if [ -z "$(strip $(TEST_SIDE))" ]; then $(PY) -m pytest; else \
+	  $(PY) -m pytest $(TEST_SIDE) > _build/test-side.log 2>&1 & side=$$!; \
+	  $(PY) -m pytest $(addprefix --ignore=,$(TEST_SIDE)); main=$$?; \
+	  wait $$side; s=$$?; echo "== the second half: pytest $(TEST_SIDE) (exit $$s)"; cat _build/test-side.log; \
+	  exit $$(( main || s )); fi
 
 # the fast tier, for a change of the toolkit or a page: lint, the number audit, the toolkit's tests and
 # doctests; no training, no notebook, no browser (tests/conftest.py marks every other test slow, and

@@ -1,6 +1,7 @@
 """The test tiers (`make test-fast`, the `slow` marker), the terminal summary's notes, and `make test` on a
 machine that cannot install the browser."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,7 +45,14 @@ def test_make_test_fast_deselects_the_slow_tier_and_needs_no_browser():
     fast = dry_run("test-fast")
     assert fast[-1].endswith('-m pytest -m "not slow" tests ' + " ".join(d.rstrip("/") for d in FAST_DOCTESTS))
     assert not any("apt-get" in ln or "chromium" in ln for ln in fast)
-    assert dry_run("test")[-1].endswith("-m pytest")  # make test runs every tier
+    # make test runs every tier: the side half's files, and everything but them beside it
+    text = "\n".join(dry_run("test"))
+    side = re.search(r"-m pytest ((?:tests/\S+ ?)+) > _build/test-side.log", text)
+    assert side, text[-800:]
+    files = side.group(1).split()
+    assert files and all((ROOT / f).is_file() for f in files)
+    assert "-m pytest " + " ".join(f"--ignore={f}" for f in files) + ";" in text
+    assert "exit $(( main || s ))" in text                            # both halves must pass
 
 
 def test_a_terminal_note_is_printed_after_the_test_summary(tmp_path):
