@@ -20,7 +20,7 @@ from calibcourse.study.runs.experiments.reference import (
     ref_name,
 )
 
-__all__ = ["ref_part", "ref_choice", "learns", "learns_runs", "seed_t_interval"]
+__all__ = ["ref_part", "ref_choice", "learns", "learns_runs", "seed_t_interval", "seed_interval"]
 
 
 def ref_part(result, part: str, kind: str = "probs"):
@@ -187,6 +187,32 @@ def seed_t_interval(differences, level: float = 0.95) -> tuple:
     half = float(student_t.ppf(0.5 + level / 2, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size))
     return (float(d.mean()), float(d.mean()) - half, float(d.mean()) + half)
 
+
+
+def seed_interval(differences, level: float = 0.95) -> tuple:
+    """:func:`seed_t_interval`, or an unbounded interval where there is one seed (the ci profile).
+
+    Parameters
+    ----------
+    differences : array-like of shape (S,)
+        One difference per seed, S >= 1.
+    level : float, default=0.95
+        The interval's coverage.
+
+    Returns
+    -------
+    tuple of float
+        ``(estimate, low, high)``; ``low`` and ``high`` are infinite for one seed.
+
+    Examples
+    --------
+    >>> [round(v, 3) for v in seed_interval([1.0, 2.0, 3.0])]
+    [2.0, -0.484, 4.484]
+    >>> seed_interval([1.5])
+    (1.5, -inf, inf)
+    """
+    d = np.asarray(differences, dtype=float).ravel()
+    return seed_t_interval(d, level) if d.size > 1 else (float(d.mean()), -np.inf, np.inf)
 
 def learns_runs(runs, frozen_runs, meta_lr: float, n_boot: int = 1000) -> dict:
     """Whether meta-learned runs beat their frozen controls (meta lr 0), paired by seed.
