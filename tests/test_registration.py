@@ -241,3 +241,17 @@ def test_what_held_says_what_the_history_cannot_show_about_the_meta_rates(tmp_pa
     assert "uncommitted pass of the grid" in row and "not before them" in row
     focal = next(line for line in page.splitlines() if line.startswith("| focal loss's γ"))
     assert "*post hoc*" in focal and "; but" not in focal
+
+
+def test_the_pages_read_the_committed_records_wherever_they_run(tmp_path, monkeypatch):
+    # the smoke run executes the study pages in a temporary folder: a page that opened
+    # data/registration.json relative to its working folder failed there (CI, 2026-11-28)
+    from calibcourse.study.analysis.ledger import committed_registration, with_registration
+
+    monkeypatch.chdir(tmp_path)
+    assert committed_registration() == reg.load(ROOT) != {}
+    some = next(iter(reg.load(ROOT)))
+    tagged = with_registration([{"id": some, "source": "guo2017calibration"}])[0]
+    assert tagged["registration"] == reg.load(ROOT)[some]["registration"]
+    for page in sorted((ROOT / "notebooks").glob("*.md")):
+        assert "data/registration.json" not in page.read_text(), f"{page.name} opens the records by a relative path"

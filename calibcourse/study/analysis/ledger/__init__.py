@@ -17,6 +17,7 @@ from calibcourse.study.analysis.ledger._texts import (
 from calibcourse.study.analysis.ledger.claims import Claim, Ledger
 from calibcourse.study.analysis.ledger.page import (
     check_claims,
+    committed_registration,
     kind_of,
     ledger_page,
     registration_summary,
@@ -25,4 +26,5 @@ from calibcourse.study.analysis.ledger.page import (
 )
 
 __all__ = ["Claim", "Ledger", "CLAIM_KEYS", "CLAIMS_GLUE_NAME", "check_claims", "ledger_page", "with_registration",
-           "retired_why", "registration_summary", "kind_of", "MAX_TEST_FACTOR", "MAX_SEEDS", "UNDERPOWERED_RATIO"]
+           "committed_registration", "retired_why", "registration_summary", "kind_of",
+           "MAX_TEST_FACTOR", "MAX_SEEDS", "UNDERPOWERED_RATIO"]

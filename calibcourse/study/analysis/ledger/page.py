@@ -1,7 +1,9 @@
 """The claims of every chapter checked, and the book's "What held" page written from them."""
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 from calibcourse.calibration import stats
 from calibcourse.study.analysis.ledger._texts import (
@@ -16,7 +18,7 @@ from calibcourse.study.analysis.ledger.reads import NOT_INFORMATIVE, RETIRED, SA
 from calibcourse.study.analysis.tables.summaries import fmt_difference
 
 __all__ = ["check_claims", "ledger_page", "with_registration", "kind_of", "short_claim", "retired_why",
-           "registration_summary", "STUDIES", "KINDS"]
+           "registration_summary", "committed_registration", "STUDIES", "KINDS"]
 
 #: the study's reports and the sources each covers, in the book's order: ``(page, title, sources)``; the
 #: course's own claims come last (a source in none of them gets a section of its own)
@@ -245,7 +247,34 @@ def _added_seeds(claim: dict, rec: dict) -> dict | None:
     return out
 
 
-def with_registration(claims: list, records: dict) -> list:
+#: the registration records the history gives (written by :mod:`calibcourse.tools.registration`), in the
+#: repository this package is in
+REGISTRATION_RECORDS = Path(__file__).resolve().parents[4] / "data" / "registration.json"
+
+
+def committed_registration() -> dict:
+    """The committed registration records (:data:`REGISTRATION_RECORDS`), or ``{}`` where there are none.
+
+    The pages read the records from the repository the package is in, not from their working
+    folder, so that a page executed elsewhere (a smoke run, a test) reads the same records.
+
+    Returns
+    -------
+    dict
+        ``{claim id: record}`` as :func:`calibcourse.tools.registration.write` wrote them.
+
+    Examples
+    --------
+    >>> records = committed_registration()
+    >>> all("registration" in r for r in records.values())
+    True
+    """
+    if not REGISTRATION_RECORDS.is_file():
+        return {}
+    return json.loads(REGISTRATION_RECORDS.read_text())
+
+
+def with_registration(claims: list, records: dict | None = None) -> list:
     """The claims with their kind and registration (:mod:`calibcourse.tools.registration`'s records).
 
     Adds ``kind``, ``registration`` (``"registered"``, ``"post hoc"``, ``"amended"``; None where the claim
@@ -256,9 +285,9 @@ def with_registration(claims: list, records: dict) -> list:
     ----------
     claims : list of dict
         The claims as ``_build/claims.json`` stores them.
-    records : dict
+    records : dict, optional
         ``{id: record}`` of :func:`calibcourse.tools.registration.compute` (a claim without one reads
-        "not checked").
+        "not checked"); default: :func:`committed_registration`.
 
     Returns
     -------
@@ -276,6 +305,7 @@ def with_registration(claims: list, records: dict) -> list:
     >>> d["kind"], d["registration"], d["added_seeds"]["added_interval"]
     ('paper', 'amended', [0.1, -0.2, 0.4])
     """
+    records = committed_registration() if records is None else records
     out = []
     for c in claims:
         rec = records.get(c["id"])
