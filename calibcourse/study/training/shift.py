@@ -20,6 +20,8 @@ with the per-channel affine normalization, so this equals normalizing the rotate
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from calibcourse.calibration._validation import check_int, is_int
@@ -276,6 +278,54 @@ def _letter_font(name: str):
     return FontProperties(fname=os.path.join(matplotlib.get_data_path(), "fonts", "ttf", name))
 
 
+@functools.lru_cache(maxsize=2)
+def _letter_pixels(n: int, h: int, seed: int, up: int) -> np.ndarray:
+    """:func:`ood_letters`' ``n`` images of side ``h`` in [0, 1], before normalization (read-only).
+
+    Rendering takes about 2 ms an image: a process that evaluates many networks on the same
+    letters (chapter 6's runs, a smoke run) draws them once."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import PathPatch
+    from matplotlib.textpath import TextPath
+    from matplotlib.transforms import Affine2D
+    from scipy import ndimage
+
+    side, box = h * up, 20 / 28 * h * up
+    fig = Figure(figsize=(1, 1), dpi=side)
+    canvas = FigureCanvasAgg(fig)
+    fig.patch.set_facecolor("black")
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_axis_off()
+    ax.set(xlim=(0, side), ylim=(side, 0))
+    w = h
+    fonts = [_letter_font(f) for f in LETTER_FONTS]
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, h, w))
+    for i in range(n):
+        letter, font = LETTERS[rng.integers(len(LETTERS))], fonts[rng.integers(len(fonts))]
+        turn, shear, thicken = rng.uniform(-15, 15), rng.uniform(-0.2, 0.2), rng.uniform(0, 1.5)
+        path = TextPath((0, 0), letter, size=100, prop=font)
+        t = Affine2D().scale(1, -1).skew(np.arctan(shear), 0).rotate_deg(turn)   # y down, as in an image
+        ext = t.transform_path(path).get_extents()   # the outline's own box (not its curves' control points)
+        lo, hi = np.array([ext.x0, ext.y0]), np.array([ext.x1, ext.y1])
+        # the thickened outline (half its width outside the letter) fits the box too, as a digit's strokes do
+        t += Affine2D().translate(*(-(lo + hi) / 2)).scale((box - thicken * up) / max(hi - lo)).translate(
+            side / 2, side / 2)
+        for p in list(ax.patches):
+            p.remove()
+        # a line width is in points: 72 per inch, and the figure is one inch of `side` pixels
+        ax.add_patch(PathPatch(t.transform_path(path), facecolor="white", edgecolor="white",
+                               linewidth=thicken * up * 72 / side, joinstyle="round"))
+        canvas.draw()
+        img = np.asarray(canvas.buffer_rgba())[..., 0].astype(np.float64) / 255.0
+        img = img.reshape(h, up, w, up).mean(axis=(1, 3))
+        cy, cx = ndimage.center_of_mass(img)
+        out[i] = ndimage.shift(img, (round((h - 1) / 2 - cy), round((w - 1) / 2 - cx)), order=0, cval=0.0)
+    out.setflags(write=False)
+    return out
+
+
 def ood_letters(n: int, shape, mean=0.0, std=1.0, seed: int = OOD_SEED, up: int = 4) -> np.ndarray:
     """``n`` out-of-distribution images: the letters A-J drawn as MNIST draws its digits (Not-MNIST's idea).
 
@@ -316,48 +366,12 @@ def ood_letters(n: int, shape, mean=0.0, std=1.0, seed: int = OOD_SEED, up: int 
     >>> bool(np.all(X[:, :, 0, :] == 0))                          # black around the letter
     True
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.patches import PathPatch
-    from matplotlib.textpath import TextPath
-    from matplotlib.transforms import Affine2D
-    from scipy import ndimage
-
     check_int(n, "n", low=1)
     check_int(up, "up", low=1)
     c, h, w = (int(v) for v in shape)
     if c not in (1, 3) or h != w or h < 8:
         raise ValueError(f"shape must be (C, H, W) with C 1 or 3 and H == W >= 8; got {tuple(shape)}")
-    side, box = h * up, 20 / 28 * h * up
-    fig = Figure(figsize=(1, 1), dpi=side)
-    canvas = FigureCanvasAgg(fig)
-    fig.patch.set_facecolor("black")
-    ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_axis_off()
-    ax.set(xlim=(0, side), ylim=(side, 0))
-    fonts = [_letter_font(f) for f in LETTER_FONTS]
-    rng = np.random.default_rng(seed)
-    out = np.empty((n, h, w))
-    for i in range(n):
-        letter, font = LETTERS[rng.integers(len(LETTERS))], fonts[rng.integers(len(fonts))]
-        turn, shear, thicken = rng.uniform(-15, 15), rng.uniform(-0.2, 0.2), rng.uniform(0, 1.5)
-        path = TextPath((0, 0), letter, size=100, prop=font)
-        t = Affine2D().scale(1, -1).skew(np.arctan(shear), 0).rotate_deg(turn)   # y down, as in an image
-        ext = t.transform_path(path).get_extents()   # the outline's own box (not its curves' control points)
-        lo, hi = np.array([ext.x0, ext.y0]), np.array([ext.x1, ext.y1])
-        # the thickened outline (half its width outside the letter) fits the box too, as a digit's strokes do
-        t += Affine2D().translate(*(-(lo + hi) / 2)).scale((box - thicken * up) / max(hi - lo)).translate(
-            side / 2, side / 2)
-        for p in list(ax.patches):
-            p.remove()
-        # a line width is in points: 72 per inch, and the figure is one inch of `side` pixels
-        ax.add_patch(PathPatch(t.transform_path(path), facecolor="white", edgecolor="white",
-                               linewidth=thicken * up * 72 / side, joinstyle="round"))
-        canvas.draw()
-        img = np.asarray(canvas.buffer_rgba())[..., 0].astype(np.float64) / 255.0
-        img = img.reshape(h, up, w, up).mean(axis=(1, 3))
-        cy, cx = ndimage.center_of_mass(img)
-        out[i] = ndimage.shift(img, (round((h - 1) / 2 - cy), round((w - 1) / 2 - cx)), order=0, cval=0.0)
+    out = _letter_pixels(n, h, int(seed), up)
     out = np.repeat(out[:, None], c, axis=1)
     mean = np.broadcast_to(np.asarray(mean, dtype=np.float64).reshape(-1), (c,)).reshape(1, c, 1, 1)
     std = np.broadcast_to(np.asarray(std, dtype=np.float64).reshape(-1), (c,)).reshape(1, c, 1, 1)
