@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
-from calibcourse.study.analysis.tables.summaries import fmt_ci
+from calibcourse.study.analysis.tables.summaries import fmt_ci, run_classes
 
 __all__ = ["post_hoc_table", "binary_scores", "post_hoc_binary_view", "post_hoc_view"]
 
@@ -68,7 +68,8 @@ def post_hoc_table(models: dict, methods: dict, n_bins: int = 15, n_boot: int = 
         z_val, y_val = r.logits("val"), r.labels("val")
         z_test, y_test = r.logits("test"), r.labels("test")
         for method_name, method in methods.items():
-            p = M.logits_to_probs(z_test) if method is None else method.clone().fit(z_val, y_val).predict_proba(z_test)
+            p = (M.logits_to_probs(z_test) if method is None
+                 else method.clone().fit(z_val, y_val, classes=run_classes(z_val)).predict_proba(z_test))
             predictions[(model_name, method_name)] = p
             rows.append(_post_hoc_row(model_name, method_name, p, y_test, n_bins, n_boot, seed))
     return (pd.DataFrame(rows), predictions) if return_predictions else pd.DataFrame(rows)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibcourse.calibration import metrics as M
-from calibcourse.study.analysis.tables.summaries import method_label
+from calibcourse.study.analysis.tables.summaries import method_label, run_classes
 
 __all__ = ["SEED_MEASURES", "seed_table", "seeds_view", "grid_choice_view"]
 
@@ -79,7 +79,8 @@ def seed_table(methods: dict, post_hoc: dict | None = None, split: str = "test")
         for name, (base, calibrator) in post_hoc.items():
             if base == method:
                 for seed, r in by_seed.items():
-                    fitted = calibrator.clone().fit(r.logits("val"), r.labels("val"))
+                    z = r.logits("val")
+                    fitted = calibrator.clone().fit(z, r.labels("val"), classes=run_classes(z))
                     add(name, seed, fitted.predict_proba(r.logits(split)), float("nan"))
     return pd.DataFrame(rows), probs
 

@@ -6,7 +6,22 @@ import numpy as np
 from calibcourse.calibration import metrics as M
 from calibcourse.calibration import stats
 
-__all__ = ["run_summary", "seed_predictions", "sweep_table", "fmt_difference", "fmt_ci", "method_label"]
+__all__ = ["run_summary", "seed_predictions", "sweep_table", "fmt_difference", "fmt_ci", "method_label", "run_classes"]
+
+
+def run_classes(scores) -> range:
+    """The classes of a run's scores: a run's labels are its columns' indices (two classes for one column).
+
+    Passed to a calibrator's ``fit`` (``classes=``), so that a small split that misses a class
+    (a smoke run's, a fold's) still names every column.
+
+    Examples
+    --------
+    >>> run_classes(np.zeros((3, 10))), run_classes(np.zeros(3))
+    (range(0, 10), range(0, 2))
+    """
+    scores = np.asarray(scores)
+    return range(scores.shape[1]) if scores.ndim == 2 and scores.shape[1] > 1 else range(2)
 
 
 def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> dict:
@@ -49,7 +64,8 @@ def run_summary(result, n_bins: int = 15, n_boot: int = 1000, seed: int = 0) -> 
     p, y = result.probs("test"), result.labels("test")
     top = {"n_bins": n_bins, "reliability": "top_label"}  # top-label for a sigmoid run's (n,) too
     ci = stats.interval(M.ece, p, y, n_boot=n_boot, seed=seed, **top)
-    ts = TemperatureScaling().fit(result.logits("val"), result.labels("val"))
+    z = result.logits("val")
+    ts = TemperatureScaling().fit(z, result.labels("val"), classes=run_classes(z))
     p_ts = ts.predict_proba(result.logits("test"))
     return {"error": M.error(p, y), "nll": M.nll(p, y), "ece": ci.estimate, "ece_low": ci.low,
             "ece_high": ci.high, "ece_plugin": ci.plugin, "mce": M.mce(p, y, **top),
