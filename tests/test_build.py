@@ -2,6 +2,7 @@
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -271,3 +272,35 @@ def test_bib_titles_name_the_first_author_year_and_title(tmp_path):
                    " Lee, Bo},\n  year = {2024}\n}\n")
     assert whatheld.bib_titles(bib) == {"a2017": "Guo et al. (2017), On Calibration",
                                       "b2024": "Muñoz and Lee (2024), Project"}
+
+
+def test_pages_execute_side_by_side_each_after_the_pages_it_reads(tmp_path):
+    # a report quotes the chapter it reads: it starts only once that chapter has finished, while an
+    # independent page runs beside the chapter (two at once); the result is the same as one at a time
+    slow = GOOD + code("import time\ntime.sleep(3)")
+    pkg = write_book(tmp_path, {"chapter": slow, "other": slow, "report": GOOD + code('reads = "chapter"')})
+    pages = build.notebook_pages(tmp_path)
+    assert build.page_dependencies(pages) == {0: set(), 1: set(), 2: {0}}
+    lines = []
+    start = time.perf_counter()
+    status = build.execute_book(tmp_path, profile="ci", package_dir=pkg, log=lines.append, jobs=2)
+    took = time.perf_counter() - start
+    assert list(status) == ["notebooks/chapter.md", "notebooks/other.md", "notebooks/report.md"]
+    assert set(status.values()) == {"executed"}
+    assert lines[-1].startswith("[3/3] notebooks/report.md: executed"), lines  # after the chapter
+    one = []
+    t0 = time.perf_counter()
+    build.execute_book(tmp_path, profile="ci", package_dir=pkg, log=one.append, jobs=1, force=True)
+    assert took < time.perf_counter() - t0 - 2, "two pages of 3 s ran side by side"
+    assert [ln.split(":")[0] for ln in one] == ["[1/3] notebooks/chapter.md", "[2/3] notebooks/other.md",
+                                                 "[3/3] notebooks/report.md"]
+
+
+def test_a_bad_jobs_count_is_one_line(tmp_path, monkeypatch):
+    proc = subprocess.run([sys.executable, "-m", "calibcourse.tools.build", "--root", str(tmp_path), "--jobs", "0"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "jobs must be a whole number >= 1; got 0" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    monkeypatch.setenv("CALIBCOURSE_PAGE_JOBS", "two")
+    with pytest.raises(ValueError, match="CALIBCOURSE_PAGE_JOBS must be a whole number"):
+        build.page_jobs()

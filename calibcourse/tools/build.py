@@ -148,12 +148,69 @@ def execute_page(page: Page, params: dict, root: Path, failed_dir: Path) -> None
         os.replace(tmp_out, page.output)
 
 
+def page_dependencies(pages: list) -> dict:
+    r"""Which earlier pages each page reads: those whose name its source quotes (``"03_binary"``).
+
+    A study report reads the claims its chapters published (:func:`calibcourse.study.course.evidence.
+    published_claims` names them): it executes after them. A page never depends on a later one.
+
+    Parameters
+    ----------
+    pages : list of Page
+        :func:`notebook_pages`, in the book's order.
+
+    Returns
+    -------
+    dict
+        ``{page index: set of indices of earlier pages}``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "notebooks").mkdir()
+    >>> _ = (root / "notebooks" / "ch.md").write_text("# A chapter")
+    >>> _ = (root / "notebooks" / "report.md").write_text('claims = published_claims(["ch"])')
+    >>> _ = (root / "_toc.yml").write_text("root: book/intro\nchapters:\n- file: book/generated/ch\n"
+    ...                                    "- file: book/generated/report\n")
+    >>> page_dependencies(notebook_pages(root))
+    {0: set(), 1: {0}}
+    """
+    deps = {}
+    for i, page in enumerate(pages):
+        text = page.source.read_text()
+        deps[i] = {j for j, other in enumerate(pages[:i])
+                   if f'"{other.output.stem}"' in text or f"'{other.output.stem}'" in text}
+    return deps
+
+
+def page_jobs(jobs: int | None = None) -> int:
+    """How many pages execute at once: ``jobs``, else ``CALIBCOURSE_PAGE_JOBS``, else one per core (at most 2).
+
+    Examples
+    --------
+    >>> page_jobs(3)
+    3
+    """
+    if jobs is None:
+        raw = os.environ.get("CALIBCOURSE_PAGE_JOBS", "")
+        if raw and not (raw.isdigit() and int(raw) >= 1):
+            raise ValueError(f"CALIBCOURSE_PAGE_JOBS must be a whole number >= 1; got {raw!r}")
+        jobs = int(raw) if raw else min(2, len(os.sched_getaffinity(0)))
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a whole number >= 1; got {jobs!r}")
+    return jobs
+
+
 def execute_book(root: Path, profile: str = "default", edition: str = "instructor",
-                 force: bool = False, package_dir: Path | None = None, log=print) -> dict:
-    r"""Execute every notebook page whose fingerprint changed, in the order of ``_toc.yml``.
+                 force: bool = False, package_dir: Path | None = None, log=print, jobs: int | None = None) -> dict:
+    r"""Execute every notebook page whose fingerprint changed, ``jobs`` at a time, each after the pages it reads.
 
     A page is executed by papermill in a fresh kernel (seconds); after its success its
-    fingerprint is stored next to the output, ``<output>.fingerprint``.
+    fingerprint is stored next to the output, ``<output>.fingerprint``. Pages execute side by
+    side (:func:`page_jobs`: one per core, at most 2), a page after those it reads
+    (:func:`page_dependencies`); each line is logged as its page finishes. When a page fails, no
+    new page starts, those running finish, and the first failure is raised.
 
     Parameters
     ----------
@@ -169,11 +226,14 @@ def execute_book(root: Path, profile: str = "default", edition: str = "instructo
         As in :func:`fingerprint`.
     log : callable, default=print
         Called with each progress line.
+    jobs : int, optional
+        Pages executed at once (:func:`page_jobs`).
 
     Returns
     -------
     dict
-        ``{source path relative to root: 'executed' or 'skipped'}``; a failing page raises :class:`BuildError`.
+        ``{source path relative to root: 'executed' or 'skipped'}`` in the book's order; a failing page raises
+        :class:`BuildError`.
 
     Examples
     --------
@@ -194,11 +254,15 @@ def execute_book(root: Path, profile: str = "default", edition: str = "instructo
     [1/1] notebooks/ch.md: skipped (unchanged)
     {'notebooks/ch.md': 'skipped'}
     """
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
     root = Path(root).resolve()
+    jobs = page_jobs(jobs)
     failed_dir = root / "_build" / "failed"
     params = {"profile": profile, "edition": edition}
     status = {}
     pages = notebook_pages(root)
+    todo = {}
     for i, page in enumerate(pages, start=1):
         rel = page.source.relative_to(root)
         fp = fingerprint(page, params, root, package_dir)
@@ -216,21 +280,48 @@ def execute_book(root: Path, profile: str = "default", edition: str = "instructo
             log(f"[{i}/{len(pages)}] {rel}: skipped (unchanged)")
             status[str(rel)] = "skipped"
             continue
-        start = time.perf_counter()
+        todo[i - 1] = (fp, kept_page)
+
+    def run(i: int) -> None:
+        page, (fp, kept_page) = pages[i], todo[i]
         fingerprint_path(page).unlink(missing_ok=True)
         try:
             execute_page(page, params, root, failed_dir)
         except BuildError:
             page.output.unlink(missing_ok=True)
-            log(f"[{i}/{len(pages)}] {rel}: FAILED after {time.perf_counter() - start:.1f} s")
             raise
         fingerprint_path(page).write_text(fp + "\n")
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(page.output, kept)
+        kept_page.output.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(page.output, kept_page.output)
         fingerprint_path(kept_page).write_text(fp + "\n")
-        log(f"[{i}/{len(pages)}] {rel}: executed in {time.perf_counter() - start:.1f} s")
-        status[str(rel)] = "executed"
-    return status
+
+    deps = page_dependencies(pages)
+    waiting, running, finished, error = sorted(todo), {}, set(), None
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        while waiting or running:
+            # a page starts once every page it reads that is executed here has finished; none after a failure
+            ready = [] if error else [i for i in waiting if deps[i] & set(todo) <= finished]
+            for i in ready[:jobs - len(running)]:
+                waiting.remove(i)
+                running[pool.submit(run, i)] = (i, time.perf_counter())
+            if not running:
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                i, start = running.pop(future)
+                rel = pages[i].source.relative_to(root)
+                try:
+                    future.result()
+                except BuildError as exc:
+                    log(f"[{i + 1}/{len(pages)}] {rel}: FAILED after {time.perf_counter() - start:.1f} s")
+                    error = error or exc
+                    continue
+                log(f"[{i + 1}/{len(pages)}] {rel}: executed in {time.perf_counter() - start:.1f} s")
+                status[str(rel)] = "executed"
+                finished.add(i)
+    if error is not None:
+        raise error
+    return {str(p.source.relative_to(root)): status[str(p.source.relative_to(root))] for p in pages}
 
 
 
@@ -342,7 +433,7 @@ def write_schedule(root: Path) -> None:
 
 
 def prepare_pages(root: Path, profile: str = "default", edition: str = "student", force: bool = False,
-                  log=print) -> None:
+                  log=print, jobs: int | None = None) -> None:
     """Everything the book's pages need before they are rendered (HTML, PDF or slides): the schedule
     page, every notebook executed where its fingerprint changed, the claims ledger.
 
@@ -358,6 +449,8 @@ def prepare_pages(root: Path, profile: str = "default", edition: str = "student"
         Execute every notebook.
     log : callable, default=print
         Called with each progress line.
+    jobs : int, optional
+        Pages executed at once (:func:`page_jobs`).
 
     Returns
     -------
@@ -373,7 +466,7 @@ def prepare_pages(root: Path, profile: str = "default", edition: str = "student"
     ...
     """
     write_schedule(root)
-    execute_book(root, profile, edition, force=force, log=log)
+    execute_book(root, profile, edition, force=force, log=log, jobs=jobs)
     write_ledger(root, notebook_pages(root), log=log)
 
 
@@ -415,10 +508,16 @@ def main(argv=None) -> int:
     ap.add_argument("--root", default=".", help="the book's root (holds _config.yml and _toc.yml)")
     ap.add_argument("--force", action="store_true", help="re-execute every notebook")
     ap.add_argument("--no-html", action="store_true", help="execute the notebooks only")
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="pages executed at once (default: CALIBCOURSE_PAGE_JOBS, else one per core, at most 2)")
     ap.add_argument("--labs", metavar="DIR", nargs="?", const="_build/labs",
                     help="only write the lab notebooks (.ipynb) of --edition under DIR/<edition> and exit")
     args = ap.parse_args(argv)
     root = Path(args.root).resolve()
+    try:
+        jobs = page_jobs(args.jobs)
+    except ValueError as exc:
+        ap.error(str(exc))
     if args.labs:
         from calibcourse.tools.handout import write_editions
 
@@ -429,7 +528,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("CALIBCOURSE_QUIET", "1")  # no progress bars inside executed notebooks
     start = time.perf_counter()
     try:
-        prepare_pages(root, args.profile, args.edition, force=args.force)
+        prepare_pages(root, args.profile, args.edition, force=args.force, jobs=jobs)
         if not args.no_html:
             build_html(root, args.edition)
     except BuildError as exc:

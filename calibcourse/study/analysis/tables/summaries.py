@@ -15,6 +15,16 @@ def run_classes(scores) -> range:
     Passed to a calibrator's ``fit`` (``classes=``), so that a small split that misses a class
     (a smoke run's, a fold's) still names every column.
 
+    Parameters
+    ----------
+    scores : array_like of shape (n,) or (n, K)
+        A run's logits or probabilities.
+
+    Returns
+    -------
+    range
+        ``range(K)``, or ``range(2)`` for one column.
+
     Examples
     --------
     >>> run_classes(np.zeros((3, 10))), run_classes(np.zeros(3))
