@@ -304,3 +304,23 @@ def test_a_bad_jobs_count_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("CALIBCOURSE_PAGE_JOBS", "two")
     with pytest.raises(ValueError, match="CALIBCOURSE_PAGE_JOBS must be a whole number"):
         build.page_jobs()
+
+
+def test_no_page_reads_a_name_it_never_defines(tmp_path):
+    """Every page's cells, as one script, pass ruff's undefined-name check: a name an edit removed
+    fails here in seconds instead of in the smoke run (study_shift read a removed `records`)."""
+    import jupytext
+
+    pages = sorted((Path(__file__).resolve().parents[1] / "notebooks").rglob("*.md"))
+    assert len(pages) >= 15
+    for page in pages:
+        jupytext.write(jupytext.read(page), tmp_path / f"{page.stem}.py", fmt="py:percent")
+    ruff = Path(sys.executable).with_name("ruff")
+    proc = subprocess.run([str(ruff), "check", "--no-cache", "--isolated", "--select", "F821,F822,F823",
+                           "--config", "builtins = ['display', 'get_ipython']", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+    (tmp_path / "bad.py").write_text("x = records.get('a')\n")  # and the check can fail
+    proc = subprocess.run([str(ruff), "check", "--no-cache", "--isolated", "--select", "F821",
+                           str(tmp_path / "bad.py")], capture_output=True, text=True)
+    assert proc.returncode == 1 and "records" in proc.stdout

@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 from calibcourse.study.runs.profiles import PROFILES
+from calibcourse.tools._env import environ
 from calibcourse.tools._layout import CLAIMS_JSON, GENERATED, LEDGER_PAGE, BuildError  # noqa: F401 (build.X)
 from calibcourse.tools.pages import (  # noqa: F401 (build.X)
     FINGERPRINT_SUFFIX,
@@ -184,6 +185,10 @@ def page_dependencies(pages: list) -> dict:
     return deps
 
 
+#: the variables that set a kernel's threads (OpenMP: torch and most BLAS; OpenBLAS; MKL)
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def page_jobs(jobs: int | None = None) -> int:
     """How many pages execute at once: ``jobs``, else ``CALIBCOURSE_PAGE_JOBS``, else one per core (at most 2).
 
@@ -208,7 +213,8 @@ def execute_book(root: Path, profile: str = "default", edition: str = "instructo
 
     A page is executed by papermill in a fresh kernel (seconds); after its success its
     fingerprint is stored next to the output, ``<output>.fingerprint``. Pages execute side by
-    side (:func:`page_jobs`: one per core, at most 2), a page after those it reads
+    side (:func:`page_jobs`: one per core, at most 2; each kernel with its share of the cores'
+    threads unless ``OMP_NUM_THREADS`` is set), a page after those it reads
     (:func:`page_dependencies`); each line is logged as its page finishes. When a page fails, no
     new page starts, those running finish, and the first failure is raised.
 
@@ -297,7 +303,10 @@ def execute_book(root: Path, profile: str = "default", edition: str = "instructo
 
     deps = page_dependencies(pages)
     waiting, running, finished, error = sorted(todo), {}, set(), None
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    # pages side by side share the cores: each kernel's BLAS and torch get its share (unless set already)
+    share = str(max(1, len(os.sched_getaffinity(0)) // jobs))
+    threads = {v: os.environ.get(v) or share for v in _THREAD_VARIABLES} if jobs > 1 else {}
+    with environ(**threads), ThreadPoolExecutor(max_workers=jobs) as pool:
         while waiting or running:
             # a page starts once every page it reads that is executed here has finished; none after a failure
             ready = [] if error else [i for i in waiting if deps[i] & set(todo) <= finished]
