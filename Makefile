@@ -100,9 +100,10 @@ restamp: $(TRAIN_STAMP)
 smoke: $(BOOK_STAMP)
 	$(PY) -m calibcourse.tools.smoke --profile $(PROFILE)
 
-# the two cores each run half of the tests: TEST_SIDE (the ci retraining, the labs' builds and executions) in a
-# second pytest whose log follows the first's; both must pass (TEST_SIDE= runs everything in one process)
-TEST_SIDE ?= tests/test_cache.py tests/test_labs.py
+# the two cores each run half of the tests: TEST_SIDE (the ci retraining, the labs' two-edition build, Part I's
+# pages executed, the run grid, the retraining tools: about half of the time) in a second pytest whose log follows
+# the first's; both must pass (TEST_SIDE= runs everything in one process)
+TEST_SIDE ?= tests/test_cache.py tests/test_labs.py tests/test_book_shape.py tests/test_grid.py tests/test_reproduce.py
 test: $(TEST_STAMP) chromium
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check calibcourse tests bench

@@ -45,6 +45,6 @@ def test_full_configs_train_for_one_batch_on_the_small_files(tmp_path, monkeypat
     cache = cachemod.Cache(tmp_path / "cache")
     result = cache.get_or_train(cfg, progress=False)
     assert cache.keys() == [cachemod.config_key(cfg)] and len(result.history) == 1
-    assert result.info["smoke"].startswith("1 epochs of at most 1 batches of at most 16 samples")
+    assert result.info["smoke"].startswith("1 epochs of at most 1 batches of at most 4 samples")
     n_test = len(result.labels("test"))
     assert result.logits("test").shape[0] == n_test > 0

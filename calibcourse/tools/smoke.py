@@ -10,7 +10,7 @@ hundred GPU-hours) is not on a CI machine, so the smoke run checks everything el
    CIFAR-10 and CIFAR-100 as their python-version pickles, and a DenseNet-121 state dict
    (random weights) under the name of torchvision's ImageNet file;
 2. every config of the profile is trained into a temporary cache with
-   ``CALIBCOURSE_SMOKE="1:1:16"`` (one epoch of one batch of at most 16 samples,
+   ``CALIBCOURSE_SMOKE="1:1:4"`` (one epoch of one batch of at most 4 samples,
    :func:`calibcourse.study.training.config.smoke_caps`; the configs, and so their cache keys, are the real
    ones, so the pages find them);
 3. every chapter and lab is executed with ``profile = "full"`` against that cache
@@ -40,12 +40,15 @@ from calibcourse.tools._env import environ
 
 __all__ = ["write_fake_data", "smoke", "SMOKE_CAPS", "SIZES"]
 
-#: ``CALIBCOURSE_SMOKE`` of the runs: epochs, batches per epoch, samples per batch
-SMOKE_CAPS = "1:1:16"
+#: ``CALIBCOURSE_SMOKE`` of the runs: epochs, batches per epoch, samples per batch (4: a batch that
+#: batch norm, the meta-learner's validation batch and the losses accept; the ResNets' meta-steps take
+#: half the time of 16 samples')
+SMOKE_CAPS = "1:1:4"
 #: training / test samples of the small files (evaluating the test splits is most of a smoke
 #: run's time: they are small); CIFAR-100's test split holds every class five times, so that the
-#: practitioners' page can cross-fit its calibrators on five folds
-SIZES = {"mnist": (200, 100), "cifar10": (200, 40), "cifar100": (500, 500)}
+#: practitioners' page can cross-fit its calibrators on five folds; MNIST's 1,000 training images give a
+#: validation split of ten per class, so that chapter 6's fair footing can cross-fit on five folds too
+SIZES = {"mnist": (1000, 100), "cifar10": (200, 40), "cifar100": (500, 500)}
 REPO = Path(__file__).resolve().parents[2]
 
 
