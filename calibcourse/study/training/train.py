@@ -170,14 +170,17 @@ def _predictive_outputs(cfg: dict, model, X: dict, stats, labels: dict) -> dict:
 
     out, sets = {}, dict(X)
     mean, std = (np.asarray(v, dtype=np.float64) for v in stats)
+    # a smoke run (CALIBCOURSE_SMOKE) scores as many out-of-distribution images as test images: its small
+    # files' test split, not the 10,000 letters a real run draws
+    n_ood = (lambda n: min(n, len(labels["test"]))) if smoke_caps() else (lambda n: n)
     shifted = {}
     if cfg.get("shift"):
         shifted = shifted_sets(X["test"], labels["test"], cfg["shift"], fill=(-mean / std).reshape(-1))
         if cfg["shift"].get("ood"):
-            m = cfg["shift"]["ood"]
+            m = n_ood(cfg["shift"]["ood"])
             shifted[OOD_SPLIT] = (ood_images(m, X["test"].shape[1:], mean, std), np.full(m, OOD_LABEL))
     if cfg.get("ood"):
-        shifted[OOD_SPLIT] = ood_set(cfg["ood"], X["test"].shape[1:], mean, std)
+        shifted[OOD_SPLIT] = ood_set({**cfg["ood"], "n": n_ood(cfg["ood"]["n"])}, X["test"].shape[1:], mean, std)
     for name, (Xs, ys) in shifted.items():
         sets[name] = Xs
         out[f"{name}_labels"] = ys
