@@ -299,7 +299,7 @@ def test_pages_execute_side_by_side_each_after_the_pages_it_reads(tmp_path):
 def test_a_bad_jobs_count_is_one_line(tmp_path, monkeypatch):
     proc = subprocess.run([sys.executable, "-m", "calibcourse.tools.build", "--root", str(tmp_path), "--jobs", "0"],
                           capture_output=True, text=True)
-    assert proc.returncode == 2 and "jobs must be a whole number >= 1; got 0" in proc.stderr
+    assert proc.returncode == 2 and "jobs must be an integer >= 1; got 0" in proc.stderr
     assert "Traceback" not in proc.stderr
     monkeypatch.setenv("CALIBCOURSE_PAGE_JOBS", "two")
     with pytest.raises(ValueError, match="CALIBCOURSE_PAGE_JOBS must be a whole number"):

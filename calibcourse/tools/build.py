@@ -40,6 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from calibcourse.calibration._validation import check_int
 from calibcourse.study.runs.profiles import PROFILES
 from calibcourse.tools._env import environ
 from calibcourse.tools._layout import CLAIMS_JSON, GENERATED, LEDGER_PAGE, BuildError  # noqa: F401 (build.X)
@@ -202,9 +203,8 @@ def page_jobs(jobs: int | None = None) -> int:
         if raw and not (raw.isdigit() and int(raw) >= 1):
             raise ValueError(f"CALIBCOURSE_PAGE_JOBS must be a whole number >= 1; got {raw!r}")
         jobs = int(raw) if raw else min(2, len(os.sched_getaffinity(0)))
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be a whole number >= 1; got {jobs!r}")
-    return jobs
+    check_int(jobs, "jobs", low=1)
+    return int(jobs)
 
 
 def execute_book(root: Path, profile: str = "default", edition: str = "instructor",
