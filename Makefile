@@ -11,6 +11,11 @@ EDITION ?= student
 # pip keeps no copy of the wheels it downloads: torch's CUDA build is about 5 GB installed, and a
 # machine that fetches it from the registry would otherwise hold it twice.
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check --no-cache-dir
+# the requirements go in with uv (pinned here; it fetches and unpacks in parallel: torch's 3 GB in about 30 s
+# where pip takes two minutes or more), and with pip where uv cannot (an index only pip is configured for)
+UV_VERSION := 0.13.9
+UV := $(VENV)/bin/uv
+INSTALL = $(UV) pip install --quiet --no-cache --python $(PY)
 # torch's OpenMP threads spin when another process is busy; never let them.
 export OMP_WAIT_POLICY ?= PASSIVE
 export MPLBACKEND ?= Agg
@@ -24,14 +29,15 @@ TEST_STAMP := $(VENV)/.test-installed
 # Linux build brings 3 GB of NVIDIA libraries); the pins accept it (book/setup.md)
 $(BOOK_STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@test -x $(UV) || $(PIP) uv==$(UV_VERSION)
 	$(if $(filter cpu,$(TORCH)),$(PIP) torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cpu)
-	$(PIP) -r requirements.txt
+	$(INSTALL) -r requirements.txt || $(PIP) -r requirements.txt
 	$(PIP) --no-deps --no-build-isolation -e . \
 	  || $(PIP) --no-deps -e .
 	@touch $@
 
 $(TEST_STAMP): $(BOOK_STAMP) requirements-test.txt
-	$(PIP) -r requirements-test.txt -c requirements.txt
+	$(INSTALL) -r requirements-test.txt -c requirements.txt || $(PIP) -r requirements-test.txt -c requirements.txt
 	@touch $@
 
 venv: $(BOOK_STAMP)
@@ -70,7 +76,7 @@ EXECUTOR ?= serial
 JOBS ?= 1
 TRAIN_STAMP := $(VENV)/.train-installed
 $(TRAIN_STAMP): $(BOOK_STAMP) requirements-train.txt
-	$(PIP) -r requirements-train.txt -c requirements.txt
+	$(INSTALL) -r requirements-train.txt -c requirements.txt || $(PIP) -r requirements-train.txt -c requirements.txt
 	@touch $@
 
 train: $(TRAIN_STAMP)
@@ -101,9 +107,10 @@ smoke: $(BOOK_STAMP)
 	$(PY) -m calibcourse.tools.smoke --profile $(PROFILE)
 
 # the two cores each run half of the tests: TEST_SIDE (the ci retraining, the labs' two-edition build, Part I's
-# pages executed, the run grid, the retraining tools: about half of the time) in a second pytest whose log follows
+# pages executed, the run grid, the retraining tools, the build: about half of the time) in a second pytest whose log follows
 # the first's; both must pass (TEST_SIDE= runs everything in one process)
-TEST_SIDE ?= tests/test_cache.py tests/test_labs.py tests/test_book_shape.py tests/test_grid.py tests/test_reproduce.py
+TEST_SIDE ?= tests/test_cache.py tests/test_labs.py tests/test_book_shape.py tests/test_grid.py tests/test_reproduce.py \
+  tests/test_build.py
 test: $(TEST_STAMP) chromium
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check calibcourse tests bench
