@@ -101,7 +101,9 @@ def _hide_parameter_cells(nb) -> None:
 
 
 def execute_page(page: Page, params: dict, root: Path, failed_dir: Path) -> None:
-    """Convert ``page.source`` with jupytext and execute it with papermill into ``page.output``."""
+    """Convert ``page.source`` with jupytext and execute it with papermill into ``page.output``.
+
+    A page without a code cell is written as it is: no kernel starts for it (a second or more)."""
     import jupytext
     import nbformat
     import papermill as pm
@@ -115,6 +117,11 @@ def execute_page(page: Page, params: dict, root: Path, failed_dir: Path) -> None
         nb = to_edition(jupytext.read(page.source), params.get("edition", "instructor"))
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     page.output.parent.mkdir(parents=True, exist_ok=True)
+    if not any(cell.cell_type == "code" for cell in nb.cells):
+        tmp_out = page.output.with_name(page.output.name + ".tmp")
+        nbformat.write(nb, tmp_out)
+        os.replace(tmp_out, page.output)
+        return
     with tempfile.TemporaryDirectory(prefix="calibcourse-build-") as tmp:
         src_nb = Path(tmp) / "input.ipynb"
         out_nb = Path(tmp) / "output.ipynb"
