@@ -18,6 +18,8 @@ PIP := $(PY) -m pip install --quiet --disable-pip-version-check --no-cache-dir
 UV_VERSION := 0.13.9
 UV := $(VENV)/bin/uv
 INSTALL = $(UV) pip install --quiet --no-cache --compile-bytecode --python $(PY)
+# $(call install,<pip arguments>): uv, else pip, with the same arguments
+install = $(INSTALL) $(1) || $(PIP) $(1)
 # torch's OpenMP threads spin when another process is busy; never let them.
 export OMP_WAIT_POLICY ?= PASSIVE
 export MPLBACKEND ?= Agg
@@ -33,13 +35,13 @@ $(BOOK_STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@test -x $(UV) || $(PIP) uv==$(UV_VERSION)
 	$(if $(filter cpu,$(TORCH)),$(PIP) torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cpu)
-	$(INSTALL) -r requirements.txt || $(PIP) -r requirements.txt
+	$(call install,-r requirements.txt)
 	$(PIP) --no-deps --no-build-isolation -e . \
 	  || $(PIP) --no-deps -e .
 	@touch $@
 
 $(TEST_STAMP): $(BOOK_STAMP) requirements-test.txt
-	$(INSTALL) -r requirements-test.txt -c requirements.txt || $(PIP) -r requirements-test.txt -c requirements.txt
+	$(call install,-r requirements-test.txt -c requirements.txt)
 	@touch $@
 
 venv: $(BOOK_STAMP)
@@ -78,7 +80,7 @@ EXECUTOR ?= serial
 JOBS ?= 1
 TRAIN_STAMP := $(VENV)/.train-installed
 $(TRAIN_STAMP): $(BOOK_STAMP) requirements-train.txt
-	$(INSTALL) -r requirements-train.txt -c requirements.txt || $(PIP) -r requirements-train.txt -c requirements.txt
+	$(call install,-r requirements-train.txt -c requirements.txt)
 	@touch $@
 
 train: $(TRAIN_STAMP)

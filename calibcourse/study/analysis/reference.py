@@ -188,7 +188,6 @@ def seed_t_interval(differences, level: float = 0.95) -> tuple:
     return (float(d.mean()), float(d.mean()) - half, float(d.mean()) + half)
 
 
-
 def seed_interval(differences, level: float = 0.95) -> tuple:
     """:func:`seed_t_interval`, or an unbounded interval where there is one seed (the ci profile).
 
